@@ -1,0 +1,20 @@
+// Budget guard: fails fast when the caller's tool-call budget is already spent.
+
+import { budgetExceeded } from '../src/internal/failures.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/**
+ * Fails with `budget_exceeded` and 0 attempts, before any attempt, when the call's budget has
+ * no unit left (a number ≤ 0, or a shared budget at 0). Each attempt then takes one unit, and
+ * the retry layer stops when the budget runs out.
+ *
+ * @example
+ * const budget = createBudget(10);
+ * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
+ */
+export function budgetGuard(): Middleware {
+  return async function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    if (ctx.budget !== undefined && !(ctx.budget.remaining >= 1)) throw budgetExceeded(ctx);
+    return next();
+  };
+}

@@ -1,0 +1,22 @@
+// Error mapping: the outermost layer, turning anything thrown inside into the one envelope.
+
+import { toDispatchError } from '../src/errors.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/**
+ * Catches whatever the inner layers throw and records it as a `DispatchError` in
+ * `ctx.outcome`: envelopes stay as they are, a `TransientError` becomes `transient`, anything
+ * else `internal`. It never rethrows, so it belongs outermost.
+ *
+ * @example
+ * const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
+ */
+export function errorMapping(): Middleware {
+  return async function errorMapping(ctx: DispatchContext, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (error) {
+      ctx.outcome = toDispatchError(error, ctx.attempt);
+    }
+  };
+}

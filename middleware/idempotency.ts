@@ -1,0 +1,195 @@
+// Idempotency: calls that share a key run the handler once, in flight and for a while after success.
+
+import { systemClock, type Clock } from '../src/clock.js';
+import { DispatchError, toDispatchError } from '../src/errors.js';
+import { neverAborted, raceAbort } from '../src/internal/abort.js';
+import { cancelled } from '../src/internal/failures.js';
+import { fingerprint } from '../src/internal/fingerprint.js';
+import { optionsObject, requireInteger, requireNumber } from '../src/internal/options.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/** Options for `idempotency`. */
+export interface IdempotencyOptions {
+  /**
+   * How long a success is served again after it completed, in milliseconds.
+   * @default 60_000
+   */
+  ttlMs?: number;
+  /**
+   * The most successes kept; the oldest is evicted first beyond it.
+   * @default 10_000
+   */
+  maxEntries?: number;
+  /**
+   * The time source for the TTL.
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'now'>;
+}
+
+/** The idempotency middleware, with a look at its cache. */
+export interface IdempotencyMiddleware extends Middleware {
+  /** How many successes are cached and how many keys are in flight right now. */
+  size(): { cached: number; inFlight: number };
+}
+
+type Settlement = { ok: true; result: unknown } | { ok: false; error: DispatchError };
+
+interface CachedSuccess {
+  readonly fingerprint: string;
+  readonly result: unknown;
+  readonly completedAt: number;
+}
+
+/** One shared execution and the callers waiting on it. */
+class Flight {
+  // Callers still waiting, the leader included; the execution is aborted when it reaches 0.
+  waiters = 1;
+  settled = false;
+  readonly controller: AbortController | undefined;
+  readonly done: Promise<Settlement>;
+  settle!: (settlement: Settlement) => void;
+
+  constructor(
+    readonly fingerprint: string,
+    abortable: boolean,
+  ) {
+    this.controller = abortable ? new AbortController() : undefined;
+    this.done = new Promise((resolve) => {
+      this.settle = (settlement) => {
+        this.settled = true;
+        resolve(settlement);
+      };
+    });
+  }
+
+  detach(reason: unknown): void {
+    this.waiters -= 1;
+    if (this.waiters === 0 && !this.settled) this.controller?.abort(reason);
+  }
+}
+
+// Bounds the work one call spends on expiry, so a burst of expiries never stalls the loop.
+const maxEvictionsPerCall = 64;
+
+/**
+ * Deduplicates calls that carry the same `idempotencyKey` (the dispatcher never invents one).
+ * A success is served again, without running the handler and with `attempts: 0`, until `ttlMs`
+ * after it completed. A call whose key is in flight waits for that execution instead of taking a
+ * concurrency slot, and gets its outcome. The in-flight entry exists from the moment the first
+ * call enters this layer, so same-key calls never both run. Failures are not cached. The same
+ * key with another tool or other args is an `idempotency_conflict`. A waiting caller that aborts
+ * only detaches; the execution is aborted when every caller waiting on it has aborted.
+ *
+ * @example
+ * createDispatcher([errorMapping(), toolLookup(registry), schemaValidation(),
+ *   idempotency({ ttlMs: 5 * 60_000 }), concurrencyLimit(), retry(), timeout()]);
+ */
+export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware {
+  const {
+    ttlMs = 60_000,
+    maxEntries = 10_000,
+    clock = systemClock,
+  } = optionsObject('idempotency', options);
+  requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
+  requireInteger('maxEntries', maxEntries, 1);
+  if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
+
+  // Map order is completion order, so the oldest success is always first.
+  const cache = new Map<string, CachedSuccess>();
+  const inFlight = new Map<string, Flight>();
+
+  const evictExpired = (now: number) => {
+    let evictions = 0;
+    for (const [key, entry] of cache) {
+      if (now - entry.completedAt < ttlMs || evictions++ === maxEvictionsPerCall) return;
+      cache.delete(key);
+    }
+  };
+
+  const lead = async (ctx: DispatchContext, next: Next, key: string, print: string) => {
+    const callerSignal = ctx.signal;
+    const flight = new Flight(print, callerSignal !== neverAborted);
+    inFlight.set(key, flight);
+    if (flight.controller !== undefined) ctx.signal = flight.controller.signal;
+    next().then(
+      () => {
+        ctx.signal = callerSignal;
+        if (inFlight.get(key) === flight) inFlight.delete(key);
+        const { outcome } = ctx;
+        if (outcome?.ok === true) {
+          cache.delete(key);
+          cache.set(key, { fingerprint: print, result: outcome.result, completedAt: clock.now() });
+          if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+          flight.settle({ ok: true, result: outcome.result });
+        } else {
+          flight.settle({ ok: false, error: outcome ?? noOutcome(ctx) });
+        }
+      },
+      (error: unknown) => {
+        ctx.signal = callerSignal;
+        if (inFlight.get(key) === flight) inFlight.delete(key);
+        flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
+      },
+    );
+    const settlement = await wait(ctx, flight, callerSignal);
+    if (!settlement.ok) throw settlement.error;
+  };
+
+  const follow = async (ctx: DispatchContext, flight: Flight) => {
+    flight.waiters += 1;
+    const settlement = await wait(ctx, flight, ctx.signal);
+    if (!settlement.ok) throw settlement.error;
+    ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
+  };
+
+  const wait = (ctx: DispatchContext, flight: Flight, signal: AbortSignal) =>
+    raceAbort(flight.done, signal, () => {
+      flight.detach(signal.reason);
+      return cancelled(ctx, signal);
+    });
+
+  const middleware = async function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
+    const key = ctx.options.idempotencyKey;
+    if (key === undefined) return next();
+    const { tool } = ctx;
+    if (tool === undefined) {
+      throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
+    }
+    const print = fingerprint(tool.name, ctx.args);
+    const now = clock.now();
+    evictExpired(now);
+    const cached = cache.get(key);
+    if (cached !== undefined) {
+      if (now - cached.completedAt < ttlMs) {
+        if (cached.fingerprint !== print) throw conflict(key);
+        ctx.emit('idempotency.hit', { key, source: 'cache' });
+        ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
+        return;
+      }
+      cache.delete(key);
+    }
+    const flight = inFlight.get(key);
+    if (flight === undefined) return lead(ctx, next, key, print);
+    if (flight.fingerprint !== print) throw conflict(key);
+    ctx.emit('idempotency.hit', { key, source: 'in_flight' });
+    return follow(ctx, flight);
+  };
+  return Object.assign(middleware, {
+    size: () => ({ cached: cache.size, inFlight: inFlight.size }),
+  });
+}
+
+function conflict(key: string): DispatchError {
+  const shown = key.length > 64 ? `${key.slice(0, 61)}...` : key;
+  return new DispatchError(
+    'idempotency_conflict',
+    `Idempotency key "${shown}" was already used for a different tool or different args`,
+  );
+}
+
+function noOutcome(ctx: DispatchContext): DispatchError {
+  return new DispatchError('internal', 'The layers inside idempotency() produced no outcome', {
+    attempts: ctx.attempt,
+  });
+}

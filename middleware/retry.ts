@@ -1,0 +1,123 @@
+// Retry: re-runs the layers inside it after a retryable failure, with jittered exponential backoff.
+
+import { systemClock, type Clock } from '../src/clock.js';
+import { type DispatchError, toDispatchError } from '../src/errors.js';
+import { sleep } from '../src/internal/abort.js';
+import { budgetExceeded, cancelled } from '../src/internal/failures.js';
+import {
+  optionsObject,
+  requireFunction,
+  requireInteger,
+  requireNumber,
+} from '../src/internal/options.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/** Options for `retry`. */
+export interface RetryOptions {
+  /**
+   * Attempts in total, the first included (not retries).
+   * @default 3
+   */
+  maxAttempts?: number;
+  /**
+   * The wait before the second attempt, before jitter, in milliseconds.
+   * @default 100
+   */
+  baseDelayMs?: number;
+  /**
+   * How much each wait grows: the wait before attempt n+1 is `baseDelayMs × factor^(n−1)`.
+   * @default 4
+   */
+  factor?: number;
+  /**
+   * The random share added to each wait: it is multiplied by `1 + U × jitter`, U in [0, 1).
+   * @default 0.5
+   */
+  jitter?: number;
+  /**
+   * The longest wait, in milliseconds, a `TransientError`'s `retryAfterMs` included.
+   * @default 30_000
+   */
+  maxDelayMs?: number;
+  /**
+   * The source of U, returning a number in [0, 1).
+   * @default Math.random
+   */
+  random?: () => number;
+  /**
+   * The timers used to wait.
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  /**
+   * Decides whether a failure is retried. By default `transient` always is and `timeout` only
+   * for tools marked `idempotent`, since a timed-out write may have committed.
+   */
+  shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
+}
+
+/**
+ * The default retry decision: `transient` for every tool, `timeout` for idempotent tools only.
+ *
+ * @example
+ * retry({ shouldRetry: (error, ctx) => error.kind === 'rate_limited' || isRetryable(error, ctx) });
+ */
+export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean {
+  if (error.kind === 'transient') return true;
+  return error.kind === 'timeout' && ctx.tool?.idempotent === true;
+}
+
+/**
+ * Runs the inner layers up to `maxAttempts` times. Before attempt n+1 it waits
+ * `min(maxDelayMs, max(baseDelayMs × factor^(n−1) × (1 + U × jitter), retryAfterMs))` and emits
+ * `dispatch.retry` with `delayMs` and `kind`. It stops early, with the attempts made so far, when
+ * the caller aborts (`cancelled`, the wait ends at once) or the budget is spent
+ * (`budget_exceeded`).
+ *
+ * @example
+ * retry({ maxAttempts: 5, baseDelayMs: 50, random: () => 0 }); // waits 50, 200, 800, 3200 ms
+ */
+export function retry(options?: RetryOptions): Middleware {
+  const {
+    maxAttempts = 3,
+    baseDelayMs = 100,
+    factor = 4,
+    jitter = 0.5,
+    maxDelayMs = 30_000,
+    random = Math.random,
+    clock = systemClock,
+    shouldRetry = isRetryable,
+  } = optionsObject('retry', options);
+  requireInteger('maxAttempts', maxAttempts, 1);
+  requireNumber('baseDelayMs', baseDelayMs, 0);
+  requireNumber('factor', factor, 1);
+  requireNumber('jitter', jitter, 0);
+  requireNumber('maxDelayMs', maxDelayMs, 0, { allowInfinity: true });
+  requireFunction('random', random);
+  requireFunction('shouldRetry', shouldRetry);
+  if (typeof clock?.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+    throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
+  }
+
+  const delayBefore = (attempt: number, failure: DispatchError): number => {
+    const computed = baseDelayMs * factor ** (attempt - 1) * (1 + random() * jitter);
+    return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
+  };
+
+  return async function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await next();
+      } catch (error) {
+        const failure = toDispatchError(error, ctx.attempt);
+        if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
+        const { signal, budget } = ctx;
+        if (signal.aborted) throw cancelled(ctx, signal);
+        if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+        const delayMs = delayBefore(attempt, failure);
+        ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
+        if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
+      }
+    }
+  };
+}

@@ -1,0 +1,87 @@
+// Timeout: bounds each attempt, aborting the handler's signal when the time is up.
+
+import { systemClock, type Clock } from '../src/clock.js';
+import { DispatchError } from '../src/errors.js';
+import { neverAborted } from '../src/internal/abort.js';
+import { cancelled } from '../src/internal/failures.js';
+import { optionsObject, requireNumber } from '../src/internal/options.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/** Options for `timeout`. */
+export interface TimeoutOptions {
+  /**
+   * The per-attempt timeout for tools without their own, in milliseconds; `Infinity` for none.
+   * @default 30_000
+   */
+  defaultMs?: number;
+  /**
+   * The timers used.
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+}
+
+/**
+ * Gives each attempt its own deadline: the call's `timeoutMs`, else the tool's, else
+ * `defaultMs`. When it passes, the attempt's signal is aborted, `dispatch.timeout` is emitted and
+ * the attempt fails with `timeout` at once, whatever the handler does; its late outcome is
+ * ignored. A caller abort ends the attempt at once with `cancelled`.
+ *
+ * @example
+ * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
+ */
+export function timeout(options?: TimeoutOptions): Middleware {
+  const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options);
+  requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
+  if (typeof clock?.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+    throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
+  }
+
+  return async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+    const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
+    if (ms === Infinity) return next();
+    const parent = ctx.signal;
+    if (parent.aborted) throw cancelled(ctx, parent);
+    const controller = new AbortController();
+    ctx.signal = controller.signal;
+
+    return new Promise<void>((resolve, reject) => {
+      let finished = false;
+      // Runs once: a late settlement must not touch the signal of the attempt that followed.
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        clock.clearTimeout(timer);
+        if (parent !== neverAborted) parent.removeEventListener('abort', onCallerAbort);
+        ctx.signal = parent;
+      };
+      const timer = clock.setTimeout(() => {
+        finish();
+        const error = new DispatchError(
+          'timeout',
+          `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
+          { attempts: ctx.attempt },
+        );
+        ctx.emit('dispatch.timeout', { timeoutMs: ms });
+        reject(error);
+        controller.abort(error);
+      }, ms);
+      const onCallerAbort = () => {
+        finish();
+        reject(cancelled(ctx, parent));
+        controller.abort(parent.reason);
+      };
+      if (parent !== neverAborted) parent.addEventListener('abort', onCallerAbort, { once: true });
+      next().then(
+        () => {
+          finish();
+          resolve();
+        },
+        (error: unknown) => {
+          finish();
+          reject(error);
+        },
+      );
+    });
+  };
+}

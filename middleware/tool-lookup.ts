@@ -1,0 +1,28 @@
+// Tool lookup: resolves the requested name to a registered tool, or fails with `not_found`.
+
+import { DispatchError } from '../src/errors.js';
+import type { ToolRegistry } from '../src/registry.js';
+import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/**
+ * Finds `ctx.toolName` in `registry` and sets `ctx.tool`; an unknown name (including names that
+ * live on `Object.prototype`, such as `"constructor"`) fails with `not_found` and 0 attempts.
+ *
+ * @param registry - Where tools are looked up, on every call (tools may be added later).
+ * @throws TypeError when `registry` has no `get` method.
+ * @example
+ * createDispatcher([errorMapping(), toolLookup(registry)]);
+ */
+export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
+  if (typeof registry?.get !== 'function') {
+    throw new TypeError('toolLookup() needs a registry with a get(name) method');
+  }
+  return async function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
+    const tool = typeof ctx.toolName === 'string' ? registry.get(ctx.toolName) : undefined;
+    if (tool === undefined) {
+      throw new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.toolName))}`);
+    }
+    ctx.tool = tool;
+    return next();
+  };
+}

@@ -1,0 +1,65 @@
+// The concrete per-dispatch context: one fixed-shape object, so every dispatch stays on V8's fast path.
+
+import type { Budget } from './budget.js';
+import { swallow } from './internal/abort.js';
+import type {
+  DispatchContext,
+  DispatchEvent,
+  DispatchOptions,
+  EventListener,
+  Outcome,
+  Tool,
+} from './types.js';
+
+/** The `DispatchContext` the dispatcher makes for each call. */
+export class CallContext implements DispatchContext {
+  tool: Tool | undefined = undefined;
+  attempt = 0;
+  outcome: Outcome | undefined = undefined;
+  #state: Record<string, unknown> | undefined = undefined;
+  #listeners: EventListener[] | undefined = undefined;
+
+  constructor(
+    readonly callId: string,
+    readonly toolName: string,
+    public args: unknown,
+    readonly options: DispatchOptions,
+    public budget: Budget | undefined,
+    public signal: AbortSignal,
+    readonly startedAt: number,
+    private readonly onEvent: EventListener | undefined,
+  ) {}
+
+  get state(): Record<string, unknown> {
+    return (this.#state ??= {});
+  }
+
+  listen(listener: EventListener): void {
+    (this.#listeners ??= []).push(listener);
+  }
+
+  emit(type: string, details?: Record<string, unknown>): void {
+    if (this.onEvent === undefined && this.#listeners === undefined) return;
+    const event: DispatchEvent = {
+      type,
+      tool: this.toolName,
+      callId: this.callId,
+      attempt: this.attempt,
+      ...details,
+    };
+    if (this.onEvent !== undefined) deliver(this.onEvent, event);
+    if (this.#listeners !== undefined) for (const listener of this.#listeners) deliver(listener, event);
+  }
+}
+
+// A broken observer, sync or async, must never break the dispatch it observes.
+function deliver(listener: EventListener, event: DispatchEvent): void {
+  try {
+    const returned: unknown = listener(event);
+    if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
+      (returned as PromiseLike<unknown>).then(undefined, swallow);
+    }
+  } catch {
+    // Ignored on purpose.
+  }
+}

@@ -1,0 +1,215 @@
+// The dispatcher: composes a stack around the attempt step and turns every call into an outcome.
+
+import { runAttempt } from './attempt.js';
+import { createBudget, type Budget } from './budget.js';
+import { compose } from './compose.js';
+import { CallContext } from './context.js';
+import { DispatchError, toDispatchError } from './errors.js';
+import { dispatchOptionsProblem } from './internal/dispatch-options.js';
+import { neverAborted } from './internal/abort.js';
+import { requireInteger } from './internal/options.js';
+import type { ToolRegistry } from './registry.js';
+import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
+import { budgetGuard } from '../middleware/budget-guard.js';
+import { concurrencyLimit, type ConcurrencyLimitOptions } from '../middleware/concurrency-limit.js';
+import { errorMapping } from '../middleware/error-mapping.js';
+import { idempotency, type IdempotencyOptions } from '../middleware/idempotency.js';
+import { retry, type RetryOptions } from '../middleware/retry.js';
+import { schemaValidation, type SchemaValidationOptions } from '../middleware/schema-validation.js';
+import { timeout, type TimeoutOptions } from '../middleware/timeout.js';
+import { toolLookup } from '../middleware/tool-lookup.js';
+
+/** Options for `createDispatcher`. */
+export interface DispatcherOptions {
+  /** Receives every structured event of every dispatch; a throwing listener is ignored. */
+  onEvent?: EventListener;
+  /**
+   * The time source for `startedAt` and durations.
+   * @default Date.now
+   */
+  now?: () => number;
+}
+
+/** One call of a `gatherBounded` batch. */
+export interface DispatchCall {
+  /** The tool name. */
+  name: string;
+  /** The raw args. */
+  args: unknown;
+  /** Per-call options. */
+  options?: DispatchOptions;
+}
+
+/** Options for `gatherBounded`. */
+export interface GatherOptions {
+  /**
+   * The most dispatches of the batch running at once.
+   * @default 8
+   */
+  concurrency?: number;
+}
+
+/** Dispatches tool calls through a composed middleware stack. */
+export interface Dispatcher {
+  /**
+   * Runs one tool call through the stack. Always resolves, never rejects: to
+   * `{ ok: true, result, attempts }` or a `DispatchError` envelope.
+   */
+  dispatch<Result = unknown>(
+    name: string,
+    args: unknown,
+    options?: DispatchOptions,
+  ): Promise<Outcome<Result>>;
+  /**
+   * Dispatches many calls, at most `concurrency` at once, and resolves to their outcomes in
+   * input order; never rejects for a failed call.
+   */
+  gatherBounded(calls: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]>;
+}
+
+/** Options for `defaultStack`: the registry, and each layer's own options. */
+export interface DefaultStackOptions {
+  /** Where tools are looked up. */
+  registry: Pick<ToolRegistry, 'get'>;
+  /** Options for `schemaValidation`. */
+  schema?: SchemaValidationOptions;
+  /** Options for `idempotency`. */
+  idempotency?: IdempotencyOptions;
+  /** Options for `concurrencyLimit`. */
+  concurrency?: ConcurrencyLimitOptions;
+  /** Options for `retry`. */
+  retry?: RetryOptions;
+  /** Options for `timeout`. */
+  timeout?: TimeoutOptions;
+}
+
+/**
+ * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
+ * validation, budget guard, idempotency, concurrency limit, retry, timeout.
+ *
+ * @example
+ * const dispatcher = createDispatcher(defaultStack({ registry, retry: { maxAttempts: 5 } }));
+ */
+export function defaultStack(options: DefaultStackOptions): Middleware[] {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('defaultStack() needs an options object with a registry');
+  }
+  return [
+    errorMapping(),
+    toolLookup(options.registry),
+    schemaValidation(options.schema),
+    budgetGuard(),
+    idempotency(options.idempotency),
+    concurrencyLimit(options.concurrency),
+    retry(options.retry),
+    timeout(options.timeout),
+  ];
+}
+
+/**
+ * Composes `stack` (outermost first) around the attempt step, which takes a budget unit, counts
+ * the attempt, emits `dispatch.attempt` and calls the tool's handler. Without `retry` in the
+ * stack a call makes one attempt; anything that escapes the stack still becomes an envelope.
+ *
+ * @example
+ * const dispatcher = createDispatcher(defaultStack({ registry }), { onEvent: console.log });
+ * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
+ */
+export function createDispatcher(
+  stack: readonly Middleware[],
+  options: DispatcherOptions = {},
+): Dispatcher {
+  const { onEvent, now = Date.now } = options;
+  if (onEvent !== undefined && typeof onEvent !== 'function') {
+    throw new TypeError('onEvent must be a function');
+  }
+  if (typeof now !== 'function') throw new TypeError('now must be a function');
+  const run = compose([...stack, runAttempt]);
+  let calls = 0;
+
+  const dispatch = <Result>(
+    name: string,
+    args: unknown,
+    callOptions: DispatchOptions = {},
+  ): Promise<Outcome<Result>> => {
+    const problem = dispatchOptionsProblem(callOptions);
+    if (problem !== undefined) {
+      return Promise.resolve(new DispatchError('schema', `Invalid dispatch options: ${problem}`));
+    }
+    const signal = callOptions.signal ?? neverAborted;
+    const ctx = new CallContext(
+      callOptions.callId ?? `call-${++calls}`,
+      name,
+      args,
+      callOptions,
+      resolveBudget(callOptions.budget),
+      signal,
+      now(),
+      onEvent,
+    );
+    if (signal.aborted) {
+      return Promise.resolve(
+        new DispatchError('cancelled', `The call to "${String(name)}" was cancelled by the caller`, {
+          cause: signal.reason,
+        }),
+      );
+    }
+    return run(ctx).then(
+      () => finish(ctx),
+      (error: unknown) => {
+        ctx.outcome = toDispatchError(error, ctx.attempt);
+        return finish(ctx);
+      },
+    ) as Promise<Outcome<Result>>;
+  };
+
+  const finish = (ctx: CallContext): Outcome => {
+    const outcome =
+      ctx.outcome ??
+      new DispatchError('internal', 'The middleware stack finished without an outcome', {
+        attempts: ctx.attempt,
+      });
+    if (outcome.ok) {
+      ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs: now() - ctx.startedAt });
+    } else {
+      ctx.emit('dispatch.failure', {
+        kind: outcome.kind,
+        attempts: outcome.attempts,
+        message: outcome.message,
+        durationMs: now() - ctx.startedAt,
+      });
+    }
+    return outcome;
+  };
+
+  const gatherBounded = async (
+    batch: readonly DispatchCall[],
+    gatherOptions: GatherOptions = {},
+  ): Promise<Outcome[]> => {
+    if (!Array.isArray(batch)) throw new TypeError('gatherBounded() needs an array of calls');
+    const { concurrency = 8 } = gatherOptions;
+    requireInteger('concurrency', concurrency, 1);
+    const outcomes = new Array<Outcome>(batch.length);
+    let nextIndex = 0;
+    const worker = async () => {
+      while (nextIndex < batch.length) {
+        const index = nextIndex++;
+        const call = batch[index];
+        outcomes[index] =
+          typeof call === 'object' && call !== null
+            ? await dispatch(call.name, call.args, call.options)
+            : new DispatchError('schema', `Call ${index} must be an object { name, args, options? }`);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, batch.length) }, worker));
+    return outcomes;
+  };
+
+  return { dispatch, gatherBounded };
+}
+
+function resolveBudget(budget: number | Budget | undefined): Budget | undefined {
+  if (typeof budget !== 'number') return budget;
+  // A plain number is this call's own budget; one at or below zero fails fast in budgetGuard.
+  return createBudget(Math.max(0, budget));
+}

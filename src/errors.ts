@@ -1,0 +1,213 @@
+// The one error envelope every failure becomes, and the error a handler throws to ask for a retry.
+
+/** The failure kinds this library produces; middleware may add its own strings. */
+export type DispatchErrorKind =
+  | 'not_found'
+  | 'schema'
+  | 'timeout'
+  | 'transient'
+  | 'internal'
+  | 'budget_exceeded'
+  | 'circuit_open'
+  | 'cancelled'
+  | 'idempotency_conflict'
+  | (string & {});
+
+/** The three JSON-RPC 2.0 error codes an envelope maps to. */
+export type JsonRpcErrorCode = -32601 | -32602 | -32603;
+
+/** A JSON-RPC 2.0 error object, as `DispatchError.toJsonRpcError()` returns it. */
+export interface JsonRpcError {
+  /** The JSON-RPC error code. */
+  code: JsonRpcErrorCode;
+  /** A message fit for the model: no stack trace. */
+  message: string;
+  /** The envelope's kind and attempt count. */
+  data: { kind: DispatchErrorKind; attempts: number };
+}
+
+/** Options for `new DispatchError(...)`. */
+export interface DispatchErrorOptions {
+  /**
+   * Handler attempts made before the failure.
+   * @default 0
+   */
+  attempts?: number;
+  /** The original error, kept for logs and never shown to the model. */
+  cause?: unknown;
+  /**
+   * The JSON-RPC code; derived from `kind` when omitted (unknown kinds get -32603).
+   */
+  jsonrpcCode?: JsonRpcErrorCode;
+  /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
+  retryAfterMs?: number;
+}
+
+const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
+  not_found: -32601,
+  schema: -32602,
+  idempotency_conflict: -32602,
+};
+
+/**
+ * The JSON-RPC code for a failure kind: -32601 for `not_found`, -32602 for `schema` and
+ * `idempotency_conflict`, -32603 for everything else.
+ *
+ * @example
+ * jsonRpcCodeFor('schema'); // -32602
+ */
+export function jsonRpcCodeFor(kind: DispatchErrorKind): JsonRpcErrorCode {
+  return Object.hasOwn(codeByKind, kind) ? (codeByKind[kind] as JsonRpcErrorCode) : -32603;
+}
+
+const dispatchErrorBrand = Symbol.for('tool-dispatcher.DispatchError');
+
+/**
+ * The failure envelope a dispatch resolves to; it is returned, never thrown to the caller.
+ *
+ * @example
+ * const outcome = await dispatcher.dispatch('search.web', { query: 'x' });
+ * if (!outcome.ok) console.log(outcome.kind, outcome.attempts, outcome.toJsonRpcError());
+ */
+export class DispatchError extends Error {
+  /** Always `false`: tells an envelope from a success. */
+  readonly ok = false as const;
+  /** What went wrong, as one of a small set of strings. */
+  readonly kind: DispatchErrorKind;
+  /** Handler attempts made before the failure. */
+  readonly attempts: number;
+  /** The JSON-RPC 2.0 error code for `kind`. */
+  readonly jsonrpcCode: JsonRpcErrorCode;
+  /** When set, how long to wait before trying again, in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+
+  /**
+   * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
+   *
+   * @example
+   * throw new DispatchError('rate_limited', 'Too many calls', { retryAfterMs: 1_000 });
+   */
+  constructor(kind: DispatchErrorKind, message: string, options: DispatchErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'DispatchError';
+    this.kind = kind;
+    this.attempts = options.attempts ?? 0;
+    this.jsonrpcCode = options.jsonrpcCode ?? jsonRpcCodeFor(kind);
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /**
+   * This envelope as a JSON-RPC 2.0 error object, with no stack trace.
+   *
+   * @example
+   * outcome.toJsonRpcError(); // { code: -32602, message: '…', data: { kind: 'schema', attempts: 0 } }
+   */
+  toJsonRpcError(): JsonRpcError {
+    return {
+      code: this.jsonrpcCode,
+      message: this.message,
+      data: { kind: this.kind, attempts: this.attempts },
+    };
+  }
+
+  /** The envelope's plain fields, so `JSON.stringify` never walks `cause` or a stack. */
+  toJSON(): {
+    ok: false;
+    kind: DispatchErrorKind;
+    message: string;
+    attempts: number;
+    jsonrpcCode: JsonRpcErrorCode;
+  } {
+    return {
+      ok: false,
+      kind: this.kind,
+      message: this.message,
+      attempts: this.attempts,
+      jsonrpcCode: this.jsonrpcCode,
+    };
+  }
+}
+
+// A brand on the prototype lets two copies of the package recognise each other's envelopes.
+Object.defineProperty(DispatchError.prototype, dispatchErrorBrand, { value: true });
+
+/**
+ * Whether a value is a `DispatchError`, including one made by another copy of this package.
+ *
+ * @example
+ * if (isDispatchError(outcome)) console.log(outcome.kind);
+ */
+export function isDispatchError(value: unknown): value is DispatchError {
+  return (
+    value instanceof DispatchError ||
+    (typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[dispatchErrorBrand] === true)
+  );
+}
+
+/** Options for `new TransientError(...)`. */
+export interface TransientErrorOptions {
+  /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`). */
+  retryAfterMs?: number;
+  /** The underlying error. */
+  cause?: unknown;
+}
+
+/**
+ * The error a handler throws to say "this may work if tried again"; the retry layer retries it.
+ *
+ * @example
+ * if (response.status === 503) throw new TransientError('search backend busy', { retryAfterMs: 500 });
+ */
+export class TransientError extends Error {
+  /** The least time to wait before the next attempt, in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+
+  /**
+   * Makes a retryable failure.
+   *
+   * @example
+   * throw new TransientError('connection reset');
+   */
+  constructor(message: string, options: TransientErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TransientError';
+    const { retryAfterMs } = options;
+    if (retryAfterMs !== undefined && !(retryAfterMs >= 0)) {
+      throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
+    }
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** A short, safe description of any thrown value, for a model-facing message. */
+export function describeThrown(value: unknown): string {
+  if (value instanceof Error) return value.message || value.name;
+  try {
+    if (typeof value === 'string') return value;
+    if (typeof value === 'object' && value !== null) return JSON.stringify(value) ?? String(value);
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/**
+ * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
+ * `TransientError` becomes `transient`, everything else `internal`.
+ *
+ * @example
+ * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1
+ */
+export function toDispatchError(error: unknown, attempts: number): DispatchError {
+  if (isDispatchError(error)) return error;
+  if (error instanceof TransientError) {
+    return new DispatchError('transient', error.message, {
+      attempts,
+      cause: error,
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    });
+  }
+  return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
+}

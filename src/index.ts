@@ -1,0 +1,64 @@
+// The public API of tool-dispatcher: the core and every middleware factory.
+
+export { createDispatcher, defaultStack } from './dispatcher.js';
+export type {
+  DefaultStackOptions,
+  Dispatcher,
+  DispatcherOptions,
+  DispatchCall,
+  GatherOptions,
+} from './dispatcher.js';
+export { compose } from './compose.js';
+export type { ComposableMiddleware, ComposedMiddleware } from './compose.js';
+export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
+export type { RegisterOptions, ToolListing } from './registry.js';
+export {
+  DispatchError,
+  TransientError,
+  isDispatchError,
+  jsonRpcCodeFor,
+  toDispatchError,
+} from './errors.js';
+export type {
+  DispatchErrorKind,
+  DispatchErrorOptions,
+  JsonRpcError,
+  JsonRpcErrorCode,
+  TransientErrorOptions,
+} from './errors.js';
+export { createBudget } from './budget.js';
+export type { Budget } from './budget.js';
+export { systemClock } from './clock.js';
+export type { Clock } from './clock.js';
+export type { StandardSchemaV1 } from './standard-schema.js';
+export type {
+  DispatchContext,
+  DispatchEvent,
+  DispatchOptions,
+  DispatchSuccess,
+  EventListener,
+  Middleware,
+  Next,
+  Outcome,
+  Tool,
+  ToolContext,
+  ToolDefinition,
+  ToolHandler,
+} from './types.js';
+
+export { errorMapping } from '../middleware/error-mapping.js';
+export { toolLookup } from '../middleware/tool-lookup.js';
+export { schemaValidation } from '../middleware/schema-validation.js';
+export type { SchemaValidationOptions } from '../middleware/schema-validation.js';
+export { budgetGuard } from '../middleware/budget-guard.js';
+export { idempotency } from '../middleware/idempotency.js';
+export type { IdempotencyMiddleware, IdempotencyOptions } from '../middleware/idempotency.js';
+export { concurrencyLimit } from '../middleware/concurrency-limit.js';
+export type {
+  ConcurrencyLimitMiddleware,
+  ConcurrencyLimitOptions,
+} from '../middleware/concurrency-limit.js';
+export { retry, isRetryable } from '../middleware/retry.js';
+export type { RetryOptions } from '../middleware/retry.js';
+export { timeout } from '../middleware/timeout.js';
+export type { TimeoutOptions } from '../middleware/timeout.js';

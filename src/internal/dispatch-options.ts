@@ -1,0 +1,39 @@
+// Checks a dispatch's own options; a bad one fails that call with `schema`, before any layer runs.
+
+import { isBudget } from '../budget.js';
+
+/** The longest idempotency key accepted; keys are held in memory for the TTL. */
+export const maxIdempotencyKeyLength = 1_024;
+
+/** What is wrong with `options`, or `undefined` when nothing is. */
+export function dispatchOptionsProblem(options: unknown): string | undefined {
+  if (typeof options !== 'object' || options === null) {
+    return `options must be an object, got ${options === null ? 'null' : typeof options}`;
+  }
+  const { timeoutMs, idempotencyKey, budget, signal, callId } = options as Record<string, unknown>;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
+    return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
+  }
+  if (idempotencyKey !== undefined) {
+    if (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0) {
+      return 'idempotencyKey must be a non-empty string';
+    }
+    if (idempotencyKey.length > maxIdempotencyKeyLength) {
+      return `idempotencyKey must be at most ${maxIdempotencyKeyLength} characters, got ${idempotencyKey.length}`;
+    }
+  }
+  if (
+    budget !== undefined &&
+    !(typeof budget === 'number' && !Number.isNaN(budget)) &&
+    !isBudget(budget)
+  ) {
+    return 'budget must be a number or a budget from createBudget()';
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    return 'signal must be an AbortSignal';
+  }
+  if (callId !== undefined && (typeof callId !== 'string' || callId.length === 0)) {
+    return 'callId must be a non-empty string';
+  }
+  return undefined;
+}

@@ -1,0 +1,196 @@
+// The tool registry: names to tool records, and the tool list a model is shown.
+
+import { z } from 'zod';
+import type { StandardSchemaV1 } from './standard-schema.js';
+import type { Tool, ToolDefinition } from './types.js';
+
+/** The timeout a tool without its own gets from the default stack, in milliseconds. */
+export const defaultToolTimeoutMs = 30_000;
+
+const toolNamePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
+
+/** Options for `ToolRegistry.register`. */
+export interface RegisterOptions {
+  /**
+   * Replace a tool already registered under the same name instead of throwing.
+   * @default false
+   */
+  override?: boolean;
+}
+
+/** One entry of `ToolRegistry.list()`: what a model's tool list needs. */
+export interface ToolListing {
+  /** Unique name. */
+  name: string;
+  /** What the tool does. */
+  description: string;
+  /** The args' JSON Schema (draft 2020-12); `{}` when the validator cannot describe itself. */
+  inputSchema: Record<string, unknown>;
+  /** Whether running it twice is harmless. */
+  idempotent: boolean;
+  /** Per-attempt timeout in milliseconds (30 000 when the tool sets none). */
+  timeoutMs: number;
+}
+
+/**
+ * Holds the tools a dispatcher can run, by name.
+ *
+ * @example
+ * const registry = new ToolRegistry().register({
+ *   name: 'search.web',
+ *   inputSchema: z.object({ query: z.string() }),
+ *   handler: async ({ query }) => searchBackend(query),
+ * });
+ */
+export class ToolRegistry {
+  // A Map, so names such as "__proto__" or "toString" are never found on Object.prototype.
+  readonly #tools = new Map<string, Tool>();
+  readonly #jsonSchemas = new WeakMap<Tool, Record<string, unknown>>();
+
+  /**
+   * Adds a tool; the handler's args are typed from `inputSchema`.
+   *
+   * @param definition - The tool.
+   * @param options - `override: true` replaces a tool of the same name.
+   * @returns This registry, for chaining.
+   * @throws TypeError for a malformed definition or a duplicate name without `override`.
+   * @example
+   * registry.register({ name: 'db.get_user', inputSchema: z.object({ id: z.string() }),
+   *   idempotent: true, timeoutMs: 2_000, handler: async ({ id }) => db.users.get(id) });
+   */
+  register<Schema extends StandardSchemaV1, Result>(
+    definition: ToolDefinition<Schema, Result>,
+    options: RegisterOptions = {},
+  ): this {
+    const tool = normalizeTool(definition);
+    if (this.#tools.has(tool.name) && options.override !== true) {
+      throw new TypeError(
+        `A tool named "${tool.name}" is already registered; pass { override: true } to replace it`,
+      );
+    }
+    this.#tools.set(tool.name, tool);
+    return this;
+  }
+
+  /**
+   * The tool registered under `name`, or `undefined`.
+   *
+   * @example
+   * registry.get('search.web')?.idempotent;
+   */
+  get(name: string): Tool | undefined {
+    return this.#tools.get(name);
+  }
+
+  /**
+   * Whether a tool is registered under `name`.
+   *
+   * @example
+   * registry.has('constructor'); // false
+   */
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  /**
+   * Removes the tool registered under `name` and says whether there was one.
+   *
+   * @example
+   * registry.unregister('search.web');
+   */
+  unregister(name: string): boolean {
+    return this.#tools.delete(name);
+  }
+
+  /**
+   * Every tool with its args' JSON Schema, in registration order.
+   *
+   * @example
+   * const tools = registry.list().map(({ name, description, inputSchema }) =>
+   *   ({ type: 'function', function: { name, description, parameters: inputSchema } }));
+   */
+  list(): ToolListing[] {
+    return [...this.#tools.values()].map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: this.#jsonSchemaOf(tool),
+      idempotent: tool.idempotent,
+      timeoutMs: tool.timeoutMs ?? defaultToolTimeoutMs,
+    }));
+  }
+
+  #jsonSchemaOf(tool: Tool): Record<string, unknown> {
+    let schema = this.#jsonSchemas.get(tool);
+    if (schema === undefined) {
+      schema = toJsonSchema(tool.inputSchema);
+      this.#jsonSchemas.set(tool, schema);
+    }
+    return schema;
+  }
+}
+
+function normalizeTool<Schema extends StandardSchemaV1, Result>(
+  definition: ToolDefinition<Schema, Result>,
+): Tool {
+  if (typeof definition !== 'object' || definition === null) {
+    throw new TypeError('A tool definition must be an object');
+  }
+  const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } =
+    definition;
+  if (typeof name !== 'string' || !toolNamePattern.test(name)) {
+    throw new TypeError(
+      `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
+    );
+  }
+  if (typeof description !== 'string') {
+    throw new TypeError(`description of "${name}" must be a string`);
+  }
+  if (
+    typeof inputSchema !== 'object' ||
+    inputSchema === null ||
+    typeof inputSchema['~standard']?.validate !== 'function'
+  ) {
+    throw new TypeError(
+      `inputSchema of "${name}" must be a zod schema or another Standard Schema v1 validator`,
+    );
+  }
+  if (typeof handler !== 'function') {
+    throw new TypeError(`handler of "${name}" must be a function`);
+  }
+  if (typeof idempotent !== 'boolean') {
+    throw new TypeError(`idempotent of "${name}" must be a boolean`);
+  }
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
+    throw new TypeError(
+      `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
+    );
+  }
+  return Object.freeze({
+    name,
+    description,
+    inputSchema,
+    handler: handler as Tool['handler'],
+    idempotent,
+    timeoutMs,
+  });
+}
+
+function toJsonSchema(schema: StandardSchemaV1): Record<string, unknown> {
+  try {
+    if (schema instanceof z.ZodType) {
+      return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+        string,
+        unknown
+      >;
+    }
+    const describe = (
+      schema['~standard'] as { jsonSchema?: { input?: (options: object) => unknown } }
+    ).jsonSchema?.input;
+    if (typeof describe === 'function') {
+      return describe({ target: 'draft-2020-12' }) as Record<string, unknown>;
+    }
+  } catch {
+    // A validator that cannot describe itself still works; the model just sees an open schema.
+  }
+  return {};
+}

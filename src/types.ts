@@ -1,0 +1,156 @@
+// The types every layer shares: tools, dispatch options, the context, middleware and outcomes.
+
+import type { Budget } from './budget.js';
+import type { DispatchError, DispatchErrorKind } from './errors.js';
+import type { StandardSchemaV1 } from './standard-schema.js';
+
+/** What a handler receives beside its parsed args. */
+export interface ToolContext {
+  /** Fires when this attempt times out or the caller aborts; pass it to `fetch` and friends. */
+  readonly signal: AbortSignal;
+  /** The attempt number, 1-based. */
+  readonly attempt: number;
+  /** The caller's idempotency key, if it gave one. */
+  readonly idempotencyKey: string | undefined;
+  /** The id of this dispatch, the same for every attempt. */
+  readonly callId: string;
+}
+
+/** A tool handler: parsed args in, a result (or a promise of one) out. */
+export type ToolHandler<Args = unknown, Result = unknown> = (
+  args: Args,
+  ctx: ToolContext,
+) => Result | Promise<Result>;
+
+/** What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. */
+export interface ToolDefinition<
+  Schema extends StandardSchemaV1 = StandardSchemaV1,
+  Result = unknown,
+> {
+  /** Unique name of dotted lowercase segments, such as `db.get_user`. */
+  name: string;
+  /**
+   * What the tool does, for the model.
+   * @default ''
+   */
+  description?: string;
+  /** Validates the args: a zod schema or any Standard Schema v1 validator. */
+  inputSchema: Schema;
+  /** Runs the tool with the parsed args. */
+  handler: ToolHandler<StandardSchemaV1.InferOutput<Schema>, Result>;
+  /**
+   * Whether running it twice is harmless; only idempotent tools are retried after a timeout.
+   * @default false
+   */
+  idempotent?: boolean;
+  /**
+   * Per-attempt timeout in milliseconds; `Infinity` for none.
+   * @default 30_000 (the timeout layer's `defaultMs`)
+   */
+  timeoutMs?: number;
+}
+
+/** A registered tool as the dispatcher sees it. */
+export interface Tool {
+  /** Unique name. */
+  readonly name: string;
+  /** What the tool does. */
+  readonly description: string;
+  /** The validator for its args. */
+  readonly inputSchema: StandardSchemaV1;
+  /** The handler, taking args already parsed by `inputSchema`. */
+  readonly handler: ToolHandler<never>;
+  /** Whether running it twice is harmless. */
+  readonly idempotent: boolean;
+  /** Its own per-attempt timeout, or `undefined` to use the timeout layer's default. */
+  readonly timeoutMs: number | undefined;
+}
+
+/** Per-call options of `dispatch`. */
+export interface DispatchOptions {
+  /** Per-attempt timeout for this call, overriding the tool's; `Infinity` for none. */
+  timeoutMs?: number;
+  /** Deduplicates calls that share it (see the idempotency layer); the dispatcher never invents one. */
+  idempotencyKey?: string;
+  /** Tool-call budget: a number for this call alone, or a shared `createBudget(n)`. */
+  budget?: number | Budget;
+  /** Aborts the call: queue waits, backoffs and the running attempt end at once. */
+  signal?: AbortSignal;
+  /** An id for this call (e.g. the model's tool-call id); generated when omitted. */
+  callId?: string;
+}
+
+/** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
+export interface DispatchSuccess<Result = unknown> {
+  /** Always `true`. */
+  readonly ok: true;
+  /** What the handler returned. */
+  readonly result: Result;
+  /** Handler attempts this call made. */
+  readonly attempts: number;
+}
+
+/** What a dispatch resolves to: a success or a `DispatchError` envelope. */
+export type Outcome<Result = unknown> = DispatchSuccess<Result> | DispatchError;
+
+/** A structured event emitted at a transition of a dispatch. */
+export interface DispatchEvent {
+  /** What happened, e.g. `dispatch.attempt`, `dispatch.retry`, `idempotency.hit`. */
+  readonly type: string;
+  /** The requested tool name. */
+  readonly tool: string;
+  /** The dispatch's id. */
+  readonly callId: string;
+  /** Attempts made so far. */
+  readonly attempt: number;
+  /** Event-specific details such as `delayMs`, `kind`, `durationMs`. */
+  readonly [detail: string]: unknown;
+}
+
+/** Receives structured events. */
+export type EventListener = (event: DispatchEvent) => void;
+
+/** The state of one dispatch, passed to every middleware. */
+export interface DispatchContext {
+  /** The dispatch's id, the same for every attempt. */
+  readonly callId: string;
+  /** The tool name as the caller gave it. */
+  readonly toolName: string;
+  /** The tool, once the lookup layer has found it. */
+  tool: Tool | undefined;
+  /** The args: raw at first, the parsed value after the schema layer. */
+  args: unknown;
+  /** The caller's options, as given. */
+  readonly options: DispatchOptions;
+  /** The budget attempts draw from, if the caller gave one. */
+  budget: Budget | undefined;
+  /** Handler attempts made so far. */
+  attempt: number;
+  /**
+   * The signal inner layers and the handler see. A layer that derives a narrower signal
+   * (timeout, idempotency) sets it for the layers inside and restores it when they settle.
+   */
+  signal: AbortSignal;
+  /** The result, once a layer has one: set on success by the attempt, on failure by error mapping. */
+  outcome: Outcome | undefined;
+  /** Scratch space shared between layers; each layer uses its own key. */
+  readonly state: Record<string, unknown>;
+  /** When the dispatch started, in milliseconds since the epoch. */
+  readonly startedAt: number;
+  /** Emits a structured event to the dispatcher's `onEvent` and to `listen`ers; never throws. */
+  emit(type: string, details?: Record<string, unknown>): void;
+  /** Adds a listener for this dispatch's events (the logging layer uses it). */
+  listen(listener: EventListener): void;
+}
+
+/** What `next()` returns: a promise that settles when the inner layers have. */
+export type Next = () => Promise<void>;
+
+/**
+ * A layer of the onion. Call `next()` to run the inner layers; a layer may call it again once
+ * the previous call has settled (that is how `retry` works).
+ */
+export type Middleware = (ctx: DispatchContext, next: Next) => Promise<void>;
+
+/** A failure kind, re-exported for convenience. */
+export type { DispatchErrorKind };
