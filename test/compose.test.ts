@@ -1,0 +1,114 @@
+import koaCompose from 'koa-compose';
+import { describe, expect, it } from 'vitest';
+import { compose, type ComposableMiddleware } from '../src/compose.js';
+
+type Log = { log: string[] };
+type Composer = (stack: Array<ComposableMiddleware<Log>>) => (ctx: Log, next?: () => Promise<unknown>) => Promise<unknown>;
+
+const implementations: Array<[string, Composer]> = [
+  ['koa-compose', (stack) => koaCompose(stack as never) as never],
+  ['our compose', (stack) => compose(stack)],
+];
+
+describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
+  it('runs layers in onion order', async () => {
+    const ctx: Log = { log: [] };
+    await composeWith([
+      async (c, next) => { c.log.push('a>'); await next(); c.log.push('<a'); },
+      async (c, next) => { c.log.push('b>'); await next(); c.log.push('<b'); },
+      async (c) => { c.log.push('c'); },
+    ])(ctx);
+    expect(ctx.log).toEqual(['a>', 'b>', 'c', '<b', '<a']);
+  });
+
+  it('passes the innermost return value out through next()', async () => {
+    const value = await composeWith([async (_c, next) => next(), async () => 42])({ log: [] });
+    expect(value).toBe(42);
+  });
+
+  it('resolves an empty stack', async () => {
+    await expect(composeWith([])({ log: [] })).resolves.toBeUndefined();
+  });
+
+  it('calls the outer next after the last layer', async () => {
+    const ctx: Log = { log: [] };
+    await composeWith([async (c, next) => { await next(); c.log.push('after'); }])(ctx, async () => {
+      ctx.log.push('outer');
+    });
+    expect(ctx.log).toEqual(['outer', 'after']);
+  });
+
+  it('turns a synchronous throw into a rejection', async () => {
+    const run = composeWith([() => { throw new Error('sync'); }]);
+    await expect(run({ log: [] })).rejects.toThrow('sync');
+  });
+
+  it('lets an outer layer catch an inner rejection', async () => {
+    const ctx: Log = { log: [] };
+    await composeWith([
+      async (c, next) => { try { await next(); } catch (error) { c.log.push((error as Error).message); } },
+      async () => { throw new Error('inner'); },
+    ])(ctx);
+    expect(ctx.log).toEqual(['inner']);
+  });
+
+  it('does not run inner layers when a layer skips next()', async () => {
+    const ctx: Log = { log: [] };
+    await composeWith([async () => {}, async (c) => { c.log.push('never'); }])(ctx);
+    expect(ctx.log).toEqual([]);
+  });
+
+  it('rejects a second next() while the first is still running', async () => {
+    const run = composeWith([
+      async (_c, next) => { await Promise.all([next(), next()]); },
+      async () => { await new Promise((resolve) => setImmediate(resolve)); },
+    ]);
+    await expect(run({ log: [] })).rejects.toThrow('next() called multiple times');
+  });
+
+  it('rejects a stack that is not an array of functions', () => {
+    expect(() => composeWith('nope' as never)).toThrow(TypeError);
+    expect(() => composeWith([42 as never])).toThrow(TypeError);
+  });
+
+  it('can run the same composed stack again with a new context', async () => {
+    const run = composeWith([async (c, next) => { c.log.push('x'); await next(); }]);
+    const first: Log = { log: [] };
+    const second: Log = { log: [] };
+    await run(first);
+    await run(second);
+    expect([first.log, second.log]).toEqual([['x'], ['x']]);
+  });
+});
+
+describe('compose: the deliberate difference from koa-compose', () => {
+  const retryTwice: ComposableMiddleware<Log> = async (_c, next) => {
+    await next();
+    await next();
+  };
+  const inner: ComposableMiddleware<Log> = async (c) => {
+    c.log.push('inner');
+  };
+
+  it('koa-compose rejects next() called again after it settled', async () => {
+    await expect(koaCompose([retryTwice, inner] as never)({ log: [] } as never)).rejects.toThrow(
+      'next() called multiple times',
+    );
+  });
+
+  it('ours runs the inner layers again once the previous next() settled', async () => {
+    const ctx: Log = { log: [] };
+    await compose([retryTwice, inner])(ctx);
+    expect(ctx.log).toEqual(['inner', 'inner']);
+  });
+
+  it('ours re-runs inner layers after a rejected next()', async () => {
+    const ctx: Log = { log: [] };
+    let failures = 1;
+    await compose<Log>([
+      async (_c, next) => { try { await next(); } catch { await next(); } },
+      async (c) => { if (failures-- > 0) throw new Error('first'); c.log.push('second run'); },
+    ])(ctx);
+    expect(ctx.log).toEqual(['second run']);
+  });
+});
