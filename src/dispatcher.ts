@@ -7,6 +7,7 @@ import { CallContext } from './context.js';
 import { DispatchError, toDispatchError } from './errors.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted } from './internal/abort.js';
+import { cancelled } from './internal/failures.js';
 import { requireInteger } from './internal/options.js';
 import type { ToolRegistry } from './registry.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
@@ -119,7 +120,7 @@ export function createDispatcher(
   stack: readonly Middleware[],
   options: DispatcherOptions = {},
 ): Dispatcher {
-  const { onEvent, now = Date.now } = options;
+  const { onEvent, now = () => Date.now() } = options;
   if (onEvent !== undefined && typeof onEvent !== 'function') {
     throw new TypeError('onEvent must be a function');
   }
@@ -133,26 +134,26 @@ export function createDispatcher(
     callOptions: DispatchOptions = {},
   ): Promise<Outcome<Result>> => {
     const problem = dispatchOptionsProblem(callOptions);
-    if (problem !== undefined) {
-      return Promise.resolve(new DispatchError('schema', `Invalid dispatch options: ${problem}`));
-    }
-    const signal = callOptions.signal ?? neverAborted;
+    const options = problem === undefined ? callOptions : {};
+    const signal = options.signal ?? neverAborted;
     const ctx = new CallContext(
-      callOptions.callId ?? `call-${++calls}`,
+      options.callId ?? `call-${++calls}`,
       name,
       args,
-      callOptions,
-      resolveBudget(callOptions.budget),
+      options,
+      problem === undefined ? resolveBudget(options.budget) : undefined,
       signal,
       now(),
       onEvent,
     );
+    // Failures found before any layer runs still end through `finish`, so observers see them.
+    if (problem !== undefined) {
+      ctx.outcome = new DispatchError('schema', `Invalid dispatch options: ${problem}`);
+      return Promise.resolve(finish(ctx) as Outcome<Result>);
+    }
     if (signal.aborted) {
-      return Promise.resolve(
-        new DispatchError('cancelled', `The call to "${String(name)}" was cancelled by the caller`, {
-          cause: signal.reason,
-        }),
-      );
+      ctx.outcome = cancelled(ctx, signal);
+      return Promise.resolve(finish(ctx) as Outcome<Result>);
     }
     return run(ctx).then(
       () => finish(ctx),

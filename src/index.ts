@@ -62,3 +62,12 @@ export { retry, isRetryable } from '../middleware/retry.js';
 export type { RetryOptions } from '../middleware/retry.js';
 export { timeout } from '../middleware/timeout.js';
 export type { TimeoutOptions } from '../middleware/timeout.js';
+export { logging } from '../middleware/logging.js';
+export type { LoggingOptions, Logger, LogLevel, LogRecord } from '../middleware/logging.js';
+export { harnessStep, toToolMessage } from './harness.js';
+export type {
+  HarnessHook,
+  HarnessStep,
+  HarnessStepOptions,
+  ToolMessageOptions,
+} from './harness.js';

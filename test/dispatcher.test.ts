@@ -594,3 +594,15 @@ describe('events', () => {
     await all;
   });
 });
+
+describe('events for calls that end before any layer runs', () => {
+  it('emits dispatch.failure for bad options and an already-aborted signal', async () => {
+    const { dispatcher, events } = setup();
+    await dispatcher.dispatch('search.web', { query: 'x' }, { timeoutMs: -1 });
+    await dispatcher.dispatch('search.web', { query: 'x' }, { signal: AbortSignal.abort() });
+    expect(events.map((e) => [e.type, e.kind])).toEqual([
+      ['dispatch.failure', 'schema'],
+      ['dispatch.failure', 'cancelled'],
+    ]);
+  });
+});

@@ -1,0 +1,214 @@
+// Logging: writes one structured, JSON-safe record per event of a dispatch to any leveled logger.
+
+import { optionsObject, requireFunction } from '../src/internal/options.js';
+import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
+
+/** A log level, lowest first: `debug`, `info`, `warn`, `error`. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Any logger with the four leveled methods: `console`, pino, winston, bunyan… */
+export interface Logger {
+  /** Writes a debug record. */
+  debug(record: LogRecord): unknown;
+  /** Writes an info record. */
+  info(record: LogRecord): unknown;
+  /** Writes a warning record. */
+  warn(record: LogRecord): unknown;
+  /** Writes an error record. */
+  error(record: LogRecord): unknown;
+}
+
+/** One log record: plain JSON values only, never a `cause` or a stack. */
+export interface LogRecord {
+  /** The event type, e.g. `dispatch.retry`. */
+  readonly event: string;
+  /** The requested tool name. */
+  readonly tool: string;
+  /** The dispatch's id. */
+  readonly callId: string;
+  /** Attempts made when the event happened. */
+  readonly attempt: number;
+  /** Milliseconds since the dispatch started. */
+  readonly durationMs: number;
+  /** The failure kind, for events that have one (`dispatch.retry`, `dispatch.failure`). */
+  readonly kind?: string;
+  /** The event's other details (`delayMs`, `timeoutMs`, `key`, `queued`, `message`…). */
+  readonly [detail: string]: unknown;
+}
+
+/** Options for `logging`. */
+export interface LoggingOptions {
+  /** Where records go: any object with `debug`, `info`, `warn` and `error` methods. */
+  logger: Logger;
+  /**
+   * The lowest level written; records below it are dropped before they are built.
+   * @default 'debug'
+   */
+  level?: LogLevel;
+  /**
+   * Per-event level overrides, merged over the defaults: `dispatch.retry`, `dispatch.timeout`,
+   * `circuit.open` → warn; `dispatch.failure` → error; `dispatch.success`, `circuit.close`,
+   * `circuit.half_open` → info; everything else → debug.
+   * @default {}
+   */
+  levels?: Partial<Record<string, LogLevel>>;
+  /**
+   * The time source for `durationMs` when an event carries none; use the dispatcher's `now`.
+   * @default () => Date.now()
+   */
+  now?: () => number;
+}
+
+const rank: Readonly<Record<LogLevel, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+const defaultLevels: Readonly<Record<string, LogLevel>> = {
+  'dispatch.attempt': 'debug',
+  'dispatch.retry': 'warn',
+  'dispatch.timeout': 'warn',
+  'dispatch.success': 'info',
+  'dispatch.failure': 'error',
+  'concurrency.queued': 'debug',
+  'idempotency.hit': 'debug',
+  'circuit.open': 'warn',
+  'circuit.half_open': 'info',
+  'circuit.close': 'info',
+};
+
+// Fields the record sets itself, and fields that must never reach a log line.
+const ownFields = new Set(['type', 'tool', 'callId', 'attempt', 'durationMs', 'kind']);
+const droppedFields = new Set(['cause', 'stack']);
+const maxDepth = 8;
+
+/**
+ * Writes one record per event of each dispatch it sees, from the moment it runs (outermost, it
+ * sees them all, `dispatch.success` and `dispatch.failure` included), as a single object
+ * argument, so `console` and pino both take it: `{ event, tool, callId, attempt, durationMs,
+ * kind?, ...details }`. Records hold plain JSON values only; causes and stacks are left out. A
+ * logger that throws never breaks a dispatch. Placed inside `retry`, it still writes each event
+ * once.
+ *
+ * @example
+ * import pino from 'pino';
+ * createDispatcher([logging({ logger: pino(), level: 'info' }), ...defaultStack({ registry })]);
+ */
+export function logging(options: LoggingOptions): Middleware {
+  const { logger, level = 'debug', levels = {}, now = () => Date.now() } = optionsObject(
+    'logging',
+    options as LoggingOptions | undefined,
+  );
+  if (typeof logger !== 'object' || logger === null) {
+    throw new TypeError(`logger must be an object with debug, info, warn and error methods, got ${String(logger)}`);
+  }
+  for (const method of ['debug', 'info', 'warn', 'error'] as const) {
+    if (typeof logger[method] !== 'function') {
+      throw new TypeError(`logger must have a ${method}() method`);
+    }
+  }
+  if (!Object.hasOwn(rank, level)) {
+    throw new TypeError(`level must be one of debug, info, warn, error, got ${String(level)}`);
+  }
+  if (typeof levels !== 'object' || levels === null) {
+    throw new TypeError(`levels must be an object, got ${String(levels)}`);
+  }
+  for (const [type, mapped] of Object.entries(levels)) {
+    if (mapped !== undefined && !Object.hasOwn(rank, mapped)) {
+      throw new TypeError(`levels["${type}"] must be one of debug, info, warn, error, got ${String(mapped)}`);
+    }
+  }
+  requireFunction('now', now);
+  const threshold = rank[level];
+  const levelOf = (type: string): LogLevel =>
+    (Object.hasOwn(levels, type) ? levels[type] : undefined) ??
+    (Object.hasOwn(defaultLevels, type) ? defaultLevels[type] : undefined) ??
+    'debug';
+
+  // The layer may run once per attempt (inside retry); the listener must be added only once.
+  const listening = new WeakSet<DispatchContext>();
+
+  const write = (ctx: DispatchContext, event: DispatchEvent) => {
+    const eventLevel = levelOf(event.type);
+    if (rank[eventLevel] < threshold) return;
+    try {
+      const returned: unknown = logger[eventLevel](toRecord(ctx, event, now));
+      if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
+        (returned as PromiseLike<unknown>).then(undefined, () => undefined);
+      }
+    } catch {
+      // A broken logger must never break the dispatch it observes.
+    }
+  };
+
+  return async function logging(ctx: DispatchContext, next: Next): Promise<void> {
+    if (!listening.has(ctx)) {
+      listening.add(ctx);
+      ctx.listen((event) => write(ctx, event));
+    }
+    return next();
+  };
+}
+
+function toRecord(ctx: DispatchContext, event: DispatchEvent, now: () => number): LogRecord {
+  const durationMs =
+    typeof event.durationMs === 'number' && Number.isFinite(event.durationMs)
+      ? event.durationMs
+      : now() - ctx.startedAt;
+  const record: Record<string, unknown> = {
+    event: String(event.type),
+    tool: String(event.tool),
+    callId: String(event.callId),
+    attempt: event.attempt,
+    durationMs,
+  };
+  if (typeof event.kind === 'string') record.kind = event.kind;
+  for (const key of Object.keys(event)) {
+    if (ownFields.has(key) || droppedFields.has(key)) continue;
+    setField(record, key, jsonSafe(event[key], 0, []));
+  }
+  return record as unknown as LogRecord;
+}
+
+// A copy made of plain JSON values that round-trips through JSON.stringify unchanged:
+// non-finite numbers and bigints become strings; errors their message; functions, symbols,
+// `undefined`, cycles and `cause`/`stack` fields are left out.
+function jsonSafe(value: unknown, depth: number, ancestors: object[]): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : String(value);
+    case 'bigint':
+      return value.toString();
+    case 'object':
+      break;
+    default:
+      return undefined;
+  }
+  if (value === null) return null;
+  if (value instanceof Error) return value.message;
+  if (depth >= maxDepth || ancestors.includes(value)) return undefined;
+  try {
+    ancestors.push(value);
+    if (Array.isArray(value)) {
+      return value.map((item) => jsonSafe(item, depth + 1, ancestors) ?? null);
+    }
+    if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) {
+      if (droppedFields.has(key)) continue;
+      setField(copy, key, jsonSafe((value as Record<string, unknown>)[key], depth + 1, ancestors));
+    }
+    return copy;
+  } catch {
+    // A throwing getter or proxy: leave the field out rather than lose the record.
+    return undefined;
+  } finally {
+    ancestors.pop();
+  }
+}
+
+// defineProperty, so a field named "__proto__" stays a plain field and never swaps the prototype.
+function setField(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (value === undefined) return;
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
