@@ -71,3 +71,10 @@ export type {
   HarnessStepOptions,
   ToolMessageOptions,
 } from './harness.js';
+export { circuitBreaker, isCircuitFailure } from '../middleware/circuit-breaker.js';
+export type {
+  CircuitBreakerMiddleware,
+  CircuitBreakerOptions,
+  CircuitSnapshot,
+  CircuitState,
+} from '../middleware/circuit-breaker.js';
