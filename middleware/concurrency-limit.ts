@@ -15,10 +15,18 @@ export interface ConcurrencyLimitOptions {
   max?: number;
 }
 
+/** How busy a concurrency layer is right now. */
+export interface ConcurrencyLoad {
+  /** Calls holding a slot. */
+  running: number;
+  /** Calls waiting for one. */
+  queued: number;
+}
+
 /** The concurrency middleware, with a look at its semaphore. */
 export interface ConcurrencyLimitMiddleware extends Middleware {
   /** Calls running inside the layer and calls waiting for a slot, right now. */
-  load(): { running: number; queued: number };
+  load(): ConcurrencyLoad;
 }
 
 /**

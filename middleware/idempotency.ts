@@ -27,10 +27,18 @@ export interface IdempotencyOptions {
   clock?: Pick<Clock, 'now'>;
 }
 
+/** What an idempotency layer holds right now. */
+export interface IdempotencySize {
+  /** Successes cached (expired ones not yet evicted included). */
+  cached: number;
+  /** Keys whose execution is running. */
+  inFlight: number;
+}
+
 /** The idempotency middleware, with a look at its cache. */
 export interface IdempotencyMiddleware extends Middleware {
   /** How many successes are cached and how many keys are in flight right now. */
-  size(): { cached: number; inFlight: number };
+  size(): IdempotencySize;
 }
 
 type Settlement = { ok: true; result: unknown } | { ok: false; error: DispatchError };

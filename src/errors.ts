@@ -23,7 +23,29 @@ export interface JsonRpcError {
   /** A message fit for the model: no stack trace. */
   message: string;
   /** The envelope's kind and attempt count. */
-  data: { kind: DispatchErrorKind; attempts: number };
+  data: JsonRpcErrorData;
+}
+
+/** The `data` member of a `JsonRpcError`. */
+export interface JsonRpcErrorData {
+  /** The envelope's kind. */
+  kind: DispatchErrorKind;
+  /** Handler attempts made before the failure. */
+  attempts: number;
+}
+
+/** An envelope as plain JSON, as `DispatchError.toJSON()` returns it. */
+export interface DispatchErrorJson {
+  /** Always `false`. */
+  ok: false;
+  /** What went wrong. */
+  kind: DispatchErrorKind;
+  /** A message fit for the model. */
+  message: string;
+  /** Handler attempts made before the failure. */
+  attempts: number;
+  /** The JSON-RPC 2.0 error code. */
+  jsonrpcCode: JsonRpcErrorCode;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -111,13 +133,7 @@ export class DispatchError extends Error {
   }
 
   /** The envelope's plain fields, so `JSON.stringify` never walks `cause` or a stack. */
-  toJSON(): {
-    ok: false;
-    kind: DispatchErrorKind;
-    message: string;
-    attempts: number;
-    jsonrpcCode: JsonRpcErrorCode;
-  } {
+  toJSON(): DispatchErrorJson {
     return {
       ok: false,
       kind: this.kind,

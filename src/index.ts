@@ -20,10 +20,12 @@ export {
   toDispatchError,
 } from './errors.js';
 export type {
+  DispatchErrorJson,
   DispatchErrorKind,
   DispatchErrorOptions,
   JsonRpcError,
   JsonRpcErrorCode,
+  JsonRpcErrorData,
   TransientErrorOptions,
 } from './errors.js';
 export { createBudget } from './budget.js';
@@ -52,11 +54,16 @@ export { schemaValidation } from '../middleware/schema-validation.js';
 export type { SchemaValidationOptions } from '../middleware/schema-validation.js';
 export { budgetGuard } from '../middleware/budget-guard.js';
 export { idempotency } from '../middleware/idempotency.js';
-export type { IdempotencyMiddleware, IdempotencyOptions } from '../middleware/idempotency.js';
+export type {
+  IdempotencyMiddleware,
+  IdempotencyOptions,
+  IdempotencySize,
+} from '../middleware/idempotency.js';
 export { concurrencyLimit } from '../middleware/concurrency-limit.js';
 export type {
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
+  ConcurrencyLoad,
 } from '../middleware/concurrency-limit.js';
 export { retry, isRetryable } from '../middleware/retry.js';
 export type { RetryOptions } from '../middleware/retry.js';
