@@ -138,7 +138,7 @@ export function createDispatcher(
     const signal = options.signal ?? neverAborted;
     const ctx = new CallContext(
       options.callId ?? `call-${++calls}`,
-      name,
+      typeof name === 'string' ? name : describeName(name),
       args,
       options,
       problem === undefined ? resolveBudget(options.budget) : undefined,
@@ -149,6 +149,10 @@ export function createDispatcher(
     // Failures found before any layer runs still end through `finish`, so observers see them.
     if (problem !== undefined) {
       ctx.outcome = new DispatchError('schema', `Invalid dispatch options: ${problem}`);
+      return Promise.resolve(finish(ctx) as Outcome<Result>);
+    }
+    if (typeof name !== 'string') {
+      ctx.outcome = new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`);
       return Promise.resolve(finish(ctx) as Outcome<Result>);
     }
     if (signal.aborted) {
@@ -207,6 +211,14 @@ export function createDispatcher(
   };
 
   return { dispatch, gatherBounded };
+}
+
+function describeName(name: unknown): string {
+  try {
+    return String(name);
+  } catch {
+    return typeof name;
+  }
 }
 
 function resolveBudget(budget: number | Budget | undefined): Budget | undefined {

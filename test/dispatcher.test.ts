@@ -606,3 +606,15 @@ describe('events for calls that end before any layer runs', () => {
     ]);
   });
 });
+
+describe('tool names that are not strings', () => {
+  it.each([
+    ['a number', 42],
+    ['a symbol', Symbol('x')],
+    ['null', null],
+    ['an object whose toString throws', { toString: () => { throw new Error('x'); } }],
+  ])('reports %s as not_found', async (_label, name) => {
+    const { dispatcher } = setup();
+    expect(await dispatcher.dispatch(name as never, { query: 'x' })).toMatchObject({ kind: 'not_found', attempts: 0 });
+  });
+});
