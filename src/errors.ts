@@ -32,6 +32,8 @@ export interface JsonRpcErrorData {
   kind: DispatchErrorKind;
   /** Handler attempts made before the failure. */
   attempts: number;
+  /** When set, how long to wait before trying again, in milliseconds. */
+  retryAfterMs?: number;
 }
 
 /** An envelope as plain JSON, as `DispatchError.toJSON()` returns it. */
@@ -46,6 +48,8 @@ export interface DispatchErrorJson {
   attempts: number;
   /** The JSON-RPC 2.0 error code. */
   jsonrpcCode: JsonRpcErrorCode;
+  /** When set, how long to wait before trying again, in milliseconds. */
+  retryAfterMs?: number;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -125,22 +129,22 @@ export class DispatchError extends Error {
    * outcome.toJsonRpcError(); // { code: -32602, message: '…', data: { kind: 'schema', attempts: 0 } }
    */
   toJsonRpcError(): JsonRpcError {
-    return {
-      code: this.jsonrpcCode,
-      message: this.message,
-      data: { kind: this.kind, attempts: this.attempts },
-    };
+    const data: JsonRpcErrorData = { kind: this.kind, attempts: this.attempts };
+    if (this.retryAfterMs !== undefined) data.retryAfterMs = this.retryAfterMs;
+    return { code: this.jsonrpcCode, message: this.message, data };
   }
 
   /** The envelope's plain fields, so `JSON.stringify` never walks `cause` or a stack. */
   toJSON(): DispatchErrorJson {
-    return {
+    const json: DispatchErrorJson = {
       ok: false,
       kind: this.kind,
       message: this.message,
       attempts: this.attempts,
       jsonrpcCode: this.jsonrpcCode,
     };
+    if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
+    return json;
   }
 }
 

@@ -120,3 +120,11 @@ describe('createBudget', () => {
     expect(() => createBudget(3).tryConsume(0)).toThrow(TypeError);
   });
 });
+
+describe('DispatchError retryAfterMs', () => {
+  it('travels in toJSON and in the JSON-RPC data when set', () => {
+    const error = new DispatchError('circuit_open', 'open', { retryAfterMs: 1_500 });
+    expect(error.toJsonRpcError().data).toEqual({ kind: 'circuit_open', attempts: 0, retryAfterMs: 1_500 });
+    expect(error.toJSON()).toMatchObject({ retryAfterMs: 1_500 });
+  });
+});
