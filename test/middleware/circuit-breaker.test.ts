@@ -188,7 +188,7 @@ describe('circuitBreaker: the state machine', () => {
     expect(rejected.toJsonRpcError()).toEqual({
       code: -32603,
       message: expect.stringContaining('"search.web" is open') as string,
-      data: { kind: 'circuit_open', attempts: 0 },
+      data: { kind: 'circuit_open', attempts: 0, retryAfterMs: 3_800 },
     });
     expect(h.handlerRuns['search.web']).toBe(1);
   });
