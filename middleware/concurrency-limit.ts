@@ -1,7 +1,7 @@
 // Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
 
 import { Semaphore } from 'async-mutex';
-import { swallow } from '../src/internal/abort.js';
+import { onAbort, swallow } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { optionsObject, requireInteger } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -51,16 +51,15 @@ export function concurrencyLimit(options?: ConcurrencyLimitOptions): Concurrency
     ctx.emit('concurrency.queued', { queued, max });
     return new Promise((resolve, reject) => {
       let abandoned = false;
-      const abort = () => {
+      const unsubscribe = onAbort(signal, () => {
         abandoned = true;
         queued -= 1;
         reject(cancelled(ctx, signal));
-      };
-      signal.addEventListener('abort', abort, { once: true });
+      });
       semaphore.acquire().then(([, release]) => {
         // A caller that already left hands its slot straight to the next in line.
         if (abandoned) return release();
-        signal.removeEventListener('abort', abort);
+        unsubscribe();
         queued -= 1;
         resolve(release);
       }, swallow);

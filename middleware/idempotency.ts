@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError, toDispatchError } from '../src/errors.js';
-import { neverAborted, raceAbort } from '../src/internal/abort.js';
+import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { fingerprint } from '../src/internal/fingerprint.js';
 import { optionsObject, requireInteger, requireNumber } from '../src/internal/options.js';
@@ -54,6 +54,7 @@ class Flight {
   // Callers still waiting, the leader included; the execution is aborted when it reaches 0.
   waiters = 1;
   settled = false;
+  abandoned = false;
   readonly controller: AbortController | undefined;
   readonly done: Promise<Settlement>;
   settle!: (settlement: Settlement) => void;
@@ -71,9 +72,12 @@ class Flight {
     });
   }
 
-  detach(reason: unknown): void {
+  /** Says whether that was the last waiter, in which case the execution is abandoned. */
+  detach(reason: unknown): boolean {
     this.waiters -= 1;
-    if (this.waiters === 0 && !this.settled) this.controller?.abort(reason);
+    if (this.waiters > 0 || this.settled) return false;
+    this.controller?.abort(reason);
+    return true;
   }
 }
 
@@ -120,15 +124,17 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const flight = new Flight(print, callerSignal !== neverAborted);
     inFlight.set(key, flight);
     if (flight.controller !== undefined) ctx.signal = flight.controller.signal;
+    const forget = () => {
+      if (inFlight.get(key) === flight) inFlight.delete(key);
+    };
     next().then(
       () => {
         ctx.signal = callerSignal;
-        if (inFlight.get(key) === flight) inFlight.delete(key);
+        forget();
         const { outcome } = ctx;
         if (outcome?.ok === true) {
-          cache.delete(key);
-          cache.set(key, { fingerprint: print, result: outcome.result, completedAt: clock.now() });
-          if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+          // An execution every caller abandoned may still finish; its result is not remembered.
+          if (!flight.abandoned) remember(key, print, outcome.result);
           flight.settle({ ok: true, result: outcome.result });
         } else {
           flight.settle({ ok: false, error: outcome ?? noOutcome(ctx) });
@@ -136,26 +142,42 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
       },
       (error: unknown) => {
         ctx.signal = callerSignal;
-        if (inFlight.get(key) === flight) inFlight.delete(key);
+        forget();
         flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
       },
     );
-    const settlement = await wait(ctx, flight, callerSignal);
+    // The leader's own caller is answered by the dispatcher the moment it aborts; this layer
+    // only detaches it and keeps the context for the execution that others may still wait on.
+    const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
+    const settlement = await flight.done;
+    unsubscribe();
     if (!settlement.ok) throw settlement.error;
   };
 
-  const follow = async (ctx: DispatchContext, flight: Flight) => {
+  // Once the last waiter has left, a new call with the key must start afresh, not join the
+  // execution being torn down.
+  const detach = (key: string, flight: Flight, reason: unknown) => {
+    if (!flight.detach(reason)) return;
+    flight.abandoned = true;
+    if (inFlight.get(key) === flight) inFlight.delete(key);
+  };
+
+  const remember = (key: string, print: string, result: unknown) => {
+    cache.delete(key);
+    cache.set(key, { fingerprint: print, result, completedAt: clock.now() });
+    if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+  };
+
+  const follow = async (ctx: DispatchContext, key: string, flight: Flight) => {
     flight.waiters += 1;
-    const settlement = await wait(ctx, flight, ctx.signal);
+    const { signal } = ctx;
+    const settlement = await raceAbort(flight.done, signal, () => {
+      detach(key, flight, signal.reason);
+      return cancelled(ctx, signal);
+    });
     if (!settlement.ok) throw settlement.error;
     ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
   };
-
-  const wait = (ctx: DispatchContext, flight: Flight, signal: AbortSignal) =>
-    raceAbort(flight.done, signal, () => {
-      flight.detach(signal.reason);
-      return cancelled(ctx, signal);
-    });
 
   const middleware = async function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
     const key = ctx.options.idempotencyKey;
@@ -181,7 +203,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     if (flight === undefined) return lead(ctx, next, key, print);
     if (flight.fingerprint !== print) throw conflict(key);
     ctx.emit('idempotency.hit', { key, source: 'in_flight' });
-    return follow(ctx, flight);
+    return follow(ctx, key, flight);
   };
   return Object.assign(middleware, {
     size: () => ({ cached: cache.size, inFlight: inFlight.size }),

@@ -34,7 +34,12 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
     if (tool === undefined) {
       throw new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
     }
-    const problem = argsShapeProblem(ctx.args, maxDepth);
+    let problem: string | undefined;
+    try {
+      problem = argsShapeProblem(ctx.args, maxDepth);
+    } catch (error) {
+      throw invalidArgs(tool.name, `they could not be read: ${describeThrown(error)}`, error);
+    }
     if (problem !== undefined) throw invalidArgs(tool.name, problem);
     let result: StandardSchemaV1.Result<unknown>;
     try {

@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
-import { neverAborted } from '../src/internal/abort.js';
+import { maxTimerDelayMs, onAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { optionsObject, requireNumber } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -39,7 +39,8 @@ export function timeout(options?: TimeoutOptions): Middleware {
 
   return async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
-    if (ms === Infinity) return next();
+    // Beyond a Node timer's range a deadline would fire at once; ~24.8 days is no deadline.
+    if (ms > maxTimerDelayMs) return next();
     const parent = ctx.signal;
     if (parent.aborted) throw cancelled(ctx, parent);
     const controller = new AbortController();
@@ -52,7 +53,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
         if (finished) return;
         finished = true;
         clock.clearTimeout(timer);
-        if (parent !== neverAborted) parent.removeEventListener('abort', onCallerAbort);
+        unsubscribe();
         ctx.signal = parent;
       };
       const timer = clock.setTimeout(() => {
@@ -66,12 +67,11 @@ export function timeout(options?: TimeoutOptions): Middleware {
         reject(error);
         controller.abort(error);
       }, ms);
-      const onCallerAbort = () => {
+      const unsubscribe = onAbort(parent, () => {
         finish();
         reject(cancelled(ctx, parent));
         controller.abort(parent.reason);
-      };
-      if (parent !== neverAborted) parent.addEventListener('abort', onCallerAbort, { once: true });
+      });
       next().then(
         () => {
           finish();

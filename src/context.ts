@@ -16,6 +16,8 @@ export class CallContext implements DispatchContext {
   tool: Tool | undefined = undefined;
   attempt = 0;
   outcome: Outcome | undefined = undefined;
+  /** What the dispatch resolved to, once it has; set by the dispatcher only. */
+  finished: Outcome | undefined = undefined;
   #state: Record<string, unknown> | undefined = undefined;
   #listeners: EventListener[] | undefined = undefined;
 

@@ -4,9 +4,9 @@ import { runAttempt } from './attempt.js';
 import { createBudget, type Budget } from './budget.js';
 import { compose } from './compose.js';
 import { CallContext } from './context.js';
-import { DispatchError, toDispatchError } from './errors.js';
+import { DispatchError, describeThrown, toDispatchError } from './errors.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
-import { neverAborted } from './internal/abort.js';
+import { neverAborted, onAbort, swallow } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireInteger } from './internal/options.js';
 import type { ToolRegistry } from './registry.js';
@@ -133,7 +133,7 @@ export function createDispatcher(
     args: unknown,
     callOptions: DispatchOptions = {},
   ): Promise<Outcome<Result>> => {
-    const problem = dispatchOptionsProblem(callOptions);
+    const problem = readableOptionsProblem(callOptions);
     const options = problem === undefined ? callOptions : {};
     const signal = options.signal ?? neverAborted;
     const ctx = new CallContext(
@@ -159,21 +159,39 @@ export function createDispatcher(
       ctx.outcome = cancelled(ctx, signal);
       return Promise.resolve(finish(ctx) as Outcome<Result>);
     }
-    return run(ctx).then(
+    const settled = run(ctx).then(
       () => finish(ctx),
       (error: unknown) => {
         ctx.outcome = toDispatchError(error, ctx.attempt);
         return finish(ctx);
       },
-    ) as Promise<Outcome<Result>>;
+    );
+    if (signal === neverAborted) return settled as Promise<Outcome<Result>>;
+    // The caller's abort ends the call at once, whatever the layers are doing; they still see
+    // the signal and clean up, but their late outcome no longer matters to this caller.
+    return new Promise<Outcome<Result>>((resolve) => {
+      let done = false;
+      const unsubscribe = onAbort(signal, () => {
+        done = true;
+        resolve(finish(ctx, cancelled(ctx, signal)) as Outcome<Result>);
+      });
+      settled.then((outcome) => {
+        unsubscribe();
+        if (!done) resolve(outcome as Outcome<Result>);
+      }, swallow);
+    });
   };
 
-  const finish = (ctx: CallContext): Outcome => {
+  const finish = (ctx: CallContext, final?: Outcome): Outcome => {
+    // The first ending wins; a stack that settles after the caller aborted reports nothing.
+    if (ctx.finished !== undefined) return ctx.finished;
     const outcome =
+      final ??
       ctx.outcome ??
       new DispatchError('internal', 'The middleware stack finished without an outcome', {
         attempts: ctx.attempt,
       });
+    ctx.finished = outcome;
     if (outcome.ok) {
       ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs: now() - ctx.startedAt });
     } else {
@@ -211,6 +229,15 @@ export function createDispatcher(
   };
 
   return { dispatch, gatherBounded };
+}
+
+// Options are read before any layer can catch; a hostile getter must still end as an envelope.
+function readableOptionsProblem(options: unknown): string | undefined {
+  try {
+    return dispatchOptionsProblem(options);
+  } catch (error) {
+    return `options could not be read: ${describeThrown(error)}`;
+  }
 }
 
 function describeName(name: unknown): string {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
@@ -616,5 +617,37 @@ describe('tool names that are not strings', () => {
   ])('reports %s as not_found', async (_label, name) => {
     const { dispatcher } = setup();
     expect(await dispatcher.dispatch(name as never, { query: 'x' })).toMatchObject({ kind: 'not_found', attempts: 0 });
+  });
+});
+
+describe('one caller signal shared by many calls', () => {
+  it('keeps a single abort listener on it and none after the calls, with no warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const release = gate();
+    const { dispatcher } = setup({ handler: () => release.promise });
+    const caller = new AbortController();
+    const all = Promise.all(
+      Array.from({ length: 50 }, (_, i) => dispatcher.dispatch('search.web', { query: `${i}` }, { signal: caller.signal })),
+    );
+    await flush();
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    release.open();
+    await all;
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+    process.off('warning', onWarning);
+    expect(warnings).toEqual([]);
+  });
+
+  it('answers a caller at the abort even while a custom layer ignores the signal', async () => {
+    const { registry } = setup();
+    const stubborn: Middleware = () => new Promise<never>(() => {});
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), stubborn]);
+    const caller = new AbortController();
+    const pending = dispatcher.dispatch('search.web', { query: 'x' }, { signal: caller.signal });
+    await flush();
+    caller.abort();
+    expect(await pending).toMatchObject({ kind: 'cancelled', attempts: 0 });
   });
 });

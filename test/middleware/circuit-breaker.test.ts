@@ -273,6 +273,8 @@ describe('circuitBreaker: half-open probes', () => {
     await flush();
     controller.abort(new Error('user left'));
     expect(kindOf(await probe)).toBe('cancelled');
+    // The caller is answered at the abort; the layers unwind a few microtasks later.
+    await flush();
     expect(h.breaker.snapshot()['search.web']).toMatchObject({ state: 'half_open', probes: 0 });
     h.behaviour['search.web'] = 'ok';
     expect(kindOf(await h.call())).toBe('ok');
