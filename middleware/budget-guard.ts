@@ -1,6 +1,7 @@
 // Budget guard: fails fast when the caller's tool-call budget is already spent.
 
 import { budgetExceeded } from '../src/internal/failures.js';
+import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /**
@@ -13,8 +14,10 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
  */
 export function budgetGuard(): Middleware {
-  return async function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
-    if (ctx.budget !== undefined && !(ctx.budget.remaining >= 1)) throw budgetExceeded(ctx);
+  return trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    if (ctx.budget !== undefined && !(ctx.budget.remaining >= 1)) {
+      return Promise.reject(budgetExceeded(ctx));
+    }
     return next();
-  };
+  });
 }

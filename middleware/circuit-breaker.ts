@@ -9,6 +9,7 @@ import {
   requireNumber,
 } from '../src/internal/options.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
+import { trusted } from '../src/internal/trusted.js';
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -243,7 +244,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     }
   };
 
-  const middleware = async function circuitBreaker(
+  const middleware = trusted(async function circuitBreaker(
     ctx: DispatchContext,
     next: Next,
   ): Promise<void> {
@@ -280,7 +281,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
       else if (counts(failure)) recordFailure(ctx, key, trial);
     }
     if (failed) throw thrown;
-  };
+  });
 
   const describe = (circuit: Circuit, now: number): CircuitSnapshot | undefined => {
     const failures = circuit.failureTimes.length;

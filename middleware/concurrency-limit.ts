@@ -1,8 +1,9 @@
 // Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
 
-import { Semaphore } from 'async-mutex';
-import { onAbort, swallow } from '../src/internal/abort.js';
+import { onAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
+import { FifoSemaphore } from '../src/internal/fifo-semaphore.js';
+import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -31,7 +32,7 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
 
 /**
  * Lets at most `max` calls run the layers inside it at once; the others wait in FIFO order
- * and emit `concurrency.queued`. A caller that aborts while waiting leaves at once with
+ * and emit `concurrency.queued`. A caller that aborts while waiting leaves the queue at once with
  * `cancelled`. The slot is held across retries and freed as soon as the inner layers settle:
  * after a timeout, even when the handler ignores its signal and never settles.
  *
@@ -41,45 +42,34 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
 export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitMiddleware {
   const { max = 8 } = optionsObject('concurrencyLimit', options);
   requireInteger('max', max, 1);
-  const semaphore = new Semaphore(max);
-  let queued = 0;
+  const semaphore = new FifoSemaphore(max);
+  const release = () => semaphore.release();
+  const releaseAndRethrow = (error: unknown) => {
+    semaphore.release();
+    throw error;
+  };
 
-  const waitForSlot = (ctx: DispatchContext): Promise<() => void> => {
+  const waitForSlot = (ctx: DispatchContext): Promise<void> => {
     const { signal } = ctx;
     if (signal.aborted) return Promise.reject(cancelled(ctx, signal));
-    queued += 1;
-    ctx.emit('concurrency.queued', { queued, max });
     return new Promise((resolve, reject) => {
-      let abandoned = false;
+      const leave = semaphore.enqueue(() => {
+        unsubscribe();
+        resolve();
+      });
       const unsubscribe = onAbort(signal, () => {
-        abandoned = true;
-        queued -= 1;
+        leave();
         reject(cancelled(ctx, signal));
       });
-      semaphore.acquire().then(([, release]) => {
-        // A caller that already left hands its slot straight to the next in line.
-        if (abandoned) return release();
-        unsubscribe();
-        queued -= 1;
-        resolve(release);
-      }, swallow);
+      ctx.emit('concurrency.queued', { queued: semaphore.queued, max });
     });
   };
 
-  const middleware = async function concurrencyLimit(
-    ctx: DispatchContext,
-    next: Next,
-  ): Promise<void> {
-    const release = semaphore.isLocked()
-      ? await waitForSlot(ctx)
-      : (await semaphore.acquire())[1];
-    try {
-      await next();
-    } finally {
-      release();
-    }
-  };
+  const middleware = trusted(function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
+    if (semaphore.tryAcquire()) return next().then(release, releaseAndRethrow);
+    return waitForSlot(ctx).then(() => next().then(release, releaseAndRethrow));
+  });
   return Object.assign(middleware, {
-    load: () => ({ running: max - semaphore.getValue(), queued }),
+    load: (): ConcurrencyLoad => ({ running: semaphore.running, queued: semaphore.queued }),
   });
 }

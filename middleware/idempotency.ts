@@ -5,6 +5,7 @@ import { DispatchError, toDispatchError } from '../src/errors.js';
 import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { fingerprint } from '../src/internal/fingerprint.js';
+import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger, requireNumber } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -179,9 +180,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
   };
 
-  const middleware = async function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
-    const key = ctx.options.idempotencyKey;
-    if (key === undefined) return next();
+  const keyed = async (ctx: DispatchContext, next: Next, key: string): Promise<void> => {
     const { tool } = ctx;
     if (tool === undefined) {
       throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
@@ -205,6 +204,11 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     ctx.emit('idempotency.hit', { key, source: 'in_flight' });
     return follow(ctx, key, flight);
   };
+
+  const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
+    const key = ctx.options.idempotencyKey;
+    return key === undefined ? next() : keyed(ctx, next, key);
+  });
   return Object.assign(middleware, {
     size: () => ({ cached: cache.size, inFlight: inFlight.size }),
   });

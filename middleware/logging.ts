@@ -2,6 +2,7 @@
 
 import { optionsObject, requireFunction } from '../src/internal/options.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
+import { trusted } from '../src/internal/trusted.js';
 
 /** A log level, lowest first: `debug`, `info`, `warn`, `error`. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -138,13 +139,13 @@ export function logging(options: LoggingOptions): Middleware {
     }
   };
 
-  return async function logging(ctx: DispatchContext, next: Next): Promise<void> {
+  return trusted(function logging(ctx: DispatchContext, next: Next): Promise<void> {
     if (!listening.has(ctx)) {
       listening.add(ctx);
       ctx.listen((event) => write(ctx, event));
     }
     return next();
-  };
+  });
 }
 
 function toRecord(ctx: DispatchContext, event: DispatchEvent, now: () => number): LogRecord {

@@ -3,6 +3,7 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { type DispatchError, toDispatchError } from '../src/errors.js';
 import { sleep } from '../src/internal/abort.js';
+import { trusted } from '../src/internal/trusted.js';
 import { budgetExceeded, cancelled } from '../src/internal/failures.js';
 import {
   optionsObject,
@@ -104,11 +105,9 @@ export function retry(options?: RetryOptions): Middleware {
     return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
   };
 
-  return async function retry(ctx: DispatchContext, next: Next): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await next();
-      } catch (error) {
+  return trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    const attemptFrom = (attempt: number): Promise<void> =>
+      next().then(undefined, (error: unknown) => {
         const failure = toDispatchError(error, ctx.attempt);
         if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
         const { signal, budget } = ctx;
@@ -116,8 +115,11 @@ export function retry(options?: RetryOptions): Middleware {
         if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
         const delayMs = delayBefore(attempt, failure);
         ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
-        if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
-      }
-    }
-  };
+        if (delayMs <= 0) return attemptFrom(attempt + 1);
+        return sleep(delayMs, signal, clock, () => cancelled(ctx, signal)).then(() =>
+          attemptFrom(attempt + 1),
+        );
+      });
+    return attemptFrom(1);
+  });
 }

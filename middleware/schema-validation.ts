@@ -2,6 +2,7 @@
 
 import { DispatchError, describeThrown } from '../src/errors.js';
 import { argsShapeProblem } from '../src/internal/args-shape.js';
+import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger } from '../src/internal/options.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -29,31 +30,52 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
   const { maxDepth = 64 } = optionsObject('schemaValidation', options);
   requireInteger('maxDepth', maxDepth, 1);
 
-  return async function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
+  return trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
     const { tool } = ctx;
     if (tool === undefined) {
-      throw new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
+      return Promise.reject(
+        new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()'),
+      );
     }
-    let problem: string | undefined;
+    let validated: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
     try {
-      problem = argsShapeProblem(ctx.args, maxDepth);
+      const problem = readableShapeProblem(tool.name, ctx.args, maxDepth);
+      if (problem !== undefined) return Promise.reject(problem);
+      validated = tool.inputSchema['~standard'].validate(ctx.args);
     } catch (error) {
-      throw invalidArgs(tool.name, `they could not be read: ${describeThrown(error)}`, error);
+      return Promise.reject(validatorFailed(tool.name, error));
     }
-    if (problem !== undefined) throw invalidArgs(tool.name, problem);
-    let result: StandardSchemaV1.Result<unknown>;
-    try {
-      const validated = tool.inputSchema['~standard'].validate(ctx.args);
-      result = validated instanceof Promise ? await validated : validated;
-    } catch (error) {
-      throw invalidArgs(tool.name, `the validator failed: ${describeThrown(error)}`, error);
-    }
-    if (result.issues !== undefined) {
-      throw invalidArgs(tool.name, result.issues.map(describeIssue).join('; '));
-    }
-    ctx.args = result.value;
-    return next();
-  };
+    const proceed = (result: StandardSchemaV1.Result<unknown>): Promise<void> => {
+      if (result.issues !== undefined) {
+        return Promise.reject(invalidArgs(tool.name, result.issues.map(describeIssue).join('; ')));
+      }
+      ctx.args = result.value;
+      return next();
+    };
+    // Most validators answer synchronously; only an async one costs an extra promise.
+    if (!(validated instanceof Promise)) return proceed(validated);
+    return validated.then(proceed, (error: unknown) => {
+      throw validatorFailed(tool.name, error);
+    });
+  });
+}
+
+function readableShapeProblem(
+  toolName: string,
+  args: unknown,
+  maxDepth: number,
+): DispatchError | undefined {
+  let problem: string | undefined;
+  try {
+    problem = argsShapeProblem(args, maxDepth);
+  } catch (error) {
+    return invalidArgs(toolName, `they could not be read: ${describeThrown(error)}`, error);
+  }
+  return problem === undefined ? undefined : invalidArgs(toolName, problem);
+}
+
+function validatorFailed(toolName: string, error: unknown): DispatchError {
+  return invalidArgs(toolName, `the validator failed: ${describeThrown(error)}`, error);
 }
 
 function invalidArgs(toolName: string, detail: string, cause?: unknown): DispatchError {

@@ -3,7 +3,9 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, onAbort } from '../src/internal/abort.js';
+import { AttemptAbort, abortSourceOf, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { cancelled } from '../src/internal/failures.js';
+import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireNumber } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -25,7 +27,8 @@ export interface TimeoutOptions {
  * Gives each attempt its own deadline: the call's `timeoutMs`, else the tool's, else
  * `defaultMs`. When it passes, the attempt's signal is aborted, `dispatch.timeout` is emitted and
  * the attempt fails with `timeout` at once, whatever the handler does; its late outcome is
- * ignored. A caller abort ends the attempt at once with `cancelled`.
+ * ignored. A caller abort ends the attempt at once with `cancelled`. Deadlines beyond a Node
+ * timer's range (about 24.8 days) count as none.
  *
  * @example
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
@@ -37,14 +40,16 @@ export function timeout(options?: TimeoutOptions): Middleware {
     throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
   }
 
-  return async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+  return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
-    // Beyond a Node timer's range a deadline would fire at once; ~24.8 days is no deadline.
     if (ms > maxTimerDelayMs) return next();
-    const parent = ctx.signal;
-    if (parent.aborted) throw cancelled(ctx, parent);
-    const controller = new AbortController();
-    ctx.signal = controller.signal;
+    const source = abortSourceOf(ctx);
+    const parent = source instanceof AttemptAbort ? source.signal : source;
+    if (parent.aborted) return Promise.reject(cancelled(ctx, parent));
+    const attempt = new AttemptAbort();
+    const lazy = hasLazySignal(ctx);
+    if (lazy) ctx.setAttemptAbort(attempt);
+    else ctx.signal = attempt.signal;
 
     return new Promise<void>((resolve, reject) => {
       let finished = false;
@@ -54,7 +59,9 @@ export function timeout(options?: TimeoutOptions): Middleware {
         finished = true;
         clock.clearTimeout(timer);
         unsubscribe();
-        ctx.signal = parent;
+        if (!lazy) ctx.signal = parent;
+        else if (source instanceof AttemptAbort) ctx.setAttemptAbort(source);
+        else ctx.setAttemptAbort(undefined);
       };
       const timer = clock.setTimeout(() => {
         finish();
@@ -65,12 +72,12 @@ export function timeout(options?: TimeoutOptions): Middleware {
         );
         ctx.emit('dispatch.timeout', { timeoutMs: ms });
         reject(error);
-        controller.abort(error);
+        attempt.abort(error);
       }, ms);
       const unsubscribe = onAbort(parent, () => {
         finish();
         reject(cancelled(ctx, parent));
-        controller.abort(parent.reason);
+        attempt.abort(parent.reason);
       });
       next().then(
         () => {
@@ -83,5 +90,5 @@ export function timeout(options?: TimeoutOptions): Middleware {
         },
       );
     });
-  };
+  });
 }

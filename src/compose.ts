@@ -1,5 +1,7 @@
 // The onion: koa-compose's contract, except that `next()` may run again once it has settled.
 
+import { isTrusted } from './internal/trusted.js';
+
 /** A function `compose` accepts: a Koa-style middleware over any context. */
 export type ComposableMiddleware<Context> = (
   context: Context,
@@ -36,11 +38,20 @@ export function compose<Context>(
     if (typeof fn !== 'function') throw new TypeError('Middleware must be composed of functions!');
   }
   const layers = [...middleware];
+  // The library's own layers never overlap their next() calls; only the others are watched.
+  const watched = layers.map((layer) => !isTrusted(layer));
 
   return function composed(context, last) {
     const run = (index: number): Promise<unknown> => {
       const fn = index === layers.length ? last : layers[index];
       if (fn === undefined) return Promise.resolve();
+      if (watched[index] === false) {
+        try {
+          return Promise.resolve(fn(context, () => run(index + 1)));
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
       let running = false;
       const next = (): Promise<unknown> => {
         if (running) return Promise.reject(new Error('next() called multiple times'));

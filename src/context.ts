@@ -2,6 +2,7 @@
 
 import type { Budget } from './budget.js';
 import { swallow } from './internal/abort.js';
+import type { AbortSource, AttemptAbort, LazySignalContext } from './internal/attempt-abort.js';
 import type {
   DispatchContext,
   DispatchEvent,
@@ -12,12 +13,13 @@ import type {
 } from './types.js';
 
 /** The `DispatchContext` the dispatcher makes for each call. */
-export class CallContext implements DispatchContext {
+export class CallContext implements LazySignalContext {
   tool: Tool | undefined = undefined;
   attempt = 0;
   outcome: Outcome | undefined = undefined;
   /** What the dispatch resolved to, once it has; set by the dispatcher only. */
   finished: Outcome | undefined = undefined;
+  #attemptAbort: AttemptAbort | undefined = undefined;
   #state: Record<string, unknown> | undefined = undefined;
   #listeners: EventListener[] | undefined = undefined;
 
@@ -27,10 +29,27 @@ export class CallContext implements DispatchContext {
     public args: unknown,
     readonly options: DispatchOptions,
     public budget: Budget | undefined,
-    public signal: AbortSignal,
+    private baseSignal: AbortSignal,
     readonly startedAt: number,
     private readonly onEvent: EventListener | undefined,
   ) {}
+
+  get signal(): AbortSignal {
+    return this.#attemptAbort === undefined ? this.baseSignal : this.#attemptAbort.signal;
+  }
+
+  set signal(signal: AbortSignal) {
+    this.baseSignal = signal;
+    this.#attemptAbort = undefined;
+  }
+
+  abortSource(): AbortSource {
+    return this.#attemptAbort ?? this.baseSignal;
+  }
+
+  setAttemptAbort(abort: AttemptAbort | undefined): void {
+    this.#attemptAbort = abort;
+  }
 
   get state(): Record<string, unknown> {
     return (this.#state ??= {});

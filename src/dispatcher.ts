@@ -9,6 +9,7 @@ import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted, onAbort, swallow } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireInteger } from './internal/options.js';
+import { trusted } from './internal/trusted.js';
 import type { ToolRegistry } from './registry.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 import { budgetGuard } from '../middleware/budget-guard.js';
@@ -125,7 +126,7 @@ export function createDispatcher(
     throw new TypeError('onEvent must be a function');
   }
   if (typeof now !== 'function') throw new TypeError('now must be a function');
-  const run = compose([...stack, runAttempt]);
+  const run = compose([...stack, trusted(runAttempt)]);
   let calls = 0;
 
   const dispatch = <Result>(
