@@ -3,7 +3,7 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, onAbort } from '../src/internal/abort.js';
-import { AttemptAbort, abortSourceOf, hasLazySignal } from '../src/internal/attempt-abort.js';
+import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireNumber } from '../src/internal/options.js';
@@ -40,53 +40,58 @@ export function timeout(options?: TimeoutOptions): Middleware {
     throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
   }
 
+  // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that
+  // undoes both and gives the layers inside back the signal they had.
+  const startDeadline = (
+    ctx: DispatchContext,
+    ms: number,
+    parent: AbortSignal,
+    previous: AttemptAbort | undefined,
+  ): AttemptAbort => {
+    const lazy = hasLazySignal(ctx);
+    const attempt = new AttemptAbort(() => {
+      clock.clearTimeout(timer);
+      unsubscribe();
+      if (lazy) ctx.setAttemptAbort(previous);
+      else ctx.signal = parent;
+    });
+    if (lazy) ctx.setAttemptAbort(attempt);
+    else ctx.signal = attempt.signal;
+    const timer = clock.setTimeout(() => {
+      if (attempt.ended) return;
+      const error = new DispatchError(
+        'timeout',
+        `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
+        { attempts: ctx.attempt },
+      );
+      ctx.emit('dispatch.timeout', { timeoutMs: ms });
+      attempt.interrupt(error, error);
+    }, ms);
+    const unsubscribe = onAbort(parent, () => {
+      attempt.interrupt(cancelled(ctx, parent), parent.reason);
+    });
+    return attempt;
+  };
+
   return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
     if (ms > maxTimerDelayMs) return next();
-    const source = abortSourceOf(ctx);
+    const source = hasLazySignal(ctx) ? ctx.abortSource() : ctx.signal;
     const parent = source instanceof AttemptAbort ? source.signal : source;
     if (parent.aborted) return Promise.reject(cancelled(ctx, parent));
-    const attempt = new AttemptAbort();
-    const lazy = hasLazySignal(ctx);
-    if (lazy) ctx.setAttemptAbort(attempt);
-    else ctx.signal = attempt.signal;
-
+    const attempt = startDeadline(ctx, ms, parent, source instanceof AttemptAbort ? source : undefined);
+    const inner = next();
+    // The attempt step right inside us settles the attempt, deadline included; only when
+    // other layers sit in between does this layer race them itself.
+    if (attempt.owner === 'attempt') return inner;
     return new Promise<void>((resolve, reject) => {
-      let finished = false;
-      // Runs once: a late settlement must not touch the signal of the attempt that followed.
-      const finish = () => {
-        if (finished) return;
-        finished = true;
-        clock.clearTimeout(timer);
-        unsubscribe();
-        if (!lazy) ctx.signal = parent;
-        else if (source instanceof AttemptAbort) ctx.setAttemptAbort(source);
-        else ctx.setAttemptAbort(undefined);
-      };
-      const timer = clock.setTimeout(() => {
-        finish();
-        const error = new DispatchError(
-          'timeout',
-          `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
-          { attempts: ctx.attempt },
-        );
-        ctx.emit('dispatch.timeout', { timeoutMs: ms });
-        reject(error);
-        attempt.abort(error);
-      }, ms);
-      const unsubscribe = onAbort(parent, () => {
-        finish();
-        reject(cancelled(ctx, parent));
-        attempt.abort(parent.reason);
-      });
-      next().then(
+      attempt.own('layer', reject);
+      inner.then(
         () => {
-          finish();
-          resolve();
+          if (attempt.end()) resolve();
         },
         (error: unknown) => {
-          finish();
-          reject(error);
+          if (attempt.end()) reject(error);
         },
       );
     });

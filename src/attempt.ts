@@ -1,6 +1,6 @@
 // The innermost step of every dispatcher: one attempt of the resolved tool's handler.
 
-import { DispatchError, isDispatchError, toDispatchError } from './errors.js';
+import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, raceAbort } from './internal/abort.js';
 import { AttemptAbort, abortSourceOf } from './internal/attempt-abort.js';
 import { budgetExceeded, cancelled } from './internal/failures.js';
@@ -30,45 +30,78 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
   }
   const attempt = ++ctx.attempt;
   ctx.emit('dispatch.attempt');
+  // Right inside a timeout layer, this step settles the attempt for it (see AttemptAbort).
+  const claimed = source instanceof AttemptAbort && source.owner === 'none';
+  if (claimed) source.own('attempt');
   const handler = tool.handler as ToolHandler<unknown>;
   let returned: unknown;
   try {
-    returned = handler(ctx.args, toolContext(source, attempt, ctx));
+    returned = handler(ctx.args, new AttemptContext(source, attempt, ctx));
   } catch (error) {
+    if (claimed && !source.end()) return Promise.reject(source.interruption);
     return Promise.reject(handlerFailure(error, attempt));
   }
   if (!(returned instanceof Promise) && !isObjectLike(returned)) {
+    if (claimed && !source.end()) return Promise.reject(source.interruption);
     ctx.outcome = { ok: true, result: returned, attempts: attempt };
     return Promise.resolve();
   }
   // Promise.resolve adopts any thenable, and turns a throwing `then` into a rejection.
-  const settled = Promise.resolve(returned).then(undefined, (error: unknown) => {
-    throw handlerFailure(error, attempt);
-  });
-  if (source instanceof AttemptAbort) {
-    // The timeout layer that owns this abort settles the attempt itself when it fires; all that
-    // is left here is not to record an outcome that came too late.
-    return settled.then((result) => {
-      if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
+  const settled = Promise.resolve(returned);
+  if (claimed) {
+    return new Promise<void>((resolve, reject) => {
+      settled.then(
+        (result) => {
+          if (!source.end()) return;
+          ctx.outcome = { ok: true, result, attempts: attempt };
+          resolve();
+        },
+        (error: unknown) => {
+          if (source.end()) reject(handlerFailure(error, attempt));
+        },
+      );
+      if (source.ended) reject(source.interruption);
+      else source.own('attempt', reject);
     });
   }
-  const raced = source === neverAborted ? settled : raceAbort(settled, source, () => cancelled(ctx, source));
-  return raced.then((result) => {
+  const fail = (error: unknown) => {
+    throw handlerFailure(error, attempt);
+  };
+  if (source instanceof AttemptAbort) {
+    // A layer between us and the timeout races the attempt; a late outcome is not recorded.
+    return settled.then((result) => {
+      if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
+    }, fail);
+  }
+  const record = (result: unknown) => {
     ctx.outcome = { ok: true, result, attempts: attempt };
-  });
+  };
+  if (source === neverAborted) return settled.then(record, fail);
+  return raceAbort(settled.then(undefined, fail), source, () => cancelled(ctx, source)).then(record);
 }
 
 // The signal is read through a getter so that a lazy per-attempt abort is only materialised
-// for handlers that look at it.
-function toolContext(source: AbortSignal | AttemptAbort, attempt: number, ctx: DispatchContext): ToolContext {
-  return {
-    get signal() {
-      return source instanceof AttemptAbort ? source.signal : source;
-    },
-    attempt,
-    idempotencyKey: ctx.options.idempotencyKey,
-    callId: ctx.callId,
-  };
+// for handlers that look at it. A class keeps the getter on the prototype: an object literal with
+// an accessor is several times slower to create.
+class AttemptContext implements ToolContext {
+  constructor(
+    private readonly source: AbortSignal | AttemptAbort,
+    readonly attempt: number,
+    private readonly ctx: DispatchContext,
+  ) {}
+
+  get signal(): AbortSignal {
+    const { source } = this;
+    return source instanceof AttemptAbort ? source.signal : source;
+  }
+
+  get idempotencyKey(): string | undefined {
+    return this.ctx.options.idempotencyKey;
+  }
+
+  get callId(): string {
+    return this.ctx.callId;
+  }
 }
 
 function isObjectLike(value: unknown): boolean {
@@ -78,7 +111,6 @@ function isObjectLike(value: unknown): boolean {
 // Whatever a handler throws is its own failure: even a DispatchError of kind "timeout" it made
 // itself is `internal`, never mistaken for a timeout of this dispatcher.
 function handlerFailure(error: unknown, attempts: number): DispatchError {
-  return isDispatchError(error)
-    ? new DispatchError('internal', error.message, { attempts, cause: error })
-    : toDispatchError(error, attempts);
+  if (!isDispatchError(error)) return toDispatchError(error, attempts);
+  return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

@@ -23,8 +23,11 @@ export class CallContext implements LazySignalContext {
   #state: Record<string, unknown> | undefined = undefined;
   #listeners: EventListener[] | undefined = undefined;
 
+  #callId: string | undefined;
+
   constructor(
-    readonly callId: string,
+    callId: string | undefined,
+    private readonly serial: number,
     readonly toolName: string,
     public args: unknown,
     readonly options: DispatchOptions,
@@ -32,7 +35,19 @@ export class CallContext implements LazySignalContext {
     private baseSignal: AbortSignal,
     readonly startedAt: number,
     private readonly onEvent: EventListener | undefined,
-  ) {}
+  ) {
+    this.#callId = callId;
+  }
+
+  // Built on first read: most calls never need their generated id as a string.
+  get callId(): string {
+    return (this.#callId ??= `call-${this.serial}`);
+  }
+
+  /** Whether anyone receives this dispatch's events. */
+  get observed(): boolean {
+    return this.onEvent !== undefined || this.#listeners !== undefined;
+  }
 
   get signal(): AbortSignal {
     return this.#attemptAbort === undefined ? this.baseSignal : this.#attemptAbort.signal;

@@ -132,13 +132,14 @@ export function createDispatcher(
   const dispatch = <Result>(
     name: string,
     args: unknown,
-    callOptions: DispatchOptions = {},
+    callOptions: DispatchOptions = noOptions,
   ): Promise<Outcome<Result>> => {
-    const problem = readableOptionsProblem(callOptions);
-    const options = problem === undefined ? callOptions : {};
+    const problem = callOptions === noOptions ? undefined : readableOptionsProblem(callOptions);
+    const options = problem === undefined ? callOptions : noOptions;
     const signal = options.signal ?? neverAborted;
     const ctx = new CallContext(
-      options.callId ?? `call-${++calls}`,
+      options.callId,
+      ++calls,
       typeof name === 'string' ? name : describeName(name),
       args,
       options,
@@ -193,6 +194,7 @@ export function createDispatcher(
         attempts: ctx.attempt,
       });
     ctx.finished = outcome;
+    if (!ctx.observed) return outcome;
     if (outcome.ok) {
       ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs: now() - ctx.startedAt });
     } else {
@@ -233,6 +235,9 @@ export function createDispatcher(
 }
 
 // Options are read before any layer can catch; a hostile getter must still end as an envelope.
+// Shared by every call without options, so that such a call allocates none.
+const noOptions: DispatchOptions = Object.freeze({});
+
 function readableOptionsProblem(options: unknown): string | undefined {
   try {
     return dispatchOptionsProblem(options);

@@ -158,12 +158,16 @@ Object.defineProperty(DispatchError.prototype, dispatchErrorBrand, { value: true
  * if (isDispatchError(outcome)) console.log(outcome.kind);
  */
 export function isDispatchError(value: unknown): value is DispatchError {
-  return (
-    value instanceof DispatchError ||
-    (typeof value === 'object' &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[dispatchErrorBrand] === true)
-  );
+  if (typeof value !== 'object' || value === null) return false;
+  try {
+    return (
+      value instanceof DispatchError ||
+      (value as Record<symbol, unknown>)[dispatchErrorBrand] === true
+    );
+  } catch {
+    // A hostile proxy is not an envelope.
+    return false;
+  }
 }
 
 /** Options for `new TransientError(...)`. */
@@ -203,13 +207,13 @@ export class TransientError extends Error {
 
 /** A short, safe description of any thrown value, for a model-facing message. */
 export function describeThrown(value: unknown): string {
-  if (value instanceof Error) return value.message || value.name;
   try {
+    if (value instanceof Error) return String(value.message || value.name);
     if (typeof value === 'string') return value;
     if (typeof value === 'object' && value !== null) return JSON.stringify(value) ?? String(value);
     return String(value);
   } catch {
-    return Object.prototype.toString.call(value);
+    return `a thrown ${typeof value} that cannot be read`;
   }
 }
 
@@ -221,13 +225,21 @@ export function describeThrown(value: unknown): string {
  * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1
  */
 export function toDispatchError(error: unknown, attempts: number): DispatchError {
-  if (isDispatchError(error)) return error;
-  if (error instanceof TransientError) {
-    return new DispatchError('transient', error.message, {
+  try {
+    if (isDispatchError(error)) return error;
+    if (error instanceof TransientError) {
+      return new DispatchError('transient', error.message, {
+        attempts,
+        cause: error,
+        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      });
+    }
+    return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
+  } catch {
+    // Even a value whose every property access throws must become an envelope.
+    return new DispatchError('internal', 'The handler failed with a value that cannot be read', {
       attempts,
       cause: error,
-      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
     });
   }
-  return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

@@ -3,11 +3,25 @@
 
 import type { DispatchContext } from '../types.js';
 
-/** The abort of one attempt; `signal` materialises an `AbortSignal` on first read. */
+/**
+ * The abort of one attempt; `signal` materialises an `AbortSignal` on first read.
+ *
+ * The layer that makes it (timeout) may let the attempt step settle the attempt's promise: the
+ * attempt step `claim`s it, and the layer ends it early with `interrupt` (deadline, caller
+ * abort). That saves the layer a promise of its own on every attempt. Whoever ends the attempt
+ * first wins; `end` runs the layer's cleanup exactly once.
+ */
 export class AttemptAbort {
   aborted = false;
+  /** Who settles the attempt's promise: the attempt step, or the layer racing it itself. */
+  owner: 'none' | 'attempt' | 'layer' = 'none';
   #reason: unknown = undefined;
   #controller: AbortController | undefined = undefined;
+  #ended = false;
+  #reject: ((error: unknown) => void) | undefined = undefined;
+  #interruption: unknown = undefined;
+
+  constructor(private readonly cleanup: () => void = noCleanup) {}
 
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
@@ -17,13 +31,46 @@ export class AttemptAbort {
     return this.#controller.signal;
   }
 
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The error an interrupted attempt ended with. */
+  get interruption(): unknown {
+    return this.#interruption;
+  }
+
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.#reason = reason;
     this.#controller?.abort(reason);
   }
+
+  /** Takes charge of settling the attempt's promise; `reject` is called if it is interrupted. */
+  own(owner: 'attempt' | 'layer', reject?: (error: unknown) => void): void {
+    this.owner = owner;
+    if (reject !== undefined) this.#reject = reject;
+  }
+
+  /** Ends the attempt, running the cleanup once; false when it had already ended. */
+  end(): boolean {
+    if (this.#ended) return false;
+    this.#ended = true;
+    this.cleanup();
+    return true;
+  }
+
+  /** Ends the attempt from outside: rejects its promise with `error`, then aborts the signal. */
+  interrupt(error: unknown, reason: unknown): void {
+    if (!this.end()) return;
+    this.#interruption = error;
+    this.#reject?.(error);
+    this.abort(reason);
+  }
 }
+
+function noCleanup(): void {}
 
 /** Where an attempt's cancellation comes from: a real signal, or a lazy per-attempt abort. */
 export type AbortSource = AbortSignal | AttemptAbort;
@@ -46,7 +93,3 @@ export function abortSourceOf(ctx: DispatchContext): AbortSource {
   return hasLazySignal(ctx) ? ctx.abortSource() : ctx.signal;
 }
 
-/** Whether a source has aborted, without materialising a lazy signal. */
-export function isAborted(source: AbortSource): boolean {
-  return source.aborted;
-}
