@@ -4,7 +4,8 @@ import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError, toDispatchError } from '../src/errors.js';
 import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
-import { fingerprint } from '../src/internal/fingerprint.js';
+import { fingerprint, sameFingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
+import { SuccessCache } from '../src/internal/success-cache.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger, requireNumber } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -44,12 +45,6 @@ export interface IdempotencyMiddleware extends Middleware {
 
 type Settlement = { ok: true; result: unknown } | { ok: false; error: DispatchError };
 
-interface CachedSuccess {
-  readonly fingerprint: string;
-  readonly result: unknown;
-  readonly completedAt: number;
-}
-
 /** One shared execution and the callers waiting on it. */
 class Flight {
   // Callers still waiting, the leader included; the execution is aborted when it reaches 0.
@@ -61,7 +56,7 @@ class Flight {
   settle!: (settlement: Settlement) => void;
 
   constructor(
-    readonly fingerprint: string,
+    readonly fingerprint: Fingerprint,
     abortable: boolean,
   ) {
     this.controller = abortable ? new AbortController() : undefined;
@@ -81,9 +76,6 @@ class Flight {
     return true;
   }
 }
-
-// Bounds the work one call spends on expiry, so a burst of expiries never stalls the loop.
-const maxEvictionsPerCall = 64;
 
 /**
  * Deduplicates calls that carry the same `idempotencyKey` (the dispatcher never invents one).
@@ -108,19 +100,10 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
   requireInteger('maxEntries', maxEntries, 1);
   if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
 
-  // Map order is completion order, so the oldest success is always first.
-  const cache = new Map<string, CachedSuccess>();
+  const cache = new SuccessCache(ttlMs, maxEntries, clock.now());
   const inFlight = new Map<string, Flight>();
 
-  const evictExpired = (now: number) => {
-    let evictions = 0;
-    for (const [key, entry] of cache) {
-      if (now - entry.completedAt < ttlMs || evictions++ === maxEvictionsPerCall) return;
-      cache.delete(key);
-    }
-  };
-
-  const lead = async (ctx: DispatchContext, next: Next, key: string, print: string) => {
+  const lead = async (ctx: DispatchContext, next: Next, key: string, print: Fingerprint) => {
     const callerSignal = ctx.signal;
     const flight = new Flight(print, callerSignal !== neverAborted);
     inFlight.set(key, flight);
@@ -163,10 +146,8 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     if (inFlight.get(key) === flight) inFlight.delete(key);
   };
 
-  const remember = (key: string, print: string, result: unknown) => {
-    cache.delete(key);
-    cache.set(key, { fingerprint: print, result, completedAt: clock.now() });
-    if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+  const remember = (key: string, print: Fingerprint, result: unknown) => {
+    cache.set(key, print, result, clock.now());
   };
 
   const follow = async (ctx: DispatchContext, key: string, flight: Flight) => {
@@ -186,21 +167,16 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
       throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
     }
     const print = fingerprint(tool.name, ctx.args);
-    const now = clock.now();
-    evictExpired(now);
-    const cached = cache.get(key);
+    const cached = cache.get(key, clock.now());
     if (cached !== undefined) {
-      if (now - cached.completedAt < ttlMs) {
-        if (cached.fingerprint !== print) throw conflict(key);
-        ctx.emit('idempotency.hit', { key, source: 'cache' });
-        ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
-        return;
-      }
-      cache.delete(key);
+      if (!sameFingerprint(cached, print)) throw conflict(key);
+      ctx.emit('idempotency.hit', { key, source: 'cache' });
+      ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
+      return;
     }
     const flight = inFlight.get(key);
     if (flight === undefined) return lead(ctx, next, key, print);
-    if (flight.fingerprint !== print) throw conflict(key);
+    if (!sameFingerprint(flight.fingerprint, print)) throw conflict(key);
     ctx.emit('idempotency.hit', { key, source: 'in_flight' });
     return follow(ctx, key, flight);
   };

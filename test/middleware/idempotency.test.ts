@@ -260,3 +260,30 @@ describe('idempotency fingerprint', () => {
     await expect(dispatcher.dispatch('a.b', {}, key)).resolves.toMatchObject({ attempts: 0 });
   });
 });
+
+describe('idempotency at scale', () => {
+  it('keeps maxEntries across its shards and serves every live key', async () => {
+    const layer = idempotency({ maxEntries: 20_000, ttlMs: 1_000_000 });
+    const registry = new ToolRegistry().register({ name: 'a.b', inputSchema: z.object({ n: z.number() }), handler: ({ n }) => n });
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), layer]);
+    for (let n = 0; n < 25_000; n++) await dispatcher.dispatch('a.b', { n }, { idempotencyKey: `k${n}` });
+    expect(layer.size().cached).toBe(20_000);
+    expect(await dispatcher.dispatch('a.b', { n: 24_999 }, { idempotencyKey: 'k24999' })).toMatchObject({ attempts: 0, result: 24_999 });
+    expect(await dispatcher.dispatch('a.b', { n: 5_000 }, { idempotencyKey: 'k5000' })).toMatchObject({ attempts: 0 });
+    expect(await dispatcher.dispatch('a.b', { n: 4_999 }, { idempotencyKey: 'k4999' })).toMatchObject({ attempts: 1 });
+  });
+
+  it('tells args apart by content, not by identity or key order, including nested values', async () => {
+    const { dispatcher, calls } = setup();
+    const k = { idempotencyKey: 'nested' };
+    const registry2 = new ToolRegistry().register({ name: 'n.t', inputSchema: z.any(), handler: () => 'ok' });
+    const d = createDispatcher([errorMapping(), toolLookup(registry2), idempotency()]);
+    await d.dispatch('n.t', { a: [1, { b: 'x', c: null }], d: 1n, e: new Date(5) }, k);
+    expect(await d.dispatch('n.t', { e: new Date(5), d: 1n, a: [1, { c: null, b: 'x' }] }, k)).toMatchObject({ attempts: 0 });
+    for (const other of [{ a: [1, { b: 'x', c: 0 }], d: 1n, e: new Date(5) }, { a: ['1', { b: 'x', c: null }], d: 1n, e: new Date(5) }, { a: [1, { b: 'x', c: null }], d: 2n, e: new Date(5) }]) {
+      expect(await d.dispatch('n.t', other, k)).toMatchObject({ kind: 'idempotency_conflict' });
+    }
+    expect(calls).toHaveLength(0);
+    void dispatcher;
+  });
+});

@@ -1,0 +1,127 @@
+// The idempotency layer's memory of recent successes: bounded in size, expired in completion
+// order, and never paused for long, whatever the number of keys.
+
+import { type Fingerprint } from './fingerprint.js';
+
+/** One remembered success. Small integers only, so that a million entries stay compact. */
+export class CachedSuccess implements Fingerprint {
+  constructor(
+    readonly key: string,
+    readonly high: number,
+    readonly low: number,
+    readonly result: unknown,
+    /** Milliseconds after the cache's epoch: a small integer for years of uptime. */
+    readonly completedAt: number,
+  ) {}
+}
+
+// Maps are split so that none grows past this: a Map rehashes all its entries at once when it
+// grows or shrinks, and one holding a million keys would stall the loop for tens of ms.
+const shardCapacity = 8_192;
+const chunkSize = 4_096;
+// Bounds the expiry work of one call, so a burst of expiries is spread over the calls after it.
+const maxEvictionsPerCall = 64;
+
+/** A TTL cache of successes, oldest first. */
+export class SuccessCache {
+  readonly #shards: Array<Map<string, CachedSuccess>>;
+  readonly #epoch: number;
+  // Entries in completion order, in fixed-size chunks so that dropping the head never copies.
+  #chunks: CachedSuccess[][] = [[]];
+  #head = 0;
+  #size = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+    now: number,
+  ) {
+    const shardCount = Math.ceil(maxEntries / shardCapacity);
+    this.#shards = Array.from({ length: shardCount }, () => new Map());
+    this.#epoch = now;
+  }
+
+  /** Successes held, expired ones not yet evicted included. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** The live success for `key`, or `undefined`; evicts a little of what has expired. */
+  get(key: string, now: number): CachedSuccess | undefined {
+    const at = now - this.#epoch;
+    this.#evictExpired(at);
+    const shard = this.#shardOf(key);
+    const entry = shard.get(key);
+    if (entry === undefined) return undefined;
+    if (at - entry.completedAt < this.ttlMs) return entry;
+    shard.delete(key);
+    this.#size -= 1;
+    return undefined;
+  }
+
+  /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */
+  set(key: string, fingerprint: Fingerprint, result: unknown, now: number): void {
+    const entry = new CachedSuccess(key, fingerprint.high, fingerprint.low, result, now - this.#epoch);
+    const shard = this.#shardOf(key);
+    if (!shard.has(key)) this.#size += 1;
+    shard.set(key, entry);
+    this.#push(entry);
+    while (this.#size > this.maxEntries) this.#evictOldest();
+  }
+
+  #shardOf(key: string): Map<string, CachedSuccess> {
+    const shards = this.#shards;
+    if (shards.length === 1) return shards[0] as Map<string, CachedSuccess>;
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+    return shards[(hash >>> 0) % shards.length] as Map<string, CachedSuccess>;
+  }
+
+  #push(entry: CachedSuccess): void {
+    let tail = this.#chunks[this.#chunks.length - 1] as CachedSuccess[];
+    if (tail.length === chunkSize) {
+      tail = [];
+      this.#chunks.push(tail);
+    }
+    tail.push(entry);
+  }
+
+  #peek(): CachedSuccess | undefined {
+    return this.#chunks[0]?.[this.#head];
+  }
+
+  #shift(): void {
+    this.#head += 1;
+    const first = this.#chunks[0] as CachedSuccess[];
+    if (this.#head < first.length) return;
+    this.#head = 0;
+    if (this.#chunks.length > 1) this.#chunks.shift();
+    else first.length = 0;
+  }
+
+  // Drops the queue's oldest slot; when it is still the live entry of its key, the entry goes too.
+  #dropHead(entry: CachedSuccess): void {
+    this.#shift();
+    const shard = this.#shardOf(entry.key);
+    if (shard.get(entry.key) === entry) {
+      shard.delete(entry.key);
+      this.#size -= 1;
+    }
+  }
+
+  #evictOldest(): void {
+    for (let entry = this.#peek(); entry !== undefined; entry = this.#peek()) {
+      const live = this.#shardOf(entry.key).get(entry.key) === entry;
+      this.#dropHead(entry);
+      if (live) return;
+    }
+  }
+
+  #evictExpired(at: number): void {
+    for (let evictions = 0; evictions < maxEvictionsPerCall; evictions++) {
+      const entry = this.#peek();
+      if (entry === undefined || at - entry.completedAt < this.ttlMs) return;
+      this.#dropHead(entry);
+    }
+  }
+}
