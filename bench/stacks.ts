@@ -117,10 +117,11 @@ export function createStacks(lib: Library): Stacks {
     return args.limit;
   };
   const timeoutClock = manualClock();
-  // Hangs like `hangingHandler`, and lets the manual clock fire once the attempt is waiting.
+  // Hangs like `hangingHandler`, and lets the manual clock fire once the attempt is waiting (the
+  // timeout layer arms an attempt's timer at the end of the tick, hence nextTick).
   const hangingManualHandler = (args: Args, ctx: Pick<ToolContext, 'signal'>): Promise<number> => {
     const hanging = hangingHandler(args, ctx);
-    queueMicrotask(timeoutClock.fire);
+    process.nextTick(timeoutClock.fire);
     return hanging;
   };
   const plainTools = new Map<string, PlainTool>([

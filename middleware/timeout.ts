@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, onAbort } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
+import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireNumber } from '../src/internal/options.js';
@@ -20,7 +21,7 @@ export interface TimeoutOptions {
    * The timers used.
    * @default systemClock
    */
-  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  clock?: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 }
 
 /**
@@ -36,9 +37,14 @@ export interface TimeoutOptions {
 export function timeout(options?: TimeoutOptions): Middleware {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
-  if (typeof clock?.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-    throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
+  if (
+    typeof clock?.now !== 'function' ||
+    typeof clock.setTimeout !== 'function' ||
+    typeof clock.clearTimeout !== 'function'
+  ) {
+    throw new TypeError('clock must have now(), setTimeout() and clearTimeout() methods');
   }
+  const deadlines = new DeadlineScheduler(clock);
 
   // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that
   // undoes both and gives the layers inside back the signal they had.
@@ -50,14 +56,14 @@ export function timeout(options?: TimeoutOptions): Middleware {
   ): AttemptAbort => {
     const lazy = hasLazySignal(ctx);
     const attempt = new AttemptAbort(() => {
-      clock.clearTimeout(timer);
+      deadlines.cancel(deadline);
       unsubscribe();
       if (lazy) ctx.setAttemptAbort(previous);
       else ctx.signal = parent;
     });
     if (lazy) ctx.setAttemptAbort(attempt);
     else ctx.signal = attempt.signal;
-    const timer = clock.setTimeout(() => {
+    const deadline = deadlines.start(ms, () => {
       if (attempt.ended) return;
       const error = new DispatchError(
         'timeout',
@@ -66,7 +72,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
       ctx.emit('dispatch.timeout', { timeoutMs: ms });
       attempt.interrupt(error, error);
-    }, ms);
+    });
     const unsubscribe = onAbort(parent, () => {
       attempt.interrupt(cancelled(ctx, parent), parent.reason);
     });

@@ -1,0 +1,140 @@
+// Attempt deadlines, cheap enough to give every attempt one.
+//
+// Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
+// - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
+//   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
+// - armed deadlines of the same duration expire in the order they started, so each duration keeps
+//   them in a linked list served by a single Node timer, set for the earliest one.
+// A deadline is measured from its start either way, and when nothing is armed no timer is left.
+
+import type { Clock } from '../clock.js';
+
+/** One attempt's deadline. */
+export class Deadline {
+  cancelled = false;
+  list: DeadlineList | undefined = undefined;
+  previous: Deadline | undefined = undefined;
+  next: Deadline | undefined = undefined;
+
+  constructor(
+    readonly ms: number,
+    readonly at: number,
+    public expire: () => void,
+  ) {}
+}
+
+// The armed deadlines of one duration, oldest first.
+class DeadlineList {
+  first: Deadline | undefined = undefined;
+  last: Deadline | undefined = undefined;
+  timer: unknown = undefined;
+
+  constructor(readonly ms: number) {}
+
+  append(deadline: Deadline): void {
+    deadline.list = this;
+    deadline.previous = this.last;
+    if (this.last === undefined) this.first = deadline;
+    else this.last.next = deadline;
+    this.last = deadline;
+  }
+
+  remove(deadline: Deadline): void {
+    if (deadline.previous === undefined) this.first = deadline.next;
+    else deadline.previous.next = deadline.next;
+    if (deadline.next === undefined) this.last = deadline.previous;
+    else deadline.next.previous = deadline.previous;
+    deadline.list = undefined;
+    deadline.previous = undefined;
+    deadline.next = undefined;
+  }
+}
+
+// Past this many deadlines waiting for the end of a tick, cancelled ones are dropped, so a long
+// synchronous burst of dispatches holds on to little.
+const compactWaitingAt = 1_024;
+
+function noop(): void {}
+
+/** Starts and cancels deadlines on one clock. */
+export class DeadlineScheduler {
+  readonly #lists = new Map<number, DeadlineList>();
+  #waiting: Deadline[] = [];
+  #armScheduled = false;
+
+  constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
+
+  /** Calls `expire` once `ms` have passed, unless cancelled first. */
+  start(ms: number, expire: () => void): Deadline {
+    const deadline = new Deadline(ms, this.clock.now() + ms, expire);
+    if (this.#waiting.length >= compactWaitingAt) {
+      this.#waiting = this.#waiting.filter((waiting) => !waiting.cancelled);
+    }
+    this.#waiting.push(deadline);
+    if (!this.#armScheduled) {
+      this.#armScheduled = true;
+      process.nextTick(this.#armWaiting);
+    }
+    return deadline;
+  }
+
+  /** Cancels a deadline; the last one of its duration takes the timer with it. */
+  cancel(deadline: Deadline): void {
+    if (deadline.cancelled) return;
+    deadline.cancelled = true;
+    // Whatever the expiry would have touched can be collected now.
+    deadline.expire = noop;
+    const { list } = deadline;
+    if (list === undefined) return;
+    list.remove(deadline);
+    // The timer may now be early for the new first deadline; when it fires it is set again, which
+    // is cheaper than moving it on every cancel.
+    if (list.first === undefined) this.#stop(list);
+  }
+
+  readonly #armWaiting = (): void => {
+    this.#armScheduled = false;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const deadline of waiting) {
+      if (deadline.cancelled) continue;
+      let list = this.#lists.get(deadline.ms);
+      if (list === undefined) {
+        list = new DeadlineList(deadline.ms);
+        this.#lists.set(deadline.ms, list);
+      }
+      list.append(deadline);
+      if (list.timer === undefined) this.#setTimer(list);
+    }
+  };
+
+  // Points the list's one timer at its first deadline.
+  #setTimer(list: DeadlineList): void {
+    const first = list.first as Deadline;
+    list.timer = this.clock.setTimeout(
+      () => this.#fire(list),
+      Math.max(0, first.at - this.clock.now()),
+    );
+  }
+
+  #fire(list: DeadlineList): void {
+    list.timer = undefined;
+    const now = this.clock.now();
+    const due: Deadline[] = [];
+    for (let deadline = list.first; deadline !== undefined && deadline.at <= now; deadline = list.first) {
+      list.remove(deadline);
+      deadline.cancelled = true;
+      due.push(deadline);
+    }
+    if (list.first === undefined) this.#stop(list);
+    else this.#setTimer(list);
+    for (const deadline of due) deadline.expire();
+  }
+
+  #stop(list: DeadlineList): void {
+    if (list.timer !== undefined) this.clock.clearTimeout(list.timer);
+    list.timer = undefined;
+    // Durations come and go (per-call timeouts); an idle one keeps nothing.
+    if (this.#lists.get(list.ms) === list) this.#lists.delete(list.ms);
+  }
+}

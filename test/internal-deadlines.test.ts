@@ -1,0 +1,75 @@
+// The deadline scheduler behind the timeout layer: exact deadlines, one timer per duration, none when idle.
+
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../src/clock.js';
+import { DeadlineScheduler } from '../src/internal/deadlines.js';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const endOfTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
+
+describe('DeadlineScheduler', () => {
+  it('sets no timer for a deadline cancelled within the tick it started in', async () => {
+    const scheduler = new DeadlineScheduler(systemClock);
+    const expired = vi.fn();
+    scheduler.cancel(scheduler.start(1_000, expired));
+    await endOfTick();
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(expired).not.toHaveBeenCalled();
+  });
+
+  it('fires each deadline at its start plus its duration, sharing one timer per duration', async () => {
+    const scheduler = new DeadlineScheduler(systemClock);
+    const firedAt: Array<[string, number]> = [];
+    const t0 = Date.now();
+    const mark = (label: string) => () => firedAt.push([label, Date.now() - t0]);
+    scheduler.start(100, mark('a'));
+    await vi.advanceTimersByTimeAsync(30);
+    scheduler.start(100, mark('b'));
+    scheduler.start(50, mark('c'));
+    await endOfTick();
+    expect(vi.getTimerCount()).toBe(2);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(firedAt).toEqual([
+      ['c', 80],
+      ['a', 100],
+      ['b', 130],
+    ]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('keeps the timer while other deadlines of the duration live, and drops it with the last', async () => {
+    const scheduler = new DeadlineScheduler(systemClock);
+    const expired = vi.fn();
+    const first = scheduler.start(100, expired);
+    const second = scheduler.start(100, expired);
+    await endOfTick();
+    scheduler.cancel(first);
+    expect(vi.getTimerCount()).toBe(1);
+    scheduler.cancel(second);
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(expired).not.toHaveBeenCalled();
+  });
+
+  it('still fires a later deadline after the one its timer was set for was cancelled', async () => {
+    const scheduler = new DeadlineScheduler(systemClock);
+    const expired = vi.fn();
+    const first = scheduler.start(100, () => {});
+    await vi.advanceTimersByTimeAsync(40);
+    scheduler.start(100, expired);
+    await endOfTick();
+    scheduler.cancel(first);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(expired).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(expired).toHaveBeenCalledTimes(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
