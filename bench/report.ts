@@ -50,7 +50,6 @@ export function environment(): Environment {
     packages: installedVersions([
       'tool-dispatcher',
       'zod',
-      'async-mutex',
       'cockatiel',
       'p-limit',
       'p-retry',

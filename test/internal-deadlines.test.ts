@@ -73,3 +73,18 @@ describe('DeadlineScheduler', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('DeadlineScheduler on an injected clock', () => {
+  it('trusts a timer that fires before the clock reads its deadline', async () => {
+    vi.useRealTimers();
+    const callbacks: Array<() => void> = [];
+    const clock = { now: () => 1_000, setTimeout: (callback: () => void) => callbacks.push(callback), clearTimeout: () => {} };
+    const scheduler = new DeadlineScheduler(clock);
+    const expired = vi.fn();
+    scheduler.start(30_000, expired);
+    await endOfTick();
+    expect(callbacks).toHaveLength(1);
+    callbacks[0]?.();
+    expect(expired).toHaveBeenCalledTimes(1);
+  });
+});

@@ -28,6 +28,7 @@ class DeadlineList {
   first: Deadline | undefined = undefined;
   last: Deadline | undefined = undefined;
   timer: unknown = undefined;
+  timerAt = 0;
 
   constructor(readonly ms: number) {}
 
@@ -111,6 +112,7 @@ export class DeadlineScheduler {
   // Points the list's one timer at its first deadline.
   #setTimer(list: DeadlineList): void {
     const first = list.first as Deadline;
+    list.timerAt = first.at;
     list.timer = this.clock.setTimeout(
       () => this.#fire(list),
       Math.max(0, first.at - this.clock.now()),
@@ -119,7 +121,9 @@ export class DeadlineScheduler {
 
   #fire(list: DeadlineList): void {
     list.timer = undefined;
-    const now = this.clock.now();
+    // A timer that fires is trusted to mean its time has come, even if the clock reads a little
+    // earlier (Node rounds timers to the millisecond; an injected clock may fire on demand).
+    const now = Math.max(this.clock.now(), list.timerAt);
     const due: Deadline[] = [];
     for (let deadline = list.first; deadline !== undefined && deadline.at <= now; deadline = list.first) {
       list.remove(deadline);
