@@ -1,0 +1,38 @@
+// Every example runs to completion on its own and prints what it promises.
+
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function runExample(file: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', file],
+      { cwd: root, env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (error.code as number | null) ?? 1 : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('examples', () => {
+  it('quickstart.ts shows a retry, a timeout, a schema error and a deduplicated charge', async () => {
+    const { code, stdout, stderr } = await runExample('examples/quickstart.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/search\.web \(flaky\)\s+→ ok after 3 attempt/);
+    expect(stdout).toMatch(/db\.write \(slow\)\s+→ timeout/);
+    expect(stdout).toMatch(/→ schema \(code -32602/);
+    expect(stdout).toMatch(/payments\.charge \(key 2nd\)\s+→ ok after 0 attempt/);
+    expect(stdout).toContain('cards charged: 1');
+  });
+
+  it('custom-middleware.ts runs its own layer inside the default stack', async () => {
+    const { code, stderr, stdout } = await runExample('examples/custom-middleware.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('rate_limited');
+  });
+});
