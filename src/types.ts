@@ -129,6 +129,8 @@ export interface DispatchContext {
   /**
    * The signal inner layers and the handler see. A layer that derives a narrower signal
    * (timeout, idempotency) sets it for the layers inside and restores it when they settle.
+   * Inside the timeout layer the attempt's signal is built on first read, so read it only when
+   * you need it.
    */
   signal: AbortSignal;
   /** The result, once a layer has one: set on success by the attempt, on failure by error mapping. */
