@@ -4,7 +4,8 @@
 // - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
 //   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
 // - armed deadlines of the same duration expire in the order they started, so each duration keeps
-//   them in a linked list served by a single Node timer, set for the earliest one.
+//   them in a linked list served by a single Node timer, set for the earliest one; while that list
+//   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
 // A deadline is measured from its start either way, and when nothing is armed no timer is left.
 
 import type { Clock } from '../clock.js';
@@ -68,6 +69,13 @@ export class DeadlineScheduler {
   /** Calls `expire` once `ms` have passed, unless cancelled first. */
   start(ms: number, expire: () => void): Deadline {
     const deadline = new Deadline(ms, this.clock.now() + ms, expire);
+    // With other deadlines of this duration armed, a timer is running anyway: join it at once,
+    // which keeps busy dispatchers off the end-of-tick path entirely.
+    const armed = this.#lists.get(ms);
+    if (armed !== undefined && armed.first !== undefined) {
+      armed.append(deadline);
+      return deadline;
+    }
     if (this.#waiting.length >= compactWaitingAt) {
       this.#waiting = this.#waiting.filter((waiting) => !waiting.cancelled);
     }
