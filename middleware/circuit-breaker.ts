@@ -1,7 +1,7 @@
 // Circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls decide.
 
 import { systemClock, type Clock } from '../src/clock.js';
-import { DispatchError, toDispatchError } from '../src/errors.js';
+import { DispatchError, isDispatchError, toDispatchError } from '../src/errors.js';
 import {
   optionsObject,
   requireFunction,
@@ -162,6 +162,11 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
   const circuits = new Map<string, Circuit>();
   const counts = isFailure ?? isCircuitFailure;
 
+  // A retry layer inside us that stops for a spent budget reports `budget_exceeded`, with the
+  // failed attempt that it could not retry as the cause; that attempt still tells of the backend.
+  const stoppedAfterFailure = (failure: DispatchError): boolean =>
+    failure.kind === 'budget_exceeded' && isDispatchError(failure.cause) && counts(failure.cause);
+
   // A retry event carries only the kind; an envelope is built only for a caller's predicate.
   const retriedKindCounts = (event: DispatchEvent, kind: string): boolean =>
     isFailure === undefined
@@ -278,7 +283,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
           ? ctx.outcome
           : undefined;
       if (failure === undefined) recordSuccess(ctx, key, trial);
-      else if (counts(failure)) recordFailure(ctx, key, trial);
+      else if (counts(failure) || stoppedAfterFailure(failure)) recordFailure(ctx, key, trial);
     }
     if (failed) throw thrown;
   });

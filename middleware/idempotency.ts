@@ -111,6 +111,10 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const forget = () => {
       if (inFlight.get(key) === flight) inFlight.delete(key);
     };
+    // The leader's own caller is answered by the dispatcher the moment it aborts; this layer
+    // only detaches it and keeps the context for the execution that others may still wait on.
+    // Subscribed before the layers inside start, so an abort while they do is not missed.
+    const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
     next().then(
       () => {
         ctx.signal = callerSignal;
@@ -130,9 +134,6 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
         flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
       },
     );
-    // The leader's own caller is answered by the dispatcher the moment it aborts; this layer
-    // only detaches it and keeps the context for the execution that others may still wait on.
-    const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
     const settlement = await flight.done;
     unsubscribe();
     if (!settlement.ok) throw settlement.error;

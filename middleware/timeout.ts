@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
-import { maxTimerDelayMs, onAbort } from '../src/internal/abort.js';
+import { maxTimerDelayMs, onAbort, swallow } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
@@ -47,22 +47,27 @@ export function timeout(options?: TimeoutOptions): Middleware {
   const deadlines = new DeadlineScheduler(clock);
 
   // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that
-  // undoes both and gives the layers inside back the signal they had.
-  const startDeadline = (
-    ctx: DispatchContext,
-    ms: number,
-    parent: AbortSignal,
-    previous: AttemptAbort | undefined,
-  ): AttemptAbort => {
+  // undoes both and gives the layers inside back exactly the signal state they had, whatever a
+  // layer between us and the attempt did to `ctx.signal` meanwhile.
+  const startDeadline = (ctx: DispatchContext, ms: number): AttemptAbort | DispatchError => {
     const lazy = hasLazySignal(ctx);
+    const base = lazy ? ctx.baseSignal : ctx.signal;
+    const previous = lazy ? ctx.abortSource() : undefined;
+    const outer = previous instanceof AttemptAbort ? previous : undefined;
+    const parent = outer === undefined ? base : outer.signal;
+    if (parent.aborted) return cancelled(ctx, parent);
     const attempt = new AttemptAbort(() => {
       deadlines.cancel(deadline);
       unsubscribe();
-      if (lazy) ctx.setAttemptAbort(previous);
-      else ctx.signal = parent;
+      if (lazy) ctx.restoreSignal(base, outer);
+      else ctx.signal = base;
     });
-    if (lazy) ctx.setAttemptAbort(attempt);
-    else ctx.signal = attempt.signal;
+    if (lazy) {
+      ctx.setAttemptAbort(attempt);
+      attempt.claimable = ctx.innermostLayer === layer;
+    } else {
+      ctx.signal = attempt.signal;
+    }
     const deadline = deadlines.start(ms, () => {
       if (attempt.ended) return;
       const error = new DispatchError(
@@ -79,18 +84,22 @@ export function timeout(options?: TimeoutOptions): Middleware {
     return attempt;
   };
 
-  return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+  const layer = trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
     if (ms > maxTimerDelayMs) return next();
-    const source = hasLazySignal(ctx) ? ctx.abortSource() : ctx.signal;
-    const parent = source instanceof AttemptAbort ? source.signal : source;
-    if (parent.aborted) return Promise.reject(cancelled(ctx, parent));
-    const attempt = startDeadline(ctx, ms, parent, source instanceof AttemptAbort ? source : undefined);
+    const attempt = startDeadline(ctx, ms);
+    if (!(attempt instanceof AttemptAbort)) return Promise.reject(attempt);
     const inner = next();
     // The attempt step right inside us settles the attempt, deadline included; only when
     // other layers sit in between does this layer race them itself.
     if (attempt.owner === 'attempt') return inner;
     return new Promise<void>((resolve, reject) => {
+      // Interrupted while the layers inside were still starting: nobody was there to reject.
+      if (attempt.ended) {
+        inner.then(undefined, swallow);
+        reject(attempt.interruption);
+        return;
+      }
       attempt.own('layer', reject);
       inner.then(
         () => {
@@ -102,4 +111,5 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
     });
   });
+  return layer;
 }

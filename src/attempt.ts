@@ -30,8 +30,10 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
   }
   const attempt = ++ctx.attempt;
   ctx.emit('dispatch.attempt');
+  // An observer of that event may have aborted the call; the handler is then not started.
+  if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
   // Right inside a timeout layer, this step settles the attempt for it (see AttemptAbort).
-  const claimed = source instanceof AttemptAbort && source.owner === 'none';
+  const claimed = source instanceof AttemptAbort && source.claimable && source.owner === 'none';
   if (claimed) source.own('attempt');
   const handler = tool.handler as ToolHandler<unknown>;
   let returned: unknown;

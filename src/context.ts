@@ -32,9 +32,11 @@ export class CallContext implements LazySignalContext {
     public args: unknown,
     readonly options: DispatchOptions,
     public budget: Budget | undefined,
-    private baseSignal: AbortSignal,
+    public baseSignal: AbortSignal,
     readonly startedAt: number,
     private readonly onEvent: EventListener | undefined,
+    /** The stack's last layer, right outside the attempt step. */
+    readonly innermostLayer: unknown,
   ) {
     this.#callId = callId;
   }
@@ -63,6 +65,11 @@ export class CallContext implements LazySignalContext {
   }
 
   setAttemptAbort(abort: AttemptAbort | undefined): void {
+    this.#attemptAbort = abort;
+  }
+
+  restoreSignal(base: AbortSignal, abort: AttemptAbort | undefined): void {
+    this.baseSignal = base;
     this.#attemptAbort = abort;
   }
 

@@ -127,6 +127,7 @@ export function createDispatcher(
   }
   if (typeof now !== 'function') throw new TypeError('now must be a function');
   const run = compose([...stack, trusted(runAttempt)]);
+  const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 
   const dispatch = <Result>(
@@ -147,6 +148,7 @@ export function createDispatcher(
       signal,
       now(),
       onEvent,
+      innermostLayer,
     );
     // Failures found before any layer runs still end through `finish`, so observers see them.
     if (problem !== undefined) {

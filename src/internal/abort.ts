@@ -18,10 +18,20 @@ const fanOuts = new WeakMap<AbortSignal, FanOut>();
 
 /**
  * Calls `callback` once when `signal` aborts and returns a function that unsubscribes. Does
- * nothing (and costs nothing) for `neverAborted`.
+ * nothing (and costs nothing) for `neverAborted`. A signal that has already aborted calls back in
+ * a microtask: an abort that happened while the subscriber was still setting up is not missed.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   if (signal === neverAborted) return noop;
+  if (signal.aborted) {
+    let subscribed = true;
+    queueMicrotask(() => {
+      if (subscribed) callback();
+    });
+    return () => {
+      subscribed = false;
+    };
+  }
   let fanOut = fanOuts.get(signal);
   if (fanOut === undefined) {
     const waiters = new Set<() => void>();

@@ -15,6 +15,11 @@ export class AttemptAbort {
   aborted = false;
   /** Who settles the attempt's promise: the attempt step, or the layer racing it itself. */
   owner: 'none' | 'attempt' | 'layer' = 'none';
+  /**
+   * Whether the attempt step may take charge: only when the layer that made this abort sits
+   * right outside it. Any other layer in between (a retry, say) would outlive the attempt.
+   */
+  claimable = false;
   #reason: unknown = undefined;
   #controller: AbortController | undefined = undefined;
   #ended = false;
@@ -79,8 +84,14 @@ export type AbortSource = AbortSignal | AttemptAbort;
 export interface LazySignalContext extends DispatchContext {
   /** The current abort source, without materialising a lazy signal. */
   abortSource(): AbortSource;
+  /** The signal under any lazy abort. */
+  readonly baseSignal: AbortSignal;
+  /** The stack's last layer, right outside the attempt step. */
+  readonly innermostLayer: unknown;
   /** Installs (or, with `undefined`, removes) the lazy abort inner layers see. */
   setAttemptAbort(abort: AttemptAbort | undefined): void;
+  /** Puts back a signal state saved from `baseSignal` and `abortSource()`. */
+  restoreSignal(base: AbortSignal, abort: AttemptAbort | undefined): void;
 }
 
 /** Whether `ctx` can hold a lazy abort. */

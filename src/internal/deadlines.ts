@@ -62,6 +62,7 @@ function noop(): void {}
 export class DeadlineScheduler {
   readonly #lists = new Map<number, DeadlineList>();
   #waiting: Deadline[] = [];
+  #cancelledWaiting = 0;
   #armScheduled = false;
 
   constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
@@ -76,8 +77,10 @@ export class DeadlineScheduler {
       armed.append(deadline);
       return deadline;
     }
-    if (this.#waiting.length >= compactWaitingAt) {
+    // Compacting only once half are cancelled keeps a long burst linear.
+    if (this.#waiting.length >= compactWaitingAt && this.#cancelledWaiting * 2 > this.#waiting.length) {
       this.#waiting = this.#waiting.filter((waiting) => !waiting.cancelled);
+      this.#cancelledWaiting = 0;
     }
     this.#waiting.push(deadline);
     if (!this.#armScheduled) {
@@ -94,7 +97,10 @@ export class DeadlineScheduler {
     // Whatever the expiry would have touched can be collected now.
     deadline.expire = noop;
     const { list } = deadline;
-    if (list === undefined) return;
+    if (list === undefined) {
+      this.#cancelledWaiting += 1;
+      return;
+    }
     list.remove(deadline);
     // The timer may now be early for the new first deadline; when it fires it is set again, which
     // is cheaper than moving it on every cancel.
@@ -105,6 +111,7 @@ export class DeadlineScheduler {
     this.#armScheduled = false;
     const waiting = this.#waiting;
     this.#waiting = [];
+    this.#cancelledWaiting = 0;
     for (const deadline of waiting) {
       if (deadline.cancelled) continue;
       let list = this.#lists.get(deadline.ms);

@@ -62,6 +62,9 @@ const enum Tag {
   Date,
   Cycle,
   Other,
+  Map,
+  Set,
+  Instance,
 }
 
 /**
@@ -115,7 +118,28 @@ function feed(hasher: Hasher, value: unknown, ancestors: object[]): void {
     hasher.word(Tag.Array);
     hasher.word(value.length);
     for (const item of value) feed(hasher, item, ancestors);
+  } else if (value instanceof Map) {
+    hasher.word(Tag.Map);
+    hasher.word(value.size);
+    for (const [key, item] of value) {
+      feed(hasher, key, ancestors);
+      feed(hasher, item, ancestors);
+    }
+  } else if (value instanceof Set) {
+    hasher.word(Tag.Set);
+    hasher.word(value.size);
+    for (const item of value) feed(hasher, item, ancestors);
   } else {
+    const prototype: unknown = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) {
+      // A class instance (a URL, a Buffer…) often keeps its content out of its own keys: its
+      // constructor and its string or JSON form tell two of them apart.
+      hasher.word(Tag.Instance);
+      hasher.text(String((value as { constructor?: { name?: unknown } }).constructor?.name));
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') feed(hasher, toJSON.call(value), ancestors);
+      else hasher.text(String(value));
+    }
     const record = value as Record<string, unknown>;
     const keys = Object.keys(record).sort();
     hasher.word(Tag.Object);

@@ -27,7 +27,7 @@ export class SuccessCache {
   readonly #shards: Array<Map<string, CachedSuccess>>;
   readonly #epoch: number;
   // Entries in completion order, in fixed-size chunks so that dropping the head never copies.
-  #chunks: CachedSuccess[][] = [[]];
+  #chunks: Array<Array<CachedSuccess | undefined>> = [[]];
   #head = 0;
   #size = 0;
 
@@ -78,7 +78,7 @@ export class SuccessCache {
   }
 
   #push(entry: CachedSuccess): void {
-    let tail = this.#chunks[this.#chunks.length - 1] as CachedSuccess[];
+    let tail = this.#chunks[this.#chunks.length - 1] as Array<CachedSuccess | undefined>;
     if (tail.length === chunkSize) {
       tail = [];
       this.#chunks.push(tail);
@@ -91,8 +91,10 @@ export class SuccessCache {
   }
 
   #shift(): void {
+    const first = this.#chunks[0] as Array<CachedSuccess | undefined>;
+    // Let go of the entry (and its result) now, not when the whole chunk goes.
+    first[this.#head] = undefined;
     this.#head += 1;
-    const first = this.#chunks[0] as CachedSuccess[];
     if (this.#head < first.length) return;
     this.#head = 0;
     if (this.#chunks.length > 1) this.#chunks.shift();
