@@ -88,3 +88,33 @@ describe('DeadlineScheduler on an injected clock', () => {
     expect(expired).toHaveBeenCalledTimes(1);
   });
 });
+
+describe('DeadlineScheduler on Node’s own timers', () => {
+  const timeouts = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+
+  it('arms a deadline only at the end of its tick, and not at all once cancelled', async () => {
+    vi.useRealTimers();
+    const scheduler = new DeadlineScheduler(systemClock);
+    const before = timeouts();
+    const kept = scheduler.start(60_000, () => {});
+    scheduler.cancel(scheduler.start(60_000, () => {}));
+    expect(timeouts()).toBe(before);
+    await endOfTick();
+    expect(timeouts()).toBe(before + 1);
+    scheduler.cancel(kept);
+    expect(timeouts()).toBe(before);
+  });
+
+  it('lets a new deadline join a duration whose timer is already running', async () => {
+    vi.useRealTimers();
+    const scheduler = new DeadlineScheduler(systemClock);
+    const before = timeouts();
+    const first = scheduler.start(60_000, () => {});
+    await endOfTick();
+    const second = scheduler.start(60_000, () => {});
+    expect(timeouts()).toBe(before + 1);
+    scheduler.cancel(first);
+    scheduler.cancel(second);
+    expect(timeouts()).toBe(before);
+  });
+});

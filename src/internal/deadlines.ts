@@ -8,7 +8,9 @@
 //   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
 // A deadline is measured from its start either way, and when nothing is armed no timer is left.
 
-import type { Clock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
+
+const nodeSetTimeout = globalThis.setTimeout;
 
 /** One attempt's deadline. */
 export class Deadline {
@@ -77,6 +79,10 @@ export class DeadlineScheduler {
       armed.append(deadline);
       return deadline;
     }
+    if (!this.#mayDefer()) {
+      this.#arm(deadline);
+      return deadline;
+    }
     // Compacting only once half are cancelled keeps a long burst linear.
     if (this.#waiting.length >= compactWaitingAt && this.#cancelledWaiting * 2 > this.#waiting.length) {
       this.#waiting = this.#waiting.filter((waiting) => !waiting.cancelled);
@@ -113,16 +119,26 @@ export class DeadlineScheduler {
     this.#waiting = [];
     this.#cancelledWaiting = 0;
     for (const deadline of waiting) {
-      if (deadline.cancelled) continue;
-      let list = this.#lists.get(deadline.ms);
-      if (list === undefined) {
-        list = new DeadlineList(deadline.ms);
-        this.#lists.set(deadline.ms, list);
-      }
-      list.append(deadline);
-      if (list.timer === undefined) this.#setTimer(list);
+      if (!deadline.cancelled) this.#arm(deadline);
     }
   };
+
+  #arm(deadline: Deadline): void {
+    let list = this.#lists.get(deadline.ms);
+    if (list === undefined) {
+      list = new DeadlineList(deadline.ms);
+      this.#lists.set(deadline.ms, list);
+    }
+    list.append(deadline);
+    if (list.timer === undefined) this.#setTimer(list);
+  }
+
+  // Arming at the end of the tick is only safe on Node's own timers. Under fake timers (or an
+  // injected clock) a test may start a call and move the clock on synchronously, before the tick
+  // ends: there the timer must exist at once, as it would with a plain setTimeout.
+  #mayDefer(): boolean {
+    return this.clock === systemClock && globalThis.setTimeout === nodeSetTimeout;
+  }
 
   // Points the list's one timer at its first deadline.
   #setTimer(list: DeadlineList): void {

@@ -101,3 +101,12 @@ describe('timeout', () => {
     expect(() => timeout({ defaultMs } as never)).toThrow(/defaultMs/);
   });
 });
+
+describe('timeout under fake timers advanced synchronously', () => {
+  it('fires when the clock is moved on right after the call started', async () => {
+    const { dispatcher } = withTimeout(() => new Promise<never>(() => {}), { defaultMs: 50 });
+    const pending = dispatcher.dispatch('slow.op', {});
+    vi.advanceTimersByTime(50);
+    expect(await pending).toMatchObject({ kind: 'timeout' });
+  });
+});
