@@ -18,7 +18,7 @@ export interface TimeoutOptions {
    */
   defaultMs?: number;
   /**
-   * The timers used.
+   * The time source and timers used; an injected clock has its timers set at once.
    * @default systemClock
    */
   clock?: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;

@@ -6,9 +6,9 @@ import type { DispatchContext } from '../types.js';
 /**
  * The abort of one attempt; `signal` materialises an `AbortSignal` on first read.
  *
- * The layer that makes it (timeout) may let the attempt step settle the attempt's promise: the
- * attempt step `claim`s it, and the layer ends it early with `interrupt` (deadline, caller
- * abort). That saves the layer a promise of its own on every attempt. Whoever ends the attempt
+ * The layer that makes it (timeout) may let the attempt step right inside it settle the
+ * attempt's promise: the attempt step takes charge with `own('attempt')`, and the layer ends the
+ * attempt early with `interrupt` (deadline, caller abort). That saves the layer a promise of its own on every attempt. Whoever ends the attempt
  * first wins; `end` runs the layer's cleanup exactly once.
  */
 export class AttemptAbort {
