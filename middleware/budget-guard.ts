@@ -6,7 +6,7 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /**
  * Fails with `budget_exceeded` and 0 attempts, before any attempt, when the call's budget has
- * no unit left (a number ≤ 0, or a shared budget at 0). Each attempt then takes one unit, and
+ * no whole unit left (a number below 1, or a shared budget with less than one unit). Each attempt then takes one unit, and
  * the retry layer stops when the budget runs out.
  *
  * @example

@@ -10,7 +10,8 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
 /** Options for `concurrencyLimit`. */
 export interface ConcurrencyLimitOptions {
   /**
-   * The most calls running inside this layer at once, per dispatcher.
+   * The most calls running inside this layer at once. The cap belongs to the layer: each
+   * `defaultStack()` call makes its own, and dispatchers built from one stack array share it.
    * @default 8
    */
   max?: number;

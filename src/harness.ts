@@ -48,7 +48,7 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
  * | outcome                                     | hook                 | replan |
  * |---------------------------------------------|----------------------|--------|
  * | success                                     | `none`               | false  |
- * | `schema`, `not_found`, `idempotency_conflict` | `on_error`         | true   |
+ * | `schema`, `not_found`, `idempotency_conflict` | `on_error`       | true   |
  * | `timeout`                                   | `on_error`           | true   |
  * | `transient`, attempts ≥ `maxAttempts`       | `on_error`           | true   |
  * | `transient`, attempts < `maxAttempts`       | `on_error`           | false  |
