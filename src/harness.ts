@@ -45,16 +45,16 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
 /**
  * Decides the harness loop's next step for an outcome (SPEC §4):
  *
- * | outcome                                     | hook                 | replan |
- * |---------------------------------------------|----------------------|--------|
- * | success                                     | `none`               | false  |
- * | `schema`, `not_found`, `idempotency_conflict` | `on_error`       | true   |
- * | `timeout`                                   | `on_error`           | true   |
- * | `transient`, attempts ≥ `maxAttempts`       | `on_error`           | true   |
- * | `transient`, attempts < `maxAttempts`       | `on_error`           | false  |
- * | `internal`, `circuit_open`, any other kind  | `on_error`           | true   |
- * | `budget_exceeded`                           | `on_budget_exceeded` | false  |
- * | `cancelled`                                 | `none`               | false  |
+ * | outcome                                       | hook                 | replan |
+ * |-----------------------------------------------|----------------------|--------|
+ * | success                                       | `none`               | false  |
+ * | `schema`, `not_found`, `idempotency_conflict` | `on_error`           | true   |
+ * | `timeout`                                     | `on_error`           | true   |
+ * | `transient`, attempts ≥ `maxAttempts`         | `on_error`           | true   |
+ * | `transient`, attempts < `maxAttempts`         | `on_error`           | false  |
+ * | `internal`, `circuit_open`, any other kind    | `on_error`           | true   |
+ * | `budget_exceeded`                             | `on_budget_exceeded` | false  |
+ * | `cancelled`                                   | `none`               | false  |
  *
  * A `timeout` always replans: either the retries of an idempotent tool ran out, or the tool was
  * not retried because a timed-out write may have committed, and sending it again blindly could
