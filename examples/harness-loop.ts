@@ -384,7 +384,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       const call = batch[index];
       const callId = call?.options?.callId ?? '?';
       const tool = call?.name ?? '?';
-      const next = harnessStep(outcome, { maxAttempts });
+      // A tool that is not idempotent gets one attempt at a timeout: it is never retried.
+      const attemptsPossible =
+        !outcome.ok && outcome.kind === 'timeout' && registry.get(tool)?.idempotent !== true ? 1 : maxAttempts;
+      const next = harnessStep(outcome, { maxAttempts: attemptsPossible });
       const message = toToolMessage(outcome, { maxLength: 240 });
       print(`${callId} → model`, message, 'read');
       calls.push({

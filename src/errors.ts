@@ -62,7 +62,8 @@ export interface DispatchErrorOptions {
   /** The original error, kept for logs and never shown to the model. */
   cause?: unknown;
   /**
-   * The JSON-RPC code; derived from `kind` when omitted (unknown kinds get -32603).
+   * The JSON-RPC code: -32601, -32602 or -32603; derived from `kind` when omitted (unknown
+   * kinds get -32603).
    */
   jsonrpcCode?: JsonRpcErrorCode;
   /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
@@ -110,16 +111,28 @@ export class DispatchError extends Error {
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
    *
+   * @throws TypeError for a `jsonrpcCode` other than the three, or a bad `attempts` or `retryAfterMs`.
    * @example
    * throw new DispatchError('rate_limited', 'Too many calls', { retryAfterMs: 1_000 });
    */
   constructor(kind: DispatchErrorKind, message: string, options: DispatchErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'DispatchError';
+    const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs } = options;
+    // Every kind maps to one of the three codes (SPEC §4), whoever makes the envelope.
+    if (jsonrpcCode !== -32601 && jsonrpcCode !== -32602 && jsonrpcCode !== -32603) {
+      throw new TypeError(`jsonrpcCode must be -32601, -32602 or -32603, got ${String(jsonrpcCode)}`);
+    }
+    if (!Number.isInteger(attempts) || attempts < 0) {
+      throw new TypeError(`attempts must be an integer >= 0, got ${String(attempts)}`);
+    }
+    if (retryAfterMs !== undefined && !(retryAfterMs >= 0)) {
+      throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
+    }
     this.kind = kind;
-    this.attempts = options.attempts ?? 0;
-    this.jsonrpcCode = options.jsonrpcCode ?? jsonRpcCodeFor(kind);
-    this.retryAfterMs = options.retryAfterMs;
+    this.attempts = attempts;
+    this.jsonrpcCode = jsonrpcCode;
+    this.retryAfterMs = retryAfterMs;
   }
 
   /**

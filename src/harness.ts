@@ -45,23 +45,22 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
 /**
  * Decides the harness loop's next step for an outcome (SPEC §4):
  *
- * | outcome                                       | hook                 | replan |
- * |-----------------------------------------------|----------------------|--------|
- * | success                                       | `none`               | false  |
- * | `schema`, `not_found`, `idempotency_conflict` | `on_error`           | true   |
- * | `timeout`                                     | `on_error`           | true   |
- * | `transient`, attempts ≥ `maxAttempts`         | `on_error`           | true   |
- * | `transient`, attempts < `maxAttempts`         | `on_error`           | false  |
- * | `internal`, `circuit_open`, any other kind    | `on_error`           | true   |
- * | `budget_exceeded`                             | `on_budget_exceeded` | false  |
- * | `cancelled`                                   | `none`               | false  |
+ * | outcome                                         | hook                 | replan |
+ * |-------------------------------------------------|----------------------|--------|
+ * | success                                         | `none`               | false  |
+ * | `schema`, `not_found`, `idempotency_conflict`   | `on_error`           | true   |
+ * | `timeout`/`transient`, attempts ≥ `maxAttempts` | `on_error`           | true   |
+ * | `timeout`/`transient`, attempts < `maxAttempts` | `on_error`           | false  |
+ * | `internal`, `circuit_open`, any other kind      | `on_error`           | true   |
+ * | `budget_exceeded`                               | `on_budget_exceeded` | false  |
+ * | `cancelled`                                     | `none`               | false  |
  *
- * A `timeout` always replans: either the retries of an idempotent tool ran out, or the tool was
- * not retried because a timed-out write may have committed, and sending it again blindly could
- * repeat it. A `transient` failure replans only once its retries are exhausted; with fewer
- * attempts nothing retried it (no retry layer, or a `shouldRetry` that declined), and the
- * handler itself said trying again may work, so the loop may send the same call again.
- * `cancelled` means the caller chose to stop, so there is nothing to do.
+ * As SPEC §4 has it, `timeout` and `transient` replan depending on attempts: once the call has
+ * had every attempt it could have, trying it again is pointless and the loop should replan.
+ * Pass the attempts the call could have had: the retry layer's `maxAttempts`, except for a
+ * `timeout` of a tool that is not `idempotent`, which is never retried (a timed-out write may
+ * have committed), so `maxAttempts: 1` there. `cancelled` means the caller chose to stop, so
+ * there is nothing to do.
  *
  * @example
  * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
@@ -84,6 +83,7 @@ export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}):
       return budgetSpent;
     case 'cancelled':
       return none;
+    case 'timeout':
     case 'transient':
       return outcome.attempts >= maxAttempts ? replanOnError : retryOnError;
     default:

@@ -18,7 +18,7 @@ describe('harnessStep', () => {
     ['not_found', failure('not_found', 0), { hook: 'on_error', replan: true }],
     ['idempotency_conflict', failure('idempotency_conflict', 0), { hook: 'on_error', replan: true }],
     ['timeout, retries exhausted', failure('timeout', 3), { hook: 'on_error', replan: true }],
-    ['timeout, not retried (non-idempotent)', failure('timeout', 1), { hook: 'on_error', replan: true }],
+    ['timeout, attempts left', failure('timeout', 1), { hook: 'on_error', replan: false }],
     ['transient, retries exhausted', failure('transient', 3), { hook: 'on_error', replan: true }],
     ['transient, more attempts than max', failure('transient', 5), { hook: 'on_error', replan: true }],
     ['transient, not retried', failure('transient', 1), { hook: 'on_error', replan: false }],
@@ -32,6 +32,10 @@ describe('harnessStep', () => {
 
   it.each(table)('decides %s', (_name, outcome, expected) => {
     expect(harnessStep(outcome)).toEqual(expected);
+  });
+
+  it('replans after the one attempt a non-idempotent tool gets, given maxAttempts 1', () => {
+    expect(harnessStep(failure('timeout', 1), { maxAttempts: 1 })).toEqual({ hook: 'on_error', replan: true });
   });
 
   it('compares transient attempts with the given maxAttempts', () => {
