@@ -7,6 +7,7 @@ import {
   requireFunction,
   requireInteger,
   requireNumber,
+  requireClock,
 } from '../src/internal/options.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -157,7 +158,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
   requireInteger('halfOpenMaxCalls', halfOpenMaxCalls, 1);
   if (isFailure !== undefined) requireFunction('isFailure', isFailure);
   requireFunction('key', keyOf);
-  if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
+  requireClock(clock, ['now']);
 
   const circuits = new Map<string, Circuit>();
   const counts = isFailure ?? isCircuitFailure;

@@ -7,7 +7,7 @@ import { cancelled } from '../src/internal/failures.js';
 import { fingerprint, sameFingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
 import { SuccessCache } from '../src/internal/success-cache.js';
 import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireInteger, requireNumber } from '../src/internal/options.js';
+import { optionsObject, requireInteger, requireNumber, requireClock } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `idempotency`. */
@@ -98,7 +98,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
   } = optionsObject('idempotency', options);
   requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
   requireInteger('maxEntries', maxEntries, 1);
-  if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
+  requireClock(clock, ['now']);
 
   const cache = new SuccessCache(ttlMs, maxEntries, clock.now());
   const inFlight = new Map<string, Flight>();

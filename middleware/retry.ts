@@ -10,6 +10,7 @@ import {
   requireFunction,
   requireInteger,
   requireNumber,
+  requireClock,
 } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -96,9 +97,7 @@ export function retry(options?: RetryOptions): Middleware {
   requireNumber('maxDelayMs', maxDelayMs, 0, { allowInfinity: true });
   requireFunction('random', random);
   requireFunction('shouldRetry', shouldRetry);
-  if (typeof clock?.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-    throw new TypeError('clock must have setTimeout() and clearTimeout() methods');
-  }
+  requireClock(clock, ['setTimeout', 'clearTimeout']);
 
   const delayBefore = (attempt: number, failure: DispatchError): number => {
     const computed = baseDelayMs * factor ** (attempt - 1) * (1 + random() * jitter);

@@ -7,7 +7,7 @@ import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
 import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireNumber } from '../src/internal/options.js';
+import { optionsObject, requireNumber, requireClock } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `timeout`. */
@@ -37,13 +37,7 @@ export interface TimeoutOptions {
 export function timeout(options?: TimeoutOptions): Middleware {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
-  if (
-    typeof clock?.now !== 'function' ||
-    typeof clock.setTimeout !== 'function' ||
-    typeof clock.clearTimeout !== 'function'
-  ) {
-    throw new TypeError('clock must have now(), setTimeout() and clearTimeout() methods');
-  }
+  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
   const deadlines = new DeadlineScheduler(clock);
 
   // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that

@@ -10,19 +10,13 @@ import {
   isDispatchError,
   type StandardSchemaV1,
 } from '../../src/index.js';
-import { eventLog, flush, useFake } from './helpers.js';
+import { flush, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(extra?: Parameters<typeof defaultStack>[0] extends infer O ? Partial<O> : never) {
-  const registry = new ToolRegistry();
-  const log = eventLog();
-  const make = () => createDispatcher(defaultStack({ registry, ...(extra ?? {}) }), { onEvent: log.onEvent });
-  return { registry, log, make };
-}
 
 describe('registry', () => {
   it('register returns the registry, description defaults to empty, get/has work', () => {

@@ -10,21 +10,14 @@ import {
   idempotency,
   toolLookup,
   schemaValidation,
-  type DefaultStackOptions,
 } from '../../src/index.js';
-import { eventLog, flush, gate, track, useFake, type Gate } from './helpers.js';
+import { flush, gate, track, useFake, type Gate, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(extra: Partial<DefaultStackOptions> = {}) {
-  const registry = new ToolRegistry();
-  const log = eventLog();
-  const d = () => createDispatcher(defaultStack({ registry, ...extra }), { onEvent: log.onEvent });
-  return { registry, log, d };
-}
 
 /** A tool whose every call waits on its own gate. */
 function gatedTool(registry: ToolRegistry, name: string, opts: { idempotent?: boolean } = {}) {

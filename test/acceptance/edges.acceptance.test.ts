@@ -17,21 +17,14 @@ import {
   toToolMessage,
   toolLookup,
   type Budget,
-  type DefaultStackOptions,
 } from '../../src/index.js';
-import { eventLog, flush, gate, track, useFake } from './helpers.js';
+import { flush, gate, track, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(extra: Partial<DefaultStackOptions> = {}) {
-  const registry = new ToolRegistry();
-  const log = eventLog();
-  const d = () => createDispatcher(defaultStack({ registry, ...extra }), { onEvent: log.onEvent });
-  return { registry, log, d };
-}
 
 describe('registry edges', () => {
   it('list() copes with schemas JSON Schema cannot express fully (transforms, defaults)', () => {

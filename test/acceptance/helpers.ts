@@ -1,6 +1,12 @@
 // Small helpers for the acceptance suite (black-box: only the package root is imported).
 import { vi } from 'vitest';
-import type { DispatchEvent } from '../../src/index.js';
+import {
+  ToolRegistry,
+  createDispatcher,
+  defaultStack,
+  type DefaultStackOptions,
+  type DispatchEvent,
+} from '../../src/index.js';
 
 export interface Gate<T = unknown> {
   promise: Promise<T>;
@@ -52,4 +58,12 @@ export function eventLog(): { events: DispatchEvent[]; onEvent: (e: DispatchEven
 export function useFake(): void {
   vi.useFakeTimers();
   vi.setSystemTime(new Date('2024-01-01T00:00:00Z'));
+}
+
+/** A registry, an event log, and a factory for default-stack dispatchers over them (`d` is `make`). */
+export function setup(extra: Partial<DefaultStackOptions> = {}) {
+  const registry = new ToolRegistry();
+  const log = eventLog();
+  const make = () => createDispatcher(defaultStack({ registry, ...extra }), { onEvent: log.onEvent });
+  return { registry, log, make, d: make };
 }

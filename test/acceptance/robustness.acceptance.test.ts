@@ -8,22 +8,15 @@ import {
   createDispatcher,
   defaultStack,
   logging,
-  type DefaultStackOptions,
   type Middleware,
 } from '../../src/index.js';
-import { eventLog, flush, gate, track, useFake, type Gate } from './helpers.js';
+import { eventLog, flush, gate, track, useFake, type Gate, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(extra: Partial<DefaultStackOptions> = {}) {
-  const registry = new ToolRegistry();
-  const log = eventLog();
-  const d = () => createDispatcher(defaultStack({ registry, ...extra }), { onEvent: log.onEvent });
-  return { registry, log, d };
-}
 
 describe('never rejects on garbage input', () => {
   it.each([

@@ -1,27 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
-  ToolRegistry,
   TransientError,
-  createDispatcher,
   defaultStack,
   retry,
   timeout,
-  type DefaultStackOptions,
 } from '../../src/index.js';
-import { eventLog, flush, gate, track, useFake } from './helpers.js';
+import { flush, gate, track, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(extra: Partial<DefaultStackOptions> = {}) {
-  const registry = new ToolRegistry();
-  const log = eventLog();
-  const make = () => createDispatcher(defaultStack({ registry, ...extra }), { onEvent: log.onEvent });
-  return { registry, log, make };
-}
 
 describe('retry backoff schedule', () => {
   it('attempt 1 at once, attempt 2 after 100 ms, attempt 3 after a further 400 ms (random = 0)', async () => {
