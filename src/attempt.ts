@@ -2,9 +2,9 @@
 
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, raceAbort } from './internal/abort.js';
-import { AttemptAbort, abortSourceOf } from './internal/attempt-abort.js';
+import { AttemptAbort, abortSourceOf, type AbortSource } from './internal/attempt-abort.js';
 import { budgetExceeded, cancelled } from './internal/failures.js';
-import type { DispatchContext, ToolContext, ToolHandler } from './types.js';
+import type { DispatchContext, Tool, ToolContext, ToolHandler } from './types.js';
 
 /**
  * Runs one attempt: takes a budget unit, counts the attempt, emits `dispatch.attempt`, calls the
@@ -24,26 +24,18 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
     );
   }
   const source = abortSourceOf(ctx);
-  if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
-  if (ctx.budget !== undefined && !ctx.budget.tryConsume(1)) {
-    return Promise.reject(budgetExceeded(ctx));
-  }
-  const attempt = ++ctx.attempt;
-  ctx.emit('dispatch.attempt');
-  // An observer of that event may have aborted the call; the handler is then not started.
-  if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
   // Right inside a timeout layer, this step settles the attempt for it (see AttemptAbort).
   const claimed = source instanceof AttemptAbort && source.claimable && source.owner === 'none';
   if (claimed) source.own('attempt');
-  const handler = tool.handler as ToolHandler<unknown>;
   let returned: unknown;
   try {
-    returned = handler(ctx.args, new AttemptContext(source, attempt, ctx));
+    returned = callHandler(ctx, tool, source);
   } catch (error) {
     if (claimed && !source.end()) return Promise.reject(source.interruption);
-    return Promise.reject(handlerFailure(error, attempt));
+    return Promise.reject(error);
   }
-  if (!(returned instanceof Promise) && !isObjectLike(returned)) {
+  const attempt = ctx.attempt;
+  if (!mayBeThenable(returned)) {
     if (claimed && !source.end()) return Promise.reject(source.interruption);
     ctx.outcome = { ok: true, result: returned, attempts: attempt };
     return Promise.resolve();
@@ -82,6 +74,31 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
   return raceAbort(settled.then(undefined, fail), source, () => cancelled(ctx, source)).then(record);
 }
 
+/**
+ * Starts one attempt of `tool` under `source`: takes a budget unit, counts the attempt, emits
+ * `dispatch.attempt` and calls the handler. Returns what the handler returned; throws the
+ * envelope when the attempt cannot start (aborted, budget spent) or the handler throws.
+ */
+export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSource): unknown {
+  if (source.aborted) throw cancelled(ctx, ctx.signal);
+  if (ctx.budget !== undefined && !ctx.budget.tryConsume(1)) throw budgetExceeded(ctx);
+  const attempt = ++ctx.attempt;
+  ctx.emit('dispatch.attempt');
+  // An observer of that event may have aborted the call; the handler is then not started.
+  if (source.aborted) throw cancelled(ctx, ctx.signal);
+  const handler = tool.handler as ToolHandler<unknown>;
+  try {
+    return handler(ctx.args, new AttemptContext(source, attempt, ctx));
+  } catch (error) {
+    throw handlerFailure(error, attempt);
+  }
+}
+
+/** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
+export function mayBeThenable(value: unknown): boolean {
+  return value instanceof Promise || (typeof value === 'object' && value !== null) || typeof value === 'function';
+}
+
 // The signal is read through a getter so that a lazy per-attempt abort is only materialised
 // for handlers that look at it. A class keeps the getter on the prototype: an object literal with
 // an accessor is several times slower to create.
@@ -106,13 +123,11 @@ class AttemptContext implements ToolContext {
   }
 }
 
-function isObjectLike(value: unknown): boolean {
-  return (typeof value === 'object' && value !== null) || typeof value === 'function';
-}
-
-// Whatever a handler throws is its own failure: even a DispatchError of kind "timeout" it made
-// itself is `internal`, never mistaken for a timeout of this dispatcher.
-function handlerFailure(error: unknown, attempts: number): DispatchError {
+/**
+ * The envelope of a handler's own failure: even a `DispatchError` of kind `timeout` that a
+ * handler made itself is `internal`, never mistaken for a timeout of this dispatcher.
+ */
+export function handlerFailure(error: unknown, attempts: number): DispatchError {
   if (!isDispatchError(error)) return toDispatchError(error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

@@ -5,6 +5,7 @@ import { createBudget, type Budget } from './budget.js';
 import { compose } from './compose.js';
 import { CallContext } from './context.js';
 import { DispatchError, describeThrown, toDispatchError } from './errors.js';
+import { fuseDefaultStack, type Report, type StackRunner } from './fused-stack.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted, onAbort, swallow } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
@@ -127,14 +128,27 @@ export function createDispatcher(
   }
   if (typeof now !== 'function') throw new TypeError('now must be a function');
   const run = compose([...stack, trusted(runAttempt)]);
+  const runOnion: StackRunner = (ctx, report) => {
+    run(ctx).then(
+      () => report(finish(ctx)),
+      (error: unknown) => {
+        ctx.outcome = toDispatchError(error, ctx.attempt);
+        report(finish(ctx));
+      },
+    );
+  };
+  const runStack = fuseDefaultStack(stack, (ctx) => finish(ctx)) ?? runOnion;
   const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 
-  const dispatch = <Result>(
+  // Starts one call and reports its outcome exactly once, possibly before returning. Both
+  // `dispatch` and `gatherBounded` build on it; the latter needs no promise per call.
+  const start = (
     name: string,
     args: unknown,
-    callOptions: DispatchOptions = noOptions,
-  ): Promise<Outcome<Result>> => {
+    callOptions: DispatchOptions,
+    report: Report,
+  ): void => {
     const problem = callOptions === noOptions ? undefined : readableOptionsProblem(callOptions);
     const options = problem === undefined ? callOptions : noOptions;
     const signal = options.signal ?? neverAborted;
@@ -153,38 +167,37 @@ export function createDispatcher(
     // Failures found before any layer runs still end through `finish`, so observers see them.
     if (problem !== undefined) {
       ctx.outcome = new DispatchError('schema', `Invalid dispatch options: ${problem}`);
-      return Promise.resolve(finish(ctx) as Outcome<Result>);
+      return report(finish(ctx));
     }
     if (typeof name !== 'string') {
       ctx.outcome = new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`);
-      return Promise.resolve(finish(ctx) as Outcome<Result>);
+      return report(finish(ctx));
     }
     if (signal.aborted) {
       ctx.outcome = cancelled(ctx, signal);
-      return Promise.resolve(finish(ctx) as Outcome<Result>);
+      return report(finish(ctx));
     }
-    const settled = run(ctx).then(
-      () => finish(ctx),
-      (error: unknown) => {
-        ctx.outcome = toDispatchError(error, ctx.attempt);
-        return finish(ctx);
-      },
-    );
-    if (signal === neverAborted) return settled as Promise<Outcome<Result>>;
+    if (signal === neverAborted) return runStack(ctx, report);
     // The caller's abort ends the call at once, whatever the layers are doing; they still see
     // the signal and clean up, but their late outcome no longer matters to this caller.
-    return new Promise<Outcome<Result>>((resolve) => {
-      let done = false;
-      const unsubscribe = onAbort(signal, () => {
-        done = true;
-        resolve(finish(ctx, cancelled(ctx, signal)) as Outcome<Result>);
-      });
-      settled.then((outcome) => {
-        unsubscribe();
-        if (!done) resolve(outcome as Outcome<Result>);
-      }, swallow);
-    });
+    let answered = false;
+    let unsubscribe = noop;
+    const answer = (outcome: Outcome) => {
+      if (answered) return;
+      answered = true;
+      unsubscribe();
+      report(outcome);
+    };
+    runStack(ctx, answer);
+    if (!answered) unsubscribe = onAbort(signal, () => answer(finish(ctx, cancelled(ctx, signal))));
   };
+
+  const dispatch = <Result>(
+    name: string,
+    args: unknown,
+    options: DispatchOptions = noOptions,
+  ): Promise<Outcome<Result>> =>
+    new Promise((resolve) => start(name, args, options, resolve as Report));
 
   const finish = (ctx: CallContext, final?: Outcome): Outcome => {
     // The first ending wins; a stack that settles after the caller aborted reports nothing.
@@ -210,27 +223,62 @@ export function createDispatcher(
     return outcome;
   };
 
-  const gatherBounded = async (
+  const gatherBounded = (
     batch: readonly DispatchCall[],
     gatherOptions: GatherOptions = {},
   ): Promise<Outcome[]> => {
-    if (!Array.isArray(batch)) throw new TypeError('gatherBounded() needs an array of calls');
+    if (!Array.isArray(batch)) {
+      return Promise.reject(new TypeError('gatherBounded() needs an array of calls'));
+    }
     const { concurrency = 8 } = gatherOptions;
-    requireInteger('concurrency', concurrency, 1);
-    const outcomes = new Array<Outcome>(batch.length);
-    let nextIndex = 0;
-    const worker = async () => {
-      while (nextIndex < batch.length) {
-        const index = nextIndex++;
-        const call = batch[index];
-        outcomes[index] =
-          typeof call === 'object' && call !== null
-            ? await dispatch(call.name, call.args, call.options)
-            : new DispatchError('schema', `Call ${index} must be an object { name, args, options? }`);
+    try {
+      requireInteger('concurrency', concurrency, 1);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise((resolve) => {
+      const outcomes = new Array<Outcome>(batch.length);
+      let nextIndex = 0;
+      let working = Math.min(concurrency, batch.length);
+      if (working === 0) return resolve(outcomes);
+      // One worker: starts calls one after another. A call that ends while it is being started
+      // (a sync handler, a failed lookup) lets the loop go on instead of recursing; one that
+      // ends later carries the worker on from its report, with no promise in between.
+      const work = (): void => {
+        while (nextIndex < batch.length) {
+          const index = nextIndex++;
+          let starting = true;
+          let endedWhileStarting = false;
+          startCall(batch, index, (outcome) => {
+            outcomes[index] = outcome;
+            if (starting) endedWhileStarting = true;
+            else work();
+          });
+          starting = false;
+          if (!endedWhileStarting) return;
+        }
+        working -= 1;
+        if (working === 0) resolve(outcomes);
+      };
+      for (let i = working; i > 0; i--) work();
+    });
+  };
+
+  const startCall = (batch: readonly DispatchCall[], index: number, report: Report): void => {
+    let call: DispatchCall | undefined;
+    let name: string;
+    let args: unknown;
+    let options: DispatchOptions | undefined;
+    try {
+      call = batch[index];
+      if (typeof call !== 'object' || call === null) {
+        return report(new DispatchError('schema', `Call ${index} must be an object { name, args, options? }`));
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, batch.length) }, worker));
-    return outcomes;
+      ({ name, args, options } = call);
+    } catch (error) {
+      return report(new DispatchError('schema', `Call ${index} could not be read: ${describeThrown(error)}`));
+    }
+    start(name, args, options === undefined ? noOptions : options, report);
   };
 
   return { dispatch, gatherBounded };
@@ -247,6 +295,8 @@ function readableOptionsProblem(options: unknown): string | undefined {
     return `options could not be read: ${describeThrown(error)}`;
   }
 }
+
+function noop(): void {}
 
 function describeName(name: unknown): string {
   try {

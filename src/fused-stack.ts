@@ -1,0 +1,176 @@
+// The default stack, fused: the eight layers' happy path run as plain calls, one promise per call.
+//
+// Through the onion every layer that must see the outcome (error mapping, the slot release,
+// retry, the deadline) chains a promise of its own, and each costs a microtask turn: on a busy
+// fan-out that is most of what a dispatch costs. A stack made of exactly the default layers is
+// run here instead, from the layers' own parts (src/internal/layer-parts.ts), as long as the call
+// stays on the common path: a free slot, no idempotency key, a synchronous validator, a first
+// attempt that succeeds. Anything else continues through the onion from the layer it reached,
+// so queueing, deduplication and every retry after the first keep a single implementation.
+
+import { callHandler, handlerFailure, mayBeThenable, runAttempt } from './attempt.js';
+import { compose } from './compose.js';
+import type { CallContext } from './context.js';
+import { toDispatchError } from './errors.js';
+import { maxTimerDelayMs } from './internal/abort.js';
+import { AttemptAbort } from './internal/attempt-abort.js';
+import { partsOf, type LayerKind, type LayerParts } from './internal/layer-parts.js';
+import { trusted } from './internal/trusted.js';
+import type { Middleware, Outcome } from './types.js';
+
+/** Ends a call: turns what `ctx` holds into the outcome the dispatch resolves to. */
+export type Finish = (ctx: CallContext) => Outcome;
+
+/** Receives a call's outcome, exactly once. */
+export type Report = (outcome: Outcome) => void;
+
+/** Runs one call through a stack and reports its outcome; never throws. */
+export type StackRunner = (ctx: CallContext, report: Report) => void;
+
+const defaultOrder: readonly LayerKind[] = [
+  'errorMapping',
+  'toolLookup',
+  'schemaValidation',
+  'budgetGuard',
+  'idempotency',
+  'concurrencyLimit',
+  'retry',
+  'timeout',
+];
+
+type PartsOf<Kind extends LayerKind> = Extract<LayerParts, { kind: Kind }>;
+
+/**
+ * A runner equivalent to composing `stack` when it is exactly the default stack's layers in the
+ * default order; `undefined` for any other stack.
+ */
+export function fuseDefaultStack(
+  stack: readonly Middleware[],
+  finish: Finish,
+): StackRunner | undefined {
+  if (stack.length !== defaultOrder.length) return undefined;
+  const parts = stack.map(partsOf);
+  if (!parts.every((part, i) => part?.kind === defaultOrder[i])) return undefined;
+  const tool = parts[1] as PartsOf<'toolLookup'>;
+  const schema = parts[2] as PartsOf<'schemaValidation'>;
+  const budget = parts[3] as PartsOf<'budgetGuard'>;
+  const { semaphore } = parts[5] as PartsOf<'concurrencyLimit'>;
+  const retry = parts[6] as PartsOf<'retry'>;
+  const timeout = parts[7] as PartsOf<'timeout'>;
+
+  // The onion from a given layer inward, for calls that leave the common path there.
+  const onionFrom = (index: number) => compose([...stack.slice(index), trusted(runAttempt)]);
+  const fromBudget = onionFrom(3);
+  const fromIdempotency = onionFrom(4);
+  const fromConcurrency = onionFrom(5);
+  const fromRetry = onionFrom(6);
+  const fromTimeout = onionFrom(7);
+
+  const settle = (ctx: CallContext, running: Promise<unknown>, report: Report): void => {
+    running.then(
+      () => report(finish(ctx)),
+      (error: unknown) => report(fail(ctx, error)),
+    );
+  };
+  const fail = (ctx: CallContext, error: unknown): Outcome => {
+    ctx.outcome = toDispatchError(error, ctx.attempt);
+    return finish(ctx);
+  };
+  // The same, for calls holding a slot of the concurrency layer.
+  const succeedHolding = (ctx: CallContext): Outcome => {
+    semaphore.release();
+    return finish(ctx);
+  };
+  const failHolding = (ctx: CallContext, error: unknown): Outcome => {
+    semaphore.release();
+    return fail(ctx, error);
+  };
+  const settleHolding = (ctx: CallContext, running: Promise<unknown>, report: Report): void => {
+    running.then(
+      () => report(succeedHolding(ctx)),
+      (error: unknown) => report(failHolding(ctx, error)),
+    );
+  };
+
+  const afterValidation = (ctx: CallContext, report: Report): void => {
+    const spent = budget.check(ctx);
+    if (spent !== undefined) return report(fail(ctx, spent));
+    if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
+    if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
+    let ms: number;
+    try {
+      ms = timeout.deadlineMs(ctx);
+    } catch (error) {
+      return report(failHolding(ctx, error));
+    }
+    if (ms > maxTimerDelayMs) return settleHolding(ctx, fromRetry(ctx), report);
+    firstAttempt(ctx, ms, report);
+  };
+
+  // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
+  const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
+    const failed = (error: unknown) => {
+      let rest: Promise<void>;
+      try {
+        rest = retry.afterFailure(ctx, () => fromTimeout(ctx) as Promise<void>, 1, error);
+      } catch (final) {
+        report(failHolding(ctx, final));
+        return;
+      }
+      settleHolding(ctx, rest, report);
+    };
+    let source: AttemptAbort;
+    try {
+      const started = timeout.startDeadline(ctx, ms);
+      if (!(started instanceof AttemptAbort)) return failed(started);
+      source = started;
+    } catch (error) {
+      return failed(error);
+    }
+    source.own('attempt');
+    let returned: unknown;
+    try {
+      returned = callHandler(ctx, ctx.tool as NonNullable<CallContext['tool']>, source);
+    } catch (error) {
+      return failed(source.end() ? error : source.interruption);
+    }
+    const attempt = ctx.attempt;
+    if (!mayBeThenable(returned)) {
+      if (!source.end()) return failed(source.interruption);
+      ctx.outcome = { ok: true, result: returned, attempts: attempt };
+      return report(succeedHolding(ctx));
+    }
+    const attemptSource = source;
+    Promise.resolve(returned).then(
+      (result) => {
+        if (!attemptSource.end()) return;
+        ctx.outcome = { ok: true, result, attempts: attempt };
+        report(succeedHolding(ctx));
+      },
+      (error: unknown) => {
+        if (attemptSource.end()) failed(handlerFailure(error, attempt));
+      },
+    );
+    if (attemptSource.ended) return failed(attemptSource.interruption);
+    // A deadline or an abort ends the attempt from a timer or a listener; its outcome is taken
+    // up a microtask later, as the onion would, after the attempt's signal has aborted.
+    attemptSource.own('attempt', (interruption) => queueMicrotask(() => failed(interruption)));
+  };
+
+  return function runFusedStack(ctx: CallContext, report: Report): void {
+    let checked: ReturnType<PartsOf<'schemaValidation'>['check']>;
+    try {
+      checked = tool.lookup(ctx) ?? schema.check(ctx);
+      if (checked === undefined) return afterValidation(ctx, report);
+    } catch (error) {
+      // Only steps before the slot is taken can throw here; later ones catch their own.
+      return report(fail(ctx, error));
+    }
+    if (!(checked instanceof Promise)) return report(fail(ctx, checked));
+    settle(
+      ctx,
+      checked.then((problem) => (problem === undefined ? fromBudget(ctx) : Promise.reject(problem))),
+      report,
+    );
+  };
+}
