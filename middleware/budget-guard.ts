@@ -1,6 +1,8 @@
 // Budget guard: fails fast when the caller's tool-call budget is already spent.
 
+import type { DispatchError } from '../src/errors.js';
 import { budgetExceeded } from '../src/internal/failures.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -14,10 +16,13 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
  */
 export function budgetGuard(): Middleware {
-  return trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
-    if (ctx.budget !== undefined && !(ctx.budget.remaining >= 1)) {
-      return Promise.reject(budgetExceeded(ctx));
-    }
-    return next();
+  const layer = trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    const problem = checkBudget(ctx);
+    return problem === undefined ? next() : Promise.reject(problem);
   });
+  return withParts(layer, { kind: 'budgetGuard', check: checkBudget });
+}
+
+function checkBudget(ctx: DispatchContext): DispatchError | undefined {
+  return ctx.budget !== undefined && !(ctx.budget.remaining >= 1) ? budgetExceeded(ctx) : undefined;
 }

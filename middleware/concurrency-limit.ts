@@ -3,6 +3,7 @@
 import { onAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { FifoSemaphore } from '../src/internal/fifo-semaphore.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -70,7 +71,7 @@ export function concurrencyLimit(options?: ConcurrencyLimitOptions): Concurrency
     if (semaphore.tryAcquire()) return next().then(release, releaseAndRethrow);
     return waitForSlot(ctx).then(() => next().then(release, releaseAndRethrow));
   });
-  return Object.assign(middleware, {
+  return Object.assign(withParts(middleware, { kind: 'concurrencyLimit', semaphore }), {
     load: (): ConcurrencyLoad => ({ running: semaphore.running, queued: semaphore.queued }),
   });
 }

@@ -1,6 +1,7 @@
 // Error mapping: the outermost layer, turning anything thrown inside into the one envelope.
 
 import { toDispatchError } from '../src/errors.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -13,9 +14,10 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
  */
 export function errorMapping(): Middleware {
-  return trusted(function errorMapping(ctx: DispatchContext, next: Next): Promise<void> {
+  const layer = trusted(function errorMapping(ctx: DispatchContext, next: Next): Promise<void> {
     return next().then(undefined, (error: unknown) => {
       ctx.outcome = toDispatchError(error, ctx.attempt);
     });
   });
+  return withParts(layer, { kind: 'errorMapping' });
 }

@@ -6,6 +6,7 @@ import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
 import { fingerprint, sameFingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
 import { SuccessCache } from '../src/internal/success-cache.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger, requireNumber, requireClock } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -186,7 +187,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const key = ctx.options.idempotencyKey;
     return key === undefined ? next() : keyed(ctx, next, key);
   });
-  return Object.assign(middleware, {
+  return Object.assign(withParts(middleware, { kind: 'idempotency' }), {
     size: () => ({ cached: cache.size, inFlight: inFlight.size }),
   });
 }

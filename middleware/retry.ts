@@ -3,6 +3,7 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { type DispatchError, toDispatchError } from '../src/errors.js';
 import { sleep } from '../src/internal/abort.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { budgetExceeded, cancelled } from '../src/internal/failures.js';
 import {
@@ -104,21 +105,31 @@ export function retry(options?: RetryOptions): Middleware {
     return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
   };
 
-  return trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
-    const attemptFrom = (attempt: number): Promise<void> =>
-      next().then(undefined, (error: unknown) => {
-        const failure = toDispatchError(error, ctx.attempt);
-        if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
-        const { signal, budget } = ctx;
-        if (signal.aborted) throw cancelled(ctx, signal);
-        if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
-        const delayMs = delayBefore(attempt, failure);
-        ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
-        if (delayMs <= 0) return attemptFrom(attempt + 1);
-        return sleep(delayMs, signal, clock, () => cancelled(ctx, signal)).then(() =>
-          attemptFrom(attempt + 1),
-        );
-      });
-    return attemptFrom(1);
+  // Runs attempt `attempt` and the ones after it.
+  const attemptFrom = (ctx: DispatchContext, next: Next, attempt: number): Promise<void> =>
+    next().then(undefined, (error: unknown) => afterFailure(ctx, next, attempt, error));
+
+  const afterFailure = (
+    ctx: DispatchContext,
+    next: Next,
+    attempt: number,
+    error: unknown,
+  ): Promise<void> => {
+    const failure = toDispatchError(error, ctx.attempt);
+    if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
+    const { signal, budget } = ctx;
+    if (signal.aborted) throw cancelled(ctx, signal);
+    if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+    const delayMs = delayBefore(attempt, failure);
+    ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
+    if (delayMs <= 0) return attemptFrom(ctx, next, attempt + 1);
+    return sleep(delayMs, signal, clock, () => cancelled(ctx, signal)).then(() =>
+      attemptFrom(ctx, next, attempt + 1),
+    );
+  };
+
+  const layer = trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    return attemptFrom(ctx, next, 1);
   });
+  return withParts(layer, { kind: 'retry', afterFailure });
 }

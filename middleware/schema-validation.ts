@@ -2,6 +2,7 @@
 
 import { DispatchError, describeThrown } from '../src/errors.js';
 import { argsShapeProblem } from '../src/internal/args-shape.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireInteger } from '../src/internal/options.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
@@ -30,34 +31,40 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
   const { maxDepth = 64 } = optionsObject('schemaValidation', options);
   requireInteger('maxDepth', maxDepth, 1);
 
-  return trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
+  // Validates and replaces ctx.args; only an asynchronous validator costs a promise.
+  const check = (
+    ctx: DispatchContext,
+  ): DispatchError | undefined | Promise<DispatchError | undefined> => {
     const { tool } = ctx;
     if (tool === undefined) {
-      return Promise.reject(
-        new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()'),
-      );
+      return new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
     }
     let validated: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
     try {
       const problem = readableShapeProblem(tool.name, ctx.args, maxDepth);
-      if (problem !== undefined) return Promise.reject(problem);
+      if (problem !== undefined) return problem;
       validated = tool.inputSchema['~standard'].validate(ctx.args);
     } catch (error) {
-      return Promise.reject(validatorFailed(tool.name, error));
+      return validatorFailed(tool.name, error);
     }
-    const proceed = (result: StandardSchemaV1.Result<unknown>): Promise<void> => {
+    const accept = (result: StandardSchemaV1.Result<unknown>): DispatchError | undefined => {
       if (result.issues !== undefined) {
-        return Promise.reject(invalidArgs(tool.name, result.issues.map(describeIssue).join('; ')));
+        return invalidArgs(tool.name, result.issues.map(describeIssue).join('; '));
       }
       ctx.args = result.value;
-      return next();
+      return undefined;
     };
-    // Most validators answer synchronously; only an async one costs an extra promise.
-    if (!(validated instanceof Promise)) return proceed(validated);
-    return validated.then(proceed, (error: unknown) => {
-      throw validatorFailed(tool.name, error);
-    });
+    if (!(validated instanceof Promise)) return accept(validated);
+    return validated.then(accept, (error: unknown) => validatorFailed(tool.name, error));
+  };
+
+  const layer = trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
+    const checked = check(ctx);
+    if (checked === undefined) return next();
+    if (!(checked instanceof Promise)) return Promise.reject(checked);
+    return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
   });
+  return withParts(layer, { kind: 'schemaValidation', check });
 }
 
 function readableShapeProblem(

@@ -6,6 +6,7 @@ import { maxTimerDelayMs, onAbort, swallow } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireNumber, requireClock } from '../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -78,8 +79,11 @@ export function timeout(options?: TimeoutOptions): Middleware {
     return attempt;
   };
 
+  const deadlineMs = (ctx: DispatchContext): number =>
+    ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
+
   const layer = trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
-    const ms = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
+    const ms = deadlineMs(ctx);
     if (ms > maxTimerDelayMs) return next();
     const attempt = startDeadline(ctx, ms);
     if (!(attempt instanceof AttemptAbort)) return Promise.reject(attempt);
@@ -105,5 +109,5 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
     });
   });
-  return layer;
+  return withParts(layer, { kind: 'timeout', deadlineMs, startDeadline });
 }

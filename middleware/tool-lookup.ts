@@ -1,6 +1,7 @@
 // Tool lookup: resolves the requested name to a registered tool, or fails with `not_found`.
 
 import { DispatchError } from '../src/errors.js';
+import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { ToolRegistry } from '../src/registry.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -18,14 +19,17 @@ export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
   if (typeof registry?.get !== 'function') {
     throw new TypeError('toolLookup() needs a registry with a get(name) method');
   }
-  return trusted(function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
+  const lookup = (ctx: DispatchContext): DispatchError | undefined => {
     const tool = typeof ctx.toolName === 'string' ? registry.get(ctx.toolName) : undefined;
     if (tool === undefined) {
-      return Promise.reject(
-        new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.toolName))}`),
-      );
+      return new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.toolName))}`);
     }
     ctx.tool = tool;
-    return next();
+    return undefined;
+  };
+  const layer = trusted(function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
+    const problem = lookup(ctx);
+    return problem === undefined ? next() : Promise.reject(problem);
   });
+  return withParts(layer, { kind: 'toolLookup', lookup });
 }
