@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
-import { maxTimerDelayMs, onAbort, swallow } from '../src/internal/abort.js';
+import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
 import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
@@ -44,13 +44,17 @@ export function timeout(options?: TimeoutOptions): Middleware {
   // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that
   // undoes both and gives the layers inside back exactly the signal state they had, whatever a
   // layer between us and the attempt did to `ctx.signal` meanwhile.
-  const startDeadline = (ctx: DispatchContext, ms: number): AttemptAbort | DispatchError => {
+  const startDeadline = (
+    ctx: DispatchContext,
+    ms: number,
+    startedAt?: number,
+  ): AttemptAbort | DispatchError => {
     const lazy = hasLazySignal(ctx);
     const base = lazy ? ctx.baseSignal : ctx.signal;
     const previous = lazy ? ctx.abortSource() : undefined;
     const outer = previous instanceof AttemptAbort ? previous : undefined;
     const parent = outer === undefined ? base : outer.signal;
-    if (parent.aborted) return cancelled(ctx, parent);
+    if (parent !== neverAborted && parent.aborted) return cancelled(ctx, parent);
     const attempt = new AttemptAbort(() => {
       deadlines.cancel(deadline);
       unsubscribe();
@@ -72,7 +76,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
       ctx.emit('dispatch.timeout', { timeoutMs: ms });
       attempt.interrupt(error, error);
-    });
+    }, startedAt);
     const unsubscribe = onAbort(parent, () => {
       attempt.interrupt(cancelled(ctx, parent), parent.reason);
     });
@@ -109,5 +113,5 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
     });
   });
-  return withParts(layer, { kind: 'timeout', deadlineMs, startDeadline });
+  return withParts(layer, { kind: 'timeout', clock, deadlineMs, startDeadline });
 }

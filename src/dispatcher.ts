@@ -122,7 +122,7 @@ export function createDispatcher(
   stack: readonly Middleware[],
   options: DispatcherOptions = {},
 ): Dispatcher {
-  const { onEvent, now = () => Date.now() } = options;
+  const { onEvent, now = readSystemClock } = options;
   if (onEvent !== undefined && typeof onEvent !== 'function') {
     throw new TypeError('onEvent must be a function');
   }
@@ -137,7 +137,9 @@ export function createDispatcher(
       },
     );
   };
-  const runStack = fuseDefaultStack(stack, (ctx) => finish(ctx)) ?? runOnion;
+  const runStack =
+    fuseDefaultStack(stack, (ctx) => finish(ctx), { startedOnSystemClock: now === readSystemClock }) ??
+    runOnion;
   const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 
@@ -173,7 +175,7 @@ export function createDispatcher(
       ctx.outcome = new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`);
       return report(finish(ctx));
     }
-    if (signal.aborted) {
+    if (signal !== neverAborted && signal.aborted) {
       ctx.outcome = cancelled(ctx, signal);
       return report(finish(ctx));
     }
@@ -297,6 +299,11 @@ function readableOptionsProblem(options: unknown): string | undefined {
 }
 
 function noop(): void {}
+
+// The default `now`: the same reading as `systemClock.now()`.
+function readSystemClock(): number {
+  return Date.now();
+}
 
 function describeName(name: unknown): string {
   try {

@@ -9,6 +9,7 @@
 // so queueing, deduplication and every retry after the first keep a single implementation.
 
 import { callHandler, handlerFailure, mayBeThenable, runAttempt } from './attempt.js';
+import { systemClock } from './clock.js';
 import { compose } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
@@ -38,6 +39,12 @@ const defaultOrder: readonly LayerKind[] = [
   'timeout',
 ];
 
+/** What `fuseDefaultStack` needs to know of the dispatcher. */
+export interface FuseOptions {
+  /** Whether `ctx.startedAt` is read from the system clock. */
+  startedOnSystemClock: boolean;
+}
+
 type PartsOf<Kind extends LayerKind> = Extract<LayerParts, { kind: Kind }>;
 
 /**
@@ -47,6 +54,7 @@ type PartsOf<Kind extends LayerKind> = Extract<LayerParts, { kind: Kind }>;
 export function fuseDefaultStack(
   stack: readonly Middleware[],
   finish: Finish,
+  { startedOnSystemClock }: FuseOptions,
 ): StackRunner | undefined {
   if (stack.length !== defaultOrder.length) return undefined;
   const parts = stack.map(partsOf);
@@ -57,6 +65,10 @@ export function fuseDefaultStack(
   const { semaphore } = parts[5] as PartsOf<'concurrencyLimit'>;
   const retry = parts[6] as PartsOf<'retry'>;
   const timeout = parts[7] as PartsOf<'timeout'>;
+
+  // The first attempt starts right after the dispatch does, in the same synchronous run, so on
+  // one clock its deadline counts from the dispatch's start: one clock read per call, not two.
+  const sharedStart = startedOnSystemClock && timeout.clock === systemClock;
 
   // The onion from a given layer inward, for calls that leave the common path there.
   const onionFrom = (index: number) => compose([...stack.slice(index), trusted(runAttempt)]);
@@ -108,35 +120,36 @@ export function fuseDefaultStack(
   };
 
   // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
+  // The first attempt failed: retry decides whether the onion runs the next ones.
+  const failed = (ctx: CallContext, error: unknown, report: Report): void => {
+    let rest: Promise<void>;
+    try {
+      rest = retry.afterFailure(ctx, () => fromTimeout(ctx) as Promise<void>, 1, error);
+    } catch (final) {
+      return report(failHolding(ctx, final));
+    }
+    settleHolding(ctx, rest, report);
+  };
+
   const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
-    const failed = (error: unknown) => {
-      let rest: Promise<void>;
-      try {
-        rest = retry.afterFailure(ctx, () => fromTimeout(ctx) as Promise<void>, 1, error);
-      } catch (final) {
-        report(failHolding(ctx, final));
-        return;
-      }
-      settleHolding(ctx, rest, report);
-    };
     let source: AttemptAbort;
     try {
-      const started = timeout.startDeadline(ctx, ms);
-      if (!(started instanceof AttemptAbort)) return failed(started);
+      const started = timeout.startDeadline(ctx, ms, sharedStart ? ctx.startedAt : undefined);
+      if (!(started instanceof AttemptAbort)) return failed(ctx, started, report);
       source = started;
     } catch (error) {
-      return failed(error);
+      return failed(ctx, error, report);
     }
     source.own('attempt');
     let returned: unknown;
     try {
       returned = callHandler(ctx, ctx.tool as NonNullable<CallContext['tool']>, source);
     } catch (error) {
-      return failed(source.end() ? error : source.interruption);
+      return failed(ctx, source.end() ? error : source.interruption, report);
     }
     const attempt = ctx.attempt;
     if (!mayBeThenable(returned)) {
-      if (!source.end()) return failed(source.interruption);
+      if (!source.end()) return failed(ctx, source.interruption, report);
       ctx.outcome = { ok: true, result: returned, attempts: attempt };
       return report(succeedHolding(ctx));
     }
@@ -148,13 +161,15 @@ export function fuseDefaultStack(
         report(succeedHolding(ctx));
       },
       (error: unknown) => {
-        if (attemptSource.end()) failed(handlerFailure(error, attempt));
+        if (attemptSource.end()) failed(ctx, handlerFailure(error, attempt), report);
       },
     );
-    if (attemptSource.ended) return failed(attemptSource.interruption);
+    if (attemptSource.ended) return failed(ctx, attemptSource.interruption, report);
     // A deadline or an abort ends the attempt from a timer or a listener; its outcome is taken
     // up a microtask later, as the onion would, after the attempt's signal has aborted.
-    attemptSource.own('attempt', (interruption) => queueMicrotask(() => failed(interruption)));
+    attemptSource.own('attempt', (interruption) =>
+      queueMicrotask(() => failed(ctx, interruption, report)),
+    );
   };
 
   return function runFusedStack(ctx: CallContext, report: Report): void {

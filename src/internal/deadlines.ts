@@ -69,9 +69,12 @@ export class DeadlineScheduler {
 
   constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
 
-  /** Calls `expire` once `ms` have passed, unless cancelled first. */
-  start(ms: number, expire: () => void): Deadline {
-    const deadline = new Deadline(ms, this.clock.now() + ms, expire);
+  /**
+   * Calls `expire` once `ms` have passed since `startedAt` (by default now, read from the clock),
+   * unless cancelled first.
+   */
+  start(ms: number, expire: () => void, startedAt: number = this.clock.now()): Deadline {
+    const deadline = new Deadline(ms, startedAt + ms, expire);
     // With other deadlines of this duration armed, a timer is running anyway: join it at once,
     // which keeps busy dispatchers off the end-of-tick path entirely.
     const armed = this.#lists.get(ms);

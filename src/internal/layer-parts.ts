@@ -32,10 +32,19 @@ export type LayerParts =
     }
   | {
       readonly kind: 'timeout';
+      /** The clock deadlines are measured on. */
+      readonly clock: unknown;
       /** The attempt's deadline in milliseconds; beyond a timer's range it has none. */
       readonly deadlineMs: (ctx: DispatchContext) => number;
-      /** Starts the attempt's deadline, or says why the attempt cannot start. */
-      readonly startDeadline: (ctx: DispatchContext, ms: number) => AttemptAbort | DispatchError;
+      /**
+       * Starts the attempt's deadline, measured from `startedAt` (by default the clock's now), or
+       * says why the attempt cannot start.
+       */
+      readonly startDeadline: (
+        ctx: DispatchContext,
+        ms: number,
+        startedAt?: number,
+      ) => AttemptAbort | DispatchError;
     };
 
 /** The kinds of layer, in the order `defaultStack` puts them. */
