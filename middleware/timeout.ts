@@ -3,8 +3,8 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../src/internal/abort.js';
-import { AttemptAbort, hasLazySignal } from '../src/internal/attempt-abort.js';
-import { DeadlineScheduler } from '../src/internal/deadlines.js';
+import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../src/internal/attempt-abort.js';
+import { DeadlineScheduler, type Deadline } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -41,9 +41,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
   const deadlines = new DeadlineScheduler(clock);
 
-  // Starts one attempt's deadline: a timer, a watch on the parent signal, and the cleanup that
-  // undoes both and gives the layers inside back exactly the signal state they had, whatever a
-  // layer between us and the attempt did to `ctx.signal` meanwhile.
+  // Starts one attempt's deadline and watches the parent signal; see TimedAttempt.
   const startDeadline = (
     ctx: DispatchContext,
     ms: number,
@@ -55,31 +53,19 @@ export function timeout(options?: TimeoutOptions): Middleware {
     const outer = previous instanceof AttemptAbort ? previous : undefined;
     const parent = outer === undefined ? base : outer.signal;
     if (parent !== neverAborted && parent.aborted) return cancelled(ctx, parent);
-    const attempt = new AttemptAbort(() => {
-      deadlines.cancel(deadline);
-      unsubscribe();
-      if (lazy) ctx.restoreSignal(base, outer);
-      else ctx.signal = base;
-    });
+    const attempt = new TimedAttempt(ctx, ms, deadlines, lazy, base, outer);
     if (lazy) {
       ctx.setAttemptAbort(attempt);
       attempt.claimable = ctx.innermostLayer === layer;
     } else {
       ctx.signal = attempt.signal;
     }
-    const deadline = deadlines.start(ms, () => {
-      if (attempt.ended) return;
-      const error = new DispatchError(
-        'timeout',
-        `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
-        { attempts: ctx.attempt },
-      );
-      ctx.emit('dispatch.timeout', { timeoutMs: ms });
-      attempt.interrupt(error, error);
-    }, startedAt);
-    const unsubscribe = onAbort(parent, () => {
-      attempt.interrupt(cancelled(ctx, parent), parent.reason);
-    });
+    attempt.deadline = deadlines.start(ms, attempt, startedAt);
+    if (parent !== neverAborted) {
+      attempt.unsubscribe = onAbort(parent, () => {
+        attempt.interrupt(cancelled(ctx, parent), parent.reason);
+      });
+    }
     return attempt;
   };
 
@@ -115,3 +101,45 @@ export function timeout(options?: TimeoutOptions): Middleware {
   });
   return withParts(layer, { kind: 'timeout', clock, deadlineMs, startDeadline });
 }
+
+// One attempt under a deadline. Ending it (by its outcome, the deadline or an abort) cancels the
+// deadline, stops watching the parent signal and gives the layers inside back exactly the signal
+// state they had, whatever a layer between the timeout and the attempt did to `ctx.signal`.
+class TimedAttempt extends AttemptAbort {
+  deadline: Deadline | undefined = undefined;
+  unsubscribe: () => void = noop;
+
+  constructor(
+    private readonly ctx: DispatchContext,
+    private readonly ms: number,
+    private readonly deadlines: DeadlineScheduler,
+    private readonly lazy: boolean,
+    private readonly base: AbortSignal,
+    private readonly outer: AttemptAbort | undefined,
+  ) {
+    super();
+  }
+
+  protected override cleanup(): void {
+    if (this.deadline !== undefined) this.deadlines.cancel(this.deadline);
+    this.unsubscribe();
+    const { ctx } = this;
+    if (this.lazy) (ctx as LazySignalContext).restoreSignal(this.base, this.outer);
+    else ctx.signal = this.base;
+  }
+
+  /** The deadline passed: the attempt fails with `timeout` and its signal aborts. */
+  expire(): void {
+    if (this.ended) return;
+    const { ctx, ms } = this;
+    const error = new DispatchError(
+      'timeout',
+      `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
+      { attempts: ctx.attempt },
+    );
+    ctx.emit('dispatch.timeout', { timeoutMs: ms });
+    this.interrupt(error, error);
+  }
+}
+
+function noop(): void {}

@@ -9,7 +9,7 @@ import type { DispatchContext } from '../types.js';
  * The layer that makes it (timeout) may let the attempt step right inside it settle the
  * attempt's promise: the attempt step takes charge with `own('attempt')`, and the layer ends the
  * attempt early with `interrupt` (deadline, caller abort). That saves the layer a promise of its own on every attempt. Whoever ends the attempt
- * first wins; `end` runs the layer's cleanup exactly once.
+ * first wins; `end` runs the layer's cleanup (a subclass's `cleanup`) exactly once.
  */
 export class AttemptAbort {
   aborted = false;
@@ -26,7 +26,8 @@ export class AttemptAbort {
   #reject: ((error: unknown) => void) | undefined = undefined;
   #interruption: unknown = undefined;
 
-  constructor(private readonly cleanup: () => void = noCleanup) {}
+  /** Undoes what the layer set up for the attempt; runs once, when the attempt ends. */
+  protected cleanup(): void {}
 
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
@@ -74,8 +75,6 @@ export class AttemptAbort {
     this.abort(reason);
   }
 }
-
-function noCleanup(): void {}
 
 /** Where an attempt's cancellation comes from: a real signal, or a lazy per-attempt abort. */
 export type AbortSource = AbortSignal | AttemptAbort;

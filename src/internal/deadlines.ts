@@ -12,6 +12,9 @@ import { systemClock, type Clock } from '../clock.js';
 
 const nodeSetTimeout = globalThis.setTimeout;
 
+/** What a deadline calls when it passes: a function, or an object's `expire` method. */
+export type OnExpiry = (() => void) | { expire(): void };
+
 /** One attempt's deadline. */
 export class Deadline {
   cancelled = false;
@@ -22,8 +25,14 @@ export class Deadline {
   constructor(
     readonly ms: number,
     readonly at: number,
-    public expire: () => void,
+    public onExpiry: OnExpiry,
   ) {}
+
+  expire(): void {
+    const { onExpiry } = this;
+    if (typeof onExpiry === 'function') onExpiry();
+    else onExpiry.expire();
+  }
 }
 
 // The armed deadlines of one duration, oldest first.
@@ -70,11 +79,11 @@ export class DeadlineScheduler {
   constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
 
   /**
-   * Calls `expire` once `ms` have passed since `startedAt` (by default now, read from the clock),
-   * unless cancelled first.
+   * Calls `onExpiry` once `ms` have passed since `startedAt` (by default now, read from the
+   * clock), unless cancelled first.
    */
-  start(ms: number, expire: () => void, startedAt: number = this.clock.now()): Deadline {
-    const deadline = new Deadline(ms, startedAt + ms, expire);
+  start(ms: number, onExpiry: OnExpiry, startedAt: number = this.clock.now()): Deadline {
+    const deadline = new Deadline(ms, startedAt + ms, onExpiry);
     // With other deadlines of this duration armed, a timer is running anyway: join it at once,
     // which keeps busy dispatchers off the end-of-tick path entirely.
     const armed = this.#lists.get(ms);
@@ -104,7 +113,7 @@ export class DeadlineScheduler {
     if (deadline.cancelled) return;
     deadline.cancelled = true;
     // Whatever the expiry would have touched can be collected now.
-    deadline.expire = noop;
+    deadline.onExpiry = noop;
     const { list } = deadline;
     if (list === undefined) {
       this.#cancelledWaiting += 1;
