@@ -243,26 +243,34 @@ export function createDispatcher(
       let nextIndex = 0;
       let working = Math.min(concurrency, batch.length);
       if (working === 0) return resolve(outcomes);
-      // One worker: starts calls one after another. A call that ends while it is being started
+      // One worker starts calls one after another. A call that ends while it is being started
       // (a sync handler, a failed lookup) lets the loop go on instead of recursing; one that
-      // ends later carries the worker on from its report, with no promise in between.
-      const work = (): void => {
-        while (nextIndex < batch.length) {
-          const index = nextIndex++;
-          let starting = true;
-          let endedWhileStarting = false;
-          startCall(batch, index, (outcome) => {
-            outcomes[index] = outcome;
-            if (starting) endedWhileStarting = true;
-            else work();
-          });
-          starting = false;
-          if (!endedWhileStarting) return;
-        }
-        working -= 1;
-        if (working === 0) resolve(outcomes);
+      // ends later carries the worker on from its report, with no promise in between. A worker
+      // has one call at a time, so its report function and state serve all of them.
+      const worker = () => {
+        let index = 0;
+        let starting = false;
+        let endedWhileStarting = false;
+        const report = (outcome: Outcome): void => {
+          outcomes[index] = outcome;
+          if (starting) endedWhileStarting = true;
+          else work();
+        };
+        const work = (): void => {
+          while (nextIndex < batch.length) {
+            index = nextIndex++;
+            starting = true;
+            endedWhileStarting = false;
+            startCall(batch, index, report);
+            starting = false;
+            if (!endedWhileStarting) return;
+          }
+          working -= 1;
+          if (working === 0) resolve(outcomes);
+        };
+        work();
       };
-      for (let i = working; i > 0; i--) work();
+      for (let i = working; i > 0; i--) worker();
     });
   };
 
