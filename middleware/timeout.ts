@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../src/internal/attempt-abort.js';
-import { DeadlineScheduler, type Deadline } from '../src/internal/deadlines.js';
+import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from '../src/internal/deadlines.js';
 import { cancelled } from '../src/internal/failures.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -53,14 +53,14 @@ export function timeout(options?: TimeoutOptions): Middleware {
     const outer = previous instanceof AttemptAbort ? previous : undefined;
     const parent = outer === undefined ? base : outer.signal;
     if (parent !== neverAborted && parent.aborted) return cancelled(ctx, parent);
-    const attempt = new TimedAttempt(ctx, ms, deadlines, lazy, base, outer);
+    const attempt = new TimedAttempt(ctx, ms, startedAt ?? clock.now(), deadlines, lazy, base, outer);
     if (lazy) {
       ctx.setAttemptAbort(attempt);
       attempt.claimable = ctx.innermostLayer === layer;
     } else {
       ctx.signal = attempt.signal;
     }
-    attempt.deadline = deadlines.start(ms, attempt, startedAt);
+    deadlines.schedule(attempt);
     if (parent !== neverAborted) {
       attempt.unsubscribe = onAbort(parent, () => {
         attempt.interrupt(cancelled(ctx, parent), parent.reason);
@@ -105,23 +105,30 @@ export function timeout(options?: TimeoutOptions): Middleware {
 // One attempt under a deadline. Ending it (by its outcome, the deadline or an abort) cancels the
 // deadline, stops watching the parent signal and gives the layers inside back exactly the signal
 // state they had, whatever a layer between the timeout and the attempt did to `ctx.signal`.
-class TimedAttempt extends AttemptAbort {
-  deadline: Deadline | undefined = undefined;
+// It is its own deadline node, so an attempt costs one object, not two.
+class TimedAttempt extends AttemptAbort implements DeadlineNode {
   unsubscribe: () => void = noop;
+  readonly at: number;
+  cancelled = false;
+  list: DeadlineList | undefined = undefined;
+  previous: DeadlineNode | undefined = undefined;
+  next: DeadlineNode | undefined = undefined;
 
   constructor(
     private readonly ctx: DispatchContext,
-    private readonly ms: number,
+    readonly ms: number,
+    startedAt: number,
     private readonly deadlines: DeadlineScheduler,
     private readonly lazy: boolean,
     private readonly base: AbortSignal,
     private readonly outer: AttemptAbort | undefined,
   ) {
     super();
+    this.at = startedAt + ms;
   }
 
   protected override cleanup(): void {
-    if (this.deadline !== undefined) this.deadlines.cancel(this.deadline);
+    this.deadlines.cancel(this);
     this.unsubscribe();
     const { ctx } = this;
     if (this.lazy) (ctx as LazySignalContext).restoreSignal(this.base, this.outer);
@@ -140,6 +147,8 @@ class TimedAttempt extends AttemptAbort {
     ctx.emit('dispatch.timeout', { timeoutMs: ms });
     this.interrupt(error, error);
   }
+
+  forget(): void {}
 }
 
 function noop(): void {}

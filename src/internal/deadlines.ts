@@ -12,39 +12,60 @@ import { systemClock, type Clock } from '../clock.js';
 
 const nodeSetTimeout = globalThis.setTimeout;
 
-/** What a deadline calls when it passes: a function, or an object's `expire` method. */
-export type OnExpiry = (() => void) | { expire(): void };
+/**
+ * What the scheduler keeps of a deadline: when it passes and its place in its duration's list.
+ * An owner with its own lifetime (a timed attempt) can be the node itself, which saves an object
+ * per deadline; `Deadline` is the plain one.
+ */
+export interface DeadlineNode {
+  readonly ms: number;
+  /** When it passes, on the scheduler's clock. */
+  readonly at: number;
+  cancelled: boolean;
+  list: DeadlineList | undefined;
+  previous: DeadlineNode | undefined;
+  next: DeadlineNode | undefined;
+  /** Called once when the deadline passes, unless cancelled first. */
+  expire(): void;
+  /** Called when the deadline is cancelled: drops whatever `expire` would have touched. */
+  forget(): void;
+}
 
-/** One attempt's deadline. */
-export class Deadline {
+/** A deadline that calls a function when it passes. */
+export class Deadline implements DeadlineNode {
   cancelled = false;
   list: DeadlineList | undefined = undefined;
-  previous: Deadline | undefined = undefined;
-  next: Deadline | undefined = undefined;
+  previous: DeadlineNode | undefined = undefined;
+  next: DeadlineNode | undefined = undefined;
 
   constructor(
     readonly ms: number,
     readonly at: number,
-    public onExpiry: OnExpiry,
+    private onExpiry: () => void,
   ) {}
 
   expire(): void {
     const { onExpiry } = this;
-    if (typeof onExpiry === 'function') onExpiry();
-    else onExpiry.expire();
+    // Whatever the expiry would have touched can be collected once it has run or been cancelled.
+    this.onExpiry = noop;
+    onExpiry();
+  }
+
+  forget(): void {
+    this.onExpiry = noop;
   }
 }
 
 // The armed deadlines of one duration, oldest first.
-class DeadlineList {
-  first: Deadline | undefined = undefined;
-  last: Deadline | undefined = undefined;
+export class DeadlineList {
+  first: DeadlineNode | undefined = undefined;
+  last: DeadlineNode | undefined = undefined;
   timer: unknown = undefined;
   timerAt = 0;
 
   constructor(readonly ms: number) {}
 
-  append(deadline: Deadline): void {
+  append(deadline: DeadlineNode): void {
     deadline.list = this;
     deadline.previous = this.last;
     if (this.last === undefined) this.first = deadline;
@@ -52,7 +73,7 @@ class DeadlineList {
     this.last = deadline;
   }
 
-  remove(deadline: Deadline): void {
+  remove(deadline: DeadlineNode): void {
     if (deadline.previous === undefined) this.first = deadline.next;
     else deadline.previous.next = deadline.next;
     if (deadline.next === undefined) this.last = deadline.previous;
@@ -72,7 +93,7 @@ function noop(): void {}
 /** Starts and cancels deadlines on one clock. */
 export class DeadlineScheduler {
   readonly #lists = new Map<number, DeadlineList>();
-  #waiting: Deadline[] = [];
+  #waiting: DeadlineNode[] = [];
   #cancelledWaiting = 0;
   #armScheduled = false;
 
@@ -82,18 +103,24 @@ export class DeadlineScheduler {
    * Calls `onExpiry` once `ms` have passed since `startedAt` (by default now, read from the
    * clock), unless cancelled first.
    */
-  start(ms: number, onExpiry: OnExpiry, startedAt: number = this.clock.now()): Deadline {
+  start(ms: number, onExpiry: () => void, startedAt: number = this.clock.now()): Deadline {
     const deadline = new Deadline(ms, startedAt + ms, onExpiry);
+    this.schedule(deadline);
+    return deadline;
+  }
+
+  /** Schedules a deadline node made by its owner (see `DeadlineNode`). */
+  schedule(deadline: DeadlineNode): void {
     // With other deadlines of this duration armed, a timer is running anyway: join it at once,
     // which keeps busy dispatchers off the end-of-tick path entirely.
-    const armed = this.#lists.get(ms);
+    const armed = this.#lists.get(deadline.ms);
     if (armed !== undefined && armed.first !== undefined) {
       armed.append(deadline);
-      return deadline;
+      return;
     }
     if (!this.#mayDefer()) {
       this.#arm(deadline);
-      return deadline;
+      return;
     }
     // Compacting only once half are cancelled keeps a long burst linear.
     if (this.#waiting.length >= compactWaitingAt && this.#cancelledWaiting * 2 > this.#waiting.length) {
@@ -105,15 +132,13 @@ export class DeadlineScheduler {
       this.#armScheduled = true;
       process.nextTick(this.#armWaiting);
     }
-    return deadline;
   }
 
   /** Cancels a deadline; the last one of its duration takes the timer with it. */
-  cancel(deadline: Deadline): void {
+  cancel(deadline: DeadlineNode): void {
     if (deadline.cancelled) return;
     deadline.cancelled = true;
-    // Whatever the expiry would have touched can be collected now.
-    deadline.onExpiry = noop;
+    deadline.forget();
     const { list } = deadline;
     if (list === undefined) {
       this.#cancelledWaiting += 1;
@@ -135,7 +160,7 @@ export class DeadlineScheduler {
     }
   };
 
-  #arm(deadline: Deadline): void {
+  #arm(deadline: DeadlineNode): void {
     let list = this.#lists.get(deadline.ms);
     if (list === undefined) {
       list = new DeadlineList(deadline.ms);
@@ -154,7 +179,7 @@ export class DeadlineScheduler {
 
   // Points the list's one timer at its first deadline.
   #setTimer(list: DeadlineList): void {
-    const first = list.first as Deadline;
+    const first = list.first as DeadlineNode;
     list.timerAt = first.at;
     list.timer = this.clock.setTimeout(
       () => this.#fire(list),
@@ -167,7 +192,7 @@ export class DeadlineScheduler {
     // A timer that fires is trusted to mean its time has come, even if the clock reads a little
     // earlier (Node rounds timers to the millisecond; an injected clock may fire on demand).
     const now = Math.max(this.clock.now(), list.timerAt);
-    const due: Deadline[] = [];
+    const due: DeadlineNode[] = [];
     for (let deadline = list.first; deadline !== undefined && deadline.at <= now; deadline = list.first) {
       list.remove(deadline);
       deadline.cancelled = true;
