@@ -199,7 +199,22 @@ export function createDispatcher(
     args: unknown,
     options: DispatchOptions = noOptions,
   ): Promise<Outcome<Result>> =>
-    new Promise((resolve) => start(name, args, options, resolve as Report));
+    new Promise((resolve) => startSafely(name, args, options, resolve as Report));
+
+  // Only an injected `now` that throws can make `start` throw, and then before any report: the
+  // call still ends with an envelope instead of a rejection or, in a batch, a hang.
+  const startSafely = (
+    name: string,
+    args: unknown,
+    options: DispatchOptions,
+    report: Report,
+  ): void => {
+    try {
+      start(name, args, options, report);
+    } catch (error) {
+      report(new DispatchError('internal', `The call could not start: ${describeThrown(error)}`));
+    }
+  };
 
   const finish = (ctx: CallContext, final?: Outcome): Outcome => {
     // The first ending wins; a stack that settles after the caller aborted reports nothing.
@@ -288,7 +303,7 @@ export function createDispatcher(
     } catch (error) {
       return report(new DispatchError('schema', `Call ${index} could not be read: ${describeThrown(error)}`));
     }
-    start(name, args, options === undefined ? noOptions : options, report);
+    startSafely(name, args, options === undefined ? noOptions : options, report);
   };
 
   return { dispatch, gatherBounded };
