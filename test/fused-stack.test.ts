@@ -1,0 +1,250 @@
+// The fused default stack (src/fused-stack.ts): the common path and every way it hands a call to
+// the onion, each checked against the same layers run as an onion (a caller layer in front).
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import {
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  TransientError,
+  type DefaultStackOptions,
+  type DispatchEvent,
+  type Middleware,
+  type Outcome,
+  type ToolHandler,
+} from '../src/index.js';
+import { flush, gate } from './helpers/gate.js';
+
+const schema = z.object({ n: z.number() });
+type Args = z.infer<typeof schema>;
+
+interface Run {
+  outcome: Outcome;
+  events: string[];
+}
+
+// The same scenario through the fused default stack and through the onion.
+function both(
+  handler: ToolHandler<Args>,
+  stack: Omit<DefaultStackOptions, 'registry'> = {},
+  tool: { idempotent?: boolean; timeoutMs?: number; inputSchema?: z.ZodType<Args> } = {},
+) {
+  const make = (onion: boolean) => {
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: tool.inputSchema ?? schema,
+      idempotent: tool.idempotent ?? false,
+      ...(tool.timeoutMs === undefined ? {} : { timeoutMs: tool.timeoutMs }),
+      handler,
+    });
+    const events: DispatchEvent[] = [];
+    const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
+    const passThrough: Middleware = (_ctx, next) => next();
+    const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
+      onEvent: (event) => events.push(event),
+    });
+    return { dispatcher, events, layers };
+  };
+  return { fused: make(false), onion: make(true) };
+}
+
+async function settle(pending: Promise<Outcome>, events: DispatchEvent[]): Promise<Run> {
+  await vi.runAllTimersAsync();
+  const outcome = await pending;
+  return { outcome: { ...outcome }, events: events.map((event) => event.type) };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('the fused default stack', () => {
+  it.each<[string, ToolHandler<Args>]>([
+    ['an async success', async ({ n }) => n * 2],
+    ['a sync success', ({ n }) => n * 2],
+    ['a sync throw', () => {
+      throw new Error('broken');
+    }],
+    ['a transient failure then a success', (({ n }, ctx) => {
+      if (ctx.attempt === 1) throw new TransientError('busy');
+      return n;
+    }) as ToolHandler<Args>],
+    ['transient failures until attempts run out', async () => {
+      throw new TransientError('busy');
+    }],
+    ['a thenable', ({ n }) => ({ then: (resolve: (value: number) => void) => resolve(n) }) as unknown as number],
+  ])('ends %s as the onion does', async (_label, handler) => {
+    vi.useFakeTimers();
+    const { fused, onion } = both(handler);
+    const a = await settle(fused.dispatcher.dispatch('calc', { n: 2 }), fused.events);
+    const b = await settle(onion.dispatcher.dispatch('calc', { n: 2 }), onion.events);
+    expect(a).toEqual(b);
+  });
+
+  it('ends not_found, schema and budget failures as the onion does, without an attempt', async () => {
+    const { fused, onion } = both(({ n }) => n);
+    for (const [name, args, options] of [
+      ['nope', { n: 1 }, {}],
+      ['calc', { n: 'one' }, {}],
+      ['calc', { n: 1 }, { budget: 0 }],
+    ] as const) {
+      const a = await fused.dispatcher.dispatch(name, args, options);
+      const b = await onion.dispatcher.dispatch(name, args, options);
+      expect(a).toEqual(b);
+      expect(a).toMatchObject({ ok: false, attempts: 0 });
+    }
+  });
+
+  it('times out a first attempt and retries an idempotent tool through the onion', async () => {
+    vi.useFakeTimers();
+    const handler: ToolHandler<Args> = (_args, ctx) =>
+      ctx.attempt === 1 ? new Promise<number>(() => {}) : Promise.resolve(7);
+    const { fused, onion } = both(handler, {}, { idempotent: true, timeoutMs: 50 });
+    const a = await settle(fused.dispatcher.dispatch('calc', { n: 1 }), fused.events);
+    const b = await settle(onion.dispatcher.dispatch('calc', { n: 1 }), onion.events);
+    expect(a).toEqual(b);
+    expect(a.outcome).toEqual({ ok: true, result: 7, attempts: 2 });
+    expect(a.events).toEqual([
+      'dispatch.attempt',
+      'dispatch.timeout',
+      'dispatch.retry',
+      'dispatch.attempt',
+      'dispatch.success',
+    ]);
+  });
+
+  it('aborts the first attempt on time with its own clock when the dispatcher has another', async () => {
+    vi.useFakeTimers();
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      timeoutMs: 100,
+      handler: (_args, ctx) =>
+        new Promise<number>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    });
+    // A dispatcher clock stuck at 0 must not move the deadline: it is read on the layer's clock.
+    const dispatcher = createDispatcher(defaultStack({ registry }), { now: () => 0 });
+    let outcome: Outcome | undefined;
+    void dispatcher.dispatch('calc', { n: 1 }).then((value) => (outcome = value));
+    await vi.advanceTimersByTimeAsync(99);
+    expect(outcome).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
+  });
+
+  it('hands a call with an idempotency key, a queued call and an async validator to the onion', async () => {
+    const held = gate<number>();
+    const asyncSchema = schema.refine(async () => true);
+    const { fused } = both(() => held.promise, { concurrency: { max: 1 } }, { inputSchema: asyncSchema });
+    const first = fused.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
+    const joined = fused.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
+    const queued = fused.dispatcher.dispatch('calc', { n: 2 });
+    await flush();
+    expect(fused.events.map((event) => event.type)).toContain('concurrency.queued');
+    held.open(5);
+    expect(await first).toEqual({ ok: true, result: 5, attempts: 1 });
+    expect(await joined).toEqual({ ok: true, result: 5, attempts: 0 });
+    expect(await queued).toEqual({ ok: true, result: 5, attempts: 1 });
+    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
+    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+  });
+
+  it('answers a caller abort at once, frees the slot and aborts the handler', async () => {
+    const held = gate<number>();
+    let handlerSignal: AbortSignal | undefined;
+    const { fused } = both((_args, ctx) => {
+      handlerSignal = ctx.signal;
+      return held.promise;
+    });
+    const controller = new AbortController();
+    const pending = fused.dispatcher.dispatch('calc', { n: 1 }, { signal: controller.signal });
+    controller.abort(new Error('user gave up'));
+    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled', attempts: 1 });
+    await flush();
+    expect(handlerSignal?.aborted).toBe(true);
+    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
+    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+    held.open(1);
+  });
+
+  it('is used only for the default layers in the default order', async () => {
+    const seen: string[] = [];
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const layers = defaultStack({ registry });
+    const watch: Middleware = async (ctx, next) => {
+      seen.push(ctx.toolName);
+      await next();
+    };
+    const withLayer = createDispatcher([...layers.slice(0, 7), watch, ...layers.slice(7)]);
+    expect(await withLayer.dispatch('calc', { n: 3 })).toEqual({ ok: true, result: 3, attempts: 1 });
+    expect(seen).toEqual(['calc']);
+  });
+});
+
+describe('gatherBounded without a promise per call', () => {
+  it('runs a long batch of synchronous handlers without growing the stack', async () => {
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    const calls = Array.from({ length: 50_000 }, (_, n) => ({ name: 'calc', args: { n } }));
+    const outcomes = await dispatcher.gatherBounded(calls, { concurrency: 3 });
+    expect(outcomes).toHaveLength(50_000);
+    expect(outcomes.every((outcome, n) => outcome.ok && outcome.result === n)).toBe(true);
+  });
+
+  it('ends an entry whose fields cannot be read with an envelope, not a rejected batch', async () => {
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    const hostile = {
+      get name(): string {
+        throw new Error('no name for you');
+      },
+      args: { n: 1 },
+    };
+    const outcomes = await dispatcher.gatherBounded([hostile, { name: 'calc', args: { n: 2 } }]);
+    expect(outcomes[0]).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
+    expect(outcomes[0]?.ok === false && outcomes[0].message).toContain('no name for you');
+    expect(outcomes[1]).toEqual({ ok: true, result: 2, attempts: 1 });
+  });
+
+  it('ends every call with an envelope when the injected clock throws', async () => {
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const dispatcher = createDispatcher(defaultStack({ registry }), {
+      now: () => {
+        throw new Error('clock broke');
+      },
+    });
+    await expect(dispatcher.dispatch('calc', { n: 1 })).resolves.toMatchObject({ ok: false, kind: 'internal' });
+    const outcomes = await dispatcher.gatherBounded([{ name: 'calc', args: { n: 1 } }]);
+    expect(outcomes[0]).toMatchObject({ ok: false, kind: 'internal' });
+  });
+
+  it('keeps at most `concurrency` calls running, in input order', async () => {
+    const gates = Array.from({ length: 6 }, () => gate<number>());
+    let running = 0;
+    let most = 0;
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: async ({ n }) => {
+        running += 1;
+        most = Math.max(most, running);
+        const value = await (gates[n] as (typeof gates)[number]).promise;
+        running -= 1;
+        return value;
+      },
+    });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    const pending = dispatcher.gatherBounded(
+      gates.map((_, n) => ({ name: 'calc', args: { n } })),
+      { concurrency: 2 },
+    );
+    for (const [n, held] of [...gates.entries()].reverse()) {
+      await flush();
+      held.open(n * 10);
+    }
+    const outcomes = await pending;
+    expect(outcomes.map((outcome) => outcome.ok && outcome.result)).toEqual([0, 10, 20, 30, 40, 50]);
+    expect(most).toBe(2);
+  });
+});
