@@ -131,25 +131,33 @@ export function fuseDefaultStack(
     settleHolding(ctx, rest, report);
   };
 
+  // A failure known while the attempt is still starting (or from inside a deadline's timer or an
+  // abort listener) is taken up a microtask later, as the onion would: retry then decides after
+  // the caller has had its turn to abort and after the attempt's signal has aborted, never
+  // inside dispatch() itself.
+  const failedLater = (ctx: CallContext, error: unknown, report: Report): void => {
+    queueMicrotask(() => failed(ctx, error, report));
+  };
+
   const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
     let source: AttemptAbort;
     try {
       const started = timeout.startDeadline(ctx, ms, sharedStart ? ctx.startedAt : undefined);
-      if (!(started instanceof AttemptAbort)) return failed(ctx, started, report);
+      if (!(started instanceof AttemptAbort)) return failedLater(ctx, started, report);
       source = started;
     } catch (error) {
-      return failed(ctx, error, report);
+      return failedLater(ctx, error, report);
     }
     source.own('attempt');
     let returned: unknown;
     try {
       returned = callHandler(ctx, ctx.tool as NonNullable<CallContext['tool']>, source);
     } catch (error) {
-      return failed(ctx, source.end() ? error : source.interruption, report);
+      return failedLater(ctx, source.end() ? error : source.interruption, report);
     }
     const attempt = ctx.attempt;
     if (!mayBeThenable(returned)) {
-      if (!source.end()) return failed(ctx, source.interruption, report);
+      if (!source.end()) return failedLater(ctx, source.interruption, report);
       ctx.outcome = { ok: true, result: returned, attempts: attempt };
       return report(succeedHolding(ctx));
     }
@@ -164,12 +172,9 @@ export function fuseDefaultStack(
         if (attemptSource.end()) failed(ctx, handlerFailure(error, attempt), report);
       },
     );
-    if (attemptSource.ended) return failed(ctx, attemptSource.interruption, report);
-    // A deadline or an abort ends the attempt from a timer or a listener; its outcome is taken
-    // up a microtask later, as the onion would, after the attempt's signal has aborted.
-    attemptSource.own('attempt', (interruption) =>
-      queueMicrotask(() => failed(ctx, interruption, report)),
-    );
+    if (attemptSource.ended) return failedLater(ctx, attemptSource.interruption, report);
+    // A deadline or an abort ends the attempt from a timer or a listener.
+    attemptSource.own('attempt', (interruption) => failedLater(ctx, interruption, report));
   };
 
   return function runFusedStack(ctx: CallContext, report: Report): void {

@@ -20,7 +20,7 @@ const schema = z.object({ n: z.number() });
 type Args = z.infer<typeof schema>;
 
 interface Run {
-  outcome: Outcome;
+  outcome: unknown;
   events: string[];
 }
 
