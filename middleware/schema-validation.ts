@@ -47,15 +47,11 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
     } catch (error) {
       return validatorFailed(tool.name, error);
     }
-    const accept = (result: StandardSchemaV1.Result<unknown>): DispatchError | undefined => {
-      if (result.issues !== undefined) {
-        return invalidArgs(tool.name, result.issues.map(describeIssue).join('; '));
-      }
-      ctx.args = result.value;
-      return undefined;
-    };
-    if (!(validated instanceof Promise)) return accept(validated);
-    return validated.then(accept, (error: unknown) => validatorFailed(tool.name, error));
+    if (!(validated instanceof Promise)) return accept(ctx, tool.name, validated);
+    return validated.then(
+      (result) => accept(ctx, tool.name, result),
+      (error: unknown) => validatorFailed(tool.name, error),
+    );
   };
 
   const layer = trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
@@ -65,6 +61,19 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
     return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
   });
   return withParts(layer, { kind: 'schemaValidation', check });
+}
+
+// Takes the parsed args, or describes every issue with its path.
+function accept(
+  ctx: DispatchContext,
+  toolName: string,
+  result: StandardSchemaV1.Result<unknown>,
+): DispatchError | undefined {
+  if (result.issues !== undefined) {
+    return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
+  }
+  ctx.args = result.value;
+  return undefined;
 }
 
 function readableShapeProblem(

@@ -19,11 +19,11 @@ export class CallContext implements LazySignalContext {
   outcome: Outcome | undefined = undefined;
   /** What the dispatch resolved to, once it has; set by the dispatcher only. */
   finished: Outcome | undefined = undefined;
-  #attemptAbort: AttemptAbort | undefined = undefined;
-  #state: Record<string, unknown> | undefined = undefined;
-  #listeners: EventListener[] | undefined = undefined;
+  private attemptAbort: AttemptAbort | undefined = undefined;
+  private stateBag: Record<string, unknown> | undefined = undefined;
+  private listeners: EventListener[] | undefined = undefined;
 
-  #callId: string | undefined;
+  private givenCallId: string | undefined;
 
   constructor(
     callId: string | undefined,
@@ -38,51 +38,51 @@ export class CallContext implements LazySignalContext {
     /** The stack's last layer, right outside the attempt step. */
     readonly innermostLayer: unknown,
   ) {
-    this.#callId = callId;
+    this.givenCallId = callId;
   }
 
   // Built on first read: most calls never need their generated id as a string.
   get callId(): string {
-    return (this.#callId ??= `call-${this.serial}`);
+    return (this.givenCallId ??= `call-${this.serial}`);
   }
 
   /** Whether anyone receives this dispatch's events. */
   get observed(): boolean {
-    return this.onEvent !== undefined || this.#listeners !== undefined;
+    return this.onEvent !== undefined || this.listeners !== undefined;
   }
 
   get signal(): AbortSignal {
-    return this.#attemptAbort === undefined ? this.baseSignal : this.#attemptAbort.signal;
+    return this.attemptAbort === undefined ? this.baseSignal : this.attemptAbort.signal;
   }
 
   set signal(signal: AbortSignal) {
     this.baseSignal = signal;
-    this.#attemptAbort = undefined;
+    this.attemptAbort = undefined;
   }
 
   abortSource(): AbortSource {
-    return this.#attemptAbort ?? this.baseSignal;
+    return this.attemptAbort ?? this.baseSignal;
   }
 
   setAttemptAbort(abort: AttemptAbort | undefined): void {
-    this.#attemptAbort = abort;
+    this.attemptAbort = abort;
   }
 
   restoreSignal(base: AbortSignal, abort: AttemptAbort | undefined): void {
     this.baseSignal = base;
-    this.#attemptAbort = abort;
+    this.attemptAbort = abort;
   }
 
   get state(): Record<string, unknown> {
-    return (this.#state ??= {});
+    return (this.stateBag ??= {});
   }
 
   listen(listener: EventListener): void {
-    (this.#listeners ??= []).push(listener);
+    (this.listeners ??= []).push(listener);
   }
 
   emit(type: string, details?: Record<string, unknown>): void {
-    if (this.onEvent === undefined && this.#listeners === undefined) return;
+    if (this.onEvent === undefined && this.listeners === undefined) return;
     const event: DispatchEvent = {
       type,
       tool: this.toolName,
@@ -91,7 +91,7 @@ export class CallContext implements LazySignalContext {
       ...details,
     };
     if (this.onEvent !== undefined) deliver(this.onEvent, event);
-    if (this.#listeners !== undefined) for (const listener of this.#listeners) deliver(listener, event);
+    if (this.listeners !== undefined) for (const listener of this.listeners) deliver(listener, event);
   }
 }
 

@@ -20,49 +20,49 @@ export class AttemptAbort {
    * right outside it. Any other layer in between (a retry, say) would outlive the attempt.
    */
   claimable = false;
-  #reason: unknown = undefined;
-  #controller: AbortController | undefined = undefined;
-  #ended = false;
-  #reject: ((error: unknown) => void) | undefined = undefined;
-  #interruption: unknown = undefined;
+  private reason: unknown = undefined;
+  private controller: AbortController | undefined = undefined;
+  private hasEnded = false;
+  private rejectAttempt: ((error: unknown) => void) | undefined = undefined;
+  private interruptedWith: unknown = undefined;
 
   /** Undoes what the layer set up for the attempt; runs once, when the attempt ends. */
   protected cleanup(): void {}
 
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.aborted) this.#controller.abort(this.#reason);
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
     }
-    return this.#controller.signal;
+    return this.controller.signal;
   }
 
   get ended(): boolean {
-    return this.#ended;
+    return this.hasEnded;
   }
 
   /** The error an interrupted attempt ended with. */
   get interruption(): unknown {
-    return this.#interruption;
+    return this.interruptedWith;
   }
 
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
-    this.#reason = reason;
-    this.#controller?.abort(reason);
+    this.reason = reason;
+    this.controller?.abort(reason);
   }
 
   /** Takes charge of settling the attempt's promise; `reject` is called if it is interrupted. */
   own(owner: 'attempt' | 'layer', reject?: (error: unknown) => void): void {
     this.owner = owner;
-    if (reject !== undefined) this.#reject = reject;
+    if (reject !== undefined) this.rejectAttempt = reject;
   }
 
   /** Ends the attempt, running the cleanup once; false when it had already ended. */
   end(): boolean {
-    if (this.#ended) return false;
-    this.#ended = true;
+    if (this.hasEnded) return false;
+    this.hasEnded = true;
     this.cleanup();
     return true;
   }
@@ -70,8 +70,8 @@ export class AttemptAbort {
   /** Ends the attempt from outside: rejects its promise with `error`, then aborts the signal. */
   interrupt(error: unknown, reason: unknown): void {
     if (!this.end()) return;
-    this.#interruption = error;
-    this.#reject?.(error);
+    this.interruptedWith = error;
+    this.rejectAttempt?.(error);
     this.abort(reason);
   }
 }
