@@ -53,7 +53,7 @@ interface Settings {
 
 const full: Settings = {
   perDispatch: { rounds: 40, warmupRounds: 5, warmupMs: 3_000, batchMs: 25 },
-  fanOut: { rounds: 20, warmupRounds: 3, batchMs: 0 },
+  fanOut: { rounds: 30, warmupRounds: 3, batchMs: 0 },
   failure: { rounds: 30, warmupRounds: 4, warmupMs: 2_000, batchMs: 25 },
 };
 const quickSettings: GroupOptions = { rounds: 51, warmupRounds: 5, warmupMs: 2_000, batchMs: 10 };

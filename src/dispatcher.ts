@@ -6,10 +6,10 @@ import { compose } from './compose.js';
 import { CallContext } from './context.js';
 import { DispatchError, describeThrown, toDispatchError } from './errors.js';
 import { fuseDefaultStack, type Report, type StackRunner } from './fused-stack.js';
+import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
-import { neverAborted, onAbort, swallow } from './internal/abort.js';
+import { neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
-import { requireInteger } from './internal/options.js';
 import { trusted } from './internal/trusted.js';
 import type { ToolRegistry } from './registry.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
@@ -31,25 +31,6 @@ export interface DispatcherOptions {
    * @default Date.now
    */
   now?: () => number;
-}
-
-/** One call of a `gatherBounded` batch. */
-export interface DispatchCall {
-  /** The tool name. */
-  name: string;
-  /** The raw args. */
-  args: unknown;
-  /** Per-call options. */
-  options?: DispatchOptions;
-}
-
-/** Options for `gatherBounded`. */
-export interface GatherOptions {
-  /**
-   * The most dispatches of the batch running at once.
-   * @default 8
-   */
-  concurrency?: number;
 }
 
 /** Dispatches tool calls through a composed middleware stack. */
@@ -127,19 +108,10 @@ export function createDispatcher(
     throw new TypeError('onEvent must be a function');
   }
   if (typeof now !== 'function') throw new TypeError('now must be a function');
-  const run = compose([...stack, trusted(runAttempt)]);
-  const runOnion: StackRunner = (ctx, report) => {
-    run(ctx).then(
-      () => report(finish(ctx)),
-      (error: unknown) => {
-        ctx.outcome = toDispatchError(error, ctx.attempt);
-        report(finish(ctx));
-      },
-    );
-  };
+  // The default stack runs fused, one promise per call; any other stack runs as an onion.
   const runStack =
     fuseDefaultStack(stack, (ctx) => finish(ctx), { startedOnSystemClock: now === readSystemClock }) ??
-    runOnion;
+    onion(stack, (ctx) => finish(ctx));
   const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 
@@ -240,73 +212,26 @@ export function createDispatcher(
     return outcome;
   };
 
-  const gatherBounded = (
-    batch: readonly DispatchCall[],
-    gatherOptions: GatherOptions = {},
-  ): Promise<Outcome[]> => {
-    if (!Array.isArray(batch)) {
-      return Promise.reject(new TypeError('gatherBounded() needs an array of calls'));
-    }
-    const { concurrency = 8 } = gatherOptions;
-    try {
-      requireInteger('concurrency', concurrency, 1);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return new Promise((resolve) => {
-      const outcomes = new Array<Outcome>(batch.length);
-      let nextIndex = 0;
-      let working = Math.min(concurrency, batch.length);
-      if (working === 0) return resolve(outcomes);
-      // One worker starts calls one after another. A call that ends while it is being started
-      // (a sync handler, a failed lookup) lets the loop go on instead of recursing; one that
-      // ends later carries the worker on from its report, with no promise in between. A worker
-      // has one call at a time, so its report function and state serve all of them.
-      const worker = () => {
-        let index = 0;
-        let starting = false;
-        let endedWhileStarting = false;
-        const report = (outcome: Outcome): void => {
-          outcomes[index] = outcome;
-          if (starting) endedWhileStarting = true;
-          else work();
-        };
-        const work = (): void => {
-          while (nextIndex < batch.length) {
-            index = nextIndex++;
-            starting = true;
-            endedWhileStarting = false;
-            startCall(batch, index, report);
-            starting = false;
-            if (!endedWhileStarting) return;
-          }
-          working -= 1;
-          if (working === 0) resolve(outcomes);
-        };
-        work();
-      };
-      for (let i = working; i > 0; i--) worker();
-    });
-  };
-
-  const startCall = (batch: readonly DispatchCall[], index: number, report: Report): void => {
-    let call: DispatchCall | undefined;
-    let name: string;
-    let args: unknown;
-    let options: DispatchOptions | undefined;
-    try {
-      call = batch[index];
-      if (typeof call !== 'object' || call === null) {
-        return report(new DispatchError('schema', `Call ${index} must be an object { name, args, options? }`));
-      }
-      ({ name, args, options } = call);
-    } catch (error) {
-      return report(new DispatchError('schema', `Call ${index} could not be read: ${describeThrown(error)}`));
-    }
-    startSafely(name, args, options === undefined ? noOptions : options, report);
-  };
+  const gatherBounded = (batch: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]> =>
+    gather(batch, options, (name, args, callOptions, report) =>
+      startSafely(name, args, callOptions === undefined ? noOptions : callOptions, report),
+    );
 
   return { dispatch, gatherBounded };
+}
+
+// Runs the stack as composed middleware around the attempt step.
+function onion(stack: readonly Middleware[], finish: (ctx: CallContext) => Outcome): StackRunner {
+  const run = compose([...stack, trusted(runAttempt)]);
+  return (ctx, report) => {
+    run(ctx).then(
+      () => report(finish(ctx)),
+      (error: unknown) => {
+        ctx.outcome = toDispatchError(error, ctx.attempt);
+        report(finish(ctx));
+      },
+    );
+  };
 }
 
 // Options are read before any layer can catch; a hostile getter must still end as an envelope.

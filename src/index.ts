@@ -1,13 +1,8 @@
 // The public API of tool-dispatcher: the core and every middleware factory.
 
 export { createDispatcher, defaultStack } from './dispatcher.js';
-export type {
-  DefaultStackOptions,
-  Dispatcher,
-  DispatcherOptions,
-  DispatchCall,
-  GatherOptions,
-} from './dispatcher.js';
+export type { DefaultStackOptions, Dispatcher, DispatcherOptions } from './dispatcher.js';
+export type { DispatchCall, GatherOptions } from './gather.js';
 export { compose } from './compose.js';
 export type { ComposableMiddleware, ComposedMiddleware } from './compose.js';
 export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
