@@ -113,13 +113,13 @@ export function fuseDefaultStack(
     try {
       ms = timeout.deadlineMs(ctx);
     } catch (error) {
-      return report(failHolding(ctx, error));
+      // Inside the onion this is the timeout layer failing the first attempt, which retry sees.
+      return failedLater(ctx, error, report);
     }
     if (ms > maxTimerDelayMs) return settleHolding(ctx, fromRetry(ctx), report);
     firstAttempt(ctx, ms, report);
   };
 
-  // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
   // The first attempt failed: retry decides whether the onion runs the next ones.
   const failed = (ctx: CallContext, error: unknown, report: Report): void => {
     let rest: Promise<void>;
@@ -139,6 +139,7 @@ export function fuseDefaultStack(
     queueMicrotask(() => failed(ctx, error, report));
   };
 
+  // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
   const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
     let source: AttemptAbort;
     try {
@@ -161,8 +162,15 @@ export function fuseDefaultStack(
       ctx.outcome = { ok: true, result: returned, attempts: attempt };
       return report(succeedHolding(ctx));
     }
+    let settled: Promise<unknown>;
+    try {
+      // Adopts any thenable; only a promise whose `constructor` getter throws can throw here.
+      settled = Promise.resolve(returned);
+    } catch (error) {
+      return failedLater(ctx, source.end() ? handlerFailure(error, attempt) : source.interruption, report);
+    }
     const attemptSource = source;
-    Promise.resolve(returned).then(
+    settled.then(
       (result) => {
         if (!attemptSource.end()) return;
         ctx.outcome = { ok: true, result, attempts: attempt };

@@ -248,3 +248,18 @@ describe('gatherBounded without a promise per call', () => {
     expect(most).toBe(2);
   });
 });
+
+describe('hostile handler results in the fused stack', () => {
+  it('frees the slot when the returned promise cannot even be read', async () => {
+    const hostile = Promise.resolve(1);
+    Object.defineProperty(hostile, 'constructor', {
+      get() {
+        throw new Error('no constructor for you');
+      },
+    });
+    const { fused } = both(() => hostile as unknown as number);
+    expect(await fused.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
+    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+  });
+});
