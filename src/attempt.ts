@@ -102,24 +102,32 @@ export function mayBeThenable(value: unknown): boolean {
 // The signal is read through a getter so that a lazy per-attempt abort is only materialised
 // for handlers that look at it. A class keeps the getter on the prototype: an object literal with
 // an accessor is several times slower to create.
+// Its links to the dispatch are #private: a handler that logs its context shows only what
+// ToolContext promises, never the dispatch's internals or, through them, other calls.
 class AttemptContext implements ToolContext {
+  readonly #source: AbortSignal | AttemptAbort;
+  readonly #ctx: DispatchContext;
+
   constructor(
-    private readonly source: AbortSignal | AttemptAbort,
+    source: AbortSignal | AttemptAbort,
     readonly attempt: number,
-    private readonly ctx: DispatchContext,
-  ) {}
+    ctx: DispatchContext,
+  ) {
+    this.#source = source;
+    this.#ctx = ctx;
+  }
 
   get signal(): AbortSignal {
-    const { source } = this;
+    const source = this.#source;
     return source instanceof AttemptAbort ? source.signal : source;
   }
 
   get idempotencyKey(): string | undefined {
-    return this.ctx.options.idempotencyKey;
+    return this.#ctx.options.idempotencyKey;
   }
 
   get callId(): string {
-    return this.ctx.callId;
+    return this.#ctx.callId;
   }
 }
 

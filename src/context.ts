@@ -73,6 +73,20 @@ export class CallContext implements LazySignalContext {
     this.attemptAbort = abort;
   }
 
+  // What console.log and util.inspect show: the dispatch as middleware sees it, not the
+  // bookkeeping fields (TypeScript-private, so plain properties) or the attempt machinery.
+  [Symbol.for('nodejs.util.inspect.custom')](): Record<string, unknown> {
+    return {
+      callId: this.callId,
+      toolName: this.toolName,
+      args: this.args,
+      options: this.options,
+      attempt: this.attempt,
+      outcome: this.outcome,
+      startedAt: this.startedAt,
+    };
+  }
+
   get state(): Record<string, unknown> {
     return (this.stateBag ??= {});
   }

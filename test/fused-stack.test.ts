@@ -263,3 +263,46 @@ describe('hostile handler results in the fused stack', () => {
     expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
   });
 });
+
+describe("a handler's context", () => {
+  it('shows only what ToolContext promises, nothing of the dispatch or of other calls', async () => {
+    const { inspect } = await import('node:util');
+    const seen: string[] = [];
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: async ({ n }, ctx) => {
+        seen.push(`${Object.keys(ctx).join(',')} ${inspect(ctx, { depth: 5 })}`);
+        await new Promise((resolve) => setImmediate(resolve));
+        return n;
+      },
+    });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    await dispatcher.gatherBounded([
+      { name: 'calc', args: { n: 1 } },
+      { name: 'calc', args: { n: 222_333 } },
+    ]);
+    expect(seen).toHaveLength(2);
+    for (const shown of seen) {
+      expect(shown.startsWith('attempt ')).toBe(true);
+      expect(shown).not.toContain('222333');
+      expect(shown).not.toContain('CallContext');
+    }
+  });
+});
+
+describe("a middleware's context", () => {
+  it('inspects as the dispatch, without the bookkeeping fields', async () => {
+    const { inspect } = await import('node:util');
+    let shown = '';
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const look: Middleware = async (ctx, next) => {
+      await next();
+      shown = inspect(ctx);
+    };
+    await createDispatcher([look, ...defaultStack({ registry })]).dispatch('calc', { n: 4 });
+    expect(shown).toContain("toolName: 'calc'");
+    expect(shown).toContain('result: 4');
+    expect(shown).not.toMatch(/attemptAbort|baseSignal|innermostLayer/);
+  });
+});
