@@ -56,7 +56,7 @@ export class Deadline implements DeadlineNode {
   }
 }
 
-// The armed deadlines of one duration, oldest first.
+/** The armed deadlines of one duration, oldest first. */
 export class DeadlineList {
   first: DeadlineNode | undefined = undefined;
   last: DeadlineNode | undefined = undefined;
