@@ -410,12 +410,12 @@ a call that goes well costs one promise turn beyond its handler's, and \`gatherB
 promise per call. What remains is the contract's own work, per call: the lookup, the shape check
 and zod validation of the args, the budget check, a slot, a deadline (one clock read), the
 attempt's context, and the envelope. A one-off ablation on this machine (2026-11-29; builds with
-one piece removed, the pool and ours alone in a process, the median of four processes) put the
-full stack at 0.49×, without zod validation at 0.51×, without the clock read at 0.50×, without
-deadlines at 0.49×; the stack before the fused runner measured 0.28×. In this suite, where the
-competitor stacks' garbage and code share the process, the ratio comes out a little lower. No
-single cost stands between the stack and 0.5×: validation and the per-attempt deadline are the
-contract.
+one piece removed, the pool and ours alone in a process, the median of five processes) put the
+full stack at 0.49×; without zod validation it reached 0.54×, without the clock read 0.52×,
+without scheduling deadlines 0.50×; the stack before the fused runner measured 0.28×. In this
+suite, where the competitor stacks' garbage and code share the process, the ratio comes out
+lower. What stands between the stack and 0.5× is the contract's own work: validating the args
+and giving every attempt a deadline.
 
 ## 3. Failure paths
 
