@@ -341,6 +341,7 @@ To see where the time goes:
 \`\`\`sh
 node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile.ts nokey 300000   # or miss, hit
 npx tsx bench/profile-summary.ts /tmp/prof/<the larger .cpuprofile>
+npx tsx bench/ablate.ts       # the fan-out with one piece of the stack's work removed at a time
 \`\`\`
 
 \`--quick\` runs only the direct call, the default stack and the cockatiel stack of the
@@ -409,13 +410,14 @@ floor is cheap. The default stack runs fused ([concepts.md](concepts.md#how-the-
 a call that goes well costs one promise turn beyond its handler's, and \`gatherBounded\` adds no
 promise per call. What remains is the contract's own work, per call: the lookup, the shape check
 and zod validation of the args, the budget check, a slot, a deadline (one clock read), the
-attempt's context, and the envelope. A one-off ablation on this machine (2026-11-29; builds with
-one piece removed, the pool and ours alone in a process, the median of five processes) put the
-full stack at 0.49×; without zod validation it reached 0.54×, without the clock read 0.52×,
-without scheduling deadlines 0.50×; the stack before the fused runner measured 0.28×. In this
-suite, where the competitor stacks' garbage and code share the process, the ratio comes out
-lower. What stands between the stack and 0.5× is the contract's own work: validating the args
-and giving every attempt a deadline.
+attempt's context, and the envelope. \`npx tsx bench/ablate.ts\` measures what each costs: it
+builds the stack with one piece removed at a time and runs each build against the pool in
+processes of its own. On this machine (2026-11-29, two runs) the full stack measured 0.49–0.50×,
+without validating the args 0.54–0.57×, without the clock read 0.52–0.54×, and without
+scheduling deadlines no faster; the stack before the fused runner measured 0.28×. In this suite,
+where the competitor stacks' garbage and code share the process, the ratio comes out lower. What
+stands between the stack and 0.5× is the contract's own work: validating the args and giving
+every attempt a deadline.
 
 ## 3. Failure paths
 
