@@ -10,7 +10,7 @@ export class CachedSuccess implements Fingerprint {
     readonly high: number,
     readonly low: number,
     readonly result: unknown,
-    /** Milliseconds after the cache's epoch: a small integer for years of uptime. */
+    /** Whole milliseconds after the cache's epoch: a small integer for the first 24 days. */
     readonly completedAt: number,
   ) {}
 }
@@ -61,7 +61,11 @@ export class SuccessCache {
 
   /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */
   set(key: string, fingerprint: Fingerprint, result: unknown, now: number): void {
-    const entry = new CachedSuccess(key, fingerprint.high, fingerprint.low, result, now - this.#epoch);
+    // Whole milliseconds, rounded up so an entry never expires early: V8 keeps a small integer
+    // in the entry itself, while a fraction (or a difference it computed as a double) would make
+    // it box this field in every entry, 16 bytes each.
+    const at = Math.ceil(now - this.#epoch);
+    const entry = new CachedSuccess(key, fingerprint.high, fingerprint.low, result, at);
     const shard = this.#shardOf(key);
     if (!shard.has(key)) this.#size += 1;
     shard.set(key, entry);

@@ -30,6 +30,27 @@ function failure(outcome: Outcome): DispatchError {
 }
 
 describe('idempotency alone', () => {
+  it('never expires a success before ttlMs on a clock with fractions of a millisecond', async () => {
+    let now = 0.5;
+    let runs = 0;
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({}),
+      handler: () => ++runs,
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      idempotency({ ttlMs: 10, clock: { now: () => now } }),
+    ]);
+    await dispatcher.dispatch('a.b', {}, { idempotencyKey: 'k' });
+    now = 10.49; // 9.99 ms after the success
+    expect(await dispatcher.dispatch('a.b', {}, { idempotencyKey: 'k' })).toMatchObject({ attempts: 0 });
+    now = 12;
+    expect(await dispatcher.dispatch('a.b', {}, { idempotencyKey: 'k' })).toMatchObject({ attempts: 1 });
+    expect(runs).toBe(2);
+  });
+
   it('passes calls without a key straight through', async () => {
     let runs = 0;
     const registry = new ToolRegistry().register({
