@@ -199,17 +199,28 @@ export function createDispatcher(
       });
     ctx.finished = outcome;
     if (!ctx.observed) return outcome;
+    const durationMs = elapsedSince(ctx.startedAt);
     if (outcome.ok) {
-      ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs: now() - ctx.startedAt });
+      ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs });
     } else {
       ctx.emit('dispatch.failure', {
         kind: outcome.kind,
         attempts: outcome.attempts,
         message: outcome.message,
-        durationMs: now() - ctx.startedAt,
+        durationMs,
       });
     }
     return outcome;
+  };
+
+  // The end of a call runs inside promise callbacks: an injected `now` that throws there would
+  // leave the call unanswered, so a broken clock costs the event its duration, not the call.
+  const elapsedSince = (startedAt: number): number => {
+    try {
+      return now() - startedAt;
+    } catch {
+      return Number.NaN;
+    }
   };
 
   const gatherBounded = (batch: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]> =>

@@ -306,3 +306,21 @@ describe("a middleware's context", () => {
     expect(shown).not.toMatch(/attemptAbort|baseSignal|innermostLayer/);
   });
 });
+
+describe('a clock that breaks after the call started', () => {
+  it('still answers the call, with a NaN duration in its event', async () => {
+    let reads = 0;
+    const events: DispatchEvent[] = [];
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: async ({ n }) => n });
+    const dispatcher = createDispatcher(defaultStack({ registry }), {
+      onEvent: (event) => events.push(event),
+      now: () => {
+        reads += 1;
+        if (reads > 1) throw new Error('clock broke');
+        return 0;
+      },
+    });
+    expect(await dispatcher.dispatch('calc', { n: 5 })).toEqual({ ok: true, result: 5, attempts: 1 });
+    expect(events.at(-1)).toMatchObject({ type: 'dispatch.success', durationMs: Number.NaN });
+  });
+});
