@@ -96,7 +96,8 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
 export function mayBeThenable(value: unknown): boolean {
-  return value instanceof Promise || (typeof value === 'object' && value !== null) || typeof value === 'function';
+  // typeof only: `instanceof` would ask a proxy for its prototype, and a hostile one throws.
+  return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
 // The signal is read through a getter so that a lazy per-attempt abort is only materialised

@@ -324,3 +324,25 @@ describe('a clock that breaks after the call started', () => {
     expect(events.at(-1)).toMatchObject({ type: 'dispatch.success', durationMs: Number.NaN });
   });
 });
+
+describe('a handler that returns a hostile proxy', () => {
+  it('ends with an envelope and frees the slot, fused or not', async () => {
+    const hostile = new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw new Error('no prototype for you');
+        },
+        get() {
+          throw new Error('no properties for you');
+        },
+      },
+    );
+    const { fused, onion } = both(() => hostile as unknown as number);
+    for (const form of [fused, onion]) {
+      expect(await form.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+      const concurrency = form.layers[5] as Middleware & { load(): unknown };
+      expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+    }
+  });
+});
