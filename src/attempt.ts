@@ -40,38 +40,45 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
     ctx.outcome = { ok: true, result: returned, attempts: attempt };
     return Promise.resolve();
   }
-  // Promise.resolve adopts any thenable, and turns a throwing `then` into a rejection.
-  const settled = Promise.resolve(returned);
   if (claimed) {
     return new Promise<void>((resolve, reject) => {
-      settled.then(
-        (result) => {
-          if (!source.end()) return;
-          ctx.outcome = { ok: true, result, attempts: attempt };
-          resolve();
-        },
-        (error: unknown) => {
-          if (source.end()) reject(handlerFailure(error, attempt));
-        },
-      );
+      try {
+        followResult(
+          returned,
+          (result) => {
+            if (!source.end()) return;
+            ctx.outcome = { ok: true, result, attempts: attempt };
+            resolve();
+          },
+          (error: unknown) => {
+            if (source.end()) reject(handlerFailure(error, attempt));
+          },
+        );
+      } catch (error) {
+        reject(source.end() ? handlerFailure(error, attempt) : source.interruption);
+        return;
+      }
       if (source.ended) reject(source.interruption);
       else source.own('attempt', reject);
     });
   }
+  const settled = adoptResult(returned);
   const fail = (error: unknown) => {
     throw handlerFailure(error, attempt);
   };
   if (source instanceof AttemptAbort) {
     // A layer between us and the timeout races the attempt; a late outcome is not recorded.
-    return settled.then((result) => {
+    return builtInThen.call(settled, (result) => {
       if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
-    }, fail);
+    }, fail) as Promise<void>;
   }
   const record = (result: unknown) => {
     ctx.outcome = { ok: true, result, attempts: attempt };
   };
-  if (source === neverAborted) return settled.then(record, fail);
-  return raceAbort(settled.then(undefined, fail), source, () => cancelled(ctx, source)).then(record);
+  if (source === neverAborted) return builtInThen.call(settled, record, fail) as Promise<void>;
+  return raceAbort(builtInThen.call(settled, undefined, fail), source, () => cancelled(ctx, source)).then(
+    record,
+  );
 }
 
 /**
@@ -92,6 +99,38 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
   } catch (error) {
     throw handlerFailure(error, attempt);
   }
+}
+
+// The built-in `then`, as `await` uses it: a handler's promise may carry a `then` of its own,
+// which could throw or call back before it returns.
+const builtInThen = Promise.prototype.then as (
+  this: Promise<unknown>,
+  onFulfilled?: ((value: unknown) => unknown) | undefined,
+  onRejected?: ((reason: unknown) => unknown) | undefined,
+) => Promise<unknown>;
+
+/**
+ * What a handler returned, as a native promise: any thenable is adopted (a `then` that throws
+ * becomes a rejection), and a promise whose `constructor` cannot be read becomes one too.
+ */
+export function adoptResult(returned: unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(returned);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Calls back when what a handler returned settles, always later, never before this returns.
+ * Throws only if the promise's species cannot be built, as a hostile subclass may arrange.
+ */
+export function followResult(
+  returned: unknown,
+  onFulfilled: (value: unknown) => void,
+  onRejected: (reason: unknown) => void,
+): void {
+  void builtInThen.call(adoptResult(returned), onFulfilled, onRejected);
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */

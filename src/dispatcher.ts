@@ -138,18 +138,19 @@ export function createDispatcher(
       onEvent,
       innermostLayer,
     );
-    // Failures found before any layer runs still end through `finish`, so observers see them.
+    // Failures found before any layer runs still end through `finish`, so observers see them,
+    // and a microtask later, so that no event fires inside the dispatch() call itself.
     if (problem !== undefined) {
       ctx.outcome = new DispatchError('schema', `Invalid dispatch options: ${problem}`);
-      return report(finish(ctx));
+      return queueMicrotask(() => report(finish(ctx)));
     }
     if (typeof name !== 'string') {
       ctx.outcome = new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`);
-      return report(finish(ctx));
+      return queueMicrotask(() => report(finish(ctx)));
     }
     if (signal !== neverAborted && signal.aborted) {
       ctx.outcome = cancelled(ctx, signal);
-      return report(finish(ctx));
+      return queueMicrotask(() => report(finish(ctx)));
     }
     if (signal === neverAborted) return runStack(ctx, report);
     // The caller's abort ends the call at once, whatever the layers are doing; they still see

@@ -8,7 +8,7 @@
 // attempt that succeeds. Anything else continues through the onion from the layer it reached,
 // so queueing, deduplication and every retry after the first keep a single implementation.
 
-import { callHandler, handlerFailure, mayBeThenable, runAttempt } from './attempt.js';
+import { callHandler, followResult, handlerFailure, mayBeThenable, runAttempt } from './attempt.js';
 import { systemClock } from './clock.js';
 import { compose } from './compose.js';
 import type { CallContext } from './context.js';
@@ -88,6 +88,12 @@ export function fuseDefaultStack(
     ctx.outcome = toDispatchError(error, ctx.attempt);
     return finish(ctx);
   };
+  // An outcome known while dispatch() still runs is reported a microtask later, as through the
+  // onion: its events never fire inside the dispatch() call (a listener that dispatches again
+  // must not nest, call after call), and a caller that aborts in the same turn is heard first.
+  const failSoon = (ctx: CallContext, error: unknown, report: Report): void => {
+    queueMicrotask(() => report(fail(ctx, error)));
+  };
   // The same, for calls holding a slot of the concurrency layer.
   const succeedHolding = (ctx: CallContext): Outcome => {
     semaphore.release();
@@ -106,7 +112,7 @@ export function fuseDefaultStack(
 
   const afterValidation = (ctx: CallContext, report: Report): void => {
     const spent = budget.check(ctx);
-    if (spent !== undefined) return report(fail(ctx, spent));
+    if (spent !== undefined) return failSoon(ctx, spent, report);
     if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
     if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
     let ms: number;
@@ -160,26 +166,24 @@ export function fuseDefaultStack(
     if (!mayBeThenable(returned)) {
       if (!source.end()) return failedLater(ctx, source.interruption, report);
       ctx.outcome = { ok: true, result: returned, attempts: attempt };
-      return report(succeedHolding(ctx));
+      return queueMicrotask(() => report(succeedHolding(ctx)));
     }
-    let settled: Promise<unknown>;
+    const attemptSource = source;
     try {
-      // Adopts any thenable; only a promise whose `constructor` getter throws can throw here.
-      settled = Promise.resolve(returned);
+      followResult(
+        returned,
+        (result) => {
+          if (!attemptSource.end()) return;
+          ctx.outcome = { ok: true, result, attempts: attempt };
+          report(succeedHolding(ctx));
+        },
+        (error: unknown) => {
+          if (attemptSource.end()) failed(ctx, handlerFailure(error, attempt), report);
+        },
+      );
     } catch (error) {
       return failedLater(ctx, source.end() ? handlerFailure(error, attempt) : source.interruption, report);
     }
-    const attemptSource = source;
-    settled.then(
-      (result) => {
-        if (!attemptSource.end()) return;
-        ctx.outcome = { ok: true, result, attempts: attempt };
-        report(succeedHolding(ctx));
-      },
-      (error: unknown) => {
-        if (attemptSource.end()) failed(ctx, handlerFailure(error, attempt), report);
-      },
-    );
     if (attemptSource.ended) return failedLater(ctx, attemptSource.interruption, report);
     // A deadline or an abort ends the attempt from a timer or a listener.
     attemptSource.own('attempt', (interruption) => failedLater(ctx, interruption, report));
@@ -192,9 +196,9 @@ export function fuseDefaultStack(
       if (checked === undefined) return afterValidation(ctx, report);
     } catch (error) {
       // Only steps before the slot is taken can throw here; later ones catch their own.
-      return report(fail(ctx, error));
+      return failSoon(ctx, error, report);
     }
-    if (!(checked instanceof Promise)) return report(fail(ctx, checked));
+    if (!(checked instanceof Promise)) return failSoon(ctx, checked, report);
     settle(
       ctx,
       checked.then((problem) => (problem === undefined ? fromBudget(ctx) : Promise.reject(problem))),

@@ -1,0 +1,94 @@
+// Found in review: a handler promise whose own `then` throws leaked the fused stack's slot and deadline.
+
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import {
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  type DefaultStackOptions,
+  type DispatchEvent,
+  type Middleware,
+  type Outcome,
+  type ToolHandler,
+} from '../../src/index.js';
+
+const schema = z.object({ n: z.number() });
+type Args = z.infer<typeof schema>;
+
+function build(
+  handler: ToolHandler<Args>,
+  { onion = false, stack = {}, timeoutMs }: { onion?: boolean; stack?: Omit<DefaultStackOptions, 'registry'>; timeoutMs?: number } = {},
+) {
+  const registry = new ToolRegistry().register({
+    name: 'calc',
+    inputSchema: schema,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    handler,
+  });
+  const events: DispatchEvent[] = [];
+  const listeners: Array<(event: DispatchEvent) => void> = [];
+  const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
+  const passThrough: Middleware = (_ctx, next) => next();
+  const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
+    onEvent: (event) => {
+      events.push(event);
+      for (const listener of listeners) listener(event);
+    },
+  });
+  const load = () => (layers[5] as Middleware & { load(): { running: number; queued: number } }).load();
+  return { dispatcher, events, listeners, load };
+}
+
+// A native promise whose own `then` is replaced: Promise.resolve() returns such a promise as it
+// is (its constructor is Promise), so the fused stack calls this `then` itself.
+function withOwnThen<T>(promise: Promise<T>, then: (...args: never[]) => unknown): Promise<T> {
+  Object.defineProperty(promise, 'then', { value: then, configurable: true });
+  return promise;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a handler promise with a `then` of its own that throws', () => {
+  // The fused stack called the promise's own `then` outside any try: the throw skipped the slot
+  // release and the attempt's end, so a concurrency { max: 1 } dispatcher was stuck for good and
+  // the deadline fired later for a finished call. A handler's promise is now followed as `await`
+  // follows it, through the built-in `then`: its own `then` is never called.
+  it('is followed as await would: the promise settles the call, and the next one runs', async () => {
+    vi.useFakeTimers();
+    const { dispatcher, load } = build(
+      ({ n }) =>
+        n === 2
+          ? 2
+          : withOwnThen(Promise.resolve(n), () => {
+              throw new Error('then broke');
+            }),
+      { stack: { concurrency: { max: 1 } }, timeoutMs: 50 },
+    );
+    expect(await dispatcher.dispatch('calc', { n: 1 })).toEqual({ ok: true, result: 1, attempts: 1 });
+    expect(await dispatcher.dispatch('calc', { n: 2 })).toEqual({ ok: true, result: 2, attempts: 1 });
+    expect(load()).toEqual({ running: 0, queued: 0 });
+  });
+
+  it('times out when the promise never settles, freeing the slot and leaving no deadline behind', async () => {
+    vi.useFakeTimers();
+    const { dispatcher, events, load } = build(
+      () =>
+        withOwnThen(new Promise<number>(() => {}), () => {
+          throw new Error('then broke');
+        }),
+      { stack: { concurrency: { max: 1 } }, timeoutMs: 50 },
+    );
+    let outcome: Outcome | undefined;
+    void dispatcher.dispatch('calc', { n: 1 }).then((value) => (outcome = value));
+    await vi.advanceTimersByTimeAsync(50);
+    expect(outcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
+    expect(load()).toEqual({ running: 0, queued: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(events.map((event) => event.type)).toEqual(['dispatch.attempt', 'dispatch.timeout', 'dispatch.failure']);
+  });
+});

@@ -1,0 +1,83 @@
+// Found in review: a listener that dispatches again on each success nested until the stack overflowed.
+
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import {
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  type DefaultStackOptions,
+  type DispatchEvent,
+  type Middleware,
+  type Outcome,
+  type ToolHandler,
+} from '../../src/index.js';
+
+const schema = z.object({ n: z.number() });
+type Args = z.infer<typeof schema>;
+
+function build(
+  handler: ToolHandler<Args>,
+  { onion = false, stack = {}, timeoutMs }: { onion?: boolean; stack?: Omit<DefaultStackOptions, 'registry'>; timeoutMs?: number } = {},
+) {
+  const registry = new ToolRegistry().register({
+    name: 'calc',
+    inputSchema: schema,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    handler,
+  });
+  const events: DispatchEvent[] = [];
+  const listeners: Array<(event: DispatchEvent) => void> = [];
+  const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
+  const passThrough: Middleware = (_ctx, next) => next();
+  const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
+    onEvent: (event) => {
+      events.push(event);
+      for (const listener of listeners) listener(event);
+    },
+  });
+  const load = () => (layers[5] as Middleware & { load(): { running: number; queued: number } }).load();
+  return { dispatcher, events, listeners, load };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a call that ends while dispatch() runs', () => {
+  // The fused stack reported a synchronous handler's success, and emitted dispatch.success,
+  // while dispatch() was still running; the onion emits it from a promise callback. An onEvent
+  // listener that dispatches the next call of a work queue on each success therefore recursed,
+  // a set of stack frames per call, until the stack overflowed and a dispatch() rejected with a
+  // RangeError (SPEC §3: dispatch never rejects). Such an outcome is now reported a microtask later.
+  it('lets a listener chain thousands of calls without overflowing the stack', async () => {
+    const total = 20_000;
+    const { dispatcher, listeners } = build(({ n }) => n);
+    let next = 1;
+    let succeeded = 0;
+    const rejected: unknown[] = [];
+    const track = (pending: Promise<Outcome>) =>
+      pending.then(
+        (outcome) => {
+          if (outcome.ok) succeeded += 1;
+        },
+        (error: unknown) => rejected.push(error),
+      );
+    listeners.push((event) => {
+      if (event.type !== 'dispatch.success' || next >= total) return;
+      const n = next++;
+      try {
+        void track(dispatcher.dispatch('calc', { n }));
+      } catch (error) {
+        rejected.push(error);
+      }
+    });
+    void track(dispatcher.dispatch('calc', { n: 0 }));
+    for (let i = 0; i < 50 && succeeded + rejected.length < total; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(rejected).toEqual([]);
+    expect(succeeded).toBe(total);
+  });
+});
