@@ -113,7 +113,7 @@ const builtInThen = Promise.prototype.then as (
  * What a handler returned, as a native promise: any thenable is adopted (a `then` that throws
  * becomes a rejection), and a promise whose `constructor` cannot be read becomes one too.
  */
-export function adoptResult(returned: unknown): Promise<unknown> {
+function adoptResult(returned: unknown): Promise<unknown> {
   try {
     return Promise.resolve(returned);
   } catch (error) {
@@ -134,7 +134,7 @@ export function followResult(
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
-export function mayBeThenable(value: unknown): boolean {
+function mayBeThenable(value: unknown): boolean {
   // typeof only: `instanceof` would ask a proxy for its prototype, and a hostile one throws.
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }

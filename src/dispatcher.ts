@@ -1,16 +1,14 @@
 // The dispatcher: composes a stack around the attempt step and turns every call into an outcome.
 
-import { runAttempt } from './attempt.js';
 import { createBudget, type Budget } from './budget.js';
-import { compose } from './compose.js';
 import { CallContext } from './context.js';
-import { DispatchError, describeThrown, toDispatchError } from './errors.js';
-import { fuseDefaultStack, type Report, type StackRunner } from './fused-stack.js';
+import { DispatchError, describeThrown } from './errors.js';
+import { fuseDefaultStack } from './fused-stack.js';
 import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
-import { trusted } from './internal/trusted.js';
+import { onionRunner, type Report } from './stack-runner.js';
 import type { ToolRegistry } from './registry.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 import { budgetGuard } from '../middleware/budget-guard.js';
@@ -111,7 +109,7 @@ export function createDispatcher(
   // The default stack runs fused, one promise per call; any other stack runs as an onion.
   const runStack =
     fuseDefaultStack(stack, (ctx) => finish(ctx), { startedOnSystemClock: now === readSystemClock }) ??
-    onion(stack, (ctx) => finish(ctx));
+    onionRunner(stack, (ctx) => finish(ctx));
   const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 
@@ -140,16 +138,16 @@ export function createDispatcher(
     );
     // Failures found before any layer runs still end through `finish`, so observers see them,
     // and a microtask later, so that no event fires inside the dispatch() call itself.
-    if (problem !== undefined) {
-      ctx.outcome = new DispatchError('schema', `Invalid dispatch options: ${problem}`);
-      return queueMicrotask(() => report(finish(ctx)));
-    }
-    if (typeof name !== 'string') {
-      ctx.outcome = new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`);
-      return queueMicrotask(() => report(finish(ctx)));
-    }
-    if (signal !== neverAborted && signal.aborted) {
-      ctx.outcome = cancelled(ctx, signal);
+    const refusal =
+      problem !== undefined
+        ? new DispatchError('schema', `Invalid dispatch options: ${problem}`)
+        : typeof name !== 'string'
+          ? new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`)
+          : signal !== neverAborted && signal.aborted
+            ? cancelled(ctx, signal)
+            : undefined;
+    if (refusal !== undefined) {
+      ctx.outcome = refusal;
       return queueMicrotask(() => report(finish(ctx)));
     }
     if (signal === neverAborted) return runStack(ctx, report);
@@ -230,20 +228,6 @@ export function createDispatcher(
     );
 
   return { dispatch, gatherBounded };
-}
-
-// Runs the stack as composed middleware around the attempt step.
-function onion(stack: readonly Middleware[], finish: (ctx: CallContext) => Outcome): StackRunner {
-  const run = compose([...stack, trusted(runAttempt)]);
-  return (ctx, report) => {
-    run(ctx).then(
-      () => report(finish(ctx)),
-      (error: unknown) => {
-        ctx.outcome = toDispatchError(error, ctx.attempt);
-        report(finish(ctx));
-      },
-    );
-  };
 }
 
 // Options are read before any layer can catch; a hostile getter must still end as an envelope.

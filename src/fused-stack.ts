@@ -8,25 +8,22 @@
 // attempt that succeeds. Anything else continues through the onion from the layer it reached,
 // so queueing, deduplication and every retry after the first keep a single implementation.
 
-import { callHandler, followResult, handlerFailure, mayBeThenable, runAttempt } from './attempt.js';
+import { callHandler, followResult, handlerFailure } from './attempt.js';
 import { systemClock } from './clock.js';
-import { compose } from './compose.js';
 import type { CallContext } from './context.js';
-import { toDispatchError } from './errors.js';
 import { maxTimerDelayMs } from './internal/abort.js';
+import type { DispatchError } from './errors.js';
 import { AttemptAbort } from './internal/attempt-abort.js';
 import { partsOf, type LayerKind, type LayerParts } from './internal/layer-parts.js';
-import { trusted } from './internal/trusted.js';
+import {
+  composeWithAttempt,
+  failWith,
+  reportWhenSettled,
+  type Finish,
+  type Report,
+  type StackRunner,
+} from './stack-runner.js';
 import type { Middleware, Outcome } from './types.js';
-
-/** Ends a call: turns what `ctx` holds into the outcome the dispatch resolves to. */
-export type Finish = (ctx: CallContext) => Outcome;
-
-/** Receives a call's outcome, exactly once. */
-export type Report = (outcome: Outcome) => void;
-
-/** Runs one call through a stack and reports its outcome; never throws. */
-export type StackRunner = (ctx: CallContext, report: Report) => void;
 
 const defaultOrder: readonly LayerKind[] = [
   'errorMapping',
@@ -71,23 +68,16 @@ export function fuseDefaultStack(
   const sharedStart = startedOnSystemClock && timeout.clock === systemClock;
 
   // The onion from a given layer inward, for calls that leave the common path there.
-  const onionFrom = (index: number) => compose([...stack.slice(index), trusted(runAttempt)]);
+  const onionFrom = (index: number) => composeWithAttempt(stack.slice(index));
   const fromBudget = onionFrom(3);
   const fromIdempotency = onionFrom(4);
   const fromConcurrency = onionFrom(5);
   const fromRetry = onionFrom(6);
   const fromTimeout = onionFrom(7);
 
-  const settle = (ctx: CallContext, running: Promise<unknown>, report: Report): void => {
-    running.then(
-      () => report(finish(ctx)),
-      (error: unknown) => report(fail(ctx, error)),
-    );
-  };
-  const fail = (ctx: CallContext, error: unknown): Outcome => {
-    ctx.outcome = toDispatchError(error, ctx.attempt);
-    return finish(ctx);
-  };
+  const settle = (ctx: CallContext, running: Promise<unknown>, report: Report): void =>
+    reportWhenSettled(ctx, running, finish, report);
+  const fail = (ctx: CallContext, error: unknown): Outcome => failWith(ctx, error, finish);
   // An outcome known while dispatch() still runs is reported a microtask later, as through the
   // onion: its events never fire inside the dispatch() call (a listener that dispatches again
   // must not nest, call after call), and a caller that aborts in the same turn is heard first.
@@ -147,14 +137,14 @@ export function fuseDefaultStack(
 
   // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
   const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
-    let source: AttemptAbort;
+    let started: AttemptAbort | DispatchError;
     try {
-      const started = timeout.startDeadline(ctx, ms, sharedStart ? ctx.startedAt : undefined);
-      if (!(started instanceof AttemptAbort)) return failedLater(ctx, started, report);
-      source = started;
+      started = timeout.startDeadline(ctx, ms, sharedStart ? ctx.startedAt : undefined);
     } catch (error) {
       return failedLater(ctx, error, report);
     }
+    if (!(started instanceof AttemptAbort)) return failedLater(ctx, started, report);
+    const source = started;
     source.own('attempt');
     let returned: unknown;
     try {
@@ -163,30 +153,26 @@ export function fuseDefaultStack(
       return failedLater(ctx, source.end() ? error : source.interruption, report);
     }
     const attempt = ctx.attempt;
-    if (!mayBeThenable(returned)) {
-      if (!source.end()) return failedLater(ctx, source.interruption, report);
-      ctx.outcome = { ok: true, result: returned, attempts: attempt };
-      return queueMicrotask(() => report(succeedHolding(ctx)));
-    }
-    const attemptSource = source;
+    // A plain value goes the same way as a promise: it is reported a promise turn later, never
+    // inside the dispatch() call.
     try {
       followResult(
         returned,
         (result) => {
-          if (!attemptSource.end()) return;
+          if (!source.end()) return;
           ctx.outcome = { ok: true, result, attempts: attempt };
           report(succeedHolding(ctx));
         },
         (error: unknown) => {
-          if (attemptSource.end()) failed(ctx, handlerFailure(error, attempt), report);
+          if (source.end()) failed(ctx, handlerFailure(error, attempt), report);
         },
       );
     } catch (error) {
       return failedLater(ctx, source.end() ? handlerFailure(error, attempt) : source.interruption, report);
     }
-    if (attemptSource.ended) return failedLater(ctx, attemptSource.interruption, report);
+    if (source.ended) return failedLater(ctx, source.interruption, report);
     // A deadline or an abort ends the attempt from a timer or a listener.
-    attemptSource.own('attempt', (interruption) => failedLater(ctx, interruption, report));
+    source.own('attempt', (interruption) => failedLater(ctx, interruption, report));
   };
 
   return function runFusedStack(ctx: CallContext, report: Report): void {

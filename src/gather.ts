@@ -1,7 +1,7 @@
 // gatherBounded: a batch of calls, at most `concurrency` at a time, with no promise per call.
 
 import { DispatchError, describeThrown } from './errors.js';
-import type { Report } from './fused-stack.js';
+import type { Report } from './stack-runner.js';
 import { requireInteger } from './internal/options.js';
 import type { DispatchOptions, Outcome } from './types.js';
 

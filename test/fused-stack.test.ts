@@ -15,9 +15,10 @@ import {
   type ToolHandler,
 } from '../src/index.js';
 import { flush, gate } from './helpers/gate.js';
+import { buildStack, calcSchema, type CalcArgs, type StackFormOptions } from './helpers/stack-forms.js';
 
-const schema = z.object({ n: z.number() });
-type Args = z.infer<typeof schema>;
+const schema = calcSchema;
+type Args = CalcArgs;
 
 interface Run {
   outcome: unknown;
@@ -28,25 +29,12 @@ interface Run {
 function both(
   handler: ToolHandler<Args>,
   stack: Omit<DefaultStackOptions, 'registry'> = {},
-  tool: { idempotent?: boolean; timeoutMs?: number; inputSchema?: z.ZodType<Args> } = {},
+  tool: Pick<StackFormOptions, 'idempotent' | 'timeoutMs' | 'inputSchema'> = {},
 ) {
-  const make = (onion: boolean) => {
-    const registry = new ToolRegistry().register({
-      name: 'calc',
-      inputSchema: tool.inputSchema ?? schema,
-      idempotent: tool.idempotent ?? false,
-      ...(tool.timeoutMs === undefined ? {} : { timeoutMs: tool.timeoutMs }),
-      handler,
-    });
-    const events: DispatchEvent[] = [];
-    const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
-    const passThrough: Middleware = (_ctx, next) => next();
-    const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
-      onEvent: (event) => events.push(event),
-    });
-    return { dispatcher, events, layers };
+  return {
+    fused: buildStack(handler, { stack, ...tool }),
+    onion: buildStack(handler, { onion: true, stack, ...tool }),
   };
-  return { fused: make(false), onion: make(true) };
 }
 
 async function settle(pending: Promise<Outcome>, events: DispatchEvent[]): Promise<Run> {

@@ -1,52 +1,8 @@
 // Found in review: a handler promise whose own `then` throws leaked the fused stack's slot and deadline.
 
-
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
-import {
-  createDispatcher,
-  defaultStack,
-  ToolRegistry,
-  type DefaultStackOptions,
-  type DispatchEvent,
-  type Middleware,
-  type Outcome,
-  type ToolHandler,
-} from '../../src/index.js';
-
-const schema = z.object({ n: z.number() });
-type Args = z.infer<typeof schema>;
-
-function build(
-  handler: ToolHandler<Args>,
-  { onion = false, stack = {}, timeoutMs }: { onion?: boolean; stack?: Omit<DefaultStackOptions, 'registry'>; timeoutMs?: number } = {},
-) {
-  const registry = new ToolRegistry().register({
-    name: 'calc',
-    inputSchema: schema,
-    ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    handler,
-  });
-  const events: DispatchEvent[] = [];
-  const listeners: Array<(event: DispatchEvent) => void> = [];
-  const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
-  const passThrough: Middleware = (_ctx, next) => next();
-  const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
-    onEvent: (event) => {
-      events.push(event);
-      for (const listener of listeners) listener(event);
-    },
-  });
-  const load = () => (layers[5] as Middleware & { load(): { running: number; queued: number } }).load();
-  return { dispatcher, events, listeners, load };
-}
-
-// A native promise whose own `then` is replaced: Promise.resolve() returns such a promise as it
-// is (its constructor is Promise), so the fused stack calls this `then` itself.
-function withOwnThen<T>(promise: Promise<T>, then: (...args: never[]) => unknown): Promise<T> {
-  Object.defineProperty(promise, 'then', { value: then, configurable: true });
-  return promise;
-}
+import type { Outcome } from '../../src/index.js';
+import { buildStack as build, withOwnThen } from '../helpers/stack-forms.js';
 
 afterEach(() => {
   vi.useRealTimers();
