@@ -48,17 +48,20 @@ export function isHttpReply(value: unknown): value is HttpReply {
  * const model = scripted([{ toolCalls: [{ name: 'search__web', arguments: { query: 'x' } }] }, { text: 'done' }]);
  */
 export function scripted<Body, Reply>(
-  replies: ReadonlyArray<Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)>,
+  // NoInfer: the API the model is given to (its option's type) decides Body and Reply.
+  replies: ReadonlyArray<NoInfer<Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)>>,
 ): Model<Body, Reply> {
+  type Entry = Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>);
+  const list = replies as ReadonlyArray<Entry>;
   let next = 0;
   return (turn) => {
-    const reply = replies[next++];
+    const reply = list[next++];
     if (reply === undefined) {
       return { status: 500, body: { error: { type: 'api_error', message: `fake provider: no scripted reply for request ${next}` } } };
     }
     return typeof reply === 'function'
       ? (reply as (turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)(turn)
-      : reply;
+      : (reply as Reply | HttpReply);
   };
 }
 
