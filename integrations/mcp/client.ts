@@ -1,0 +1,556 @@
+// Importing a remote MCP server's tools into a registry, each call a `tools/call` over a client.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  CallToolResultSchema,
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import {
+  ToolError,
+  TransientError,
+  createNameMap,
+  type ToolContext,
+  type ToolRegistry,
+} from '../../index.js';
+import { idempotencyKeyMetaKey } from './envelope.js';
+import { defaultValidator, remoteSchema } from './remote-schema.js';
+
+/** Per-tool settings an import can give a remote tool (the proxy's config file feeds these). */
+export interface ImportedToolSettings {
+  /** Per-attempt timeout in milliseconds; `Infinity` for none. */
+  timeoutMs?: number;
+  /** Whether running it twice is harmless (unlocks retry after a timeout). */
+  idempotent?: boolean;
+}
+
+/** Options for `importMcpTools`. */
+export interface ImportMcpToolsOptions {
+  /**
+   * Dotted lowercase segments put in front of every local name (`github` → `github.create_issue`).
+   * @default none
+   */
+  prefix?: string;
+  /**
+   * Whether the remote's `idempotentHint`/`readOnlyHint` may mark a tool `idempotent`. Hints are
+   * untrusted, and `idempotent` unlocks a retry after a timeout, so this is off unless you trust
+   * the server.
+   * @default false
+   */
+  trustAnnotations?: boolean;
+  /**
+   * Turns a remote name into a registry name (before `prefix`).
+   * @default camelCase → snake_case, lowercased, any other character but `.`, `_`, `-` → `_`
+   */
+  rename?: (remoteName: string) => string;
+  /**
+   * Which remote tools to import.
+   * @default every tool
+   */
+  include?: (tool: McpTool) => boolean;
+  /**
+   * Timeout and idempotency per remote tool; what it returns wins over the annotations.
+   * @default () => undefined
+   */
+  configure?: (tool: McpTool) => ImportedToolSettings | undefined;
+  /**
+   * What a successful call returns: `'value'` (the `structuredContent`, else the text, else the
+   * content blocks) or `'result'` (the whole `CallToolResult`, for serving it on as it is).
+   * @default 'value'
+   */
+  output?: 'value' | 'result';
+  /**
+   * Makes a new connected client when the current one has closed (a closed client never
+   * reconnects by itself). Calls that find the connection down wait for it within their own
+   * deadline; without it they fail `transient`.
+   * @default none
+   */
+  reconnect?: () => Client | Promise<Client>;
+  /**
+   * Validates args against each remote JSON Schema.
+   * @default the SDK's AjvJsonSchemaValidator
+   */
+  validator?: jsonSchemaValidator;
+  /**
+   * How far past the attempt's deadline the SDK's own request timeout is set, so our timeout
+   * layer (which cancels the remote call) always fires first.
+   * @default 1000
+   */
+  timeoutSlackMs?: number;
+  /**
+   * Whether `notifications/tools/list_changed` triggers `refresh()` (this sets the client's
+   * handler for it).
+   * @default true
+   */
+  watchListChanged?: boolean;
+  /**
+   * Whether a call forwards its idempotency key as `_meta["tool-dispatcher/idempotencyKey"]`, so
+   * a remote tool-dispatcher server dedupes retries too.
+   * @default true
+   */
+  forwardIdempotencyKey?: boolean;
+  /**
+   * Receives failures of work nobody awaits: a refresh on `list_changed`, a reconnect.
+   * @default () => {}
+   */
+  onError?: (error: unknown) => void;
+  /**
+   * Called after a refresh that changed the imported tools.
+   * @default () => {}
+   */
+  onChange?: (names: ReadonlyMap<string, string>) => void;
+}
+
+/** What `importMcpTools` resolves to: the live name map and the means to keep it current. */
+export interface ImportedMcpTools {
+  /** Local registry name → remote tool name, kept current by `refresh()`. */
+  readonly names: ReadonlyMap<string, string>;
+  /** Local registry name → the remote tool as last listed. */
+  readonly tools: ReadonlyMap<string, McpTool>;
+  /** The client calls go through now (a new one after a reconnect). */
+  readonly client: Client;
+  /** Lists the remote tools again and registers, updates and unregisters to match. */
+  refresh(): Promise<void>;
+  /** Replaces the client through the `reconnect` option now (once, however many ask). */
+  reconnect(): Promise<Client>;
+  /** Unregisters every imported tool and stops watching the remote list. */
+  dispose(): void;
+}
+
+// The registry's own name rule: dotted lowercase segments.
+const registryNamePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
+// The SDK turns a timeout that does not fit a 32-bit signed int (Infinity included) into 1 ms.
+const maxSdkTimeoutMs = 2 ** 31 - 1;
+
+/**
+ * Imports every tool of a connected MCP client into the registry under valid, collision-checked
+ * names; each call validates locally against the remote JSON Schema and runs `tools/call`.
+ *
+ * @example
+ * const client = new Client({ name: 'agent', version: '1.0.0' });
+ * await client.connect(new StdioClientTransport({ command: 'node', args: ['github-server.js'] }));
+ * const imported = await importMcpTools(client, registry, { prefix: 'github' });
+ * imported.names; // Map { 'github.create_issue' => 'createIssue', … }
+ */
+export async function importMcpTools(
+  client: Client,
+  registry: ToolRegistry,
+  options: ImportMcpToolsOptions = {},
+): Promise<ImportedMcpTools> {
+  if (!(client instanceof Client)) {
+    throw new TypeError('importMcpTools() needs a Client from @modelcontextprotocol/sdk/client');
+  }
+  if (typeof registry !== 'object' || registry === null || typeof registry.register !== 'function') {
+    throw new TypeError('importMcpTools() registry must be a ToolRegistry');
+  }
+  const settings = importSettings(options);
+  const importer = new Importer(client, registry, settings);
+  await importer.refresh();
+  return importer.face;
+}
+
+interface Settings {
+  prefix: string | undefined;
+  trustAnnotations: boolean;
+  rename: (remoteName: string) => string;
+  include: (tool: McpTool) => boolean;
+  configure: (tool: McpTool) => ImportedToolSettings | undefined;
+  output: 'value' | 'result';
+  reconnect: (() => Client | Promise<Client>) | undefined;
+  validator: jsonSchemaValidator;
+  timeoutSlackMs: number;
+  watchListChanged: boolean;
+  forwardIdempotencyKey: boolean;
+  onError: (error: unknown) => void;
+  onChange: (names: ReadonlyMap<string, string>) => void;
+}
+
+function importSettings(options: ImportMcpToolsOptions): Settings {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('importMcpTools() options must be an object');
+  }
+  const {
+    prefix,
+    trustAnnotations = false,
+    rename = registryNameOf,
+    include = () => true,
+    configure = () => undefined,
+    output = 'value',
+    reconnect,
+    validator = defaultValidator(),
+    timeoutSlackMs = 1000,
+    watchListChanged = true,
+    forwardIdempotencyKey = true,
+    onError = () => {},
+    onChange = () => {},
+  } = options;
+  if (prefix !== undefined && (typeof prefix !== 'string' || !registryNamePattern.test(prefix))) {
+    throw new TypeError(`importMcpTools() prefix must be dotted lowercase segments such as "github", got ${JSON.stringify(prefix)}`);
+  }
+  for (const [name, value] of [
+    ['trustAnnotations', trustAnnotations],
+    ['watchListChanged', watchListChanged],
+    ['forwardIdempotencyKey', forwardIdempotencyKey],
+  ] as const) {
+    if (typeof value !== 'boolean') throw new TypeError(`importMcpTools() ${name} must be a boolean`);
+  }
+  for (const [name, value] of [
+    ['rename', rename],
+    ['include', include],
+    ['configure', configure],
+    ['onError', onError],
+    ['onChange', onChange],
+  ] as const) {
+    if (typeof value !== 'function') throw new TypeError(`importMcpTools() ${name} must be a function`);
+  }
+  if (reconnect !== undefined && typeof reconnect !== 'function') {
+    throw new TypeError('importMcpTools() reconnect must be a function returning a connected Client');
+  }
+  if (output !== 'value' && output !== 'result') {
+    throw new TypeError(`importMcpTools() output must be 'value' or 'result', got ${String(output)}`);
+  }
+  if (typeof validator !== 'object' || validator === null || typeof validator.getValidator !== 'function') {
+    throw new TypeError('importMcpTools() validator must have a getValidator(schema) method');
+  }
+  if (typeof timeoutSlackMs !== 'number' || !(timeoutSlackMs >= 0) || !Number.isFinite(timeoutSlackMs)) {
+    throw new TypeError(`importMcpTools() timeoutSlackMs must be a finite number >= 0, got ${String(timeoutSlackMs)}`);
+  }
+  return {
+    prefix,
+    trustAnnotations,
+    rename,
+    include,
+    configure,
+    output,
+    reconnect,
+    validator,
+    timeoutSlackMs,
+    watchListChanged,
+    forwardIdempotencyKey,
+    onError,
+    onChange,
+  };
+}
+
+class Importer {
+  readonly names = new Map<string, string>();
+  readonly tools = new Map<string, McpTool>();
+  readonly face: ImportedMcpTools;
+  #client: Client;
+  #reconnecting: Promise<Client> | undefined;
+  #refreshing: Promise<void> | undefined;
+  #disposed = false;
+  #listings = 0;
+
+  constructor(
+    client: Client,
+    readonly registry: ToolRegistry,
+    readonly settings: Settings,
+  ) {
+    this.#client = client;
+    this.#watch(client);
+    const importer = this;
+    this.face = Object.freeze({
+      names: this.names,
+      tools: this.tools,
+      get client() {
+        return importer.#client;
+      },
+      refresh: () => this.refresh(),
+      reconnect: () => this.reconnect(),
+      dispose: () => this.dispose(),
+    });
+  }
+
+  refresh(): Promise<void> {
+    // One listing at a time; a refresh asked for while one runs shares it.
+    this.#refreshing ??= this.#list().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  reconnect(): Promise<Client> {
+    const { reconnect } = this.settings;
+    if (reconnect === undefined) return Promise.reject(new TypeError('importMcpTools() has no reconnect option'));
+    if (this.#reconnecting === undefined) {
+      const reconnecting = (async () => {
+        const client = await reconnect();
+        if (!(client instanceof Client)) throw new TypeError('reconnect() must return a connected Client');
+        this.#client = client;
+        this.#watch(client);
+        return client;
+      })().finally(() => {
+        if (this.#reconnecting === reconnecting) this.#reconnecting = undefined;
+      });
+      this.#reconnecting = reconnecting;
+      // The remote may have other tools after a restart; nobody waits for this listing.
+      reconnecting.then(
+        () => this.refresh().catch(this.settings.onError),
+        this.settings.onError,
+      );
+    }
+    return this.#reconnecting;
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.settings.watchListChanged) this.#client.removeNotificationHandler('notifications/tools/list_changed');
+    for (const name of this.names.keys()) this.registry.unregister(name);
+    this.names.clear();
+    this.tools.clear();
+  }
+
+  #watch(client: Client): void {
+    if (!this.settings.watchListChanged) return;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      this.refresh().catch(this.settings.onError);
+    });
+  }
+
+  async #list(): Promise<void> {
+    if (this.#disposed) return;
+    const client = await this.#connection(undefined);
+    const listed: McpTool[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+      // A server that hands back a cursor it gave before would page forever.
+      if (cursor !== undefined && seen.has(cursor)) break;
+      if (cursor !== undefined) seen.add(cursor);
+    } while (cursor !== undefined);
+    if (this.#disposed) return;
+
+    const remote = listed.filter((tool) => this.settings.include(tool));
+    const { prefix, rename } = this.settings;
+    const nameMap = createNameMap(
+      remote.map((tool) => tool.name),
+      {
+        pattern: registryNamePattern,
+        maxLength: 256,
+        encode: (name) => (prefix === undefined ? rename(name) : `${prefix}.${rename(name)}`),
+      },
+    );
+    const next = new Map<string, McpTool>();
+    for (const tool of remote) {
+      const local = nameMap.wireName(tool.name);
+      if (this.registry.has(local) && !this.names.has(local)) {
+        throw new TypeError(
+          `The MCP tool "${tool.name}" maps to "${local}", which the registry already has; use another prefix or rename`,
+        );
+      }
+      next.set(local, tool);
+    }
+    // Every definition is built (and every schema compiled) before the registry changes.
+    const definitions = [...next].map(([local, tool]) => this.#definition(local, tool));
+
+    const first = this.#listings === 0;
+    this.#listings += 1;
+    const before = JSON.stringify([...this.tools]);
+    for (const name of this.names.keys()) if (!next.has(name)) this.registry.unregister(name);
+    for (const definition of definitions) this.registry.register(definition, { override: true });
+    this.names.clear();
+    this.tools.clear();
+    for (const [local, tool] of next) {
+      this.names.set(local, tool.name);
+      this.tools.set(local, tool);
+    }
+    if (!first && JSON.stringify([...this.tools]) !== before) {
+      try {
+        this.settings.onChange(this.names);
+      } catch (error) {
+        this.settings.onError(error);
+      }
+    }
+  }
+
+  #definition(local: string, tool: McpTool) {
+    const configured = this.settings.configure(tool) ?? {};
+    const hinted = tool.annotations?.idempotentHint === true || tool.annotations?.readOnlyHint === true;
+    const idempotent = configured.idempotent ?? (this.settings.trustAnnotations && hinted);
+    return {
+      name: local,
+      description: tool.description ?? '',
+      inputSchema: remoteSchema(tool.inputSchema, this.settings.validator),
+      idempotent,
+      ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
+      handler: (args: Record<string, unknown>, ctx: ToolContext) => this.#call(tool.name, idempotent, args, ctx),
+    };
+  }
+
+  async #call(remoteName: string, idempotent: boolean, args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
+    ctx.signal.throwIfAborted();
+    // Our own controller per call: the SDK never removes its listener from the signal it gets,
+    // and aborting a shared signal later would cancel requests that already finished.
+    const controller = new AbortController();
+    const forward = () => controller.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', forward, { once: true });
+    let client: Client | undefined;
+    try {
+      client = await this.#connection(controller.signal);
+      const key = this.settings.forwardIdempotencyKey ? ctx.idempotencyKey : undefined;
+      const result = (await client.callTool(
+        {
+          name: remoteName,
+          arguments: args,
+          ...(key === undefined ? {} : { _meta: { [idempotencyKeyMetaKey]: key } }),
+        },
+        CallToolResultSchema,
+        {
+          signal: controller.signal,
+          timeout: sdkTimeoutMs(ctx.deadline, this.settings.timeoutSlackMs),
+          onprogress: ({ progress, total, message }) => ctx.progress(progress, total, message),
+        },
+      )) as CallToolResult;
+      if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
+      return this.settings.output === 'result' ? result : valueOf(result);
+    } catch (error) {
+      // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      throw this.#classify(error, remoteName, idempotent, client);
+    } finally {
+      ctx.signal.removeEventListener('abort', forward);
+    }
+  }
+
+  // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
+  async #connection(signal: AbortSignal | undefined): Promise<Client> {
+    if (this.#reconnecting === undefined && this.#client.transport === undefined && this.settings.reconnect !== undefined) {
+      this.reconnect().catch(() => {
+        // Whoever waits below gets this failure; the reconnect itself already reported it.
+      });
+    }
+    const reconnecting = this.#reconnecting;
+    if (reconnecting === undefined) return this.#client;
+    try {
+      return await untilAborted(reconnecting, signal);
+    } catch (error) {
+      if (signal?.aborted === true) throw error;
+      throw new TransientError(`The MCP server could not be reached again: ${messageOf(error)}`, { cause: error });
+    }
+  }
+
+  #remoteFailure(remoteName: string, text: string): Error {
+    // McpServer answers an unknown tool with an isError result, not a JSON-RPC error.
+    if (/^MCP error -32602: Tool .* not found$/.test(text)) return this.#unknownTool(remoteName, text);
+    return new ToolError(text || `The MCP tool "${remoteName}" reported an error`);
+  }
+
+  #unknownTool(remoteName: string, cause: unknown): Error {
+    this.refresh().catch(this.settings.onError);
+    return new ToolError(
+      `Unknown tool: the MCP server no longer has "${remoteName}"; the tool list is being refreshed`,
+      { cause },
+    );
+  }
+
+  #classify(error: unknown, remoteName: string, idempotent: boolean, client: Client | undefined): Error {
+    if (error instanceof McpError) {
+      const message = withoutMcpPrefix(error.message);
+      switch (error.code) {
+        case ErrorCode.ConnectionClosed:
+          this.#reconnectAfterLoss(client);
+          return new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error });
+        case ErrorCode.RequestTimeout:
+          // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
+          return idempotent
+            ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
+            : new ToolError(`The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`, { cause: error });
+        case ErrorCode.InvalidParams:
+          if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
+          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, { cause: error });
+        default:
+          return new Error(message, { cause: error });
+      }
+    }
+    if (error instanceof Error && (error.name === 'ZodError' || error.name === '$ZodError')) {
+      return new Error(`The MCP server sent a malformed result: ${error.message}`, { cause: error });
+    }
+    // Anything else came from the transport: a closed pipe, a refused HTTP connection, "Not connected".
+    this.#reconnectAfterLoss(client);
+    return new TransientError(`The MCP transport failed: ${messageOf(error)}`, { cause: error });
+  }
+
+  #reconnectAfterLoss(client: Client | undefined): void {
+    if (this.settings.reconnect === undefined || client !== this.#client || client.transport !== undefined) return;
+    this.reconnect().catch(() => {
+      // Reported through onError by reconnect(); the next call tries again.
+    });
+  }
+}
+
+/**
+ * The SDK request timeout for an attempt: a little past its deadline, and never above 2^31−1
+ * (the SDK turns a larger value, `Infinity` included, into 1 ms).
+ */
+export function sdkTimeoutMs(deadline: number, slackMs: number): number {
+  if (!Number.isFinite(deadline)) return maxSdkTimeoutMs;
+  return Math.min(maxSdkTimeoutMs, Math.max(1, Math.ceil(deadline - Date.now() + slackMs)));
+}
+
+/**
+ * The default remote-to-registry name: camelCase to snake_case, lowercased, any character but
+ * letters, digits, `.`, `_` and `-` made `_`, empty segments dropped.
+ *
+ * @example
+ * registryNameOf('getWeather'); // 'get_weather'
+ */
+export function registryNameOf(remoteName: string): string {
+  return remoteName
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]+/g, '_')
+    .split('.')
+    .map((segment) => segment.replace(/^[_-]+/, ''))
+    .filter((segment) => segment !== '')
+    .join('.');
+}
+
+function textOf(result: CallToolResult): string {
+  return result.content
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('\n')
+    .trim();
+}
+
+function valueOf(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  if (result.content.every((block) => block.type === 'text')) return textOf(result);
+  return result.content;
+}
+
+function withoutMcpPrefix(message: string): string {
+  return message.replace(/^(MCP error -?\d+: )+/, '');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? withoutMcpPrefix(error.message) : String(error);
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

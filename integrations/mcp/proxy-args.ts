@@ -1,0 +1,135 @@
+// The `mcp-proxy` command line: flags, the --config file under them, and the usage text.
+
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { LogLevel } from '../../index.js';
+import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy.js';
+
+/** The usage text of `tool-dispatcher mcp-proxy`. */
+export const usage = `Usage: tool-dispatcher mcp-proxy [options] -- <command> [args...]
+       tool-dispatcher mcp-proxy [options] --upstream-url <url>
+
+Serves the upstream MCP server's tools over stdio, each under its own name, through timeouts,
+retries, dedupe by _meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
+
+Options (each wins over the same setting in --config):
+  --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker }
+  --upstream-url <url>               a Streamable HTTP upstream instead of a command
+  --timeout-ms <n>                   per-attempt timeout of every tool (default 30000)
+  --max-attempts <n>                 attempts for retryable failures (default 3)
+  --idempotent                       treat every tool as idempotent (timeouts are retried)
+  --concurrency <n>                  upstream calls at once (default 8)
+  --breaker-failure-threshold <n>    failures that open a tool's circuit (default 5)
+  --breaker-cooldown-ms <n>          how long it stays open (default 30000)
+  --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
+  -h, --help                         this text
+`;
+
+/** What the command line asks for, with the config file merged under the flags. */
+export interface ProxyCommand {
+  /** The upstream server. */
+  upstream: McpUpstream;
+  /** The merged settings. */
+  config: McpProxyConfig;
+  /** The log level. */
+  logLevel: LogLevel | 'silent';
+}
+
+/**
+ * Parses `mcp-proxy`'s arguments (without the subcommand); a flag wins over the same setting of
+ * the `--config` file.
+ *
+ * @throws TypeError with a message fit for the user on a bad flag, file or setting.
+ * @example
+ * parseProxyArgs(['--timeout-ms', '5000', '--', 'node', 'server.js']);
+ */
+export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
+  const split = argv.indexOf('--');
+  const own = split === -1 ? [...argv] : argv.slice(0, split);
+  const command = split === -1 ? [] : argv.slice(split + 1);
+  const { values, positionals } = parseArgs({
+    args: own,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      'upstream-url': { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      'max-attempts': { type: 'string' },
+      idempotent: { type: 'boolean' },
+      concurrency: { type: 'string' },
+      'breaker-failure-threshold': { type: 'string' },
+      'breaker-cooldown-ms': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help === true) throw new HelpRequested();
+  if (positionals.length > 0) {
+    throw new TypeError(`Unexpected argument "${positionals[0]}": put the upstream command after --`);
+  }
+
+  const file = values.config === undefined ? {} : readConfig(values.config);
+  const defaults = { ...file.defaults };
+  if (values['timeout-ms'] !== undefined) defaults.timeoutMs = numberFlag('timeout-ms', values['timeout-ms']);
+  if (values['max-attempts'] !== undefined) defaults.maxAttempts = numberFlag('max-attempts', values['max-attempts']);
+  if (values.idempotent === true) defaults.idempotent = true;
+  const breaker = { ...file.breaker };
+  if (values['breaker-failure-threshold'] !== undefined) {
+    breaker.failureThreshold = numberFlag('breaker-failure-threshold', values['breaker-failure-threshold']);
+  }
+  if (values['breaker-cooldown-ms'] !== undefined) {
+    breaker.cooldownMs = numberFlag('breaker-cooldown-ms', values['breaker-cooldown-ms']);
+  }
+  const config: McpProxyConfig = {
+    ...file,
+    defaults,
+    breaker,
+    ...(values.concurrency === undefined ? {} : { concurrency: numberFlag('concurrency', values.concurrency) }),
+  };
+  try {
+    checkConfig(config);
+  } catch (error) {
+    throw new TypeError(`Invalid setting: ${(error as Error).message}`);
+  }
+
+  const url = values['upstream-url'];
+  if (url !== undefined && command.length > 0) {
+    throw new TypeError('Give either --upstream-url or a command after --, not both');
+  }
+  const [program, ...args] = command;
+  const upstream: McpUpstream | undefined =
+    url !== undefined ? { url } : program !== undefined ? { command: program, args } : undefined;
+  if (upstream === undefined) throw new TypeError('No upstream: give a command after -- or --upstream-url <url>');
+
+  const logLevel = values['log-level'] ?? 'warn';
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
+    throw new TypeError(`--log-level must be debug, info, warn, error or silent, got "${logLevel}"`);
+  }
+  return { upstream, config, logLevel: logLevel as LogLevel | 'silent' };
+}
+
+/** Thrown by `parseProxyArgs` for `--help`. */
+export class HelpRequested extends Error {}
+
+function readConfig(path: string): McpProxyConfig {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new TypeError(`Cannot read --config ${path}: ${(error as Error).message}`);
+  }
+  try {
+    checkConfig(parsed);
+  } catch (error) {
+    throw new TypeError(`Invalid --config ${path}: ${(error as Error).message}`);
+  }
+  return parsed;
+}
+
+function numberFlag(name: string, text: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value)) throw new TypeError(`--${name} must be a number, got "${text}"`);
+  return value;
+}
+

@@ -1,0 +1,329 @@
+// Serving a registry over MCP: tools/list from the registry, tools/call through the dispatcher.
+
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Implementation,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  DispatchError,
+  toObjectSchema,
+  toToolMessage,
+  type Dispatcher,
+  type DispatchOptions,
+  type Outcome,
+  type ToolRegistry,
+} from '../../index.js';
+import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+
+/** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
+export interface McpToolHints {
+  /** A human-readable title. */
+  title?: string;
+  /** The tool does not change its environment. */
+  readOnlyHint?: boolean;
+  /** The tool may destroy data (MCP assumes `true` when unset). */
+  destructiveHint?: boolean;
+  /** The tool talks to the world outside (MCP assumes `true` when unset). */
+  openWorldHint?: boolean;
+  /** A JSON Schema of the tool's `structuredContent`; the client then requires and checks it. */
+  outputSchema?: McpTool['outputSchema'];
+}
+
+/** Options shared by `createMcpServer`, `registerMcpTools` and `toMcpTools`. */
+export interface McpToolsOptions {
+  /** The tools to serve. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /**
+   * Names on the wire, by registry name; tools missing from it keep their registry name. Read at
+   * every request, so a live map (an `importMcpTools` result's `names`) stays current.
+   * @default new Map() (registry names as they are)
+   */
+  names?: ReadonlyMap<string, string>;
+  /**
+   * Title, annotations and output schema per tool, by registry name.
+   * @default {} (only `idempotentHint`, from the registry)
+   */
+  hints?: Readonly<Record<string, McpToolHints>> | ((toolName: string) => McpToolHints | undefined);
+}
+
+/** Options for `registerMcpTools`. */
+export interface RegisterMcpToolsOptions extends McpToolsOptions {
+  /** Runs every `tools/call`. */
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  /**
+   * Tools per `tools/list` page; longer lists are paginated with `nextCursor`.
+   * @default 100
+   */
+  pageSize?: number;
+  /**
+   * The longest text of a failed call, in characters (the model reads it).
+   * @default 2000
+   */
+  maxMessageLength?: number;
+  /**
+   * Turns a successful result into the call's result.
+   * @default toCallToolResult (JSON text, and `structuredContent` for a plain object)
+   */
+  formatResult?: (result: unknown, toolName: string) => CallToolResult;
+  /**
+   * Dispatch options added to every call (a shared `budget`, a `timeoutMs`); the call's own id,
+   * signal, key and progress always win.
+   * @default {}
+   */
+  dispatchOptions?: Pick<DispatchOptions, 'budget' | 'timeoutMs'>;
+}
+
+/** Options for `createMcpServer`. */
+export interface CreateMcpServerOptions extends RegisterMcpToolsOptions {
+  /** The server's name and version, as `initialize` reports them. */
+  info: Implementation;
+  /** Instructions for the client's model, as `initialize` reports them. */
+  instructions?: string;
+}
+
+/** Options for `toCallToolResult`. */
+export interface CallToolResultOptions {
+  /**
+   * The longest text of a failure, in characters.
+   * @default 2000
+   */
+  maxLength?: number;
+}
+
+const defaultPageSize = 100;
+
+/**
+ * Makes a low-level MCP `Server` that lists the registry's tools and runs each `tools/call`
+ * through the dispatcher; connect it to any transport.
+ *
+ * @example
+ * const server = createMcpServer({ registry, dispatcher, info: { name: 'billing', version: '1.0.0' } });
+ * await server.connect(new StdioServerTransport());
+ */
+export function createMcpServer(options: CreateMcpServerOptions): Server {
+  requireObject('createMcpServer', options);
+  const { info, instructions } = options;
+  if (typeof info !== 'object' || info === null || typeof info.name !== 'string' || typeof info.version !== 'string') {
+    throw new TypeError('createMcpServer() info must be { name: string, version: string }');
+  }
+  if (instructions !== undefined && typeof instructions !== 'string') {
+    throw new TypeError('createMcpServer() instructions must be a string');
+  }
+  const server = new Server(info, {
+    capabilities: { tools: { listChanged: true } },
+    ...(instructions === undefined ? {} : { instructions }),
+  });
+  registerMcpTools(server, options);
+  return server;
+}
+
+/**
+ * Adds `tools/list` and `tools/call` handlers for the registry to a low-level MCP `Server` you
+ * already have; call it before `server.connect(...)`.
+ *
+ * @example
+ * const server = new Server({ name: 'billing', version: '1.0.0' }, { capabilities: {} });
+ * registerMcpTools(server, { registry, dispatcher });
+ * await server.connect(transport);
+ */
+export function registerMcpTools(server: Server, options: RegisterMcpToolsOptions): void {
+  if (!(server instanceof Server)) {
+    throw new TypeError('registerMcpTools() needs a low-level Server from @modelcontextprotocol/sdk/server');
+  }
+  requireObject('registerMcpTools', options);
+  const {
+    dispatcher,
+    pageSize = defaultPageSize,
+    maxMessageLength = 2000,
+    formatResult = defaultFormat,
+    dispatchOptions = {},
+  } = options;
+  const lookup = toolLookup('registerMcpTools', options);
+  if (typeof dispatcher !== 'object' || dispatcher === null || typeof dispatcher.dispatch !== 'function') {
+    throw new TypeError('registerMcpTools() dispatcher must be a Dispatcher');
+  }
+  if (!Number.isInteger(pageSize) || pageSize < 1) {
+    throw new TypeError(`registerMcpTools() pageSize must be an integer >= 1, got ${String(pageSize)}`);
+  }
+  if (maxMessageLength !== Infinity && (!Number.isInteger(maxMessageLength) || maxMessageLength < 1)) {
+    throw new TypeError(`registerMcpTools() maxMessageLength must be an integer >= 1, got ${String(maxMessageLength)}`);
+  }
+  if (typeof formatResult !== 'function') throw new TypeError('registerMcpTools() formatResult must be a function');
+  if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
+    throw new TypeError('registerMcpTools() dispatchOptions must be an object');
+  }
+  if (server.transport !== undefined) {
+    throw new TypeError('registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected');
+  }
+  server.registerCapabilities({ tools: {} });
+
+  server.setRequestHandler(ListToolsRequestSchema, async function listTools(request) {
+    const tools = lookup.tools();
+    const start = offsetOf(request.params?.cursor);
+    if (start > tools.length) throw invalidParams(`Invalid cursor: ${String(request.params?.cursor)}`);
+    const end = start + pageSize;
+    return end < tools.length
+      ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
+      : { tools: tools.slice(start) };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async function callTool(request, extra) {
+    const { name: wireName, arguments: args = {}, _meta: meta } = request.params;
+    const toolName = lookup.toolName(wireName);
+    const key = meta?.[idempotencyKeyMetaKey];
+    if (key !== undefined && (typeof key !== 'string' || key === '')) {
+      const refusal = new DispatchError(
+        'schema',
+        `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
+      );
+      return toCallToolResult(refusal, { maxLength: maxMessageLength });
+    }
+    const progressToken = meta?.progressToken;
+    const outcome: Outcome = await dispatcher.dispatch(toolName, args, {
+      ...dispatchOptions,
+      // Request ids restart at 1 on every connection: good for logs, never a dedupe key.
+      callId: `mcp-${String(extra.requestId)}`,
+      signal: extra.signal,
+      displayName: wireName,
+      ...(key === undefined ? {} : { idempotencyKey: key }),
+      ...(progressToken === undefined
+        ? {}
+        : {
+            onProgress: ({ progress, total, message }) => {
+              extra
+                .sendNotification({
+                  method: 'notifications/progress',
+                  params: {
+                    progressToken,
+                    progress,
+                    ...(total === undefined ? {} : { total }),
+                    ...(message === undefined ? {} : { message }),
+                  },
+                })
+                .catch(() => {
+                  // A progress note that cannot be sent (the connection went away) is not worth failing the call.
+                });
+            },
+          }),
+    });
+    if (outcome.ok) return formatResult(outcome.result, toolName);
+    if (outcome.kind === 'not_found') {
+      // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
+      throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
+        code: -32602,
+        data: outcome.toJsonRpcError().data,
+      });
+    }
+    return toCallToolResult(outcome, { maxLength: maxMessageLength });
+  });
+}
+
+/**
+ * The registry's tools as MCP `Tool` entries: a root-object `inputSchema`, `idempotentHint` from
+ * `idempotent`, and the optional hints you pass.
+ *
+ * @example
+ * const tools = toMcpTools({ registry, hints: { 'db.get_user': { readOnlyHint: true } } });
+ */
+export function toMcpTools(options: McpToolsOptions): McpTool[] {
+  requireObject('toMcpTools', options);
+  return toolLookup('toMcpTools', options).tools();
+}
+
+/**
+ * A dispatch outcome as an MCP `CallToolResult`: a success as JSON text (plus `structuredContent`
+ * for a plain object), a failure as `isError: true` with the model-facing text and the sanitised
+ * envelope under `_meta["tool-dispatcher/error"]`.
+ *
+ * @example
+ * const result = toCallToolResult(await dispatcher.dispatch('search.web', { query: 'mcp' }));
+ */
+export function toCallToolResult(outcome: Outcome, options: CallToolResultOptions = {}): CallToolResult {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('toCallToolResult() options must be an object');
+  }
+  const { maxLength = 2000 } = options;
+  if (outcome.ok) return defaultFormat(outcome.result);
+  return {
+    content: [{ type: 'text', text: toToolMessage(outcome, { maxLength }) }],
+    isError: true,
+    _meta: { [errorMetaKey]: envelopeOf(outcome) },
+  };
+}
+
+function defaultFormat(result: unknown): CallToolResult {
+  const text = toToolMessage({ ok: true, result, attempts: 1 }, { maxLength: Infinity });
+  if (!isPlainObject(result)) return { content: [{ type: 'text', text }] };
+  // The text is the JSON-safe rendering of the result, so parsing it gives a plain-data copy.
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+}
+
+interface Lookup {
+  tools(): McpTool[];
+  toolName(wireName: string): string;
+}
+
+function toolLookup(caller: string, options: McpToolsOptions): Lookup {
+  const { registry, names = new Map<string, string>(), hints = {} } = options;
+  if (typeof registry !== 'object' || registry === null || typeof registry.list !== 'function') {
+    throw new TypeError(`${caller}() registry must be a ToolRegistry`);
+  }
+  if (!(names instanceof Map)) throw new TypeError(`${caller}() names must be a Map of registry name to wire name`);
+  if (typeof hints !== 'function' && (typeof hints !== 'object' || hints === null)) {
+    throw new TypeError(`${caller}() hints must be an object or a function`);
+  }
+  const hintsFor = (toolName: string): McpToolHints | undefined =>
+    typeof hints === 'function' ? hints(toolName) : Object.hasOwn(hints, toolName) ? hints[toolName] : undefined;
+  return {
+    tools: () =>
+      registry.list().map((listing) => {
+        const { title, outputSchema, ...annotations } = hintsFor(listing.name) ?? {};
+        const tool: McpTool = {
+          name: names.get(listing.name) ?? listing.name,
+          description: listing.description,
+          // JSON Schema property values are objects (or booleans, which the SDK's type leaves out).
+          inputSchema: toObjectSchema(listing.inputSchema) as McpTool['inputSchema'],
+          annotations: { ...annotations, idempotentHint: listing.idempotent },
+        };
+        if (title !== undefined) tool.title = title;
+        if (outputSchema !== undefined) tool.outputSchema = outputSchema;
+        return tool;
+      }),
+    toolName: (wireName) => {
+      for (const [toolName, mapped] of names) if (mapped === wireName) return toolName;
+      // A registry name that has a wire name of its own is not reachable under its registry name.
+      return names.has(wireName) ? `\0${wireName}` : wireName;
+    },
+  };
+}
+
+function offsetOf(cursor: string | undefined): number {
+  if (cursor === undefined) return 0;
+  const offset = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!Number.isSafeInteger(offset) || offset < 0) throw invalidParams(`Invalid cursor: ${cursor}`);
+  return offset;
+}
+
+function cursorFor(offset: number): string {
+  return Buffer.from(String(offset), 'utf8').toString('base64url');
+}
+
+function invalidParams(message: string): Error {
+  return Object.assign(new Error(message), { code: -32602 });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
+function requireObject(caller: string, options: unknown): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`${caller}() needs an options object with a registry`);
+  }
+}
