@@ -163,6 +163,8 @@ export function createStacks(lib: Library): Stacks {
             signal,
             attempt: attempts,
             idempotencyKey: undefined,
+            deadline: Infinity,
+            progress: noProgress,
             callId: name,
           });
         });
@@ -190,6 +192,8 @@ export function createStacks(lib: Library): Stacks {
               tool.handler(parsed.data, {
                 signal: controller.signal,
                 attempt: attemptNumber,
+                deadline: Infinity,
+                progress: noProgress,
                 idempotencyKey: undefined,
                 callId: name,
               }),
@@ -221,3 +225,5 @@ export function createStacks(lib: Library): Stacks {
     tools: plainTools,
   };
 }
+
+function noProgress(): void {}

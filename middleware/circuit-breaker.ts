@@ -9,7 +9,7 @@ import {
   requireNumber,
   requireClock,
 } from '../src/internal/options.js';
-import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
+import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
@@ -127,9 +127,9 @@ interface Circuit {
  * failure opens it again for a new cooldown, and a probe that ends otherwise (say `cancelled`)
  * only frees its slot. A success while closed resets the streak.
  *
- * It counts every handler attempt, so it works outside `retry` (each `dispatch.retry` emitted
- * while its inner layers run is one failed attempt, and the last outcome is another) as well
- * as inside it (each attempt passes through it once). Outcomes that ran no attempt, such as an
+ * It counts every handler attempt by its own envelope (the `dispatch.attempt_failed` event each
+ * failed attempt emits), so it works the same outside `retry` as inside it, and `isFailure`
+ * always judges an attempt's real `DispatchError`. Outcomes that ran no attempt, such as an
  * idempotency cache hit or a call sharing another's in-flight execution, are not counted.
  * Outcomes of calls that started before the circuit opened are ignored while it is open, and
  * while half-open only probes count. One circuit per `key` (the tool's name by default). It
@@ -162,21 +162,6 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
 
   const circuits = new Map<string, Circuit>();
   const counts = isFailure ?? isCircuitFailure;
-
-  // A retry layer inside us that stops for a spent budget reports `budget_exceeded`, with the
-  // failed attempt that it could not retry as the cause; that attempt still tells of the backend.
-  const stoppedAfterFailure = (failure: DispatchError): boolean =>
-    failure.kind === 'budget_exceeded' && isDispatchError(failure.cause) && counts(failure.cause);
-
-  // A retry event carries only the kind; an envelope is built only for a caller's predicate.
-  const retriedKindCounts = (event: DispatchEvent, kind: string): boolean =>
-    isFailure === undefined
-      ? failureKinds.has(kind)
-      : isFailure(
-          new DispatchError(kind, `Attempt ${event.attempt} of "${event.tool}" failed (${kind})`, {
-            attempts: event.attempt,
-          }),
-        );
 
   const open = (ctx: DispatchContext, key: string, circuit: Circuit, now: number) => {
     circuit.state = 'open';
@@ -257,15 +242,15 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     const key = String(keyOf(ctx));
     const trial = admit(ctx, key);
     const attemptsBefore = ctx.attempt;
-    // Listeners stay for the whole dispatch; once next() settles, later retry events belong
-    // to a retry layer outside this one, which sees each attempt through us already.
-    let active = true;
-    ctx.listen((event) => {
-      if (!active || event.type !== 'dispatch.retry') return;
-      const { kind } = event;
-      if (typeof kind === 'string' && retriedKindCounts(event, kind)) {
-        recordFailure(ctx, key, trial);
-      }
+    // Every attempt made inside this layer reports its own envelope, whether a retry layer
+    // sits inside (several attempts per pass) or outside (one attempt per pass).
+    const judged: DispatchError[] = [];
+    const unsubscribe = ctx.listen((event) => {
+      if (event.type !== 'dispatch.attempt_failed') return;
+      const { error } = event as DispatchEventOf<'dispatch.attempt_failed'>;
+      if (!isDispatchError(error)) return;
+      judged.push(error);
+      if (counts(error)) recordFailure(ctx, key, trial);
     });
     let thrown: unknown;
     let failed = false;
@@ -274,8 +259,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     } catch (error) {
       failed = true;
       thrown = error;
+    } finally {
+      unsubscribe();
     }
-    active = false;
     if (trial !== undefined) trial.probes -= 1;
     if (ctx.attempt > attemptsBefore) {
       const failure = failed
@@ -284,7 +270,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
           ? ctx.outcome
           : undefined;
       if (failure === undefined) recordSuccess(ctx, key, trial);
-      else if (counts(failure) || stoppedAfterFailure(failure)) recordFailure(ctx, key, trial);
+      // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
+      // failure was judged when it was reported.
+      else if (!judged.includes(failure) && counts(failure)) recordFailure(ctx, key, trial);
     }
     if (failed) throw thrown;
   });

@@ -106,6 +106,9 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
 
   const lead = async (ctx: DispatchContext, next: Next, key: string, print: Fingerprint) => {
     const callerSignal = ctx.signal;
+    // A caller that left before leading (during an async validation, say) never starts an
+    // execution: with nobody to detach it later, it would run and spend a budget unit.
+    if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
     const flight = new Flight(print, callerSignal !== neverAborted);
     inFlight.set(key, flight);
     if (flight.controller !== undefined) ctx.signal = flight.controller.signal;

@@ -64,11 +64,13 @@ const rank: Readonly<Record<LogLevel, number>> = { debug: 0, info: 1, warn: 2, e
 
 const defaultLevels: Readonly<Record<string, LogLevel>> = {
   'dispatch.attempt': 'debug',
+  'dispatch.attempt_failed': 'debug',
   'dispatch.retry': 'warn',
   'dispatch.timeout': 'warn',
   'dispatch.success': 'info',
   'dispatch.failure': 'error',
   'concurrency.queued': 'debug',
+  'concurrency.acquired': 'debug',
   'idempotency.hit': 'debug',
   'circuit.open': 'warn',
   'circuit.half_open': 'info',
@@ -76,7 +78,7 @@ const defaultLevels: Readonly<Record<string, LogLevel>> = {
 };
 
 // Fields the record sets itself, and fields that must never reach a log line.
-const ownFields = new Set(['type', 'tool', 'callId', 'attempt', 'durationMs', 'kind']);
+const ownFields = new Set(['type', 'event', 'tool', 'callId', 'attempt', 'durationMs', 'kind']);
 const droppedFields = new Set(['cause', 'stack']);
 const maxDepth = 8;
 

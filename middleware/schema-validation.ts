@@ -1,6 +1,8 @@
 // Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
 
 import { DispatchError, describeThrown } from '../src/errors.js';
+import { RawJsonArgs } from '../src/internal/raw-json-args.js';
+import { isThenable } from '../src/internal/thenable.js';
 import { argsShapeProblem } from '../src/internal/args-shape.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -39,18 +41,28 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
     if (tool === undefined) {
       return new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
     }
-    let validated: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
+    const name = ctx.displayName;
+    let validated: StandardSchemaV1.Result<unknown> | PromiseLike<StandardSchemaV1.Result<unknown>>;
+    let asynchronous: boolean;
     try {
-      const problem = readableShapeProblem(tool.name, ctx.args, maxDepth);
+      if (ctx.args instanceof RawJsonArgs) {
+        const parsed = ctx.args.parse(name);
+        if (parsed instanceof DispatchError) return parsed;
+        ctx.args = parsed.value;
+      }
+      const problem = readableShapeProblem(name, ctx.args, maxDepth);
       if (problem !== undefined) return problem;
       validated = tool.inputSchema['~standard'].validate(ctx.args);
+      // A promise from another realm (a vm context, a polyfill) fails `instanceof Promise`:
+      // what makes a result asynchronous is being thenable.
+      asynchronous = isThenable(validated);
     } catch (error) {
-      return validatorFailed(tool.name, error);
+      return validatorFailed(name, error);
     }
-    if (!(validated instanceof Promise)) return accept(ctx, tool.name, validated);
-    return validated.then(
-      (result) => accept(ctx, tool.name, result),
-      (error: unknown) => validatorFailed(tool.name, error),
+    if (!asynchronous) return accept(ctx, name, validated as StandardSchemaV1.Result<unknown>);
+    return new Promise<StandardSchemaV1.Result<unknown>>((resolve) => resolve(validated)).then(
+      (result) => accept(ctx, name, result),
+      (error: unknown) => validatorFailed(name, error),
     );
   };
 

@@ -5,7 +5,7 @@ import { DispatchError } from '../src/errors.js';
 import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../src/internal/attempt-abort.js';
 import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from '../src/internal/deadlines.js';
-import { cancelled } from '../src/internal/failures.js';
+import { cancelled, failedAttempt } from '../src/internal/failures.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { optionsObject, requireNumber, requireClock } from '../src/internal/options.js';
@@ -63,7 +63,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
     deadlines.schedule(attempt);
     if (parent !== neverAborted) {
       attempt.unsubscribe = onAbort(parent, () => {
-        attempt.interrupt(cancelled(ctx, parent), parent.reason);
+        attempt.fail(cancelled(ctx, parent), parent.reason);
       });
     }
     return attempt;
@@ -109,6 +109,8 @@ export function timeout(options?: TimeoutOptions): Middleware {
 class TimedAttempt extends AttemptAbort implements DeadlineNode {
   unsubscribe: () => void = noop;
   readonly at: number;
+  // Attempts the call had made when this deadline started: more means one runs under it.
+  readonly attemptsBefore: number;
   cancelled = false;
   list: DeadlineList | undefined = undefined;
   previous: DeadlineNode | undefined = undefined;
@@ -125,6 +127,8 @@ class TimedAttempt extends AttemptAbort implements DeadlineNode {
   ) {
     super();
     this.at = startedAt + ms;
+    this.deadline = this.at;
+    this.attemptsBefore = ctx.attempt;
   }
 
   protected override cleanup(): void {
@@ -141,11 +145,18 @@ class TimedAttempt extends AttemptAbort implements DeadlineNode {
     const { ctx, ms } = this;
     const error = new DispatchError(
       'timeout',
-      `"${ctx.toolName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
+      `"${ctx.displayName}" timed out after ${ms} ms (attempt ${ctx.attempt})`,
       { attempts: ctx.attempt },
     );
     ctx.emit('dispatch.timeout', { timeoutMs: ms });
-    this.interrupt(error, error);
+    this.fail(error, error);
+  }
+
+  /** Ends the attempt with `error`, reported as its failure when an attempt had started. */
+  fail(error: DispatchError, reason: unknown): void {
+    if (this.ended) return;
+    if (this.ctx.attempt > this.attemptsBefore) failedAttempt(this.ctx, error);
+    this.interrupt(error, reason);
   }
 
   forget(): void {}

@@ -22,7 +22,7 @@ export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
   const lookup = (ctx: DispatchContext): DispatchError | undefined => {
     const tool = typeof ctx.toolName === 'string' ? registry.get(ctx.toolName) : undefined;
     if (tool === undefined) {
-      return new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.toolName))}`);
+      return new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.displayName))}`);
     }
     ctx.tool = tool;
     return undefined;

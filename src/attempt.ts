@@ -3,8 +3,15 @@
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, raceAbort } from './internal/abort.js';
 import { AttemptAbort, abortSourceOf, type AbortSource } from './internal/attempt-abort.js';
-import { budgetExceeded, cancelled } from './internal/failures.js';
-import type { DispatchContext, Tool, ToolContext, ToolHandler } from './types.js';
+import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
+import type {
+  DispatchContext,
+  DispatchOptions,
+  ProgressUpdate,
+  Tool,
+  ToolContext,
+  ToolHandler,
+} from './types.js';
 
 /**
  * Runs one attempt: takes a budget unit, counts the attempt, emits `dispatch.attempt`, calls the
@@ -51,11 +58,11 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
             resolve();
           },
           (error: unknown) => {
-            if (source.end()) reject(handlerFailure(error, attempt));
+            if (source.end()) reject(failedAttempt(ctx, handlerFailure(error, attempt)));
           },
         );
       } catch (error) {
-        reject(source.end() ? handlerFailure(error, attempt) : source.interruption);
+        reject(source.end() ? failedAttempt(ctx, handlerFailure(error, attempt)) : source.interruption);
         return;
       }
       if (source.ended) reject(source.interruption);
@@ -63,8 +70,10 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
     });
   }
   const settled = adoptResult(returned);
+  // A failure after the attempt was aborted is late: it is no longer this attempt's outcome.
   const fail = (error: unknown) => {
-    throw handlerFailure(error, attempt);
+    const failure = handlerFailure(error, attempt);
+    throw source.aborted ? failure : failedAttempt(ctx, failure);
   };
   if (source instanceof AttemptAbort) {
     // A layer between us and the timeout races the attempt; a late outcome is not recorded.
@@ -76,9 +85,9 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
     ctx.outcome = { ok: true, result, attempts: attempt };
   };
   if (source === neverAborted) return builtInThen.call(settled, record, fail) as Promise<void>;
-  return raceAbort(builtInThen.call(settled, undefined, fail), source, () => cancelled(ctx, source)).then(
-    record,
-  );
+  return raceAbort(builtInThen.call(settled, undefined, fail), source, () =>
+    failedAttempt(ctx, cancelled(ctx, source)),
+  ).then(record);
 }
 
 /**
@@ -97,7 +106,7 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
   try {
     return handler(ctx.args, new AttemptContext(source, attempt, ctx));
   } catch (error) {
-    throw handlerFailure(error, attempt);
+    throw failedAttempt(ctx, handlerFailure(error, attempt));
   }
 }
 
@@ -139,41 +148,73 @@ function mayBeThenable(value: unknown): boolean {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
-// The signal is read through a getter so that a lazy per-attempt abort is only materialised
-// for handlers that look at it. A class keeps the getter on the prototype: an object literal with
-// an accessor is several times slower to create.
-// Its links to the dispatch are #private: a handler that logs its context shows only what
+// What a handler is given. Every field is an own enumerable property, so a handler that passes
+// `{ ...ctx }` on (or logs it) keeps them all. The signal of a lazy per-attempt abort is still
+// built only when read: an AbortController costs more than the rest of an attempt, so it is an
+// own accessor there, defined from one shared descriptor.
+// Its link to the dispatch is #private: a handler that logs its context shows only what
 // ToolContext promises, never the dispatch's internals or, through them, other calls.
 class AttemptContext implements ToolContext {
-  readonly #source: AbortSignal | AttemptAbort;
-  readonly #ctx: DispatchContext;
+  declare readonly signal: AbortSignal;
+  readonly #source: AttemptAbort | undefined;
+  readonly idempotencyKey: string | undefined;
+  readonly callId: string;
+  readonly deadline: number;
+  readonly progress: ToolContext['progress'];
+
+  static readonly #lazySignal: PropertyDescriptor = {
+    get(this: AttemptContext): AbortSignal {
+      return (this.#source as AttemptAbort).signal;
+    },
+    enumerable: true,
+    configurable: false,
+  };
 
   constructor(
     source: AbortSignal | AttemptAbort,
     readonly attempt: number,
     ctx: DispatchContext,
   ) {
-    this.#source = source;
-    this.#ctx = ctx;
-  }
-
-  get signal(): AbortSignal {
-    const source = this.#source;
-    return source instanceof AttemptAbort ? source.signal : source;
-  }
-
-  get idempotencyKey(): string | undefined {
-    return this.#ctx.options.idempotencyKey;
-  }
-
-  get callId(): string {
-    return this.#ctx.callId;
+    const { options } = ctx;
+    this.idempotencyKey = options.idempotencyKey;
+    this.callId = ctx.callId;
+    this.deadline = source instanceof AttemptAbort ? source.deadline : Infinity;
+    this.progress = options.onProgress === undefined ? ignoreProgress : progressTo(options.onProgress);
+    if (source instanceof AttemptAbort) {
+      this.#source = source;
+      Object.defineProperty(this, 'signal', AttemptContext.#lazySignal);
+    } else {
+      this.#source = undefined;
+      (this as { signal: AbortSignal }).signal = source;
+    }
   }
 }
 
+function ignoreProgress(): void {}
+
+// A handler's progress report reaches the caller's listener; a listener that throws never
+// fails the handler that reported.
+function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolContext['progress'] {
+  return function progress(progress: number, total?: number, message?: string): void {
+    if (typeof progress !== 'number' || Number.isNaN(progress)) return;
+    const update: ProgressUpdate = { progress };
+    if (typeof total === 'number' && !Number.isNaN(total)) update.total = total;
+    if (typeof message === 'string') update.message = message;
+    try {
+      const returned: unknown = listener(update);
+      if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
+        (returned as PromiseLike<unknown>).then(undefined, ignoreProgress);
+      }
+    } catch {
+      // Ignored on purpose.
+    }
+  };
+}
+
 /**
- * The envelope of a handler's own failure: even a `DispatchError` of kind `timeout` that a
- * handler made itself is `internal`, never mistaken for a timeout of this dispatcher.
+ * The envelope of a handler's own failure: `transient` for a `TransientError`, `tool_error` for a
+ * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
+ * itself is `internal`, never mistaken for a timeout of this dispatcher.
  */
 export function handlerFailure(error: unknown, attempts: number): DispatchError {
   if (!isDispatchError(error)) return toDispatchError(error, attempts);

@@ -10,16 +10,50 @@ export type ComposableMiddleware<Context> = (
   next: () => Promise<any>,
 ) => unknown;
 
-/** What `compose` returns: runs the stack, then `next` (if given) innermost. */
+/**
+ * What `compose` returns: runs the stack, then `next` (if given) innermost. It resolves to what
+ * the outermost layer resolved to, typed `any` as in Koa, so a composed stack is itself a
+ * `Middleware` and nests in another.
+ */
 export type ComposedMiddleware<Context> = (
   context: Context,
   next?: () => Promise<unknown>,
-) => Promise<unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+) => Promise<any>;
+
+/** A stack `compose` accepts: layers, and arrays of layers nested to any depth, as in Koa. */
+export type ComposableStack<Context> = ReadonlyArray<
+  ComposableMiddleware<Context> | ComposableStack<Context>
+>;
+
+// The layers of every stack compose() made, so that a stack composed inside another runs as if
+// it had been written out flat: its innermost layer then sees the real next step, not a wrapper.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+const composedLayers = new WeakMap<Function, readonly Function[]>();
+
+/**
+ * The layers of `stack`, flat: nested arrays are spread, as koa-compose 4.2 does, and a stack
+ * made by `compose` is replaced by its own layers.
+ */
+export function flattenStack<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<unknown>>): Layer[] {
+  const flat: Layer[] = [];
+  const add = (items: ReadonlyArray<unknown>) => {
+    for (const item of items) {
+      if (Array.isArray(item)) add(item);
+      else if (typeof item === 'function' && composedLayers.has(item)) add(composedLayers.get(item) as unknown[]);
+      else flat.push(item as Layer);
+    }
+  };
+  add(stack);
+  return flat;
+}
 
 /**
  * Composes middleware into one, as koa-compose does, with one difference: a layer may call
  * `next()` again after the previous call has settled, so a retry layer can re-run the layers
- * inside it. Calling `next()` while an earlier call is still running rejects, as in Koa.
+ * inside it. Calling `next()` while an earlier call is still running rejects, as in Koa. Nested
+ * arrays are flattened (as in koa-compose 4.2), and so is a stack made by `compose` itself: it
+ * behaves exactly as if its layers had been written out in place.
  *
  * @param middleware - The layers, outermost first.
  * @throws TypeError when `middleware` is not an array of functions.
@@ -30,18 +64,16 @@ export type ComposedMiddleware<Context> = (
  * ]);
  * await run({ log: [] });
  */
-export function compose<Context>(
-  middleware: ReadonlyArray<ComposableMiddleware<Context>>,
-): ComposedMiddleware<Context> {
+export function compose<Context>(middleware: ComposableStack<Context>): ComposedMiddleware<Context> {
   if (!Array.isArray(middleware)) throw new TypeError('Middleware stack must be an array!');
-  for (const fn of middleware) {
+  const layers = flattenStack<ComposableMiddleware<Context>>(middleware);
+  for (const fn of layers) {
     if (typeof fn !== 'function') throw new TypeError('Middleware must be composed of functions!');
   }
-  const layers = [...middleware];
   // The library's own layers never overlap their next() calls; only the others are watched.
   const watched = layers.map((layer) => !isTrusted(layer));
 
-  return function composed(context, last) {
+  const composed: ComposedMiddleware<Context> = function composed(context, last) {
     const run = (index: number): Promise<unknown> => {
       const fn = index === layers.length ? last : layers[index];
       if (fn === undefined) return Promise.resolve();
@@ -75,4 +107,6 @@ export function compose<Context>(
     };
     return run(0);
   };
+  composedLayers.set(composed, layers);
+  return composed;
 }

@@ -1,6 +1,7 @@
 // The concrete per-dispatch context: one fixed-shape object, so every dispatch stays on V8's fast path.
 
 import type { Budget } from './budget.js';
+import { isDispatchError } from './errors.js';
 import { swallow } from './internal/abort.js';
 import type { AbortSource, AttemptAbort, LazySignalContext } from './internal/attempt-abort.js';
 import type {
@@ -91,21 +92,41 @@ export class CallContext implements LazySignalContext {
     return (this.stateBag ??= {});
   }
 
-  listen(listener: EventListener): void {
-    (this.listeners ??= []).push(listener);
+  get displayName(): string {
+    return this.options.displayName ?? this.toolName;
+  }
+
+  listen(listener: EventListener): () => void {
+    const listeners = (this.listeners ??= []);
+    listeners.push(listener);
+    let listening = true;
+    return () => {
+      if (!listening) return;
+      listening = false;
+      const index = listeners.indexOf(listener);
+      if (index !== -1) listeners.splice(index, 1);
+    };
   }
 
   emit(type: string, details?: Record<string, unknown>): void {
     if (this.onEvent === undefined && this.listeners === undefined) return;
-    const event: DispatchEvent = {
+    // The event's own fields are written last, so a detail can never pass for one of them.
+    const event = {
+      ...details,
       type,
       tool: this.toolName,
       callId: this.callId,
       attempt: this.attempt,
-      ...details,
-    };
+    } as DispatchEvent;
+    // An envelope rides along for listeners that judge it, but events stay plain JSON data.
+    if (details !== undefined && isDispatchError(details.error)) {
+      Object.defineProperty(event, 'error', { value: details.error, enumerable: false });
+    }
     if (this.onEvent !== undefined) deliver(this.onEvent, event);
-    if (this.listeners !== undefined) for (const listener of this.listeners) deliver(listener, event);
+    const { listeners } = this;
+    if (listeners === undefined) return;
+    // A listener that unsubscribes while the event is delivered must not make another miss it.
+    for (const listener of listeners.length === 1 ? listeners : [...listeners]) deliver(listener, event);
   }
 }
 

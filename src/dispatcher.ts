@@ -1,6 +1,7 @@
 // The dispatcher: composes a stack around the attempt step and turns every call into an outcome.
 
 import { createBudget, type Budget } from './budget.js';
+import { flattenStack } from './compose.js';
 import { CallContext } from './context.js';
 import { DispatchError, describeThrown } from './errors.js';
 import { fuseDefaultStack } from './fused-stack.js';
@@ -8,6 +9,7 @@ import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
+import { RawJsonArgs } from './internal/raw-json-args.js';
 import { onionRunner, type Report } from './stack-runner.js';
 import type { ToolRegistry } from './registry.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
@@ -47,6 +49,21 @@ export interface Dispatcher {
    * input order; never rejects for a failed call.
    */
   gatherBounded(calls: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]>;
+  /**
+   * Like `dispatch`, for args that arrive as JSON text (a model's tool-call arguments): the
+   * schema layer parses them inside the stack, so text that is not JSON fails that call with
+   * `schema`, seen by every layer and observer like any other failure. `""` means `{}`.
+   *
+   * @example
+   * const outcome = await dispatcher.dispatchJson('search.web', toolCall.function.arguments, {
+   *   callId: toolCall.id,
+   * });
+   */
+  dispatchJson<Result = unknown>(
+    name: string,
+    argsJson: string,
+    options?: DispatchOptions,
+  ): Promise<Outcome<Result>>;
 }
 
 /** Options for `defaultStack`: the registry, and each layer's own options. */
@@ -98,9 +115,11 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
  * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
  */
 export function createDispatcher(
-  stack: readonly Middleware[],
+  layers: readonly Middleware[],
   options: DispatcherOptions = {},
 ): Dispatcher {
+  // A stack composed inside this one runs as its layers written out in place (see compose).
+  const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
   const { onEvent, now = readSystemClock } = options;
   if (onEvent !== undefined && typeof onEvent !== 'function') {
     throw new TypeError('onEvent must be a function');
@@ -172,6 +191,18 @@ export function createDispatcher(
   ): Promise<Outcome<Result>> =>
     new Promise((resolve) => startSafely(name, args, options, resolve as Report));
 
+  const dispatchJson = <Result>(
+    name: string,
+    argsJson: string,
+    options: DispatchOptions = noOptions,
+  ): Promise<Outcome<Result>> => {
+    if (typeof argsJson !== 'string') {
+      const refusal = new DispatchError('schema', `dispatchJson() needs the args as a JSON string, got ${typeof argsJson}`);
+      return Promise.resolve(refusal);
+    }
+    return dispatch(name, new RawJsonArgs(argsJson), options);
+  };
+
   // Only an injected `now` that throws can make `start` throw, and then before any report: the
   // call still ends with an envelope instead of a rejection or, in a batch, a hang.
   const startSafely = (
@@ -227,7 +258,7 @@ export function createDispatcher(
       startSafely(name, args, callOptions === undefined ? noOptions : callOptions, report),
     );
 
-  return { dispatch, gatherBounded };
+  return { dispatch, gatherBounded, dispatchJson };
 }
 
 // Options are read before any layer can catch; a hostile getter must still end as an envelope.

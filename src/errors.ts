@@ -11,6 +11,8 @@ export type DispatchErrorKind =
   | 'circuit_open'
   | 'cancelled'
   | 'idempotency_conflict'
+  | 'tool_error'
+  | 'store_unavailable'
   | (string & {});
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
@@ -116,7 +118,7 @@ export class DispatchError extends Error {
    * throw new DispatchError('rate_limited', 'Too many calls', { retryAfterMs: 1_000 });
    */
   constructor(kind: DispatchErrorKind, message: string, options: DispatchErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(withoutStackFrames(String(message)), options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'DispatchError';
     const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs } = options;
     // Every kind maps to one of the three codes (SPEC §4), whoever makes the envelope.
@@ -218,21 +220,78 @@ export class TransientError extends Error {
   }
 }
 
-/** A short, safe description of any thrown value, for a model-facing message. */
+/**
+ * A short, safe description of any thrown value, for a model-facing message: an error's (or an
+ * error-like object's) message, never a stack frame.
+ */
 export function describeThrown(value: unknown): string {
   try {
-    if (value instanceof Error) return String(value.message || value.name);
-    if (typeof value === 'string') return value;
-    if (typeof value === 'object' && value !== null) return JSON.stringify(value) ?? String(value);
+    if (value instanceof Error) return withoutStackFrames(String(value.message || value.name));
+    if (typeof value === 'string') return withoutStackFrames(value);
+    if (typeof value === 'object' && value !== null) {
+      // An error serialised across a worker or process boundary: its message, not its stack.
+      const { message } = value as { message?: unknown };
+      if (typeof message === 'string' && message.length > 0) return withoutStackFrames(message);
+      return withoutStackFrames(JSON.stringify(value, dropStacks) ?? String(value));
+    }
     return String(value);
   } catch {
     return `a thrown ${typeof value} that cannot be read`;
   }
 }
 
+function dropStacks(key: string, value: unknown): unknown {
+  return key === 'stack' ? undefined : value;
+}
+
+const stackFrameLine = /^\s*at\s+\S/;
+
+/**
+ * `text` without its stack-frame lines (`    at fn (file:1:2)`), whether they came from a stack
+ * or were embedded in a message; what is left is trimmed.
+ *
+ * @example
+ * withoutStackFrames('db exploded\n    at query (/srv/db.js:10:5)'); // 'db exploded'
+ */
+export function withoutStackFrames(text: string): string {
+  if (!text.includes('\n') && !stackFrameLine.test(text)) return text;
+  return text
+    .split(/\r?\n/)
+    .filter((line) => !stackFrameLine.test(line))
+    .join('\n')
+    .trim();
+}
+
+/** Options for `new ToolError(...)`. */
+export interface ToolErrorOptions {
+  /** The underlying error, kept for operators and never shown to the model. */
+  cause?: unknown;
+}
+
+/**
+ * The error a handler throws for a failure the tool itself reports ("card declined"): the call
+ * fails with kind `tool_error` and this message as is, is never retried and never counts as a
+ * circuit-breaker failure.
+ *
+ * @example
+ * if (charge.status === 'declined') throw new ToolError('The card was declined');
+ */
+export class ToolError extends Error {
+  /**
+   * Makes a failure the tool reports itself.
+   *
+   * @example
+   * throw new ToolError('No such order: 1234');
+   */
+  constructor(message: string, options: ToolErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ToolError';
+  }
+}
+
 /**
  * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
- * `TransientError` becomes `transient`, everything else `internal`.
+ * `TransientError` becomes `transient`, a `ToolError` `tool_error`, everything else `internal`.
  *
  * @example
  * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1
@@ -246,6 +305,9 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
         cause: error,
         ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
       });
+    }
+    if (error instanceof ToolError) {
+      return new DispatchError('tool_error', describeThrown(error), { attempts, cause: error });
     }
     return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
   } catch {

@@ -14,6 +14,7 @@ import type { CallContext } from './context.js';
 import { maxTimerDelayMs } from './internal/abort.js';
 import type { DispatchError } from './errors.js';
 import { AttemptAbort } from './internal/attempt-abort.js';
+import { failedAttempt } from './internal/failures.js';
 import { partsOf, type LayerKind, type LayerParts } from './internal/layer-parts.js';
 import {
   composeWithAttempt,
@@ -164,11 +165,15 @@ export function fuseDefaultStack(
           report(succeedHolding(ctx));
         },
         (error: unknown) => {
-          if (source.end()) failed(ctx, handlerFailure(error, attempt), report);
+          if (source.end()) failed(ctx, failedAttempt(ctx, handlerFailure(error, attempt)), report);
         },
       );
     } catch (error) {
-      return failedLater(ctx, source.end() ? handlerFailure(error, attempt) : source.interruption, report);
+      return failedLater(
+        ctx,
+        source.end() ? failedAttempt(ctx, handlerFailure(error, attempt)) : source.interruption,
+        report,
+      );
     }
     if (source.ended) return failedLater(ctx, source.interruption, report);
     // A deadline or an abort ends the attempt from a timer or a listener.

@@ -9,10 +9,12 @@ export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
 export type { RegisterOptions, ToolListing } from './registry.js';
 export {
   DispatchError,
+  ToolError,
   TransientError,
   isDispatchError,
   jsonRpcCodeFor,
   toDispatchError,
+  withoutStackFrames,
 } from './errors.js';
 export type {
   DispatchErrorJson,
@@ -21,16 +23,28 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  ToolErrorOptions,
   TransientErrorOptions,
 } from './errors.js';
+export { createNameMap } from './name-map.js';
+export type { NameMap, NameMapOptions } from './name-map.js';
+export { toObjectSchema } from './object-schema.js';
+export type { JsonObjectSchema } from './object-schema.js';
 export { createBudget } from './budget.js';
 export type { Budget } from './budget.js';
 export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';
 export type {
+  CustomDispatchEvent,
   DispatchContext,
   DispatchEvent,
+  DispatchEventBase,
+  DispatchEventDetails,
+  DispatchEventOf,
+  DispatchEventType,
+  KnownDispatchEvent,
+  ProgressUpdate,
   DispatchOptions,
   DispatchSuccess,
   EventListener,

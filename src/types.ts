@@ -14,6 +14,26 @@ export interface ToolContext {
   readonly idempotencyKey: string | undefined;
   /** The id of this dispatch, the same for every attempt. */
   readonly callId: string;
+  /**
+   * When this attempt times out, in milliseconds since the epoch on the timeout layer's clock;
+   * `Infinity` when it has no deadline. Size a downstream timeout from it.
+   */
+  readonly deadline: number;
+  /**
+   * Reports progress to the caller's `onProgress` (an MCP client, a UI); a no-op when nobody
+   * listens. `total` and `message` are optional.
+   */
+  readonly progress: (progress: number, total?: number, message?: string) => void;
+}
+
+/** One progress report of a handler, as `DispatchOptions.onProgress` receives it. */
+export interface ProgressUpdate {
+  /** Progress so far, in any unit that grows. */
+  progress: number;
+  /** The progress value at completion, when known. */
+  total?: number;
+  /** A short human-readable note. */
+  message?: string;
 }
 
 /** A tool handler: parsed args in, a result (or a promise of one) out. */
@@ -78,6 +98,14 @@ export interface DispatchOptions {
   signal?: AbortSignal;
   /** An id for this call (e.g. the model's tool-call id); generated when omitted. */
   callId?: string;
+  /**
+   * The tool name that model-facing messages quote, when the model knows the tool by another
+   * name than the registry's (a provider's wire name such as `search__web`).
+   * @default the name passed to `dispatch`
+   */
+  displayName?: string;
+  /** Receives the handler's `ctx.progress(...)` reports; a listener that throws is ignored. */
+  onProgress?: (update: ProgressUpdate) => void;
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
@@ -93,10 +121,8 @@ export interface DispatchSuccess<Result = unknown> {
 /** What a dispatch resolves to: a success or a `DispatchError` envelope. */
 export type Outcome<Result = unknown> = DispatchSuccess<Result> | DispatchError;
 
-/** A structured event emitted at a transition of a dispatch. */
-export interface DispatchEvent {
-  /** What happened, e.g. `dispatch.attempt`, `dispatch.retry`, `idempotency.hit`. */
-  readonly type: string;
+/** The fields every event carries. */
+export interface DispatchEventBase {
   /** The requested tool name. */
   readonly tool: string;
   /** The dispatch's id. */
@@ -106,6 +132,69 @@ export interface DispatchEvent {
   /** Event-specific details such as `delayMs`, `kind`, `durationMs`. */
   readonly [detail: string]: unknown;
 }
+
+/** The events the library's own layers emit, by `type`. */
+export interface DispatchEventDetails {
+  /** An attempt starts. */
+  'dispatch.attempt': Record<never, never>;
+  /** An attempt failed; `error` is that attempt's own envelope, whatever happens next. */
+  'dispatch.attempt_failed': { readonly kind: DispatchErrorKind; readonly error: DispatchError };
+  /** Retry waits `delayMs` before the next attempt, after a failure of `kind`. */
+  'dispatch.retry': { readonly delayMs: number; readonly kind: DispatchErrorKind };
+  /** An attempt ran past its deadline. */
+  'dispatch.timeout': { readonly timeoutMs: number };
+  /** The call succeeded. */
+  'dispatch.success': { readonly attempts: number; readonly durationMs: number };
+  /** The call failed. */
+  'dispatch.failure': {
+    readonly kind: DispatchErrorKind;
+    readonly attempts: number;
+    readonly message: string;
+    readonly durationMs: number;
+  };
+  /** The call waits for a concurrency slot (`queued` callers now wait, `max` may run). */
+  'concurrency.queued': { readonly queued: number; readonly max: number };
+  /** A queued call got its slot after `waitedMs`. */
+  'concurrency.acquired': { readonly waitedMs: number };
+  /** The call was answered by the idempotency layer: a cached success or an execution in flight. */
+  'idempotency.hit': { readonly key: string; readonly source: 'cache' | 'in_flight' };
+  /** A circuit opened after `failures` failures, for `cooldownMs`. */
+  'circuit.open': { readonly key: string; readonly failures: number; readonly cooldownMs: number };
+  /** A circuit lets a probe through. */
+  'circuit.half_open': { readonly key: string };
+  /** A circuit closed again. */
+  'circuit.close': { readonly key: string };
+}
+
+/** The type of an event the library's own layers emit. */
+export type DispatchEventType = keyof DispatchEventDetails;
+
+/**
+ * The event of type `Type` of the library's own layers, with its details typed.
+ *
+ * @example
+ * if (event.type === 'dispatch.retry') {
+ *   const { delayMs } = event as DispatchEventOf<'dispatch.retry'>;
+ * }
+ */
+export type DispatchEventOf<Type extends DispatchEventType> = DispatchEventBase & {
+  readonly type: Type;
+} & DispatchEventDetails[Type];
+
+/** An event of the library's own layers, discriminated by `type`. */
+export type KnownDispatchEvent = { [Type in DispatchEventType]: DispatchEventOf<Type> }[DispatchEventType];
+
+/** An event of a third-party layer: any other `type`, with its own details. */
+export interface CustomDispatchEvent extends DispatchEventBase {
+  /** What happened, in the layer's own namespace (e.g. `rate_limit.wait`). */
+  readonly type: string;
+}
+
+/**
+ * A structured event emitted at a transition of a dispatch: one of the library's own (narrow it
+ * by `type`) or a third-party layer's.
+ */
+export type DispatchEvent = KnownDispatchEvent | CustomDispatchEvent;
 
 /** Receives structured events. */
 export type EventListener = (event: DispatchEvent) => void;
@@ -139,10 +228,16 @@ export interface DispatchContext {
   readonly state: Record<string, unknown>;
   /** When the dispatch started, in milliseconds since the epoch. */
   readonly startedAt: number;
-  /** Emits a structured event to the dispatcher's `onEvent` and to `listen`ers; never throws. */
+  /** The tool name model-facing messages quote: `options.displayName`, else `toolName`. */
+  readonly displayName: string;
+  /**
+   * Emits a structured event to the dispatcher's `onEvent` and to `listen`ers; never throws.
+   * The event's own fields (`type`, `tool`, `callId`, `attempt`) always win over `details`.
+   */
+  emit<Type extends DispatchEventType>(type: Type, details: DispatchEventDetails[Type]): void;
   emit(type: string, details?: Record<string, unknown>): void;
-  /** Adds a listener for this dispatch's events (the logging layer uses it). */
-  listen(listener: EventListener): void;
+  /** Adds a listener for this dispatch's events; returns the function that removes it. */
+  listen(listener: EventListener): () => void;
 }
 
 /** What `next()` returns: a promise that settles when the inner layers have. */

@@ -573,11 +573,13 @@ describe('events', () => {
     await pending;
     expect(events.map(({ type, attempt }) => [type, attempt])).toEqual([
       ['dispatch.attempt', 1],
+      ['dispatch.attempt_failed', 1],
       ['dispatch.retry', 1],
       ['dispatch.attempt', 2],
       ['dispatch.success', 2],
     ]);
-    expect(events[1]).toMatchObject({ tool: 'search.web', callId: 'c1', delayMs: 100, kind: 'transient' });
+    expect(events[1]).toMatchObject({ tool: 'search.web', callId: 'c1', kind: 'transient' });
+    expect(events[2]).toMatchObject({ tool: 'search.web', callId: 'c1', delayMs: 100, kind: 'transient' });
     await dispatcher.dispatch('nope', {});
     expect(events.at(-1)).toMatchObject({ type: 'dispatch.failure', kind: 'not_found' });
   });

@@ -96,6 +96,7 @@ describe('the fused default stack', () => {
     expect(a.events).toEqual([
       'dispatch.attempt',
       'dispatch.timeout',
+      'dispatch.attempt_failed',
       'dispatch.retry',
       'dispatch.attempt',
       'dispatch.success',
@@ -272,7 +273,7 @@ describe("a handler's context", () => {
     ]);
     expect(seen).toHaveLength(2);
     for (const shown of seen) {
-      expect(shown.startsWith('attempt ')).toBe(true);
+      expect(shown.startsWith('attempt,idempotencyKey,callId,deadline,progress,signal ')).toBe(true);
       expect(shown).not.toContain('222333');
       expect(shown).not.toContain('CallContext');
     }

@@ -20,6 +20,8 @@ export class AttemptAbort {
    * right outside it. Any other layer in between (a retry, say) would outlive the attempt.
    */
   claimable = false;
+  /** When the attempt's deadline passes, in milliseconds on the deadline's clock; `Infinity` for none. */
+  deadline = Infinity;
   private reason: unknown = undefined;
   private controller: AbortController | undefined = undefined;
   private hasEnded = false;

@@ -10,7 +10,8 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== 'object' || options === null) {
     return `options must be an object, got ${options === null ? 'null' : typeof options}`;
   }
-  const { timeoutMs, idempotencyKey, budget, signal, callId } = options as Record<string, unknown>;
+  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress } =
+    options as Record<string, unknown>;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
   }
@@ -34,6 +35,12 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   }
   if (callId !== undefined && (typeof callId !== 'string' || callId.length === 0)) {
     return 'callId must be a non-empty string';
+  }
+  if (displayName !== undefined && (typeof displayName !== 'string' || displayName.length === 0)) {
+    return 'displayName must be a non-empty string';
+  }
+  if (onProgress !== undefined && typeof onProgress !== 'function') {
+    return 'onProgress must be a function';
   }
   return undefined;
 }

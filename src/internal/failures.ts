@@ -5,7 +5,7 @@ import type { DispatchContext } from '../types.js';
 
 /** The envelope for a caller that aborted. */
 export function cancelled(ctx: DispatchContext, signal: AbortSignal): DispatchError {
-  return new DispatchError('cancelled', `The call to "${ctx.toolName}" was cancelled by the caller`, {
+  return new DispatchError('cancelled', `The call to "${ctx.displayName}" was cancelled by the caller`, {
     attempts: ctx.attempt,
     cause: signal.reason,
   });
@@ -15,7 +15,16 @@ export function cancelled(ctx: DispatchContext, signal: AbortSignal): DispatchEr
 export function budgetExceeded(ctx: DispatchContext, cause?: unknown): DispatchError {
   return new DispatchError(
     'budget_exceeded',
-    `The tool-call budget is spent; "${ctx.toolName}" was not run again`,
+    `The tool-call budget is spent; "${ctx.displayName}" was not run again`,
     { attempts: ctx.attempt, cause },
   );
+}
+
+/**
+ * Emits `dispatch.attempt_failed` for an attempt that has started and just failed with
+ * `failure`, and returns the envelope; layers that judge attempts (a breaker) listen for it.
+ */
+export function failedAttempt(ctx: DispatchContext, failure: DispatchError): DispatchError {
+  ctx.emit('dispatch.attempt_failed', { kind: failure.kind, error: failure });
+  return failure;
 }

@@ -95,13 +95,16 @@ describe('logging', () => {
     expect(outcome).toMatchObject({ ok: false, kind: 'transient', attempts: 3 });
     expect(summary()).toEqual([
       'debug dispatch.attempt',
+      'debug dispatch.attempt_failed',
       'warn dispatch.retry',
       'debug dispatch.attempt',
+      'debug dispatch.attempt_failed',
       'warn dispatch.retry',
       'debug dispatch.attempt',
+      'debug dispatch.attempt_failed',
       'error dispatch.failure',
     ]);
-    expect(lines[1]?.record).toEqual({
+    expect(lines[2]?.record).toEqual({
       event: 'dispatch.retry',
       tool: 'search.web',
       callId: 'c1',
@@ -110,7 +113,7 @@ describe('logging', () => {
       kind: 'transient',
       delayMs: 100,
     });
-    expect(lines[5]?.record).toEqual({
+    expect(lines[8]?.record).toEqual({
       event: 'dispatch.failure',
       tool: 'search.web',
       callId: 'c1',
@@ -152,6 +155,7 @@ describe('logging', () => {
     expect(summary()).toEqual([
       'debug dispatch.attempt',
       'warn dispatch.timeout',
+      'debug dispatch.attempt_failed',
       'error dispatch.failure',
     ]);
     expect(lines[1]?.record).toMatchObject({ timeoutMs: 1_000, durationMs: 1_000, attempt: 1 });
@@ -227,6 +231,7 @@ describe('logging', () => {
     expect(lines.map((line) => line.record.event)).toEqual([
       'custom.event',
       'dispatch.attempt',
+      'dispatch.attempt_failed',
       'dispatch.failure',
     ]);
     for (const { record } of lines) {
@@ -319,6 +324,7 @@ describe('logging', () => {
 
     expect(log.summary()).toEqual([
       'debug dispatch.attempt',
+      'debug dispatch.attempt_failed',
       'warn dispatch.retry',
       'debug dispatch.attempt',
       'info dispatch.success',

@@ -45,6 +45,11 @@ describe('a handler promise with a `then` of its own that throws', () => {
     expect(load()).toEqual({ running: 0, queued: 0 });
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(events.map((event) => event.type)).toEqual(['dispatch.attempt', 'dispatch.timeout', 'dispatch.failure']);
+    expect(events.map((event) => event.type)).toEqual([
+      'dispatch.attempt',
+      'dispatch.timeout',
+      'dispatch.attempt_failed',
+      'dispatch.failure',
+    ]);
   });
 });
