@@ -394,10 +394,11 @@ class Importer {
     const forward = () => controller.abort(ctx.signal.reason);
     ctx.signal.addEventListener('abort', forward, { once: true });
     let client: Client | undefined;
+    let result: CallToolResult;
     try {
       client = await this.#connection(controller.signal);
       const key = this.settings.forwardIdempotencyKey ? ctx.idempotencyKey : undefined;
-      const result = (await client.callTool(
+      result = (await client.callTool(
         {
           name: remoteName,
           arguments: args,
@@ -410,8 +411,6 @@ class Importer {
           onprogress: ({ progress, total, message }) => ctx.progress(progress, total, message),
         },
       )) as CallToolResult;
-      if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
-      return this.settings.output === 'result' ? result : valueOf(result);
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -419,6 +418,8 @@ class Importer {
     } finally {
       ctx.signal.removeEventListener('abort', forward);
     }
+    if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
+    return this.settings.output === 'result' ? result : valueOf(result);
   }
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
