@@ -1,0 +1,14 @@
+/**
+ * tool-dispatcher for the Vercel AI SDK (`ai` 6 or 7): the registry as a `ToolSet` for
+ * `generateText` and `streamText`, every call run through the dispatcher.
+ *
+ * @example
+ * import { toAiSdkTools } from 'tool-dispatcher/ai-sdk';
+ * const tools = toAiSdkTools({ registry, dispatcher, idempotencyScope: runId });
+ * const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt });
+ * @module
+ */
+
+export { toAiSdkTools } from './to-ai-sdk-tools.js';
+export type { AiSdkToolsOptions } from './to-ai-sdk-tools.js';
+export { ToolCallFailed } from './tool-call-failed.js';

@@ -1,0 +1,167 @@
+// The registry as an AI SDK ToolSet whose tools run through the dispatcher.
+
+import { jsonSchema, tool, type ToolSet } from 'ai';
+import {
+  createNameMap,
+  toObjectSchema,
+  toToolMessage,
+  type Budget,
+  type Dispatcher,
+  type DispatchOptions,
+  type NameMapOptions,
+  type ToolRegistry,
+} from '../../index.js';
+import { callOptions, type KeyPolicy } from './call-options.js';
+import { ToolCallFailed } from './tool-call-failed.js';
+
+/** Options for `toAiSdkTools`. */
+export interface AiSdkToolsOptions {
+  /** The tools to offer, all of `registry.list()` when the set is built. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /** Runs every call. */
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  /**
+   * Scopes idempotency keys: each call's key is `${idempotencyScope}:${toolCallId}`. Use a run
+   * or conversation id; provider ids repeat across runs.
+   * @default undefined (no key, unless `keyByCallId`)
+   */
+  idempotencyScope?: string;
+  /**
+   * Without a scope, use the bare `toolCallId` as the key. Only for a provider whose ids never
+   * repeat; a scope is the safer choice.
+   * @default false
+   */
+  keyByCallId?: boolean;
+  /**
+   * How registry names become the ToolSet's keys, which the provider passes to the model
+   * unchanged: `createNameMap` options (by default `.` → `__`, checked against
+   * `^[a-zA-Z0-9_-]+$` and 64 characters, as OpenAI and Anthropic require), or `false` to keep
+   * the registry names (fine for providers that accept dots).
+   * @default {}
+   */
+  names?: NameMapOptions | false;
+  /** A budget every call draws from, such as `createBudget(20)` for the whole run. */
+  budget?: number | Budget;
+  /** A per-attempt timeout for every call, overriding the tools' own; `Infinity` for none. */
+  timeoutMs?: number;
+  /**
+   * The longest text the model is sent for one result, in characters.
+   * @default 2000
+   */
+  maxLength?: number;
+}
+
+/**
+ * The registry's tools as an AI SDK `ToolSet` for `generateText` / `streamText`: each tool's
+ * `execute` dispatches with the call's `toolCallId` as `callId` (and, scoped, as the
+ * idempotency key) and the SDK's `abortSignal`. A success goes to the model as
+ * `toToolMessage` text; a failure throws `ToolCallFailed`, which the SDK sends as the call's
+ * error text. Schemas are plain JSON Schema with no `validate`, so the dispatcher's schema
+ * layer is the one that checks the args. Leave AI SDK 7's `timeout.toolMs` unset: the
+ * dispatcher's timeout owns each attempt's deadline.
+ *
+ * @throws TypeError for a bad option, or two tools whose names map to the same key.
+ * @example
+ * const result = await generateText({
+ *   model,
+ *   tools: toAiSdkTools({ registry, dispatcher, idempotencyScope: runId }),
+ *   stopWhen: stepCountIs(5),
+ *   prompt: 'Find the docs and charge the order',
+ * });
+ */
+export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
+  const settings = readOptions(options);
+  const listings = settings.registry.list();
+  const names =
+    settings.names === false ? undefined : createNameMap(listings.map((listing) => listing.name), settings.names);
+  const tools: ToolSet = {};
+  for (const listing of listings) {
+    const key = names === undefined ? listing.name : names.wireName(listing.name);
+    const base: DispatchOptions = { ...settings.base, displayName: key };
+    const messageOptions = { maxLength: settings.maxLength };
+    Object.defineProperty(tools, key, {
+      enumerable: true,
+      writable: true,
+      configurable: true,
+      value: tool<unknown, unknown>({
+        description: listing.description,
+        // No `validate`: the SDK then passes the parsed JSON through, and our schema layer
+        // answers a bad call with its own envelope (and its events), not a raw zod dump.
+        inputSchema: jsonSchema<unknown>(toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0]),
+        async execute(input, { toolCallId, abortSignal }) {
+          const outcome = await settings.dispatcher.dispatch(
+            listing.name,
+            input,
+            callOptions(toolCallId, abortSignal, settings.keys, base),
+          );
+          if (!outcome.ok) throw new ToolCallFailed(outcome, messageOptions);
+          return outcome.result;
+        },
+        // The application keeps the raw result in `toolResults`; the model reads it as
+        // `toToolMessage` renders it (bigints, cycles and long results included).
+        toModelOutput: ({ output }) => ({
+          type: 'text',
+          value: toToolMessage({ ok: true, result: output, attempts: 1 }, messageOptions),
+        }),
+      }),
+    });
+  }
+  return tools;
+}
+
+interface Settings {
+  registry: Pick<ToolRegistry, 'list'>;
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  keys: KeyPolicy;
+  names: NameMapOptions | false;
+  base: DispatchOptions;
+  maxLength: number;
+}
+
+function readOptions(options: AiSdkToolsOptions): Settings {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`toAiSdkTools() needs an options object, got ${String(options)}`);
+  }
+  const {
+    registry,
+    dispatcher,
+    idempotencyScope,
+    keyByCallId = false,
+    names = {},
+    budget,
+    timeoutMs,
+    maxLength = 2000,
+  } = options;
+  if (typeof registry?.list !== 'function') {
+    throw new TypeError('toAiSdkTools(): registry must be a ToolRegistry');
+  }
+  if (typeof dispatcher?.dispatch !== 'function') {
+    throw new TypeError('toAiSdkTools(): dispatcher must be a Dispatcher');
+  }
+  if (idempotencyScope !== undefined && (typeof idempotencyScope !== 'string' || idempotencyScope.length === 0)) {
+    throw new TypeError(`toAiSdkTools(): idempotencyScope must be a non-empty string, got ${String(idempotencyScope)}`);
+  }
+  if (typeof keyByCallId !== 'boolean') {
+    throw new TypeError(`toAiSdkTools(): keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  }
+  if (names !== false && (typeof names !== 'object' || names === null)) {
+    throw new TypeError(`toAiSdkTools(): names must be createNameMap options or false, got ${String(names)}`);
+  }
+  if (
+    budget !== undefined &&
+    !(typeof budget === 'number' && !Number.isNaN(budget)) &&
+    !(typeof budget === 'object' && budget !== null)
+  ) {
+    throw new TypeError('toAiSdkTools(): budget must be a number or a budget from createBudget()');
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+    throw new TypeError(`toAiSdkTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+  }
+  if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
+    throw new TypeError(`toAiSdkTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+  }
+  const base: DispatchOptions = {};
+  if (budget !== undefined) base.budget = budget;
+  if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
+  return { registry, dispatcher, keys: { idempotencyScope, keyByCallId }, names, base, maxLength };
+}
