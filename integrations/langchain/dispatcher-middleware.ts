@@ -1,0 +1,39 @@
+// A LangChain agent middleware that carries the registry's tools and runs their calls through the dispatcher.
+
+import { createMiddleware } from 'langchain';
+import { readOptions, type LangChainToolsOptions } from './options.js';
+import { runCall } from './run-call.js';
+import { langChainTools } from './to-langchain-tools.js';
+
+/**
+ * A middleware for `createAgent({ model, middleware: [...] })` that brings the registry's
+ * tools (no separate `tools` list needed) and answers each of their calls itself through the
+ * dispatcher, without calling LangChain's handler: so LangChain's own schema check, which
+ * sends the model a stack trace, never runs, and ours does. Every call gets one `ToolMessage`
+ * with the call's id, `toToolMessage` text, `status` and the outcome as `artifact`; a call to a
+ * name no tool of the agent has gets our `not_found` text. Calls to the agent's other tools
+ * pass through to LangChain. Put it last in `middleware`, so the others wrap it.
+ *
+ * @throws TypeError for a bad option, or two tools whose names map to the same wire name.
+ * @example
+ * const agent = createAgent({
+ *   model,
+ *   middleware: [dispatcherMiddleware({ registry, dispatcher, idempotencyScope: (rt) => rt.configurable?.thread_id as string })],
+ * });
+ * await agent.invoke({ messages: [{ role: 'user', content: 'find the docs' }] }, { signal });
+ */
+export function dispatcherMiddleware(options: LangChainToolsOptions) {
+  const settings = readOptions('dispatcherMiddleware', options);
+  const ours = new Set(settings.listings.map((listing) => listing.name));
+  return createMiddleware({
+    name: 'toolDispatcher',
+    tools: langChainTools(settings),
+    wrapToolCall: (request, handler) => {
+      const { toolCall, runtime } = request;
+      const toolName = settings.names === undefined ? toolCall.name : settings.names.toolName(toolCall.name);
+      // Another tool the agent was given: LangChain runs it. Ours, or nobody's: we answer.
+      if (!ours.has(toolName) && request.tool !== undefined) return handler(request);
+      return runCall(settings, toolCall, runtime.signal, runtime);
+    },
+  });
+}

@@ -1,0 +1,133 @@
+// The options both LangChain factories share, read and checked once when the factory is called.
+
+import {
+  createNameMap,
+  type Budget,
+  type Dispatcher,
+  type DispatchOptions,
+  type NameMap,
+  type NameMapOptions,
+  type ToolListing,
+  type ToolRegistry,
+} from '../../index.js';
+
+/** What an `idempotencyScope` function is given: LangChain's runtime for the call. */
+export interface LangChainScopeRuntime {
+  /** The run's context (`agent.invoke(input, { context })`). */
+  readonly context?: unknown;
+  /** The run's configurable values, such as `thread_id`. */
+  readonly configurable?: Record<string, unknown> | undefined;
+}
+
+/** Options for `dispatcherMiddleware` and `toLangChainTools`. */
+export interface LangChainToolsOptions {
+  /** The tools to offer, all of `registry.list()` when the factory is called. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /** Runs every call. */
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  /**
+   * Scopes idempotency keys: each call's key is `${scope}:${toolCall.id}`. A string for an
+   * agent built per run; a function of the call's runtime for an agent shared by many runs,
+   * e.g. `(runtime) => runtime.configurable?.thread_id`. Provider ids repeat across runs.
+   * @default undefined (no key, unless `keyByCallId`)
+   */
+  idempotencyScope?: string | ((runtime: LangChainScopeRuntime) => string | undefined);
+  /**
+   * Without a scope, use the bare `toolCall.id` as the key. Only for a provider whose ids
+   * never repeat; a scope is the safer choice.
+   * @default false
+   */
+  keyByCallId?: boolean;
+  /**
+   * How registry names become the names the model sees (LangChain passes them to the provider
+   * unchanged): `createNameMap` options (by default `.` → `__`, checked against
+   * `^[a-zA-Z0-9_-]+$` and 64 characters, as OpenAI and Anthropic require), or `false` to keep
+   * the registry names.
+   * @default {}
+   */
+  names?: NameMapOptions | false;
+  /** A budget every call draws from, such as `createBudget(20)`. */
+  budget?: number | Budget;
+  /** A per-attempt timeout for every call, overriding the tools' own; `Infinity` for none. */
+  timeoutMs?: number;
+  /**
+   * The longest text the model is sent for one result, in characters.
+   * @default 2000
+   */
+  maxLength?: number;
+}
+
+/** The checked options, with the name map built. */
+export interface Settings {
+  readonly dispatcher: Pick<Dispatcher, 'dispatch'>;
+  readonly listings: readonly ToolListing[];
+  /** Wire name to registry name, for the tools of this set only. */
+  readonly names: NameMap | undefined;
+  readonly scope: (runtime: LangChainScopeRuntime | undefined) => string | undefined;
+  readonly keyByCallId: boolean;
+  readonly base: DispatchOptions;
+  readonly maxLength: number;
+}
+
+/** Reads and checks `options` for the factory called `caller`. */
+export function readOptions(caller: string, options: LangChainToolsOptions): Settings {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`${caller}() needs an options object, got ${String(options)}`);
+  }
+  const { registry, dispatcher, idempotencyScope, keyByCallId = false, names = {}, budget, timeoutMs, maxLength = 2000 } =
+    options;
+  if (typeof registry?.list !== 'function') throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
+  if (typeof dispatcher?.dispatch !== 'function') throw new TypeError(`${caller}(): dispatcher must be a Dispatcher`);
+  if (
+    idempotencyScope !== undefined &&
+    typeof idempotencyScope !== 'function' &&
+    (typeof idempotencyScope !== 'string' || idempotencyScope.length === 0)
+  ) {
+    throw new TypeError(
+      `${caller}(): idempotencyScope must be a non-empty string or a function, got ${String(idempotencyScope)}`,
+    );
+  }
+  if (typeof keyByCallId !== 'boolean') {
+    throw new TypeError(`${caller}(): keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  }
+  if (names !== false && (typeof names !== 'object' || names === null)) {
+    throw new TypeError(`${caller}(): names must be createNameMap options or false, got ${String(names)}`);
+  }
+  if (
+    budget !== undefined &&
+    !(typeof budget === 'number' && !Number.isNaN(budget)) &&
+    !(typeof budget === 'object' && budget !== null)
+  ) {
+    throw new TypeError(`${caller}(): budget must be a number or a budget from createBudget()`);
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+    throw new TypeError(`${caller}(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+  }
+  if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
+    throw new TypeError(`${caller}(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+  }
+  const listings = registry.list();
+  const base: DispatchOptions = {};
+  if (budget !== undefined) base.budget = budget;
+  if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
+  return {
+    dispatcher,
+    listings,
+    names: names === false ? undefined : createNameMap(listings.map((listing) => listing.name), names),
+    scope: scopeReader(idempotencyScope),
+    keyByCallId,
+    base,
+    maxLength,
+  };
+}
+
+function scopeReader(
+  scope: LangChainToolsOptions['idempotencyScope'],
+): (runtime: LangChainScopeRuntime | undefined) => string | undefined {
+  if (typeof scope !== 'function') return () => scope;
+  return (runtime) => {
+    const value = scope(runtime ?? {});
+    // An empty or non-string scope means "no scope" for this call, never a key like ":call_1".
+    return typeof value === 'string' && value.length > 0 ? value : undefined;
+  };
+}
