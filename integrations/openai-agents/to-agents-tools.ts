@@ -1,0 +1,187 @@
+// The registry as OpenAI Agents SDK function tools whose calls run through the dispatcher.
+
+import { tool, type FunctionTool, type RunContext } from '@openai/agents';
+import {
+  createNameMap,
+  toObjectSchema,
+  toToolMessage,
+  type Budget,
+  type Dispatcher,
+  type DispatchOptions,
+  type NameMapOptions,
+  type Outcome,
+  type ToolRegistry,
+} from '../../index.js';
+import { callOptions } from './call-options.js';
+
+/** Which call an outcome belongs to, as `onOutcome` is told. */
+export interface AgentsToolCall {
+  /** The dispatch's call id: the Responses `call_id`, or a generated one. */
+  readonly callId: string;
+  /** The registry name that was dispatched. */
+  readonly toolName: string;
+  /** The name the model called it by. */
+  readonly wireName: string;
+}
+
+/** Options for `toAgentsTools`. */
+export interface AgentsToolsOptions {
+  /** The tools to offer, all of `registry.list()` when the tools are built. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /** Runs every call. */
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  /**
+   * Scopes idempotency keys: each call's key is `${scope}:${call_id}`. A string for tools
+   * built per run; a function of the run context for an agent shared by many runs, e.g.
+   * `(rc) => rc.context.runId`.
+   * @default undefined (no key, unless `keyByCallId`)
+   */
+  idempotencyScope?: string | ((runContext: RunContext<unknown>) => string | undefined);
+  /**
+   * Without a scope, use the bare `call_id` as the key. Only for a provider whose ids never
+   * repeat; a scope is the safer choice.
+   * @default false
+   */
+  keyByCallId?: boolean;
+  /**
+   * How registry names become the names the model sees (the Responses API accepts
+   * `^[a-zA-Z0-9_-]+$`, 64 characters): `createNameMap` options, or `false` to keep the
+   * registry names.
+   * @default {} (`.` → `__`)
+   */
+  names?: NameMapOptions | false;
+  /** A budget every call draws from, such as `createBudget(20)`. */
+  budget?: number | Budget;
+  /** A per-attempt timeout for every call, overriding the tools' own; `Infinity` for none. */
+  timeoutMs?: number;
+  /**
+   * The longest text the model is sent for one result, in characters.
+   * @default 2000
+   */
+  maxLength?: number;
+  /** Sees every outcome (the envelope, for failures) before the model gets its text. */
+  onOutcome?: (outcome: Outcome, call: AgentsToolCall) => void;
+}
+
+/**
+ * The registry's tools as Agents SDK function tools: non-strict JSON Schema parameters (so the
+ * SDK does not validate, and our schema layer does), `errorFunction: null`, and no
+ * `timeoutMs` (the dispatcher's timeout owns each attempt's deadline). Each call dispatches
+ * with the Responses `call_id` as its call id (and, scoped, as its key) and the run's signal,
+ * and returns `toToolMessage` text, success or failure. The Runner answers malformed JSON
+ * itself ("An error occurred while parsing tool arguments…"), `""` included; an unknown tool
+ * ends the run unless `run(…, { toolNotFoundBehavior: 'return_error_to_model' })`.
+ *
+ * @throws TypeError for a bad option, or two tools whose names map to the same wire name.
+ * @example
+ * const agent = new Agent({
+ *   name: 'assistant',
+ *   tools: toAgentsTools({ registry, dispatcher, idempotencyScope: (rc) => (rc.context as { runId: string }).runId }),
+ * });
+ * await run(agent, 'pay the invoice', { context: { runId }, signal });
+ */
+export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown, never, string>[] {
+  const settings = readOptions(options);
+  const listings = settings.registry.list();
+  const names =
+    settings.names === false ? undefined : createNameMap(listings.map((listing) => listing.name), settings.names);
+  return listings.map((listing) => {
+    const wireName = names === undefined ? listing.name : names.wireName(listing.name);
+    const base: DispatchOptions = { ...settings.base, displayName: wireName };
+    return tool({
+      name: wireName,
+      description: listing.description,
+      // Non-strict JSON Schema: the SDK parses the JSON and passes it on unchecked.
+      parameters: toObjectSchema(listing.inputSchema) as unknown as NonStrictParameters,
+      strict: false,
+      errorFunction: null,
+      async execute(input, runContext, details) {
+        const scope = settings.scope(runContext);
+        const call = callOptions(details?.toolCall?.callId, details?.signal, scope, settings.keyByCallId, base);
+        const outcome = await settings.dispatcher.dispatch(listing.name, input, call);
+        settings.onOutcome?.(outcome, { callId: call.callId, toolName: listing.name, wireName });
+        return toToolMessage(outcome, { maxLength: settings.maxLength });
+      },
+    }) as unknown as FunctionTool<unknown, never, string>;
+  });
+}
+
+// The SDK's type for a non-strict JSON Schema; toObjectSchema's result is one at run time.
+type NonStrictParameters = {
+  type: 'object';
+  properties: Record<string, never>;
+  required: never[];
+  additionalProperties: true;
+};
+
+interface Settings {
+  registry: Pick<ToolRegistry, 'list'>;
+  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  scope: (runContext: RunContext<unknown> | undefined) => string | undefined;
+  keyByCallId: boolean;
+  names: NameMapOptions | false;
+  base: DispatchOptions;
+  maxLength: number;
+  onOutcome: AgentsToolsOptions['onOutcome'];
+}
+
+function readOptions(options: AgentsToolsOptions): Settings {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`toAgentsTools() needs an options object, got ${String(options)}`);
+  }
+  const {
+    registry,
+    dispatcher,
+    idempotencyScope,
+    keyByCallId = false,
+    names = {},
+    budget,
+    timeoutMs,
+    maxLength = 2000,
+    onOutcome,
+  } = options;
+  if (typeof registry?.list !== 'function') throw new TypeError('toAgentsTools(): registry must be a ToolRegistry');
+  if (typeof dispatcher?.dispatch !== 'function') throw new TypeError('toAgentsTools(): dispatcher must be a Dispatcher');
+  if (
+    idempotencyScope !== undefined &&
+    typeof idempotencyScope !== 'function' &&
+    (typeof idempotencyScope !== 'string' || idempotencyScope.length === 0)
+  ) {
+    throw new TypeError(
+      `toAgentsTools(): idempotencyScope must be a non-empty string or a function, got ${String(idempotencyScope)}`,
+    );
+  }
+  if (typeof keyByCallId !== 'boolean') {
+    throw new TypeError(`toAgentsTools(): keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  }
+  if (names !== false && (typeof names !== 'object' || names === null)) {
+    throw new TypeError(`toAgentsTools(): names must be createNameMap options or false, got ${String(names)}`);
+  }
+  if (
+    budget !== undefined &&
+    !(typeof budget === 'number' && !Number.isNaN(budget)) &&
+    !(typeof budget === 'object' && budget !== null)
+  ) {
+    throw new TypeError('toAgentsTools(): budget must be a number or a budget from createBudget()');
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+    throw new TypeError(`toAgentsTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+  }
+  if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
+    throw new TypeError(`toAgentsTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+  }
+  if (onOutcome !== undefined && typeof onOutcome !== 'function') {
+    throw new TypeError(`toAgentsTools(): onOutcome must be a function, got ${String(onOutcome)}`);
+  }
+  const base: DispatchOptions = {};
+  if (budget !== undefined) base.budget = budget;
+  if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
+  const scope = (runContext: RunContext<unknown> | undefined): string | undefined => {
+    if (typeof idempotencyScope !== 'function') return idempotencyScope;
+    if (runContext === undefined) return undefined;
+    const value = idempotencyScope(runContext);
+    // An empty or non-string scope means "no scope" for this call, never a key like ":call_1".
+    return typeof value === 'string' && value.length > 0 ? value : undefined;
+  };
+  return { registry, dispatcher, scope, keyByCallId, names, base, maxLength, onOutcome };
+}
