@@ -5,7 +5,8 @@ import { cancelled } from '../src/internal/failures.js';
 import { FifoSemaphore } from '../src/internal/fifo-semaphore.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireInteger } from '../src/internal/options.js';
+import { optionsObject, requireClock, requireInteger } from '../src/internal/options.js';
+import { systemClock, type Clock } from '../src/clock.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `concurrencyLimit`. */
@@ -16,6 +17,11 @@ export interface ConcurrencyLimitOptions {
    * @default 8
    */
   max?: number;
+  /**
+   * The time source for `concurrency.acquired`'s `waitedMs`.
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /** How busy a concurrency layer is right now. */
@@ -34,7 +40,7 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
 
 /**
  * Lets at most `max` calls run the layers inside it at once; the others wait in FIFO order
- * and emit `concurrency.queued`. A caller that aborts while waiting leaves the queue at once with
+ * and emit `concurrency.queued`, then `concurrency.acquired` (`waitedMs`) when their turn comes. A caller that aborts while waiting leaves the queue at once with
  * `cancelled`. The slot is held across retries and freed as soon as the inner layers settle:
  * after a timeout, even when the handler ignores its signal and never settles.
  *
@@ -42,8 +48,9 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
  * createDispatcher([errorMapping(), toolLookup(registry), concurrencyLimit({ max: 4 })]);
  */
 export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitMiddleware {
-  const { max = 8 } = optionsObject('concurrencyLimit', options);
+  const { max = 8, clock = systemClock } = optionsObject('concurrencyLimit', options);
   requireInteger('max', max, 1);
+  requireClock(clock, ['now']);
   const semaphore = new FifoSemaphore(max);
   const release = () => semaphore.release();
   const releaseAndRethrow = (error: unknown) => {
@@ -54,9 +61,11 @@ export function concurrencyLimit(options?: ConcurrencyLimitOptions): Concurrency
   const waitForSlot = (ctx: DispatchContext): Promise<void> => {
     const { signal } = ctx;
     if (signal.aborted) return Promise.reject(cancelled(ctx, signal));
+    const queuedAt = clock.now();
     return new Promise((resolve, reject) => {
       const leave = semaphore.enqueue(() => {
         unsubscribe();
+        ctx.emit('concurrency.acquired', { waitedMs: clock.now() - queuedAt });
         resolve();
       });
       const unsubscribe = onAbort(signal, () => {
