@@ -4,7 +4,10 @@ import { z } from 'zod';
 import type { StandardSchemaV1 } from './standard-schema.js';
 import type { Tool, ToolDefinition } from './types.js';
 
-/** The timeout a tool without its own gets from the default stack, in milliseconds. */
+/**
+ * The timeout layer's default `defaultMs`, in milliseconds.
+ * @deprecated The timeout a tool gets depends on its timeout layer's options; read them there.
+ */
 export const defaultToolTimeoutMs = 30_000;
 
 const toolNamePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
@@ -28,8 +31,11 @@ export interface ToolListing {
   inputSchema: Record<string, unknown>;
   /** Whether running it twice is harmless. */
   idempotent: boolean;
-  /** Per-attempt timeout in milliseconds (30 000 when the tool sets none). */
-  timeoutMs: number;
+  /**
+   * The tool's own per-attempt timeout in milliseconds, or `undefined` when it sets none (the
+   * timeout layer's `defaultMs` then applies, which only that layer knows).
+   */
+  timeoutMs: number | undefined;
 }
 
 /**
@@ -115,7 +121,7 @@ export class ToolRegistry {
       description: tool.description,
       inputSchema: this.#jsonSchemaOf(tool),
       idempotent: tool.idempotent,
-      timeoutMs: tool.timeoutMs ?? defaultToolTimeoutMs,
+      timeoutMs: tool.timeoutMs,
     }));
   }
 
@@ -145,8 +151,9 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof description !== 'string') {
     throw new TypeError(`description of "${name}" must be a string`);
   }
+  // ArkType's types are callable functions; what makes a validator is its `~standard.validate`.
   if (
-    typeof inputSchema !== 'object' ||
+    (typeof inputSchema !== 'object' && typeof inputSchema !== 'function') ||
     inputSchema === null ||
     typeof inputSchema['~standard']?.validate !== 'function'
   ) {

@@ -27,7 +27,7 @@ describe('ToolRegistry', () => {
         idempotent: true,
         timeoutMs: 5_000,
       },
-      expect.objectContaining({ name: 'db.write', description: '', idempotent: false, timeoutMs: 30_000 }),
+      expect.objectContaining({ name: 'db.write', description: '', idempotent: false, timeoutMs: undefined }),
     ]);
   });
 

@@ -82,7 +82,7 @@ describe('registry', () => {
     expect(search.inputSchema).toMatchObject({ type: 'object', properties: { query: { type: 'string' } } });
     expect(search.inputSchema.required).toEqual(['query']);
     const write = list.find((t) => t.name === 'db.write')!;
-    expect(write).toMatchObject({ description: '', idempotent: false, timeoutMs: 30_000 });
+    expect(write).toMatchObject({ description: '', idempotent: false, timeoutMs: undefined });
     // JSON-serialisable for a model's tool list
     expect(() => JSON.stringify(list)).not.toThrow();
   });
