@@ -1,0 +1,336 @@
+// createOpenAIToolkit: the registry as OpenAI tools, and a turn's tool calls run through the dispatcher.
+
+import type {
+  ChatCompletionAssistantMessageParam,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessage,
+  ChatCompletionToolMessageParam,
+} from 'openai/resources/chat/completions';
+import type {
+  FunctionTool,
+  ResponseCustomToolCallOutput,
+  ResponseInputItem,
+  ResponseOutputItem,
+} from 'openai/resources/responses/responses';
+import {
+  createBudget,
+  createNameMap,
+  DispatchError,
+  toObjectSchema,
+  toToolMessage,
+  type Budget,
+  type Dispatcher,
+  type DispatchOptions,
+  type JsonObjectSchema,
+  type NameMapOptions,
+  type Outcome,
+  type ToolRegistry,
+} from '../../index.js';
+import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
+
+/** Options for `createOpenAIToolkit`. */
+export interface OpenAIToolkitOptions {
+  /** The tools to offer; read once, when the toolkit is built. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /** Runs the calls. */
+  dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
+  /**
+   * Makes idempotency keys `${idempotencyScope}:${callId}`: a run or conversation id, unique
+   * enough that a call id never repeats inside it. Without it no key is passed (no dedupe)
+   * unless `keyByCallId` is set. Override it per batch with the run option.
+   */
+  idempotencyScope?: string;
+  /**
+   * Without a scope, use the bare provider call id as the idempotency key. Only safe when ids
+   * never repeat across turns and runs.
+   * @default false
+   */
+  keyByCallId?: boolean;
+  /**
+   * Offer tools in strict mode, each schema rewritten to OpenAI's strict subset (every object
+   * closed, every property required, optional ones nullable; the model's nulls for them are
+   * removed before validation). Building throws a `TypeError` naming a tool the subset cannot
+   * express.
+   * @default false
+   */
+  strict?: boolean;
+  /**
+   * How registry names become wire names.
+   * @default { pattern: /^[a-zA-Z0-9_-]+$/, maxLength: 64, encode: '.' → '__' }
+   */
+  names?: NameMapOptions;
+  /**
+   * The longest tool message, in characters (`toToolMessage`'s `maxLength`).
+   * @default 2000
+   */
+  maxMessageLength?: number;
+}
+
+/** Per-batch options of `runChatToolCalls` and `runResponsesCalls`. */
+export interface OpenAIRunOptions {
+  /** Aborts every call of the batch; `null` counts as none. */
+  signal?: AbortSignal | null;
+  /**
+   * The tool-call budget for the batch: a `createBudget(n)` shared with other batches, or a number
+   * of attempts this batch may make in all (made into one budget for the batch).
+   */
+  budget?: number | Budget;
+  /** Per-attempt timeout for every call, overriding each tool's. */
+  timeoutMs?: number;
+  /** This batch's idempotency scope, instead of the toolkit's. */
+  idempotencyScope?: string;
+}
+
+/** What `runChatToolCalls` resolves to. */
+export interface ChatToolCallsResult {
+  /** One `role: 'tool'` message per tool call, in call order: append them after the assistant message. */
+  messages: ChatCompletionToolMessageParam[];
+  /** Each call's outcome, in the same order, for logs and metrics (never send these to the model). */
+  outcomes: Outcome[];
+}
+
+/** A Responses item answering a call. */
+export type ResponsesCallOutput = ResponseInputItem.FunctionCallOutput | ResponseCustomToolCallOutput;
+
+/** What `runResponsesCalls` resolves to. */
+export interface ResponsesCallsResult {
+  /** One output item per `function_call`/`custom_tool_call`, in call order: the next request's input. */
+  items: ResponsesCallOutput[];
+  /** Each call's outcome, in the same order. */
+  outcomes: Outcome[];
+}
+
+/** The registry as OpenAI tools, and the runners for a turn's calls. */
+export interface OpenAIToolkit {
+  /** The tools for Chat Completions: `{ type: 'function', function: { name, description, parameters, strict } }`. */
+  chatTools(): ChatCompletionFunctionTool[];
+  /** The tools for Responses: `{ type: 'function', name, description, parameters, strict }`. */
+  responsesTools(): FunctionTool[];
+  /** Runs an assistant message's tool calls, all at once (the dispatcher's concurrency layer caps them). */
+  runChatToolCalls(message: ChatMessageWithCalls, options?: OpenAIRunOptions): Promise<ChatToolCallsResult>;
+  /** Runs the `function_call` and `custom_tool_call` items of a response's output. */
+  runResponsesCalls(output: ReadonlyArray<ResponseOutputItem | ResponseInputItem>, options?: OpenAIRunOptions): Promise<ResponsesCallsResult>;
+  /** The wire name the model knows a registry tool by. */
+  wireName(toolName: string): string;
+  /** The registry name behind a wire name (an unknown one comes back unchanged). */
+  toolName(wireName: string): string;
+}
+
+/** An assistant message as the SDK returns it or as it is sent back. */
+export type ChatMessageWithCalls = Pick<ChatCompletionMessage, 'tool_calls'> | Pick<ChatCompletionAssistantMessageParam, 'tool_calls'>;
+
+interface Offered {
+  wire: string;
+  description: string;
+  parameters: JsonObjectSchema;
+  plan: NullPlan | undefined;
+}
+
+/** One provider call, reduced to what running it needs. */
+interface Call {
+  id: unknown;
+  kind: 'function' | 'custom' | 'unsupported';
+  wire: string;
+  args: unknown;
+  type: string;
+}
+
+/**
+ * Builds the OpenAI toolkit: checks the tool names (a `TypeError` naming the tools on a
+ * pattern, length or collision problem) and the schemas (and, with `strict`, their strict
+ * rewrite) at once.
+ *
+ * @example
+ * const kit = createOpenAIToolkit({ registry, dispatcher, idempotencyScope: runId });
+ * const completion = await client.chat.completions.create({ model, messages, tools: kit.chatTools() });
+ * const assistant = completion.choices[0].message;
+ * messages.push(assistant, ...(await kit.runChatToolCalls(assistant, { signal })).messages);
+ */
+export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolkit {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('createOpenAIToolkit() needs an options object with a registry and a dispatcher');
+  }
+  const { registry, dispatcher, idempotencyScope, keyByCallId = false, strict = false, names: nameOptions = {}, maxMessageLength = 2000 } = options;
+  if (typeof registry?.list !== 'function') throw new TypeError('registry must be a ToolRegistry (something with list())');
+  if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
+    throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
+  }
+  requireScope('idempotencyScope', idempotencyScope);
+  if (typeof keyByCallId !== 'boolean') throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  if (typeof strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(strict)}`);
+  if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
+    throw new TypeError(`maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`);
+  }
+
+  const listings = registry.list();
+  const names = createNameMap(
+    listings.map((listing) => listing.name),
+    nameOptions,
+  );
+  const offered = new Map<string, Offered>();
+  for (const listing of listings) {
+    const wire = names.wireName(listing.name);
+    const base = toObjectSchema(listing.inputSchema);
+    const { schema, plan } = strict ? toStrictSchema(base, wire) : { schema: base, plan: undefined };
+    offered.set(listing.name, { wire, description: listing.description, parameters: schema, plan });
+  }
+  const messageOptions = { maxLength: maxMessageLength };
+
+  const runCalls = async (calls: Call[], runOptions: OpenAIRunOptions | undefined): Promise<Array<{ id: string; outcome: Outcome; text: string }>> => {
+    const base = readRunOptions(runOptions, idempotencyScope);
+    return Promise.all(
+      calls.map(async (call) => {
+        const { id, provided } = cleanId(call.id);
+        const outcome = await runCall(call, id, provided, base);
+        return { id, outcome, text: toToolMessage(outcome, messageOptions) };
+      }),
+    );
+  };
+
+  const runCall = (call: Call, id: string, provided: boolean, base: BaseRun): Promise<Outcome> | Outcome => {
+    if (call.kind !== 'function') {
+      const what = call.kind === 'custom' ? 'a custom (free-form) tool call' : `a "${call.type}" call`;
+      return new DispatchError('not_found', `"${call.wire}" is ${what}; only function tools run here`);
+    }
+    const dispatchOptions: DispatchOptions = { ...base.options, callId: id, displayName: call.wire };
+    const key = base.scope !== undefined ? `${base.scope}:${id}` : keyByCallId ? id : undefined;
+    if (key !== undefined && provided) dispatchOptions.idempotencyKey = key;
+    const name = names.toolName(call.wire);
+    const plan = offered.get(name)?.plan;
+    if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
+    if (plan !== undefined) {
+      const parsed = parseJson(call.args);
+      // Text that is not JSON still goes in as text, so its schema failure comes from the stack.
+      if (parsed.ok) return dispatcher.dispatch(name, stripOptionalNulls(parsed.value, plan), dispatchOptions);
+    }
+    return dispatcher.dispatchJson(name, call.args, dispatchOptions);
+  };
+
+  return {
+    chatTools() {
+      return [...offered.values()].map(({ wire, description, parameters }) => ({
+        type: 'function',
+        function: { name: wire, ...(description === '' ? {} : { description }), parameters: structuredClone(parameters), strict },
+      }));
+    },
+    responsesTools() {
+      return [...offered.values()].map(({ wire, description, parameters }) => ({
+        type: 'function',
+        name: wire,
+        ...(description === '' ? {} : { description }),
+        parameters: structuredClone(parameters),
+        // Explicit: on the Responses API a function tool is strict unless told otherwise.
+        strict,
+      }));
+    },
+    async runChatToolCalls(message, runOptions) {
+      if (typeof message !== 'object' || message === null) {
+        throw new TypeError(`runChatToolCalls() needs the assistant message, got ${String(message)}`);
+      }
+      const calls = (message.tool_calls ?? []).map(chatCall);
+      const results = await runCalls(calls, runOptions);
+      return {
+        messages: results.map(({ id, text }) => ({ role: 'tool', tool_call_id: id, content: text })),
+        outcomes: results.map(({ outcome }) => outcome),
+      };
+    },
+    async runResponsesCalls(output, runOptions) {
+      if (!Array.isArray(output)) throw new TypeError(`runResponsesCalls() needs a response's output array, got ${String(output)}`);
+      const items = (output as ReadonlyArray<Record<string, unknown>>).filter(
+        (item) => item?.['type'] === 'function_call' || item?.['type'] === 'custom_tool_call',
+      );
+      const results = await runCalls(items.map(responsesCall), runOptions);
+      return {
+        items: results.map(({ id, text }, i) => {
+          const item = items[i]!;
+          const caller = item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
+          return (
+            item['type'] === 'custom_tool_call'
+              ? { type: 'custom_tool_call_output', call_id: id, output: text, ...caller }
+              : { type: 'function_call_output', call_id: id, output: text, ...caller }
+          ) as ResponsesCallOutput;
+        }),
+        outcomes: results.map(({ outcome }) => outcome),
+      };
+    },
+    wireName: (toolName) => names.wireName(toolName),
+    toolName: (wireName) => names.toolName(wireName),
+  };
+
+  function responsesCall(item: Record<string, unknown>): Call {
+    const name = typeof item['name'] === 'string' ? item['name'] : '';
+    const namespace = typeof item['namespace'] === 'string' && item['namespace'] !== '' ? item['namespace'] : undefined;
+    // A call to a tool inside a `namespace` tool: the model knows it as namespace + name.
+    const wire = namespace === undefined ? name : namespacedWire(namespace, name);
+    if (item['type'] === 'custom_tool_call') return { id: item['call_id'], kind: 'custom', wire, args: item['input'], type: 'custom_tool_call' };
+    return { id: item['call_id'], kind: 'function', wire, args: item['arguments'], type: 'function_call' };
+  }
+
+  function namespacedWire(namespace: string, name: string): string {
+    const dotted = `${namespace}.${name}`;
+    return offered.has(dotted) ? names.wireName(dotted) : name;
+  }
+}
+
+function chatCall(call: unknown): Call {
+  const entry = (typeof call === 'object' && call !== null ? call : {}) as Record<string, unknown>;
+  const type = typeof entry['type'] === 'string' ? entry['type'] : 'function';
+  const fn = entry['function'] as { name?: unknown; arguments?: unknown } | undefined;
+  const custom = entry['custom'] as { name?: unknown; input?: unknown } | undefined;
+  if (type === 'function' && fn !== undefined) {
+    return { id: entry['id'], kind: 'function', wire: typeof fn.name === 'string' ? fn.name : '', args: fn.arguments, type };
+  }
+  if (type === 'custom') {
+    return { id: entry['id'], kind: 'custom', wire: typeof custom?.name === 'string' ? custom.name : '', args: custom?.input, type };
+  }
+  return { id: entry['id'], kind: 'unsupported', wire: type, args: undefined, type };
+}
+
+interface BaseRun {
+  options: DispatchOptions;
+  scope: string | undefined;
+}
+
+function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: string | undefined): BaseRun {
+  if (options === undefined) return { options: {}, scope: defaultScope };
+  if (typeof options !== 'object' || options === null) throw new TypeError(`run options must be an object, got ${String(options)}`);
+  const { signal, budget, timeoutMs, idempotencyScope } = options;
+  const out: DispatchOptions = {};
+  if (signal !== undefined && signal !== null) {
+    if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
+    out.signal = signal;
+  }
+  // A number is the batch's allowance, so it becomes one budget all of the batch's calls share.
+  if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
+  if (timeoutMs !== undefined) {
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    out.timeoutMs = timeoutMs;
+  }
+  requireScope('idempotencyScope', idempotencyScope);
+  return { options: out, scope: idempotencyScope ?? defaultScope };
+}
+
+function requireScope(name: string, scope: unknown): void {
+  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
+    throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
+  }
+}
+
+let generated = 0;
+
+// The provider's id when it is usable (a number becomes its string), else a fresh one: an empty
+// or missing id must never reach the dispatcher, and never become an idempotency key.
+function cleanId(id: unknown): { id: string; provided: boolean } {
+  if (typeof id === 'string' && id !== '') return { id, provided: true };
+  if (typeof id === 'number' && Number.isFinite(id)) return { id: String(id), provided: true };
+  return { id: `call_td_${Date.now().toString(36)}_${(generated++).toString(36)}`, provided: false };
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (text.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
