@@ -121,7 +121,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   if (logLevel !== 'silent' && !levels.includes(logLevel)) {
     throw new TypeError(`createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`);
   }
-  const logger = lineLogger(log, logLevel);
+  // Log lines name tools as the host knows them: by their upstream names.
+  const logger = lineLogger(log, logLevel, (toolName) => imported?.names.get(toolName) ?? toolName);
   const settingsOf = (upstreamName: string): McpProxyToolConfig => ({
     ...config.defaults,
     ...(config.tools !== undefined && Object.hasOwn(config.tools, upstreamName) ? config.tools[upstreamName] : {}),
@@ -367,14 +368,19 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
 // A logger that writes each record as one readable line: `level event key=value …`.
 type LineLogger = Logger & Record<LogLevel, (record: Record<string, unknown>) => void>;
 
-function lineLogger(log: (line: string) => void, level: LogLevel | 'silent'): LineLogger {
+function lineLogger(log: (line: string) => void, level: LogLevel | 'silent', upstreamName: (toolName: string) => string): LineLogger {
   const lowest = level === 'silent' ? levels.length : levels.indexOf(level);
+  const show = (key: string, value: unknown): string => {
+    if (key === 'tool' && typeof value === 'string') return upstreamName(value);
+    if (typeof value === 'number') return String(Math.round(value));
+    return typeof value === 'string' && value !== '' && !/\s/.test(value) ? value : JSON.stringify(value);
+  };
   const write = (at: LogLevel) => (record: Record<string, unknown>) => {
     if (levels.indexOf(at) < lowest) return;
     const { event, ...details } = record;
     const fields = Object.entries(details)
       .filter(([, value]) => value !== undefined)
-      .map(([key, value]) => `${key}=${typeof value === 'string' && !/\s/.test(value) ? value : JSON.stringify(value)}`);
+      .map(([key, value]) => `${key}=${show(key, value)}`);
     try {
       log([`[mcp-proxy] ${at}`, String(event), ...fields].join(' '));
     } catch {
