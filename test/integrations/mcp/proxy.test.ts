@@ -58,7 +58,7 @@ async function startProxy(name: string, config: unknown, flags: string[] = []): 
   };
 }
 
-const textOf = (result: { content: unknown }): string => (result.content as Array<{ text?: string }>)[0]?.text ?? '';
+const textOf = (result: unknown): string => (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
 
 describe('tool-dispatcher mcp-proxy', () => {
   let proxy: Running;
