@@ -12,23 +12,12 @@ import { DispatchError } from './errors.js';
 export type MaybePromise<T> = T | Promise<T>;
 
 /**
- * The content fingerprint of a call (its tool name and args): two calls carry equal strings
- * exactly when they are the same call. Stores compare it and never parse it. The idempotency
- * layer writes it as `v1:<high>:<low>` (the two 32-bit hashes in hex, see `formatFingerprint`);
- * the version tag lets a rolling deploy that changes the algorithm tell "other algorithm" from
- * "other args".
+ * The content fingerprint of a call (its tool name and args), as the idempotency layer computes
+ * it: two calls carry equal strings exactly when they are the same call. Stores compare it and
+ * never parse it; it crosses processes, so every process of a fleet must compute it the same
+ * way (a deploy that changes the algorithm should change the key prefix too).
  */
 export type StoreFingerprint = string;
-
-/**
- * Writes a fingerprint's two 32-bit hashes as the `StoreFingerprint` string the stores take.
- *
- * @example
- * formatFingerprint({ high: -1, low: 10 }); // 'v1:ffffffff:a'
- */
-export function formatFingerprint(print: { readonly high: number; readonly low: number }): StoreFingerprint {
-  return `v1:${(print.high >>> 0).toString(16)}:${(print.low >>> 0).toString(16)}`;
-}
 
 /**
  * The failure a store reports when it cannot answer in time or at all (kind `store_unavailable`,

@@ -1,0 +1,217 @@
+// The only thing the Redis stores need from a client: run a script, and (optionally) subscribe to a channel.
+
+import { createHash } from 'node:crypto';
+
+/** A Lua script the stores run; `sha` is computed once, when the script is defined. */
+export interface RedisScript {
+  /** A short name, for error messages. */
+  readonly name: string;
+  /** The Lua source. */
+  readonly lua: string;
+  /** The SHA-1 of `lua`, for EVALSHA. */
+  readonly sha: string;
+}
+
+/** What a subscription hears: messages, and word that some may have been missed. */
+export interface StoreSubscriptionHandlers {
+  /** A message published on the channel. */
+  message(text: string): void;
+  /**
+   * The subscriber connection dropped or came back: messages may have been missed, so every
+   * waiter should look again and every mirror should be read afresh.
+   */
+  reset(): void;
+}
+
+/**
+ * A Redis client as the stores see it. Build one with `fromNodeRedis` or `fromIoredis`, or
+ * write one for another client (two methods).
+ */
+export interface StoreClient {
+  /** Runs `script` with EVALSHA, falling back to EVAL when the server does not know it yet. */
+  evalScript(script: RedisScript, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * Subscribes to `channel` on a dedicated connection and returns the unsubscribe function.
+   * Optional: without it, waiters poll and the breaker's mirror expires by age.
+   */
+  subscribe?(channel: string, handlers: StoreSubscriptionHandlers): Promise<() => Promise<void>>;
+}
+
+/**
+ * Defines a script once (its SHA-1 computed now).
+ *
+ * @example
+ * const ping = defineScript('ping', "return 'pong'");
+ */
+export function defineScript(name: string, lua: string): RedisScript {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+type EvalOptions = { keys: string[]; arguments: string[] };
+
+/** The part of a node-redis (`redis` / `@redis/client` v6) client the stores use. */
+export interface NodeRedisLike {
+  evalSha(sha: string, options: EvalOptions): Promise<unknown>;
+  eval(script: string, options: EvalOptions): Promise<unknown>;
+}
+
+/** The part of a node-redis client in subscriber mode (`client.duplicate()`, connected) the stores use. */
+export interface NodeRedisSubscriberLike {
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  unsubscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  on(event: 'ready' | 'end' | 'error', listener: () => void): unknown;
+}
+
+/** The part of an ioredis v6 client the stores use. */
+export interface IoredisLike {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+}
+
+/** The part of an ioredis client used as a subscriber (`client.duplicate()`) the stores use. */
+export interface IoredisSubscriberLike {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'ready' | 'close', listener: () => void): unknown;
+}
+
+/** Options for `fromNodeRedis`. */
+export interface FromNodeRedisOptions {
+  /**
+   * A second, connected client for pub/sub (`await client.duplicate().connect()`). Without
+   * one, followers learn of a finished leader by polling, and the breaker's mirror by age.
+   */
+  subscriber?: NodeRedisSubscriberLike;
+}
+
+/** Options for `fromIoredis`. */
+export interface FromIoredisOptions {
+  /** A second client for pub/sub (`client.duplicate()`); see `FromNodeRedisOptions.subscriber`. */
+  subscriber?: IoredisSubscriberLike;
+}
+
+function isNoScript(error: unknown): boolean {
+  return String((error as { message?: unknown } | null)?.message ?? '').startsWith('NOSCRIPT');
+}
+
+/**
+ * Adapts a node-redis v6 client (the documented default) for the Redis stores. Nothing from
+ * `redis` is imported: any object with these methods works.
+ *
+ * @example
+ * const client = await createClient({ url, disableOfflineQueue: true }).connect();
+ * const subscriber = await client.duplicate().connect();
+ * const redis = fromNodeRedis(client, { subscriber });
+ */
+export function fromNodeRedis(client: NodeRedisLike, options: FromNodeRedisOptions = {}): StoreClient {
+  if (typeof client?.evalSha !== 'function' || typeof client.eval !== 'function') {
+    throw new TypeError('client must be a node-redis client (evalSha and eval)');
+  }
+  const { subscriber } = options;
+  if (subscriber !== undefined && typeof subscriber?.subscribe !== 'function') {
+    throw new TypeError('subscriber must be a node-redis client (subscribe)');
+  }
+  const store: StoreClient = {
+    async evalScript(script, keys, args) {
+      const call = { keys: [...keys], arguments: [...args] };
+      try {
+        return await client.evalSha(script.sha, call);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return client.eval(script.lua, call);
+      }
+    },
+  };
+  if (subscriber !== undefined) {
+    const resets = resetFanOut((reset) => {
+      // node-redis subscribes again by itself after a reconnect.
+      subscriber.on('ready', reset);
+      subscriber.on('end', reset);
+      subscriber.on('error', reset);
+    });
+    store.subscribe = async (channel, handlers) => {
+      const listener = (message: string) => handlers.message(message);
+      await subscriber.subscribe(channel, listener);
+      const stop = resets.add(() => handlers.reset());
+      return async () => {
+        stop();
+        await subscriber.unsubscribe(channel, listener);
+      };
+    };
+  }
+  return store;
+}
+
+/**
+ * Adapts an ioredis v6 client for the Redis stores. Nothing from `ioredis` is imported: any
+ * object with these methods works.
+ *
+ * @example
+ * const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+ * const redis = fromIoredis(client, { subscriber: client.duplicate() });
+ */
+export function fromIoredis(client: IoredisLike, options: FromIoredisOptions = {}): StoreClient {
+  if (typeof client?.evalsha !== 'function' || typeof client.eval !== 'function') {
+    throw new TypeError('client must be an ioredis client (evalsha and eval)');
+  }
+  const { subscriber } = options;
+  if (subscriber !== undefined && typeof subscriber?.subscribe !== 'function') {
+    throw new TypeError('subscriber must be an ioredis client (subscribe)');
+  }
+  const store: StoreClient = {
+    async evalScript(script, keys, args) {
+      try {
+        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return client.eval(script.lua, keys.length, ...keys, ...args);
+      }
+    },
+  };
+  if (subscriber !== undefined) {
+    const channels = new Map<string, StoreSubscriptionHandlers>();
+    const resets = resetFanOut((reset) => {
+      // ioredis subscribes again by itself after a reconnect (autoResubscribe).
+      subscriber.on('ready', reset);
+      subscriber.on('close', reset);
+      subscriber.on('message', (from: string, message: string) => channels.get(from)?.message(message));
+    });
+    store.subscribe = async (channel, handlers) => {
+      if (channels.has(channel)) throw new TypeError(`already subscribed to ${channel}`);
+      channels.set(channel, handlers);
+      const stop = resets.add(() => handlers.reset());
+      try {
+        await subscriber.subscribe(channel);
+      } catch (error) {
+        stop();
+        channels.delete(channel);
+        throw error;
+      }
+      return async () => {
+        stop();
+        channels.delete(channel);
+        await subscriber.unsubscribe(channel);
+      };
+    };
+  }
+  return store;
+}
+
+// One set of connection listeners per subscriber, whatever the number of channels on it.
+function resetFanOut(install: (reset: () => void) => void): { add(handler: () => void): () => void } {
+  const handlers = new Set<() => void>();
+  let installed = false;
+  return {
+    add(handler) {
+      if (!installed) {
+        installed = true;
+        install(() => {
+          for (const each of handlers) each();
+        });
+      }
+      handlers.add(handler);
+      return () => handlers.delete(handler);
+    },
+  };
+}

@@ -1,0 +1,352 @@
+// The idempotency store on Redis: one execution per key across the fleet, leases on the server's clock.
+
+import { DispatchError } from '../../index.js';
+import {
+  storeUnavailable,
+  type IdempotencyClaim,
+  type IdempotencyCompletion,
+  type IdempotencyLease,
+  type IdempotencyStore,
+  type StoreFingerprint,
+} from '../../src/stores.js';
+import { num, runScript, text } from './call.js';
+import type { StoreClient } from './client.js';
+import { hubFor } from './events.js';
+import { newToken, requireChoice, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
+import { claimScript, completeScript, releaseScript, renewScript } from './scripts.js';
+
+/** Options for `redisIdempotencyStore`. */
+export interface RedisIdempotencyStoreOptions {
+  /**
+   * The key namespace: every key this store writes starts with `<prefix>:`. Processes that
+   * should deduplicate together use the same prefix.
+   * @default 'td'
+   */
+  prefix?: string;
+  /**
+   * How long a lead lasts without renewal, in milliseconds: how long a crashed leader can keep
+   * a key. The leader renews every third of it while its handler runs, so handlers may run
+   * longer.
+   * @default 10_000
+   */
+  leaseMs?: number;
+  /**
+   * Each store call's own deadline, in milliseconds; past it the call fails with
+   * `store_unavailable` (an unknown outcome: it may have been applied).
+   * @default 1_000
+   */
+  storeTimeoutMs?: number;
+  /**
+   * The longest a follower waits before it looks again without a pub/sub message (the safety
+   * net for lost messages), in milliseconds.
+   * @default 1_000
+   */
+  pollMs?: number;
+  /**
+   * What to do when Redis is found restarted empty (its epoch key changed): `'fail'` refuses
+   * keyed calls with `store_unavailable` for `resetWindowMs` after the restart, so no key that
+   * succeeded before it runs again inside its TTL; `'continue'` carries on (duplicates possible).
+   * @default 'fail'
+   */
+  onStoreReset?: 'fail' | 'continue';
+  /**
+   * How long keyed calls fail closed after a restart, in milliseconds: the idempotency TTL.
+   * @default 60_000
+   */
+  resetWindowMs?: number;
+  /**
+   * The largest serialised result shared across processes, in bytes. A larger one is
+   * returned to its own caller but stored as "done, unshareable": later callers fail with
+   * `idempotency_result_unavailable` and never run the handler again.
+   * @default 1_048_576
+   */
+  maxResultBytes?: number;
+  /**
+   * Turns a result into text for other processes. The default is JSON: `undefined` survives,
+   * Dates become strings, Maps/Sets/class instances lose their type, and a BigInt or a cycle
+   * makes the result unshareable.
+   * @default JSON.stringify
+   */
+  serialize?: (result: unknown) => string;
+  /**
+   * Reads back what `serialize` wrote.
+   * @default JSON.parse
+   */
+  deserialize?: (text: string) => unknown;
+}
+
+/** The Redis idempotency store, with a way to stop its listeners. */
+export interface RedisIdempotencyStore extends IdempotencyStore {
+  /** Stops listening for pub/sub messages and wakes every waiter; leases are left to expire. */
+  close(): void;
+}
+
+class RedisLease implements IdempotencyLease {
+  readonly signal: AbortSignal;
+  readonly #controller = new AbortController();
+
+  constructor(
+    readonly key: string,
+    readonly token: string,
+    readonly fence: number,
+    readonly renewEveryMs: number,
+    readonly fingerprint: string,
+    /** performance.now() by which the lease has surely ended unless renewed. */
+    public endsAt: number,
+  ) {
+    this.signal = this.#controller.signal;
+  }
+
+  lose(why: string): void {
+    if (this.#controller.signal.aborted) return;
+    this.#controller.abort(new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost: ${why}`));
+  }
+}
+
+interface Waiter {
+  readonly fence: number;
+  readonly done: () => void;
+}
+
+// The wake-ups heard lately, so that one that arrives before its follower starts waiting is
+// not missed (the claim reply and the message travel on different connections).
+const recentLimit = 4_096;
+
+/**
+ * Makes an idempotency store on Redis: claims, completions and releases are one Lua script
+ * each (atomic, resend-safe by owner token), leases are key expiry on the server's clock,
+ * followers wake on pub/sub with a poll as the safety net, and an epoch key detects a Redis
+ * that came back empty.
+ *
+ * @example
+ * const store = redisIdempotencyStore(fromNodeRedis(client, { subscriber }), { prefix: 'billing' });
+ * const dispatcher = createDispatcher(defaultStack({ registry, idempotency: { store } }));
+ */
+export function redisIdempotencyStore(
+  redis: StoreClient,
+  options: RedisIdempotencyStoreOptions = {},
+): RedisIdempotencyStore {
+  requireClient(redis, 'redisIdempotencyStore');
+  requireOptions(options, 'redisIdempotencyStore');
+  const prefix = requirePrefix(options.prefix ?? 'td');
+  const leaseMs = requireMs('leaseMs', options.leaseMs ?? 10_000);
+  const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);
+  const pollMs = requireMs('pollMs', options.pollMs ?? 1_000);
+  const onStoreReset = requireChoice('onStoreReset', options.onStoreReset ?? 'fail', ['fail', 'continue']);
+  const resetWindowMs = requireMs('resetWindowMs', options.resetWindowMs ?? 60_000);
+  const maxResultBytes = requireMs('maxResultBytes', options.maxResultBytes ?? 1_048_576);
+  const { serialize, deserialize } = options;
+  if (serialize !== undefined && typeof serialize !== 'function') throw new TypeError('serialize must be a function');
+  if (deserialize !== undefined && typeof deserialize !== 'function') throw new TypeError('deserialize must be a function');
+
+  const channel = `${prefix}:ev`;
+  const epochKey = `${prefix}:epoch`;
+  const resetKey = `${prefix}:reset`;
+  const recordKey = (key: string) => `${prefix}:i:${key}`;
+  const window = String(onStoreReset === 'fail' ? resetWindowMs : 0);
+  const epochId = newToken();
+  let knownEpoch = '';
+
+  const waiters = new Map<string, Set<Waiter>>();
+  const recent = new Map<string, number>();
+  const hub = hubFor(redis, channel);
+
+  const heard = (message: string) => {
+    if (!message.startsWith('i|')) return;
+    const bar = message.indexOf('|', 2);
+    const fence = Number(message.slice(2, bar));
+    const key = message.slice(bar + 1);
+    recent.delete(key);
+    recent.set(key, Math.max(fence, recent.get(key) ?? 0));
+    if (recent.size > recentLimit) recent.delete(recent.keys().next().value as string);
+    const set = waiters.get(key);
+    if (set === undefined) return;
+    for (const waiter of set) if (waiter.fence <= fence) waiter.done();
+  };
+  const wakeAll = () => {
+    for (const set of waiters.values()) for (const waiter of set) waiter.done();
+  };
+  const unlisten = hub.listen(heard, wakeAll);
+
+  const encode = (result: unknown): { status: 'D' | 'U'; payload: string } => {
+    let payload: string;
+    try {
+      if (serialize !== undefined) payload = `c${serialize(result)}`;
+      else if (result === undefined) payload = 'u';
+      else {
+        const json = JSON.stringify(result) as string | undefined;
+        if (json === undefined) return { status: 'U', payload: `a ${typeof result} is not JSON` };
+        payload = `j${json}`;
+      }
+    } catch (error) {
+      return { status: 'U', payload: `not serialisable (${(error as Error)?.message ?? String(error)})` };
+    }
+    if (payload.length > maxResultBytes / 3 && Buffer.byteLength(payload) > maxResultBytes) {
+      return { status: 'U', payload: `over maxResultBytes (${maxResultBytes})` };
+    }
+    return { status: 'D', payload };
+  };
+
+  const decode = (payload: string): { ok: true; result: unknown } | { ok: false; reason: string } => {
+    try {
+      if (payload === 'u') return { ok: true, result: undefined };
+      if (payload.startsWith('c') && deserialize !== undefined) return { ok: true, result: deserialize(payload.slice(1)) };
+      if (payload.startsWith('j')) return { ok: true, result: JSON.parse(payload.slice(1)) };
+      return { ok: false, reason: 'stored in a form this process cannot read' };
+    } catch (error) {
+      return { ok: false, reason: `unreadable (${(error as Error)?.message ?? String(error)})` };
+    }
+  };
+
+  const claim = async (
+    key: string,
+    fingerprint: StoreFingerprint,
+    claimOptions?: { token?: string },
+  ): Promise<IdempotencyClaim> => {
+    const token = claimOptions?.token ?? newToken();
+    const sentAt = performance.now();
+    const reply = await runScript(
+      redis,
+      claimScript,
+      [recordKey(key), epochKey, resetKey],
+      [token, fingerprint, String(leaseMs), knownEpoch, epochId, window],
+      timeoutMs,
+    );
+    const kind = text(reply, 0);
+    knownEpoch = text(reply, 1);
+    switch (kind) {
+      case 'lead':
+        return {
+          kind: 'lead',
+          lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, sentAt + num(reply, 3)),
+        };
+      case 'follow':
+        return { kind: 'follow', fence: num(reply, 2), leaseEndsInMs: Math.max(0, num(reply, 3)) };
+      case 'hit': {
+        const decoded = decode(text(reply, 2));
+        const expiresInMs = Math.max(0, num(reply, 3));
+        return decoded.ok
+          ? { kind: 'hit', result: decoded.result, expiresInMs }
+          : { kind: 'unshareable', reason: decoded.reason, expiresInMs };
+      }
+      case 'unshareable':
+        return { kind: 'unshareable', reason: text(reply, 2), expiresInMs: Math.max(0, num(reply, 3)) };
+      case 'conflict':
+        return { kind: 'conflict' };
+      case 'reset': {
+        const leftMs = num(reply, 2);
+        throw storeUnavailable(
+          `Redis restarted empty; keyed calls are refused for ${leftMs} ms more so that no key runs twice`,
+          { retryAfterMs: leftMs },
+        );
+      }
+      default:
+        throw storeUnavailable(`Redis answered idempotency claim with ${JSON.stringify(kind)}`);
+    }
+  };
+
+  const renew = async (lease: IdempotencyLease): Promise<boolean> => {
+    const mine = lease as RedisLease;
+    const sentAt = performance.now();
+    let reply: unknown;
+    try {
+      reply = await runScript(redis, renewScript, [recordKey(lease.key)], [lease.token, String(leaseMs)], timeoutMs);
+    } catch (error) {
+      // Unreachable for as long as the lease lasts: it has surely ended by now.
+      if (performance.now() >= mine.endsAt) {
+        mine.lose?.('it could not be renewed before it ended');
+        return false;
+      }
+      throw error;
+    }
+    if (Number(reply) === 1) {
+      mine.endsAt = sentAt + leaseMs;
+      return true;
+    }
+    mine.lose?.('another holder has the key, or it ended');
+    return false;
+  };
+
+  const complete = async (
+    lease: IdempotencyLease,
+    result: unknown,
+    ttlMs: number,
+  ): Promise<IdempotencyCompletion> => {
+    if (typeof ttlMs !== 'number' || !(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    const { status, payload } = encode(result);
+    const ttl = String(Math.ceil(Math.min(ttlMs, 2 ** 47)));
+    const print = (lease as RedisLease).fingerprint ?? '';
+    const reply = await runScript(
+      redis,
+      completeScript,
+      [recordKey(lease.key)],
+      [lease.token, status, payload, ttl, channel, String(lease.fence), lease.key, print],
+      timeoutMs,
+    );
+    const kind = text(reply, 0);
+    if (kind === 'stored') return { kind: 'stored' };
+    if (kind === 'late') return { kind: 'late' };
+    (lease as RedisLease).lose?.('another leader took the key over');
+    if (text(reply, 1) === 'D') {
+      const decoded = decode(text(reply, 2));
+      if (decoded.ok) return { kind: 'lost', winner: { result: decoded.result } };
+    }
+    return { kind: 'lost' };
+  };
+
+  const release = async (lease: IdempotencyLease): Promise<void> => {
+    await runScript(
+      redis,
+      releaseScript,
+      [recordKey(lease.key)],
+      [lease.token, channel, String(lease.fence), lease.key],
+      timeoutMs,
+    );
+  };
+
+  const changed = (
+    key: string,
+    fence: number,
+    waitOptions: { signal: AbortSignal; timeoutMs: number },
+  ): void | Promise<void> => {
+    const { signal } = waitOptions;
+    if (signal.aborted || (recent.get(key) ?? 0) >= fence) return;
+    // Past the lease's end (plus a little for the server to expire it) the key may be free:
+    // a crashed leader publishes nothing.
+    const waitMs = Math.max(1, Math.min(waitOptions.timeoutMs + 5, pollMs));
+    return new Promise<void>((resolve) => {
+      let set = waiters.get(key);
+      if (set === undefined) {
+        set = new Set();
+        waiters.set(key, set);
+      }
+      const own = set;
+      const waiter: Waiter = {
+        fence,
+        done: () => {
+          if (!own.delete(waiter)) return;
+          if (own.size === 0 && waiters.get(key) === own) waiters.delete(key);
+          clearTimeout(timer);
+          signal.removeEventListener('abort', waiter.done);
+          resolve();
+        },
+      };
+      own.add(waiter);
+      const timer = setTimeout(waiter.done, waitMs);
+      timer.unref();
+      signal.addEventListener('abort', waiter.done, { once: true });
+    });
+  };
+
+  return {
+    claim,
+    renew,
+    complete,
+    release,
+    changed,
+    close: () => {
+      unlisten();
+      wakeAll();
+    },
+  };
+}

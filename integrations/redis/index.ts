@@ -1,0 +1,40 @@
+/**
+ * tool-dispatcher/redis: idempotency, fleet-wide concurrency slots, circuit breakers and
+ * tool-call budgets shared across processes on Redis. Any client works through a two-method
+ * adapter; `fromNodeRedis` (the documented default) and `fromIoredis` ship here, and neither
+ * client is imported at run time. Every state change is one Lua script: atomic, safe to send
+ * twice, under its own deadline (`store_unavailable` past it), with leases on the server's clock.
+ *
+ * @example
+ * import { createClient } from 'redis';
+ * import { fromNodeRedis, redisIdempotencyStore, redisBudget } from 'tool-dispatcher/redis';
+ * const client = await createClient({ url, disableOfflineQueue: true }).connect();
+ * const redis = fromNodeRedis(client, { subscriber: await client.duplicate().connect() });
+ * const store = redisIdempotencyStore(redis, { prefix: 'billing' });
+ * const budget = await redisBudget(redis, { id: runId, limit: 50 });
+ *
+ * @module
+ */
+
+export {
+  fromIoredis,
+  fromNodeRedis,
+  defineScript,
+  type FromIoredisOptions,
+  type FromNodeRedisOptions,
+  type IoredisLike,
+  type IoredisSubscriberLike,
+  type NodeRedisLike,
+  type NodeRedisSubscriberLike,
+  type RedisScript,
+  type StoreClient,
+  type StoreSubscriptionHandlers,
+} from './client.js';
+export {
+  redisIdempotencyStore,
+  type RedisIdempotencyStore,
+  type RedisIdempotencyStoreOptions,
+} from './idempotency-store.js';
+export { redisSlotStore, type RedisSlotStoreOptions } from './slot-store.js';
+export { redisCircuitStore, type RedisCircuitStoreOptions } from './circuit-store.js';
+export { redisBudget, type RedisBudgetOptions } from './budget.js';

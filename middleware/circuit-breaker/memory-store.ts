@@ -1,0 +1,95 @@
+// The circuit breaker's in-memory store: versioned circuit records and failure windows, answered synchronously.
+
+import { systemClock, type Clock } from '../../src/clock.js';
+import type { CircuitRecord, CircuitStore, CircuitView } from '../../src/stores.js';
+
+/** Options for `memoryCircuitStore`. */
+export interface MemoryCircuitStoreOptions {
+  /**
+   * The time source of the store's timebase (`CircuitView.now`).
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'now'>;
+}
+
+// Bounds one circuit's failure window however long `windowMs` is: a window this full has
+// long passed any sensible threshold.
+const maxFailures = 10_000;
+
+class Circuit {
+  record: CircuitRecord | undefined = undefined;
+  version = 0;
+  windowMs = Infinity;
+  // Failure ids by the time they were recorded, oldest first (insertion order).
+  readonly failures = new Map<string, number>();
+
+  trim(now: number): void {
+    for (const [id, at] of this.failures) {
+      if (now - at <= this.windowMs && this.failures.size <= maxFailures) return;
+      this.failures.delete(id);
+    }
+  }
+}
+
+/**
+ * Makes the in-memory circuit store: one versioned record and one failure window per circuit,
+ * every method answered synchronously. Writing a closed record with no failures left, or
+ * `undefined`, drops the circuit, so the map holds only live ones.
+ *
+ * @example
+ * const circuits = memoryCircuitStore();
+ * const view = circuits.read('search.web'); // { record: undefined, version: 0, failures: 0, now }
+ */
+export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): CircuitStore {
+  const { clock = systemClock } = options;
+  if (typeof clock?.now !== 'function') throw new TypeError('clock must have now()');
+  const circuits = new Map<string, Circuit>();
+
+  const view = (circuit: Circuit | undefined, now: number): CircuitView => {
+    if (circuit === undefined) return { record: undefined, version: 0, failures: 0, now };
+    circuit.trim(now);
+    return { record: circuit.record, version: circuit.version, failures: circuit.failures.size, now };
+  };
+
+  return {
+    read: (key: string) => view(circuits.get(key), clock.now()),
+    compareAndSet: (key: string, version: number, next: CircuitRecord | undefined) => {
+      const now = clock.now();
+      const circuit = circuits.get(key);
+      if ((circuit?.version ?? 0) !== version) return { written: false, view: view(circuit, now) };
+      // A write is in-process and synchronous, so nobody can hold the version a dropped
+      // circuit restarts from: no write can land on a stale read.
+      if (next === undefined || (next.state === 'closed' && next.failures === 0)) {
+        circuits.delete(key);
+        return { written: true, view: { record: next, version: 0, failures: 0, now } };
+      }
+      const target = circuit ?? new Circuit();
+      if (circuit === undefined) circuits.set(key, target);
+      target.record = { ...next };
+      target.version += 1;
+      target.failures.clear();
+      return { written: true, view: view(target, now) };
+    },
+    addFailure: (key: string, failureId: string, windowMs: number) => {
+      const now = clock.now();
+      let circuit = circuits.get(key);
+      if (circuit === undefined) {
+        circuit = new Circuit();
+        circuits.set(key, circuit);
+      }
+      circuit.windowMs = windowMs;
+      if (!circuit.failures.has(failureId)) circuit.failures.set(failureId, now);
+      return view(circuit, now);
+    },
+    entries: () => {
+      const now = clock.now();
+      const list: Array<readonly [string, CircuitView]> = [];
+      for (const [key, circuit] of circuits) {
+        const seen = view(circuit, now);
+        if (seen.record === undefined && seen.failures === 0) circuits.delete(key);
+        else list.push([key, seen]);
+      }
+      return list;
+    },
+  };
+}

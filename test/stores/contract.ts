@@ -1,0 +1,448 @@
+// The stores contract: one suite every implementation of src/stores.ts must pass (memory, Redis via node-redis, Redis via ioredis).
+
+import { describe, expect, it } from 'vitest';
+import {
+  keepLeaseAlive,
+  type CircuitRecord,
+  type CircuitStore,
+  type IdempotencyLease,
+  type IdempotencyStore,
+  type SlotPermit,
+  type SlotStore,
+  type StoreBudget,
+} from '../../src/stores.js';
+
+/** The stores under test and how to move their time. */
+export interface StoreSubject {
+  /**
+   * Two views of one fresh idempotency namespace, as two processes would have them (the memory
+   * store: the same instance twice).
+   */
+  idempotency(options: { leaseMs: number; onStoreReset?: 'fail' | 'continue' }): [IdempotencyStore, IdempotencyStore];
+  /** Two views of one fresh pool. */
+  slots(options: { max: number; leaseMs: number }): [SlotStore, SlotStore];
+  /** Two views of one fresh circuit namespace. */
+  circuits(): [CircuitStore, CircuitStore];
+  /** A fresh budget (`id` unique per call unless `join` names one made before). */
+  budget(options: { limit: number; join?: string }): Promise<StoreBudget & { id: string }>;
+  /** Lets `ms` of the store's time pass (a fake clock, or real time for a server's clock). */
+  wait(ms: number): Promise<void>;
+  /** The timers `keepLeaseAlive` should use with these stores. */
+  timers?: { setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  /** What this implementation can show (an in-process store cannot lose a lease to a crash, nor be resent). */
+  can: {
+    /** Idempotency leases of finite `leaseMs` lapse. */
+    idempotencyLeases: boolean;
+    /** Slot permits lapse after `leaseMs`. */
+    slotLeases: boolean;
+    /** Operations can be sent twice with the same token or id. */
+    resend: boolean;
+  };
+  /** Restarts the backing store empty (the Redis stores' epoch check). */
+  restartEmpty?: () => Promise<void>;
+}
+
+const fp = 'v1:1:2';
+const other = 'v1:3:4';
+const neverAborts = new AbortController().signal;
+
+async function leadOf(store: IdempotencyStore, key: string, print = fp): Promise<IdempotencyLease> {
+  const claim = await store.claim(key, print);
+  if (claim.kind !== 'lead') throw new Error(`expected a lead, got ${claim.kind}`);
+  return claim.lease;
+}
+
+async function rejection(promise: () => unknown): Promise<unknown> {
+  try {
+    await promise();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Runs the contract against `make()`'s stores. */
+export function storeContract(name: string, make: () => StoreSubject): void {
+  describe(`${name}: the stores contract`, () => {
+    describe('IdempotencyStore', () => {
+      it('leads the first claim, follows the next with the same fingerprint, and conflicts on another', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const lease = await leadOf(a, 'k');
+        expect(lease.key).toBe('k');
+        const follow = await b.claim('k', fp);
+        expect(follow).toMatchObject({ kind: 'follow', fence: lease.fence });
+        expect((await b.claim('k', other)).kind).toBe('conflict');
+      });
+
+      it('serves a completed result as a hit for its fingerprint and conflicts for another', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const lease = await leadOf(a, 'k');
+        expect(await a.complete(lease, { charged: 42 }, 60_000)).toEqual({ kind: 'stored' });
+        const hit = await b.claim('k', fp);
+        expect(hit).toMatchObject({ kind: 'hit', result: { charged: 42 } });
+        if (hit.kind === 'hit') expect(hit.expiresInMs).toBeGreaterThan(0);
+        if (hit.kind === 'hit') expect(hit.expiresInMs).toBeLessThanOrEqual(60_000);
+        expect((await b.claim('k', other)).kind).toBe('conflict');
+      });
+
+      it('keeps an undefined result as a hit', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const lease = await leadOf(a, 'k');
+        await a.complete(lease, undefined, 60_000);
+        expect(await b.claim('k', fp)).toMatchObject({ kind: 'hit', result: undefined });
+      });
+
+      it('frees a released key so that the next claim leads with a greater fence', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const first = await leadOf(a, 'k');
+        await a.release(first);
+        const second = await leadOf(b, 'k');
+        expect(second.fence).toBeGreaterThan(first.fence);
+        // The old holder's release never frees the new holder's claim.
+        await a.release(first);
+        expect((await a.claim('k', fp)).kind).toBe('follow');
+      });
+
+      it('wakes a follower when the leader completes, and when it releases', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const lease = await leadOf(a, 'k');
+        const follow = await b.claim('k', fp);
+        if (follow.kind !== 'follow') throw new Error('expected follow');
+        const woke = Promise.resolve(b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: 60_000 }));
+        await a.complete(lease, 'done', 60_000);
+        await woke;
+        expect(await b.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'done' });
+
+        const again = await leadOf(a, 'k2');
+        const follow2 = await b.claim('k2', fp);
+        if (follow2.kind !== 'follow') throw new Error('expected follow');
+        const woke2 = Promise.resolve(b.changed('k2', follow2.fence, { signal: neverAborts, timeoutMs: 60_000 }));
+        await a.release(again);
+        await woke2;
+        expect((await b.claim('k2', fp)).kind).toBe('lead');
+      });
+
+      it('never misses a change that happened before the follower started waiting', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        const lease = await leadOf(a, 'k');
+        const follow = await b.claim('k', fp);
+        if (follow.kind !== 'follow') throw new Error('expected follow');
+        await a.complete(lease, 1, 60_000);
+        await b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: 60_000 });
+        expect((await b.claim('k', fp)).kind).toBe('hit');
+      });
+
+      it('stops waiting when the signal aborts', async () => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        await leadOf(a, 'k');
+        const follow = await b.claim('k', fp);
+        if (follow.kind !== 'follow') throw new Error('expected follow');
+        const controller = new AbortController();
+        const waiting = Promise.resolve(b.changed('k', follow.fence, { signal: controller.signal, timeoutMs: 60_000 }));
+        controller.abort();
+        await waiting;
+        expect((await b.claim('k', fp)).kind).toBe('follow');
+      });
+
+      it('answers every resend as the first send: claim, renew, complete and release', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.resend) skip();
+        const [a] = subject.idempotency({ leaseMs: 10_000 });
+        const first = await a.claim('k', fp, { token: 't-1' });
+        const again = await a.claim('k', fp, { token: 't-1' });
+        expect(first.kind).toBe('lead');
+        expect(again.kind).toBe('lead');
+        if (first.kind !== 'lead' || again.kind !== 'lead') return;
+        expect(again.lease.fence).toBe(first.lease.fence);
+        expect(await a.renew(first.lease)).toBe(true);
+        expect(await a.renew(again.lease)).toBe(true);
+        expect((await a.complete(first.lease, 'r', 60_000)).kind).toBe('stored');
+        expect((await a.complete(again.lease, 'r', 60_000)).kind).toBe('stored');
+        await a.release(first.lease);
+        expect(await a.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'r' });
+      });
+
+      it('frees a key whose lease lapsed, refuses the old holder renewal and completion, and aborts its signal', async ({
+        skip,
+      }) => {
+        const subject = make();
+        if (!subject.can.idempotencyLeases) skip();
+        const [a, b] = subject.idempotency({ leaseMs: 300 });
+        const old = await leadOf(a, 'k');
+        await subject.wait(450);
+        const taker = await leadOf(b, 'k');
+        expect(taker.fence).toBeGreaterThan(old.fence);
+        expect(await a.renew(old)).toBe(false);
+        expect(old.signal.aborted).toBe(true);
+        expect((old.signal.reason as { kind?: string }).kind).toBe('lease_lost');
+        expect(await a.complete(old, 'stale', 60_000)).toEqual({ kind: 'lost' });
+        expect((await b.complete(taker, 'fresh', 60_000)).kind).toBe('stored');
+        // Once the winner has stored, a stale completion learns the winner's result.
+        expect(await a.complete(old, 'stale', 60_000)).toEqual({ kind: 'lost', winner: { result: 'fresh' } });
+        expect(await a.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'fresh' });
+      });
+
+      it('keeps a renewed lease past its first end', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.idempotencyLeases) skip();
+        const [a, b] = subject.idempotency({ leaseMs: 300 });
+        const lease = await leadOf(a, 'k');
+        expect(lease.renewEveryMs).toBe(100);
+        await subject.wait(150);
+        expect(await a.renew(lease)).toBe(true);
+        await subject.wait(200);
+        expect((await b.claim('k', fp)).kind).toBe('follow');
+        expect(lease.signal.aborted).toBe(false);
+      });
+
+      it('keeps a lease alive with keepLeaseAlive until stopped', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.idempotencyLeases) skip();
+        const [a, b] = subject.idempotency({ leaseMs: 300 });
+        const lease = await leadOf(a, 'k');
+        const stop = keepLeaseAlive(lease, () => a.renew(lease), subject.timers);
+        for (let i = 0; i < 6; i++) await subject.wait(100);
+        expect((await b.claim('k', fp)).kind).toBe('follow');
+        stop();
+        await subject.wait(450);
+        expect((await b.claim('k', fp)).kind).toBe('lead');
+      });
+
+      it('stores a late completion when the lease lapsed and nobody claimed the key', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.idempotencyLeases) skip();
+        const [a, b] = subject.idempotency({ leaseMs: 300 });
+        const lease = await leadOf(a, 'k');
+        await subject.wait(450);
+        expect(await a.complete(lease, 'late', 60_000)).toEqual({ kind: 'late' });
+        expect(await b.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'late' });
+      });
+
+      it('wakes a follower once a crashed leader lease ends', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.idempotencyLeases) skip();
+        const [a, b] = subject.idempotency({ leaseMs: 300 });
+        await leadOf(a, 'k');
+        const follow = await b.claim('k', fp);
+        if (follow.kind !== 'follow') throw new Error('expected follow');
+        const woke = Promise.resolve(b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: follow.leaseEndsInMs }));
+        await subject.wait(450);
+        await woke;
+        expect((await b.claim('k', fp)).kind).toBe('lead');
+      });
+
+      it('fails keyed claims closed after the store restarts empty, unless told to continue', async ({ skip }) => {
+        const subject = make();
+        if (subject.restartEmpty === undefined) skip();
+        const [a] = subject.idempotency({ leaseMs: 10_000 });
+        const [lenient] = subject.idempotency({ leaseMs: 10_000, onStoreReset: 'continue' });
+        await a.complete(await leadOf(a, 'k'), 'once', 60_000);
+        await lenient.complete(await leadOf(lenient, 'k2'), 'once', 60_000);
+        await subject.restartEmpty?.();
+        const error = await rejection(() => a.claim('k', fp));
+        expect(error).toMatchObject({ kind: 'store_unavailable' });
+        expect((error as { retryAfterMs?: number }).retryAfterMs).toBeGreaterThan(0);
+        expect((await lenient.claim('k2', fp)).kind).toBe('lead');
+      });
+    });
+
+    describe('SlotStore', () => {
+      const acquired = async (store: SlotStore, token?: string): Promise<SlotPermit> => {
+        const permit = await store.tryAcquire(token === undefined ? undefined : { token });
+        if (permit === undefined) throw new Error('expected a permit');
+        return permit;
+      };
+
+      it('hands out at most max permits across both views', async () => {
+        const [a, b] = make().slots({ max: 2, leaseMs: 10_000 });
+        const one = await acquired(a);
+        await acquired(b);
+        expect(await a.tryAcquire()).toBeUndefined();
+        expect(await b.tryAcquire()).toBeUndefined();
+        await a.release(one);
+        expect(await b.tryAcquire()).toBeDefined();
+        expect((await a.load()).running).toBe(2);
+      });
+
+      it('grants queued waiters first in, first out, and skips one that left', async () => {
+        const [a] = make().slots({ max: 1, leaseMs: 10_000 });
+        const held = await acquired(a);
+        const order: string[] = [];
+        const granted: SlotPermit[] = [];
+        const waiter = (name: string) => ({
+          grant: (permit: SlotPermit) => {
+            order.push(name);
+            granted.push(permit);
+          },
+          fail: () => order.push(`${name} failed`),
+        });
+        a.enqueue(waiter('w1'));
+        const leave = a.enqueue(waiter('w2'));
+        a.enqueue(waiter('w3'));
+        expect(await a.tryAcquire()).toBeUndefined();
+        leave();
+        await a.release(held);
+        await until(() => order.length === 1);
+        await a.release(granted[0] as SlotPermit);
+        await until(() => order.length === 2);
+        expect(order).toEqual(['w1', 'w3']);
+        await a.release(granted[1] as SlotPermit);
+      });
+
+      it('treats a second release of a permit as a no-op', async () => {
+        const [a, b] = make().slots({ max: 1, leaseMs: 10_000 });
+        const permit = await acquired(a);
+        await a.release(permit);
+        await a.release(permit);
+        await acquired(b);
+        expect(await a.tryAcquire()).toBeUndefined();
+        expect(await a.renew(permit)).toBe(false);
+      });
+
+      it('answers a resent acquire with the same permit, not a second slot', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.resend) skip();
+        const [a] = subject.slots({ max: 2, leaseMs: 10_000 });
+        await acquired(a, 'same');
+        await acquired(a, 'same');
+        expect((await a.load()).running).toBe(1);
+      });
+
+      it('gives a lapsed permit back to the pool and refuses its renewal', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.slotLeases) skip();
+        const [a, b] = subject.slots({ max: 1, leaseMs: 300 });
+        const crashed = await acquired(a);
+        await subject.wait(450);
+        await acquired(b);
+        expect(await a.renew(crashed)).toBe(false);
+        expect(crashed.signal.aborted).toBe(true);
+      });
+
+      it('keeps a renewed permit past its first end', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.slotLeases) skip();
+        const [a, b] = subject.slots({ max: 1, leaseMs: 300 });
+        const permit = await acquired(a);
+        await subject.wait(150);
+        expect(await a.renew(permit)).toBe(true);
+        await subject.wait(200);
+        expect(await b.tryAcquire()).toBeUndefined();
+      });
+    });
+
+    describe('CircuitStore', () => {
+      const open = (now: number, failures = 3): CircuitRecord => ({
+        state: 'open',
+        failures,
+        openedAt: now,
+        probe: '',
+        probeUntil: 0,
+      });
+
+      it('reads a circuit never written as absent, at version 0, with no failures', async () => {
+        const [a] = make().circuits();
+        expect(await a.read('c')).toMatchObject({ record: undefined, version: 0, failures: 0 });
+      });
+
+      it('counts each failure id once within the window', async () => {
+        const subject = make();
+        const [a] = subject.circuits();
+        await a.addFailure('c', 'f1', 250);
+        expect((await a.addFailure('c', 'f1', 250)).failures).toBe(1);
+        expect((await a.addFailure('c', 'f2', 250)).failures).toBe(2);
+        await subject.wait(400);
+        expect((await a.addFailure('c', 'f3', 250)).failures).toBe(1);
+      });
+
+      it('writes only at the version read, clears the failure window, and shows the write to the other view', async () => {
+        const [a, b] = make().circuits();
+        await a.addFailure('c', 'f1', 60_000);
+        const seen = await a.addFailure('c', 'f2', 60_000);
+        const written = await a.compareAndSet('c', seen.version, open(seen.now, 2));
+        expect(written.written).toBe(true);
+        expect(written.view).toMatchObject({ record: { state: 'open', failures: 2 }, failures: 0 });
+        expect(written.view.version).toBeGreaterThan(seen.version);
+        const stale = await b.compareAndSet('c', seen.version, undefined);
+        expect(stale.written).toBe(false);
+        expect(stale.view.record?.state).toBe('open');
+        await until(async () => (await b.read('c')).record?.state === 'open');
+      });
+
+      it('lets exactly one of two writers at the same version take the half-open probe', async () => {
+        const [a, b] = make().circuits();
+        const first = await a.compareAndSet('c', 0, open(0));
+        const version = first.view.version;
+        const probe = (token: string): CircuitRecord => ({ state: 'half_open', failures: 3, openedAt: 0, probe: token, probeUntil: first.view.now + 1_000 });
+        const results = await Promise.all([a.compareAndSet('c', version, probe('pa')), b.compareAndSet('c', version, probe('pb'))]);
+        expect(results.filter((result) => result.written)).toHaveLength(1);
+        const winner = results.find((result) => result.written);
+        const closed = await a.compareAndSet('c', winner?.view.version ?? -1, undefined);
+        expect(closed.written).toBe(true);
+        expect((await a.read('c')).record).toBeUndefined();
+      });
+
+      it('keeps time in one timebase: a probe lease ends in the view after it passes', async () => {
+        const subject = make();
+        const [a] = subject.circuits();
+        const start = await a.read('c');
+        const written = await a.compareAndSet('c', start.version, { state: 'half_open', failures: 1, openedAt: start.now, probe: 'p', probeUntil: start.now + 300 });
+        expect(written.view.now).toBeLessThan(start.now + 300);
+        await subject.wait(450);
+        await until(async () => (await a.read('c')).now >= start.now + 300);
+      });
+
+      it('lists the circuits it knows', async () => {
+        const [a] = make().circuits();
+        await a.compareAndSet('listed', 0, open(0));
+        const entries = [...(await a.entries())];
+        expect(entries.some(([key, view]) => key === 'listed' && view.record?.state === 'open')).toBe(true);
+      });
+    });
+
+    describe('Budget', () => {
+      it('never goes below zero however many attempts race for it', async () => {
+        const budget = await make().budget({ limit: 3 });
+        const taken = await Promise.all(Array.from({ length: 8 }, () => budget.tryConsume(1)));
+        expect(taken.filter(Boolean)).toHaveLength(3);
+        expect(budget.remaining).toBe(0);
+        expect(await budget.tryConsume(1)).toBe(false);
+      });
+
+      it('shares one budget between the holders of its id', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.resend) skip();
+        const first = await subject.budget({ limit: 2 });
+        const second = await subject.budget({ limit: 99, join: first.id });
+        expect(second.limit).toBe(2);
+        expect(await first.tryConsume(1)).toBe(true);
+        expect(await second.tryConsume(1)).toBe(true);
+        expect(await first.tryConsume(1)).toBe(false);
+      });
+
+      it('takes a resent attempt once', async ({ skip }) => {
+        const subject = make();
+        if (!subject.can.resend) skip();
+        const budget = await subject.budget({ limit: 2 });
+        expect(await budget.tryConsume(1, 'attempt-1')).toBe(true);
+        expect(await budget.tryConsume(1, 'attempt-1')).toBe(true);
+        expect(budget.remaining).toBe(1);
+      });
+
+      it('refuses more units than are left', async () => {
+        const budget = await make().budget({ limit: 2 });
+        expect(await budget.tryConsume(3)).toBe(false);
+        expect(budget.remaining).toBe(2);
+      });
+    });
+  });
+}
+
+/** Waits until `condition` holds (a few ms at a time, 5 s at most): for answers that travel by pub/sub. */
+export async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('condition not met within 5 s');
+}
