@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../src/clock.js';
 import { DispatchError, toDispatchError } from '../src/errors.js';
 import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
 import { cancelled } from '../src/internal/failures.js';
-import { fingerprint, sameFingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
+import { fingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
 import { SuccessCache } from '../src/internal/success-cache.js';
 import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -174,14 +174,14 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const print = fingerprint(tool.name, ctx.args);
     const cached = cache.get(key, clock.now());
     if (cached !== undefined) {
-      if (!sameFingerprint(cached, print)) throw conflict(key);
+      if (cached.fingerprint !== print) throw conflict(key);
       ctx.emit('idempotency.hit', { key, source: 'cache' });
       ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
       return;
     }
     const flight = inFlight.get(key);
     if (flight === undefined) return lead(ctx, next, key, print);
-    if (!sameFingerprint(flight.fingerprint, print)) throw conflict(key);
+    if (flight.fingerprint !== print) throw conflict(key);
     ctx.emit('idempotency.hit', { key, source: 'in_flight' });
     return follow(ctx, key, flight);
   };

@@ -1,153 +1,107 @@
-// A canonical, key-sorted fingerprint of a call, so that "same args" means same content.
+// The fingerprint of a call: a SHA-256 digest of its tool name and a canonical form of its args,
+// so that "same args" means JSON-equal content and different args never share a digest.
 //
-// The args are walked once and fed into two independent 32-bit hashes, never into a string:
-// keyed calls pay no allocation for it, huge args cost one pass, and a cache entry keeps two
-// small integers instead of a copy of its args.
+// The canonical form follows JSON equality: keys in sorted order, `-0` as `0`, a property whose
+// value is `undefined` as if it were absent (but `undefined` in an array stays apart from
+// `null`: a hole is not a value the caller sent). Maps and Sets
+// compare by content in any insertion order. Binary data (Buffers, typed arrays, ArrayBuffers)
+// is digested as bytes, never spelled out one byte at a time.
 
-/** Two 32-bit hashes of a tool name and its args; equal for equal content in any key order. */
-export interface Fingerprint {
-  readonly high: number;
-  readonly low: number;
-}
+import { createHash } from 'node:crypto';
 
-/** Whether two fingerprints are equal. */
-export function sameFingerprint(a: Fingerprint, b: Fingerprint): boolean {
-  return a.high === b.high && a.low === b.low;
-}
-
-const numberView = new Float64Array(1);
-const numberWords = new Uint32Array(numberView.buffer);
-
-class Hasher {
-  high = 0x9e3779b9;
-  low = 0x85ebca6b;
-
-  word(value: number): void {
-    this.high = Math.imul(this.high ^ value, 0x85ebca77);
-    this.low = Math.imul(this.low ^ value, 0xc2b2ae3d);
-    this.high ^= this.high >>> 15;
-    this.low ^= this.low >>> 13;
-  }
-
-  text(value: string): void {
-    this.word(value.length);
-    for (let i = 0; i < value.length; i++) this.word(value.charCodeAt(i));
-  }
-
-  number(value: number): void {
-    numberView[0] = value;
-    this.word(numberWords[0] as number);
-    this.word(numberWords[1] as number);
-  }
-
-  finish(): Fingerprint {
-    let { high, low } = this;
-    high = Math.imul(high ^ (high >>> 16), 0x7feb352d) ^ Math.imul(low, 0x846ca68b);
-    low = Math.imul(low ^ (low >>> 16), 0x846ca68b) ^ Math.imul(high, 0x7feb352d);
-    return { high: high | 0, low: low | 0 };
-  }
-}
-
-// Distinct tags keep, say, the string "1" and the number 1 apart.
-const enum Tag {
-  Undefined = 1,
-  Null,
-  False,
-  True,
-  Number,
-  String,
-  BigInt,
-  Array,
-  Object,
-  Date,
-  Cycle,
-  Other,
-  Map,
-  Set,
-  Instance,
-}
+/** A call's fingerprint: equal strings for equal content, SHA-256 in base64url. */
+export type Fingerprint = string;
 
 /**
- * A fingerprint that is equal for two calls exactly when their tool names are equal and their
- * args are equal as JSON-like data, whatever the key order (up to a 2^-64 chance of collision).
- * Copes with cycles and any size.
+ * The fingerprint of `toolName` called with `args`: equal for two calls exactly when their tool
+ * names are equal and their args are equal as JSON-like data, whatever the key order. Copes with
+ * cycles and any size.
  */
 export function fingerprint(toolName: string, args: unknown): Fingerprint {
-  const hasher = new Hasher();
-  hasher.text(toolName);
-  feed(hasher, args, []);
-  return hasher.finish();
+  return createHash('sha256')
+    .update(JSON.stringify(toolName))
+    .update('\u0000')
+    .update(canonical(args, []))
+    .digest('base64url');
 }
 
-function feed(hasher: Hasher, value: unknown, ancestors: object[]): void {
+// Distinct prefixes keep, say, the string "1", the number 1 and the bigint 1n apart.
+function canonical(value: unknown, ancestors: object[]): string {
   switch (typeof value) {
     case 'string':
-      hasher.word(Tag.String);
-      hasher.text(value);
-      return;
+      return JSON.stringify(value);
     case 'number':
-      hasher.word(Tag.Number);
-      hasher.number(value);
-      return;
+      // String(-0) is "0", as in JSON; NaN and the infinities stay apart from null and each other.
+      return Number.isFinite(value) ? String(value) : `#${String(value)}`;
     case 'boolean':
-      hasher.word(value ? Tag.True : Tag.False);
-      return;
+      return value ? 'true' : 'false';
     case 'bigint':
-      hasher.word(Tag.BigInt);
-      hasher.text(value.toString());
-      return;
+      return `${value.toString()}n`;
     case 'undefined':
-      hasher.word(Tag.Undefined);
-      return;
+      return 'undefined';
     case 'object':
+      if (value === null) return 'null';
       break;
     default:
-      hasher.word(Tag.Other);
-      hasher.text(typeof value);
-      return;
+      return `<${typeof value}>`;
   }
-  if (value === null) return hasher.word(Tag.Null);
-  if (ancestors.includes(value)) return hasher.word(Tag.Cycle);
-  if (value instanceof Date) {
-    hasher.word(Tag.Date);
-    hasher.number(value.getTime());
-    return;
-  }
+  if (ancestors.includes(value)) return '<cycle>';
   ancestors.push(value);
-  if (Array.isArray(value)) {
-    hasher.word(Tag.Array);
-    hasher.word(value.length);
-    for (const item of value) feed(hasher, item, ancestors);
-  } else if (value instanceof Map) {
-    hasher.word(Tag.Map);
-    hasher.word(value.size);
-    for (const [key, item] of value) {
-      feed(hasher, key, ancestors);
-      feed(hasher, item, ancestors);
-    }
-  } else if (value instanceof Set) {
-    hasher.word(Tag.Set);
-    hasher.word(value.size);
-    for (const item of value) feed(hasher, item, ancestors);
-  } else {
-    const prototype: unknown = Object.getPrototypeOf(value);
-    if (prototype !== Object.prototype && prototype !== null) {
-      // A class instance (a URL, a Buffer…) often keeps its content out of its own keys: its
-      // constructor and its string or JSON form tell two of them apart.
-      hasher.word(Tag.Instance);
-      hasher.text(String((value as { constructor?: { name?: unknown } }).constructor?.name));
-      const toJSON = (value as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === 'function') feed(hasher, toJSON.call(value), ancestors);
-      else hasher.text(String(value));
-    }
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).sort();
-    hasher.word(Tag.Object);
-    hasher.word(keys.length);
-    for (const key of keys) {
-      hasher.text(key);
-      feed(hasher, record[key], ancestors);
-    }
+  try {
+    return canonicalObject(value, ancestors);
+  } finally {
+    ancestors.pop();
   }
-  ancestors.pop();
+}
+
+function canonicalObject(value: object, ancestors: object[]): string {
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      text += (i === 0 ? '' : ',') + canonical(item, ancestors);
+    }
+    return `${text}]`;
+  }
+  if (ArrayBuffer.isView(value)) {
+    return binary(value.constructor.name, new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+  }
+  if (value instanceof ArrayBuffer || value instanceof SharedArrayBuffer) {
+    return binary(value.constructor.name, new Uint8Array(value));
+  }
+  if (value instanceof Date) return `Date(${value.getTime()})`;
+  if (value instanceof Map) {
+    const entries = Array.from(value, ([key, item]) => `${canonical(key, ancestors)}=>${canonical(item, ancestors)}`);
+    return `Map{${entries.sort().join(',')}}`;
+  }
+  if (value instanceof Set) {
+    const members = Array.from(value, (item) => canonical(item, ancestors));
+    return `Set{${members.sort().join(',')}}`;
+  }
+  let text = '';
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) {
+    // A class instance (a URL, say) often keeps its content out of its own keys: its
+    // constructor and its JSON or string form tell two of them apart.
+    const name = String((value as { constructor?: { name?: unknown } }).constructor?.name);
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    const form = typeof toJSON === 'function' ? canonical(toJSON.call(value), ancestors) : JSON.stringify(String(value));
+    text = `${name}(${form})`;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let body = '{';
+  let first = true;
+  for (const key of keys) {
+    const item = record[key];
+    // Absent and undefined are the same call, as they are once sent as JSON.
+    if (item === undefined) continue;
+    body += `${first ? '' : ','}${JSON.stringify(key)}:${canonical(item, ancestors)}`;
+    first = false;
+  }
+  return `${text}${body}}`;
+}
+
+function binary(kind: string, bytes: Uint8Array): string {
+  return `${kind}(${bytes.byteLength}:${createHash('sha256').update(bytes).digest('base64url')})`;
 }

@@ -4,15 +4,24 @@
 import { type Fingerprint } from './fingerprint.js';
 
 /** One remembered success. Small integers only, so that a million entries stay compact. */
-export class CachedSuccess implements Fingerprint {
+export class CachedSuccess {
   constructor(
     readonly key: string,
-    readonly high: number,
-    readonly low: number,
+    readonly fingerprint: Fingerprint,
     readonly result: unknown,
-    /** Whole milliseconds after the cache's epoch: a small integer for the first 24 days. */
-    readonly completedAt: number,
+    /** Whole milliseconds after the cache's epoch: a small integer for the first 12 days. */
+    readonly completedMs: number,
+    /** The rest of a millisecond, in units of 2^-20 ms, rounded down: a small integer too. */
+    readonly completedFraction: number,
   ) {}
+}
+
+const fractionUnits = 2 ** 20;
+
+// How long ago `entry` completed. A fractional clock (performance.now) keeps its fraction, so an
+// entry is never served at or past its TTL, and expires at most a microsecond's fraction early.
+function ageOf(entry: CachedSuccess, at: number): number {
+  return at - entry.completedMs - entry.completedFraction / fractionUnits;
 }
 
 // Maps are split so that none grows past this: a Map rehashes all its entries at once when it
@@ -53,7 +62,7 @@ export class SuccessCache {
     const shard = this.#shardOf(key);
     const entry = shard.get(key);
     if (entry === undefined) return undefined;
-    if (at - entry.completedAt < this.ttlMs) return entry;
+    if (ageOf(entry, at) < this.ttlMs) return entry;
     shard.delete(key);
     this.#size -= 1;
     return undefined;
@@ -61,11 +70,12 @@ export class SuccessCache {
 
   /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */
   set(key: string, fingerprint: Fingerprint, result: unknown, now: number): void {
-    // Whole milliseconds, rounded up so an entry never expires early: V8 keeps a small integer
-    // in the entry itself, while a fraction (or a difference it computed as a double) would make
-    // it box this field in every entry, 16 bytes each.
-    const at = Math.ceil(now - this.#epoch);
-    const entry = new CachedSuccess(key, fingerprint.high, fingerprint.low, result, at);
+    // Two small integers rather than one double: V8 keeps a small integer in the entry itself,
+    // while a fraction would make it box this field in every entry, 16 bytes each.
+    const at = now - this.#epoch;
+    const whole = Math.floor(at);
+    const fraction = Math.floor((at - whole) * fractionUnits);
+    const entry = new CachedSuccess(key, fingerprint, result, whole, fraction);
     const shard = this.#shardOf(key);
     if (!shard.has(key)) this.#size += 1;
     shard.set(key, entry);
@@ -126,7 +136,7 @@ export class SuccessCache {
   #evictExpired(at: number): void {
     for (let evictions = 0; evictions < maxEvictionsPerCall; evictions++) {
       const entry = this.#peek();
-      if (entry === undefined || at - entry.completedAt < this.ttlMs) return;
+      if (entry === undefined || ageOf(entry, at) < this.ttlMs) return;
       this.#dropHead(entry);
     }
   }

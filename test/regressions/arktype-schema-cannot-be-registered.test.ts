@@ -14,7 +14,7 @@ it('registers a validator that is a function with ~standard.validate, as ArkType
           ? { value: value as { n: number } }
           : { issues: [{ message: 'must be a number', path: ['n'] }] },
     },
-  }) satisfies StandardSchemaV1<{ n: number }>;
+  }) as StandardSchemaV1<{ n: number }>;
   const registry = new ToolRegistry().register({ name: 'calc.double', inputSchema: callable, handler: ({ n }) => n * 2 });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   await expect(dispatcher.dispatch('calc.double', { n: 2 })).resolves.toEqual({ ok: true, result: 4, attempts: 1 });
