@@ -1,0 +1,292 @@
+// createAnthropicToolkit: the registry as Claude tools, a turn's tool uses run through the
+// dispatcher, and runnable tools for the SDK's tool runner.
+
+import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/messages';
+import type { Message, Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
+import {
+  createBudget,
+  createNameMap,
+  toObjectSchema,
+  toToolMessage,
+  type Budget,
+  type Dispatcher,
+  type DispatchError,
+  type DispatchOptions,
+  type JsonObjectSchema,
+  type NameMapOptions,
+  type Outcome,
+  type ToolRegistry,
+} from '../../index.js';
+
+/** Options for `createAnthropicToolkit`. */
+export interface AnthropicToolkitOptions {
+  /** The tools to offer; read once, when the toolkit is built. */
+  registry: Pick<ToolRegistry, 'list'>;
+  /** Runs the calls. */
+  dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
+  /**
+   * Makes idempotency keys `${idempotencyScope}:${toolUseId}`: a run or conversation id. Without
+   * it no key is passed (no dedupe) unless `keyByCallId` is set.
+   */
+  idempotencyScope?: string;
+  /**
+   * Without a scope, use the bare `tool_use` id as the idempotency key.
+   * @default false
+   */
+  keyByCallId?: boolean;
+  /**
+   * How registry names become wire names.
+   * @default { pattern: /^[a-zA-Z0-9_-]+$/, maxLength: 128, encode: '.' → '__' }
+   */
+  names?: NameMapOptions;
+  /**
+   * The longest tool result text, in characters (`toToolMessage`'s `maxLength`).
+   * @default 2000
+   */
+  maxMessageLength?: number;
+}
+
+/** Per-turn options of `runToolUses`. */
+export interface AnthropicRunOptions {
+  /** Aborts every call of the turn; `null` counts as none. */
+  signal?: AbortSignal | null;
+  /** The tool-call budget: a shared `createBudget(n)`, or a number of attempts this turn may make in all. */
+  budget?: number | Budget;
+  /** Per-attempt timeout for every call, overriding each tool's. */
+  timeoutMs?: number;
+  /** This turn's idempotency scope, instead of the toolkit's. */
+  idempotencyScope?: string;
+}
+
+/** Options for `runnableTools`. */
+export interface RunnableToolsOptions {
+  /** The tool-call budget every call of the runner's loop shares: a `createBudget(n)`, or a number made into one. */
+  budget?: number | Budget;
+  /** Per-attempt timeout for every call, overriding each tool's. */
+  timeoutMs?: number;
+  /**
+   * The SDK's `ToolError` (`import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError'`).
+   * The runner sends a `ToolError`'s text as the `is_error` result exactly; any other thrown error
+   * it sends as `Error: <message>`. This toolkit loads nothing of the SDK, so pass the class to
+   * drop that prefix.
+   * @default undefined (failures reach the model as `Error: error (kind): …`)
+   */
+  toolError?: new (content: string) => Error;
+}
+
+/** What `runToolUses` resolves to. */
+export interface ToolUsesResult {
+  /**
+   * The next user turn: one `tool_result` per `tool_use`, in order, failures marked `is_error`.
+   * Its content is empty when the response had no tool use. Add any text after the results.
+   */
+  message: { role: 'user'; content: ToolResultBlockParam[] };
+  /** Each call's outcome, in the same order, for logs and metrics (never send these to the model). */
+  outcomes: Outcome[];
+}
+
+/** A tool of the registry ready for `client.beta.messages.toolRunner({ tools })`. */
+export type DispatcherRunnableTool = BetaRunnableTool<unknown>;
+
+/** The registry as Claude tools, and the runners for a turn's tool uses. */
+export interface AnthropicToolkit {
+  /** The tools for `messages.create`: `{ name, description, input_schema }`. */
+  tools(): Tool[];
+  /** Runs a response's `tool_use` blocks, all at once (the dispatcher's concurrency layer caps them). */
+  runToolUses(response: ResponseWithContent, options?: AnthropicRunOptions): Promise<ToolUsesResult>;
+  /**
+   * The tools for the SDK's tool runner: identity `parse` (our validation is the one that runs),
+   * `run` dispatching with the `tool_use` id and the runner's signal.
+   */
+  runnableTools(options?: RunnableToolsOptions): DispatcherRunnableTool[];
+  /** The wire name the model knows a registry tool by. */
+  wireName(toolName: string): string;
+  /** The registry name behind a wire name (an unknown one comes back unchanged). */
+  toolName(wireName: string): string;
+}
+
+/** A Messages response (or a beta one), or an assistant message param with content blocks. */
+export type ResponseWithContent = Pick<Message, 'content'> | Pick<BetaMessage, 'content'> | { content: ReadonlyArray<unknown> };
+
+/**
+ * The error a runnable tool throws for a failed call when no `toolError` class is given; the
+ * runner turns it into an `is_error` result.
+ */
+export class RunnableToolFailed extends Error {
+  /** The dispatch's envelope. */
+  readonly outcome: DispatchError;
+
+  /**
+   * Wraps a failed outcome; the message is the model-facing text.
+   *
+   * @example
+   * throw new RunnableToolFailed(toToolMessage(outcome), outcome);
+   */
+  constructor(message: string, outcome: DispatchError) {
+    super(message);
+    this.name = 'RunnableToolFailed';
+    this.outcome = outcome;
+  }
+}
+
+interface Offered {
+  wire: string;
+  description: string;
+  schema: JsonObjectSchema;
+}
+
+/**
+ * Builds the Anthropic toolkit, checking tool names (a `TypeError` naming the tools on a
+ * pattern, length or collision problem) at once.
+ *
+ * @example
+ * const claude = createAnthropicToolkit({ registry, dispatcher, idempotencyScope: runId });
+ * const response = await client.messages.create({ model, max_tokens, messages, tools: claude.tools() });
+ * messages.push({ role: 'assistant', content: response.content });
+ * if (response.stop_reason === 'tool_use') messages.push((await claude.runToolUses(response, { signal })).message);
+ */
+export function createAnthropicToolkit(options: AnthropicToolkitOptions): AnthropicToolkit {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('createAnthropicToolkit() needs an options object with a registry and a dispatcher');
+  }
+  const { registry, dispatcher, idempotencyScope, keyByCallId = false, names: nameOptions = {}, maxMessageLength = 2000 } = options;
+  if (typeof registry?.list !== 'function') throw new TypeError('registry must be a ToolRegistry (something with list())');
+  if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
+    throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
+  }
+  requireScope('idempotencyScope', idempotencyScope);
+  if (typeof keyByCallId !== 'boolean') throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
+    throw new TypeError(`maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`);
+  }
+
+  const listings = registry.list();
+  const names = createNameMap(
+    listings.map((listing) => listing.name),
+    { maxLength: 128, ...nameOptions },
+  );
+  const offered: Offered[] = listings.map((listing) => ({
+    wire: names.wireName(listing.name),
+    description: listing.description,
+    schema: toObjectSchema(listing.inputSchema),
+  }));
+  const messageOptions = { maxLength: maxMessageLength };
+
+  // One call: the provider id as callId, the scoped key, the wire name for the model's texts.
+  const runOne = async (
+    wire: string,
+    input: unknown,
+    rawId: unknown,
+    base: DispatchOptions,
+    scope: string | undefined,
+  ): Promise<{ id: string; outcome: Outcome }> => {
+    const { id, provided } = cleanId(rawId);
+    const options: DispatchOptions = { ...base, callId: id, displayName: wire };
+    const key = scope !== undefined ? `${scope}:${id}` : keyByCallId ? id : undefined;
+    if (key !== undefined && provided) options.idempotencyKey = key;
+    const name = names.toolName(wire);
+    // A proxy or a partial stream may hand over the input as JSON text: parse it in the stack.
+    const outcome = await (typeof input === 'string'
+      ? dispatcher.dispatchJson(name, input, options)
+      : dispatcher.dispatch(name, input ?? {}, options));
+    return { id, outcome };
+  };
+
+  return {
+    tools() {
+      return offered.map(({ wire, description, schema }) => ({
+        name: wire,
+        ...(description === '' ? {} : { description }),
+        input_schema: structuredClone(schema),
+      }));
+    },
+    async runToolUses(response, runOptions) {
+      if (typeof response !== 'object' || response === null || !Array.isArray(response.content)) {
+        throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
+      }
+      const { options: base, scope } = readRunOptions(runOptions, idempotencyScope);
+      const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter((block) => block?.['type'] === 'tool_use');
+      const results = await Promise.all(
+        uses.map((use) => runOne(typeof use['name'] === 'string' ? use['name'] : '', use['input'], use['id'], base, scope)),
+      );
+      return {
+        message: {
+          role: 'user',
+          content: results.map(({ id, outcome }) => ({
+            type: 'tool_result',
+            tool_use_id: id,
+            content: toToolMessage(outcome, messageOptions),
+            ...(outcome.ok ? {} : { is_error: true }),
+          })),
+        },
+        outcomes: results.map(({ outcome }) => outcome),
+      };
+    },
+    runnableTools(runnableOptions = {}) {
+      if (typeof runnableOptions !== 'object' || runnableOptions === null) {
+        throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
+      }
+      const { toolError } = runnableOptions;
+      if (toolError !== undefined && typeof toolError !== 'function') throw new TypeError('toolError must be a class (the SDK\'s ToolError)');
+      const { options: base } = readRunOptions({ ...pick(runnableOptions, ['budget', 'timeoutMs']) }, undefined);
+      return offered.map(({ wire, description, schema }) => ({
+        name: wire,
+        ...(description === '' ? {} : { description }),
+        input_schema: structuredClone(schema),
+        // Identity: the runner must not validate, so the model reads our schema envelope.
+        parse: (input: unknown) => input,
+        run: async (args: unknown, context?: BetaToolRunContext) => {
+          const signal = context?.signal instanceof AbortSignal ? { signal: context.signal } : {};
+          const { outcome } = await runOne(wire, args, context?.toolUse?.id, { ...base, ...signal }, idempotencyScope);
+          const text = toToolMessage(outcome, messageOptions);
+          if (outcome.ok) return text;
+          throw toolError === undefined ? new RunnableToolFailed(text, outcome) : new toolError(text);
+        },
+      }));
+    },
+    wireName: (toolName) => names.wireName(toolName),
+    toolName: (wireName) => names.toolName(wireName),
+  };
+}
+
+function pick<T extends object, K extends keyof T>(object: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (object[key] !== undefined) out[key] = object[key];
+  return out;
+}
+
+function readRunOptions(options: AnthropicRunOptions | undefined, defaultScope: string | undefined): { options: DispatchOptions; scope: string | undefined } {
+  if (options === undefined) return { options: {}, scope: defaultScope };
+  if (typeof options !== 'object' || options === null) throw new TypeError(`run options must be an object, got ${String(options)}`);
+  const { signal, budget, timeoutMs, idempotencyScope } = options;
+  const out: DispatchOptions = {};
+  if (signal !== undefined && signal !== null) {
+    if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
+    out.signal = signal;
+  }
+  // A number is the allowance of everything these options cover, so it becomes one shared budget.
+  if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
+  if (timeoutMs !== undefined) {
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    out.timeoutMs = timeoutMs;
+  }
+  requireScope('idempotencyScope', idempotencyScope);
+  return { options: out, scope: idempotencyScope ?? defaultScope };
+}
+
+function requireScope(name: string, scope: unknown): void {
+  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
+    throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
+  }
+}
+
+let generated = 0;
+
+// The provider's id when it is usable (a number becomes its string), else a fresh one: an empty
+// or missing id must never reach the dispatcher, and never become an idempotency key.
+function cleanId(id: unknown): { id: string; provided: boolean } {
+  if (typeof id === 'string' && id !== '') return { id, provided: true };
+  if (typeof id === 'number' && Number.isFinite(id)) return { id: String(id), provided: true };
+  return { id: `toolu_td_${Date.now().toString(36)}_${(generated++).toString(36)}`, provided: false };
+}
