@@ -26,6 +26,13 @@ describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
     expect(value).toBe(42);
   });
 
+  it('flattens nested arrays of layers', async () => {
+    const ctx: Log = { log: [] };
+    const push = (name: string): ComposableMiddleware<Log> => async (c, next) => { c.log.push(name); await next(); };
+    await composeWith([[push('a'), [push('b')]], push('c')] as never)(ctx);
+    expect(ctx.log).toEqual(['a', 'b', 'c']);
+  });
+
   it('resolves an empty stack', async () => {
     await expect(composeWith([])({ log: [] })).resolves.toBeUndefined();
   });
