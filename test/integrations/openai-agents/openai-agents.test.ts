@@ -162,6 +162,20 @@ describe('toAgentsTools', () => {
     expect(f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key'))).toEqual(['order-1:c1']);
   });
 
+  it('never sees a call id the Runner has already answered in the same run: the Runner drops it', async () => {
+    const f = fixture();
+    script([
+      { calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] },
+      { calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] },
+      { text: 'done' },
+    ]);
+
+    await run(agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher })), 'pay');
+
+    expect(f.charges).toEqual([5]);
+    expect(f.dispatched()).toEqual(['pay.charge']);
+  });
+
   it('passes no idempotency key without a scope', async () => {
     const f = fixture();
     const tools = toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher });
