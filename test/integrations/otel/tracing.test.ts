@@ -1,7 +1,8 @@
 // otelTracing against the real SDK: span tree, names, attributes and events for each path a call can take.
 
 import { readFileSync } from 'node:fs';
-import { context, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -573,6 +574,36 @@ describe('otelTracing: the span always ends once', () => {
     clock.fire();
     expect(await pending).toEqual({ ok: true, result: 'ok', attempts: 2 });
     expect(await dispatcher.dispatch('ghost', {})).toMatchObject({ ok: false, kind: 'not_found' });
+  });
+
+  it('runs the handler exactly once, outside the span, when the context manager throws', async () => {
+    let runs = 0;
+    const { dispatcher } = setup((registry) =>
+      registry.register({ name: 'kv.get', inputSchema: query, handler: () => ++runs }),
+    );
+    context.disable();
+    context.setGlobalContextManager({
+      active: () => ROOT_CONTEXT,
+      with: () => {
+        throw new Error('context manager down');
+      },
+      bind: (_ctx, target) => target,
+      enable() {
+        return this;
+      },
+      disable() {
+        return this;
+      },
+    });
+    try {
+      expect(await dispatcher.dispatch('kv.get', { q: 'a' })).toEqual({ ok: true, result: 1, attempts: 1 });
+    } finally {
+      context.disable();
+      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    }
+    expect(runs).toBe(1);
+    // The SDK's own export needs the context manager too, so the span is ended but not exported.
+    expect([...telemetry.ends.values()]).toEqual([1]);
   });
 
   it('works with no SDK: the API no-op tracer, and the handler still runs', async () => {
