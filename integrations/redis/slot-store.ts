@@ -100,13 +100,17 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
   const queue: Queued[] = [];
   let pumping = false;
   let wake: (() => void) | undefined;
+  // Counts wake-ups, so that one heard while an acquire was in flight (the reply and the
+  // message travel on different connections) sends the pump straight back to Redis.
+  let wakeups = 0;
   const hub = hubFor(redis, channel);
-  hub.listen(
-    (message) => {
-      if (message === `c|${pool}`) wake?.();
-    },
-    () => wake?.(),
-  );
+  const heard = () => {
+    wakeups += 1;
+    wake?.();
+  };
+  hub.listen((message) => {
+    if (message === `c|${pool}`) heard();
+  }, heard);
 
   const acquire = async (token: string): Promise<{ permit?: RedisPermit; retryInMs: number }> => {
     const sentAt = performance.now();
@@ -144,6 +148,7 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
           continue;
         }
         let answer: { permit?: RedisPermit; retryInMs: number };
+        const seen = wakeups;
         try {
           answer = await acquire(newToken());
         } catch (error) {
@@ -156,7 +161,7 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
         }
         const { permit } = answer;
         if (permit === undefined) {
-          await sleep(Math.min(answer.retryInMs + 2, pollMs));
+          if (wakeups === seen) await sleep(Math.min(answer.retryInMs + 2, pollMs));
           continue;
         }
         // The waiter may have left while the script ran: the permit goes to the next one.
@@ -178,7 +183,7 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
     const mine = held as RedisPermit;
     if (mine.released) return;
     mine.released = true;
-    if (queue.length > 0) queueMicrotask(() => wake?.());
+    if (queue.length > 0) queueMicrotask(heard);
     if (mine.local) return;
     await runScript(redis, releaseSlotScript, [poolKey], [held.token, channel, pool], timeoutMs);
   };
