@@ -1,6 +1,7 @@
 // A LangChain agent middleware that carries the registry's tools and runs their calls through the dispatcher.
 
 import { createMiddleware } from 'langchain';
+import { withInvalidCallsMoved } from './invalid-calls.js';
 import { readOptions, type LangChainToolsOptions } from './options.js';
 import { runCall } from './run-call.js';
 import { langChainTools } from './to-langchain-tools.js';
@@ -11,8 +12,11 @@ import { langChainTools } from './to-langchain-tools.js';
  * dispatcher, without calling LangChain's handler: so LangChain's own schema check, which
  * sends the model a stack trace, never runs, and ours does. Every call gets one `ToolMessage`
  * with the call's id, `toToolMessage` text, `status` and the outcome as `artifact`; a call to a
- * name no tool of the agent has gets our `not_found` text. Calls to the agent's other tools
- * pass through to LangChain. Put it last in `middleware`, so the others wrap it.
+ * name no tool of the agent has gets our `not_found` text. A call to one of these tools whose
+ * JSON the provider could not parse (LangChain's `invalid_tool_calls`, which createAgent would
+ * leave unanswered) is moved to `tool_calls` after the model turn and answered with our
+ * `schema` envelope. Calls to the agent's other tools pass through to LangChain. Put it last in
+ * `middleware`, so the others wrap it.
  *
  * @throws TypeError for a bad option, or two tools whose names map to the same wire name.
  * @example
@@ -25,12 +29,17 @@ import { langChainTools } from './to-langchain-tools.js';
 export function dispatcherMiddleware(options: LangChainToolsOptions) {
   const settings = readOptions('dispatcherMiddleware', options);
   const ours = new Set(settings.listings.map((listing) => listing.name));
+  const toolNameOf = (wire: string) => (settings.names === undefined ? wire : settings.names.toolName(wire));
   return createMiddleware({
     name: 'toolDispatcher',
     tools: langChainTools(settings),
+    afterModel: (state) => {
+      const moved = withInvalidCallsMoved(state.messages.at(-1), (wire) => ours.has(toolNameOf(wire)));
+      return moved === undefined ? undefined : { messages: [moved] };
+    },
     wrapToolCall: (request, handler) => {
       const { toolCall, runtime } = request;
-      const toolName = settings.names === undefined ? toolCall.name : settings.names.toolName(toolCall.name);
+      const toolName = toolNameOf(toolCall.name);
       // Another tool the agent was given: LangChain runs it. Ours, or nobody's: we answer.
       if (!ours.has(toolName) && request.tool !== undefined) return handler(request);
       return runCall(settings, toolCall, runtime.signal, runtime);

@@ -24,7 +24,7 @@ export interface LangChainToolsOptions {
   /** The tools to offer, all of `registry.list()` when the factory is called. */
   registry: Pick<ToolRegistry, 'list'>;
   /** Runs every call. */
-  dispatcher: Pick<Dispatcher, 'dispatch'>;
+  dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
   /**
    * Scopes idempotency keys: each call's key is `${scope}:${toolCall.id}`. A string for an
    * agent built per run; a function of the call's runtime for an agent shared by many runs,
@@ -59,7 +59,7 @@ export interface LangChainToolsOptions {
 
 /** The checked options, with the name map built. */
 export interface Settings {
-  readonly dispatcher: Pick<Dispatcher, 'dispatch'>;
+  readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
   readonly listings: readonly ToolListing[];
   /** Wire name to registry name, for the tools of this set only. */
   readonly names: NameMap | undefined;
@@ -77,7 +77,9 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   const { registry, dispatcher, idempotencyScope, keyByCallId = false, names = {}, budget, timeoutMs, maxLength = 2000 } =
     options;
   if (typeof registry?.list !== 'function') throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
-  if (typeof dispatcher?.dispatch !== 'function') throw new TypeError(`${caller}(): dispatcher must be a Dispatcher`);
+  if (typeof dispatcher?.dispatch !== 'function' || typeof dispatcher.dispatchJson !== 'function') {
+    throw new TypeError(`${caller}(): dispatcher must be a Dispatcher`);
+  }
   if (
     idempotencyScope !== undefined &&
     typeof idempotencyScope !== 'function' &&

@@ -3,6 +3,7 @@
 import { ToolMessage } from '@langchain/core/messages';
 import { toToolMessage } from '../../index.js';
 import { callOptions } from './call-options.js';
+import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';
 
 /** A tool call as LangChain hands it over; every field may be missing or odd. */
@@ -29,7 +30,12 @@ export async function runCall(
     ...settings.base,
     displayName: wire,
   });
-  const outcome = await settings.dispatcher.dispatch(toolName, call.args, options);
+  // A call whose JSON the provider could not parse: the schema layer parses the raw text, so the
+  // failure is an ordinary `schema` outcome that events, logging and tracing see.
+  const raw = rawArgumentsOf(call.args);
+  const outcome = await (raw === undefined
+    ? settings.dispatcher.dispatch(toolName, call.args, options)
+    : settings.dispatcher.dispatchJson(toolName, raw, options));
   return new ToolMessage({
     tool_call_id: options.callId,
     name: wire,

@@ -228,19 +228,57 @@ describe('dispatcherMiddleware', () => {
     expect(f.dispatched()).toEqual(['search.web']);
   });
 
-  it('leaves a call whose JSON the provider could not parse to LangChain, which ends the run on it', async () => {
-    // Provider integrations put unparseable arguments in `invalid_tool_calls`; createAgent
-    // routes only `tool_calls` to tools, so the call never reaches a middleware.
+  it('answers a call whose JSON the provider could not parse with our schema envelope, through the stack', async () => {
+    // Provider integrations put unparseable arguments in `invalid_tool_calls`, which createAgent
+    // never routes to tools; the middleware moves ours to `tool_calls` after the model turn.
     const f = fixture();
+    const { model } = recordingModel((m) =>
+      m
+        .respond(
+          new AIMessage({
+            content: '',
+            tool_calls: [{ id: 'c1', name: 'search__web', args: { query: 'ok' } }],
+            invalid_tool_calls: [
+              { id: 'c2', name: 'search__web', args: '{"query": ', error: 'bad json', type: 'invalid_tool_call' },
+              { id: 'c3', name: 'pay__charge', args: '', error: 'empty', type: 'invalid_tool_call' },
+            ],
+          }),
+        )
+        .respond(new AIMessage('done')),
+    );
+    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+
+    const result = await agent.invoke(input('go'));
+
+    const sent = summary(result.messages);
+    expect(sent.map(([id, , status]) => [id, status])).toEqual([
+      ['c1', 'success'],
+      ['c2', 'error'],
+      ['c3', 'error'],
+    ]);
+    expect(sent[1]?.[3]).toMatch(/^error \(schema\): .*JSON/);
+    // "" is {}: the schema layer then reports the missing field.
+    expect(sent[2]?.[3]).toMatch(/^error \(schema\): Invalid args for "pay__charge": amount: /);
+    expect(f.failures()).toEqual(['search.web:schema', 'pay.charge:schema']);
+    // The AI message now lists every call it is answered for, and the run went on to the answer.
+    const asked = result.messages.find((message) => AIMessage.isInstance(message) && (message.tool_calls ?? []).length > 0) as AIMessage;
+    expect(asked.tool_calls?.map((call) => call.id)).toEqual(['c1', 'c2', 'c3']);
+    expect(asked.invalid_tool_calls).toEqual([]);
+    expect(result.messages.at(-1)?.content).toBe('done');
+  });
+
+  it("leaves a call with unparseable JSON to another of the agent's tools as LangChain has it", async () => {
+    const f = fixture();
+    const clock = tool(() => 'noon', { name: 'clock', description: 'The time', schema: z.object({}) });
     const { model } = recordingModel((m) =>
       m.respond(
         new AIMessage({
           content: '',
-          invalid_tool_calls: [{ id: 'c1', name: 'search__web', args: '{"query": ', error: 'bad json', type: 'invalid_tool_call' }],
+          invalid_tool_calls: [{ id: 'c1', name: 'clock', args: '{', error: 'bad json', type: 'invalid_tool_call' }],
         }),
       ),
     );
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({ model, tools: [clock], middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
 
     const result = await agent.invoke(input('go'));
 
@@ -261,6 +299,7 @@ describe('dispatcherMiddleware', () => {
     ['options', undefined, /options object/],
     ['registry', { registry: {} }, /registry/],
     ['dispatcher', { dispatcher: null }, /dispatcher/],
+    ['dispatcher (without dispatchJson)', { dispatcher: { dispatch: () => Promise.resolve() } }, /dispatcher/],
     ['idempotencyScope', { idempotencyScope: 7 }, /idempotencyScope/],
     ['keyByCallId', { keyByCallId: 1 }, /keyByCallId/],
     ['names', { names: 'wire' }, /names/],
