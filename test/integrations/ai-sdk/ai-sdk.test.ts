@@ -160,6 +160,22 @@ describe('toAiSdkTools', () => {
     expect(f.contexts.map((ctx) => ctx.idempotencyKey)).toEqual([undefined, undefined, 'c1']);
   });
 
+  it('gives a call with an empty toolCallId a fresh call id and no idempotency key', async () => {
+    const f = fixture();
+    const { model, resultsSentAt } = scriptedModel([[call('', 'pay__charge', { amount: 3 })], 'done']);
+
+    await generateText({
+      model,
+      tools: toAiSdkTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' }),
+      stopWhen: stepCountIs(3),
+      prompt: 'pay',
+    });
+
+    expect(resultsSentAt(2)).toEqual([['', { type: 'text', value: 'charged 3' }]]);
+    expect(f.contexts[0]?.callId).toMatch(/^ai-sdk-[0-9a-f-]{36}$/);
+    expect(f.contexts[0]?.idempotencyKey).toBeUndefined();
+  });
+
   it('refuses calls once the run budget is spent and tells the model to stop', async () => {
     const f = fixture();
     const { model, resultsSentAt } = scriptedModel([

@@ -1,6 +1,6 @@
 // toAgentsTools driven by the real Agents SDK: run() against the local Responses server (examples/fake-provider).
 
-import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
+import { Agent, run, RunContext, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
 // The openai 7 client the Agents SDK itself depends on (the project's own openai is 6), by path:
 // npm nests it under @openai/agents, whose exports do not reach it.
 import { OpenAI } from '../../../node_modules/@openai/agents/node_modules/openai/index.mjs';
@@ -174,6 +174,20 @@ describe('toAgentsTools', () => {
 
     expect(f.charges).toEqual([5]);
     expect(f.dispatched()).toEqual(['pay.charge']);
+  });
+
+  it('leaves an empty call_id to the Runner, which refuses it, and makes up an id when invoked without one', async () => {
+    const f = fixture();
+    const tools = toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' });
+    script([{ calls: [{ call_id: '', name: 'pay__charge', arguments: { amount: 3 } }] }, { text: 'done' }]);
+    await expect(run(agentWith(tools), 'pay')).rejects.toThrow(/missing a non-empty call ID/);
+    expect(f.events).toEqual([]);
+
+    // Outside a run (no call details), the tool still dispatches, under a fresh id and no key.
+    const pay = tools[1];
+    expect(await pay?.invoke(new RunContext({}), '{"amount":3}')).toBe('charged 3');
+    expect(f.contexts[0]?.callId).toMatch(/^openai-agents-[0-9a-f-]{36}$/);
+    expect(f.contexts[0]?.idempotencyKey).toBeUndefined();
   });
 
   it('passes no idempotency key without a scope', async () => {
