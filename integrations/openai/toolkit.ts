@@ -176,15 +176,19 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
   }
   const messageOptions = { maxLength: maxMessageLength };
 
+  // One promise per call (the dispatch's own) and one for the batch: the toolkit's share of a
+  // turn's cost stays small next to the dispatches (bench/integrations-openai.ts).
   const runCalls = async (calls: Call[], runOptions: OpenAIRunOptions | undefined): Promise<Array<{ id: string; outcome: Outcome; text: string }>> => {
     const base = readRunOptions(runOptions, idempotencyScope);
-    return Promise.all(
-      calls.map(async (call) => {
-        const { id, provided } = cleanId(call.id);
-        const outcome = await runCall(call, id, provided, base);
-        return { id, outcome, text: toToolMessage(outcome, messageOptions) };
-      }),
-    );
+    const ids: string[] = [];
+    const running: Array<Promise<Outcome> | Outcome> = [];
+    for (const call of calls) {
+      const { id, provided } = cleanId(call.id);
+      ids.push(id);
+      running.push(runCall(call, id, provided, base));
+    }
+    const outcomes = await Promise.all(running);
+    return outcomes.map((outcome, i) => ({ id: ids[i]!, outcome, text: toToolMessage(outcome, messageOptions) }));
   };
 
   const runCall = (call: Call, id: string, provided: boolean, base: BaseRun): Promise<Outcome> | Outcome => {
@@ -196,7 +200,7 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     const key = base.scope !== undefined ? `${base.scope}:${id}` : keyByCallId ? id : undefined;
     if (key !== undefined && provided) dispatchOptions.idempotencyKey = key;
     const name = names.toolName(call.wire);
-    const plan = offered.get(name)?.plan;
+    const plan = strict ? offered.get(name)?.plan : undefined;
     if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
     if (plan !== undefined) {
       const parsed = parseJson(call.args);
