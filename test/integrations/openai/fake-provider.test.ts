@@ -3,6 +3,7 @@
 
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { gate } from '../../helpers/gate.js';
 import { scripted, startFakeProvider, type FakeProvider } from '../../../examples/fake-provider/index.js';
 
 let provider: FakeProvider | undefined;
@@ -80,6 +81,25 @@ describe('fake provider: Chat Completions', () => {
     await expect(
       client.chat.completions.create({ model: 'm', messages: [], tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { a: {} } } } }] }),
     ).rejects.toThrow(/'additionalProperties' is required to be supplied and to be false/);
+  });
+
+  it('tells a waiting model when the client aborts the request', async () => {
+    const left = gate<boolean>();
+    provider = await startFakeProvider({
+      chat: (turn) =>
+        new Promise((resolve) => {
+          turn.signal.addEventListener('abort', () => {
+            left.open(true);
+            resolve({ text: 'too late' });
+          });
+        }),
+    });
+    const controller = new AbortController();
+    const request = clientFor(provider).chat.completions.create({ model: 'm', messages: [] }, { signal: controller.signal });
+    while (provider.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    await expect(request).rejects.toThrow(/aborted/i);
+    await expect(left.promise).resolves.toBe(true);
   });
 
   it('numbers call ids per response when asked', async () => {

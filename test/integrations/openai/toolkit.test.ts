@@ -269,6 +269,20 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     expect(log.charges.map((c) => c.key)).toEqual(['run:42', undefined, undefined]);
   });
 
+  it('answers a call of a type it does not know, in its place', async () => {
+    const { registry, dispatcher } = toolsFixture();
+    const kit = createOpenAIToolkit({ registry, dispatcher });
+    const { messages, outcomes } = await kit.runChatToolCalls({
+      tool_calls: [
+        { id: 'm1', type: 'mystery' } as never,
+        { id: 'm2', type: 'function', function: { name: 'time__now', arguments: '{}' } },
+      ],
+    });
+    expect(messages.map((m) => m.tool_call_id)).toEqual(['m1', 'm2']);
+    expect(messages[0]!.content).toMatch(/^error \(not_found\): "mystery" is a "mystery" call; only function tools run here/);
+    expect(outcomes[1]!.ok).toBe(true);
+  });
+
   it('validates run options', async () => {
     const { registry, dispatcher } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher });
