@@ -1,6 +1,6 @@
 // toAiSdkTools driven by the real AI SDK: generateText and streamText with MockLanguageModelV3.
 
-import { generateText, stepCountIs, streamText, type TypedToolError } from 'ai';
+import { generateText, stepCountIs, streamText, type StopCondition, type ToolSet, type TypedToolError } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolCallFailed, toAiSdkTools } from '../../../integrations/ai-sdk/index.js';
@@ -195,6 +195,26 @@ describe('toAiSdkTools', () => {
     expect(sent[0]?.[1]).toEqual({ type: 'text', value: 'charged 1' });
     expect(sent[1]?.[1].value).toMatch(/^error \(budget_exceeded\): .* Hint: The tool-call budget is spent/);
     expect(f.charges).toEqual([1]);
+  });
+
+  it('lets a stop condition end the loop on a budget refusal, read from ToolCallFailed.outcome', async () => {
+    const f = fixture();
+    const { model, calls } = scriptedModel([[call('c1', 'pay__charge', { amount: 1 })], 'never asked']);
+    const budgetSpent: StopCondition<ToolSet> = ({ steps }) =>
+      steps.at(-1)?.content.some(
+        (part) => part.type === 'tool-error' && part.error instanceof ToolCallFailed && part.error.outcome.kind === 'budget_exceeded',
+      ) ?? false;
+
+    const result = await generateText({
+      model,
+      tools: toAiSdkTools({ registry: f.registry, dispatcher: f.dispatcher, budget: createBudget(0) }),
+      stopWhen: [stepCountIs(5), budgetSpent],
+      prompt: 'pay',
+    });
+
+    expect(calls).toHaveLength(1);
+    expect(result.steps).toHaveLength(1);
+    expect(f.charges).toEqual([]);
   });
 
   it('reports a ToolError as tool_error, as the tool worded it, without retrying', async () => {
