@@ -102,11 +102,11 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
   return function otelMetrics(ctx: DispatchContext, next: Next): Promise<void> {
     let recording: Instruments | undefined;
     try {
-      recording = metered.has(ctx) ? undefined : currentInstruments();
+      recording = currentInstruments();
     } catch {
       recording = undefined;
     }
-    if (recording === undefined) return next();
+    if (recording === undefined || metered.has(ctx)) return next();
     metered.add(ctx);
     const call = new MeteredDispatch(ctx, recording, toolType);
     const listening = call.listen();

@@ -2,6 +2,7 @@
 
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   SpanKind,
   SpanStatusCode,
@@ -123,7 +124,6 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
 
   return function otelTracing(ctx: DispatchContext, next: Next): Promise<void> {
     if (traced.has(ctx)) return next();
-    traced.add(ctx);
     const active = context.active();
     let span: Span;
     let owned = true;
@@ -147,6 +147,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
     const recording = isRecording(span);
     if (recording === undefined) return next();
     if (!recording) return carriesNewContext(span, active) ? runInside(active, span, next) : next();
+    traced.add(ctx);
 
     const traceOfCall = new TracedDispatch(ctx, span, owned, settings);
     try {
@@ -413,7 +414,7 @@ function isRecording(span: Span): boolean | undefined {
 function carriesNewContext(span: Span, active: Context): boolean {
   try {
     const spanContext = span.spanContext();
-    if (!isSpanContextValid(spanContext)) return false;
+    if (spanContext === INVALID_SPAN_CONTEXT || !isSpanContextValid(spanContext)) return false;
     return trace.getSpanContext(active)?.spanId !== spanContext.spanId;
   } catch {
     return false;
