@@ -66,7 +66,7 @@ function build(name: string, edits: Edit[]): string {
       { cwd: work, encoding: 'utf8' },
     );
     if (result.status !== 0) throw new Error(`${name}: tsc failed\n${result.stdout}${result.stderr}`);
-    return join(outDir, 'src/index.js');
+    return join(outDir, 'index.js');
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The public API of tool-dispatcher. */
-export type Library = typeof import('../src/index.js');
+export type Library = typeof import('../index.js');
 
 /** Where the library came from. */
 export interface LoadedLibrary {
@@ -24,7 +24,7 @@ export interface LoadedLibrary {
 const root = fileURLToPath(new URL('..', import.meta.url));
 /** Where `buildLibrary` writes the compiled library (ignored by git). */
 export const buildDir = `${root}bench/.build`;
-const builtEntry = `${buildDir}/src/index.js`;
+const builtEntry = `${buildDir}/index.js`;
 
 /**
  * Compiles src/ and middleware/ with the project's `tsconfig.build.json` into bench/.build. A type
@@ -88,7 +88,7 @@ export async function loadLibrary(options: LoadOptions = {}): Promise<LoadedLibr
     return { lib: (await import(url.href)) as Library, origin: 'path' };
   }
   if (options.source === true) {
-    return { lib: (await import('../src/index.js')) as Library, origin: 'source' };
+    return { lib: (await import('../index.js')) as Library, origin: 'source' };
   }
   if (options.prebuilt !== true || !existsSync(builtEntry)) buildLibrary();
   return { lib: (await import(pathToFileURL(builtEntry).href)) as Library, origin: 'build' };

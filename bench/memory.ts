@@ -9,7 +9,7 @@
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { loadLibrary, loadOptionsFromArgv, type Library } from './library.js';
-import type { Dispatcher, IdempotencyMiddleware } from '../src/index.js';
+import type { Dispatcher, IdempotencyMiddleware } from '../index.js';
 
 /** What this script reports. */
 export interface MemoryResult {

@@ -14,7 +14,7 @@ import pRetry from 'p-retry';
 import pTimeout, { TimeoutError } from 'p-timeout';
 import { z } from 'zod';
 import type { Library } from './library.js';
-import type { Clock, Dispatcher, ToolContext } from '../src/index.js';
+import type { Clock, Dispatcher, ToolContext } from '../index.js';
 
 /** The args every per-dispatch case sends. */
 export const smallArgs = { query: 'typescript dispatcher', limit: 10 };

@@ -11,7 +11,7 @@ import {
   type PlainOutcome,
   type Stacks,
 } from './stacks.js';
-import type { Outcome } from '../src/index.js';
+import type { Outcome } from '../index.js';
 
 /** The calls of one fan-out batch. */
 export const fanOutCalls = 10_000;

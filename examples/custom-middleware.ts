@@ -16,7 +16,7 @@ import {
   type Middleware,
   type Next,
   type Outcome,
-} from '../src/index.js';
+} from '../index.js';
 
 /** Options for `rateLimit`. */
 export interface RateLimitOptions {

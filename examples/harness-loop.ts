@@ -20,7 +20,7 @@ import {
   type LogLevel,
   type LogRecord,
   type Outcome,
-} from '../src/index.js';
+} from '../index.js';
 import { createSimulatedTools, delay } from './simulated-tools.js';
 
 /** The states of the harness loop. */

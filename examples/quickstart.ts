@@ -7,7 +7,7 @@ import {
   ToolRegistry,
   TransientError,
   type Outcome,
-} from '../src/index.js';
+} from '../index.js';
 
 let searchFailures = 2;
 let charges = 0;

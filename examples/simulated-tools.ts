@@ -1,7 +1,7 @@
 // Simulated tools for the harness-loop demo: in-memory backends with scripted latency and failures.
 
 import { z } from 'zod';
-import { ToolRegistry, TransientError } from '../src/index.js';
+import { ToolRegistry, TransientError } from '../index.js';
 
 /** Options for `createSimulatedTools`. */
 export interface SimulatedToolsOptions {

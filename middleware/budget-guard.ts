@@ -2,7 +2,6 @@
 
 import type { DispatchError } from '../src/errors.js';
 import { budgetExceeded } from '../src/internal/failures.js';
-import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -16,11 +15,19 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
  */
 export function budgetGuard(): Middleware {
+  return createBudgetGuard().layer;
+}
+
+/**
+ * The budget guard and its check, for the default stack's fast runner.
+ * @internal
+ */
+export function createBudgetGuard(): { layer: Middleware; check: typeof checkBudget } {
   const layer = trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
     const problem = checkBudget(ctx);
     return problem === undefined ? next() : Promise.reject(problem);
   });
-  return withParts(layer, { kind: 'budgetGuard', check: checkBudget });
+  return { layer, check: checkBudget };
 }
 
 function checkBudget(ctx: DispatchContext): DispatchError | undefined {

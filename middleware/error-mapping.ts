@@ -1,7 +1,6 @@
 // Error mapping: the outermost layer, turning anything thrown inside into the one envelope.
 
 import { toDispatchError } from '../src/errors.js';
-import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
@@ -19,5 +18,5 @@ export function errorMapping(): Middleware {
       ctx.outcome = toDispatchError(error, ctx.attempt);
     });
   });
-  return withParts(layer, { kind: 'errorMapping' });
+  return layer;
 }

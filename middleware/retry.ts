@@ -3,7 +3,6 @@
 import { systemClock, type Clock } from '../src/clock.js';
 import { type DispatchError, toDispatchError } from '../src/errors.js';
 import { sleep } from '../src/internal/abort.js';
-import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import { budgetExceeded, cancelled } from '../src/internal/failures.js';
 import {
@@ -81,6 +80,25 @@ export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean
  * retry({ maxAttempts: 5, baseDelayMs: 50, random: () => 0 }); // waits 50, 200, 800, 3200 ms
  */
 export function retry(options?: RetryOptions): Middleware {
+  return createRetry(options).layer;
+}
+
+/** What the default stack's fast runner takes from a retry layer. */
+export interface RetryParts {
+  /** The layer. */
+  readonly layer: Middleware;
+  /**
+   * Decides after attempt `attempt` failed with `error`: throws the final envelope, or returns
+   * the remaining attempts (run through `next`), waits included.
+   */
+  readonly afterFailure: (ctx: DispatchContext, next: Next, attempt: number, error: unknown) => Promise<void>;
+}
+
+/**
+ * A retry layer and its parts, for the default stack's fast runner.
+ * @internal
+ */
+export function createRetry(options?: RetryOptions): RetryParts {
   const {
     maxAttempts = 3,
     baseDelayMs = 100,
@@ -131,5 +149,5 @@ export function retry(options?: RetryOptions): Middleware {
   const layer = trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
     return attemptFrom(ctx, next, 1);
   });
-  return withParts(layer, { kind: 'retry', afterFailure });
+  return { layer, afterFailure };
 }

@@ -1,7 +1,6 @@
 // Tool lookup: resolves the requested name to a registered tool, or fails with `not_found`.
 
 import { DispatchError } from '../src/errors.js';
-import { withParts } from '../src/internal/layer-parts.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { ToolRegistry } from '../src/registry.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -16,6 +15,17 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * createDispatcher([errorMapping(), toolLookup(registry)]);
  */
 export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
+  return createToolLookup(registry).layer;
+}
+
+/**
+ * A lookup layer and its step, for the default stack's fast runner.
+ * @internal
+ */
+export function createToolLookup(registry: Pick<ToolRegistry, 'get'>): {
+  layer: Middleware;
+  lookup: (ctx: DispatchContext) => DispatchError | undefined;
+} {
   if (typeof registry?.get !== 'function') {
     throw new TypeError('toolLookup() needs a registry with a get(name) method');
   }
@@ -31,5 +41,5 @@ export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
     const problem = lookup(ctx);
     return problem === undefined ? next() : Promise.reject(problem);
   });
-  return withParts(layer, { kind: 'toolLookup', lookup });
+  return { layer, lookup };
 }

@@ -4,23 +4,13 @@ import { createBudget, type Budget } from './budget.js';
 import { flattenStack } from './compose.js';
 import { CallContext } from './context.js';
 import { DispatchError, describeThrown } from './errors.js';
-import { fuseDefaultStack } from './fused-stack.js';
 import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
-import { onionRunner, type Report } from './stack-runner.js';
-import type { ToolRegistry } from './registry.js';
+import { stackRunner, type Report } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
-import { budgetGuard } from '../middleware/budget-guard.js';
-import { concurrencyLimit, type ConcurrencyLimitOptions } from '../middleware/concurrency-limit.js';
-import { errorMapping } from '../middleware/error-mapping.js';
-import { idempotency, type IdempotencyOptions } from '../middleware/idempotency.js';
-import { retry, type RetryOptions } from '../middleware/retry.js';
-import { schemaValidation, type SchemaValidationOptions } from '../middleware/schema-validation.js';
-import { timeout, type TimeoutOptions } from '../middleware/timeout.js';
-import { toolLookup } from '../middleware/tool-lookup.js';
 
 /** Options for `createDispatcher`. */
 export interface DispatcherOptions {
@@ -66,45 +56,6 @@ export interface Dispatcher {
   ): Promise<Outcome<Result>>;
 }
 
-/** Options for `defaultStack`: the registry, and each layer's own options. */
-export interface DefaultStackOptions {
-  /** Where tools are looked up. */
-  registry: Pick<ToolRegistry, 'get'>;
-  /** Options for `schemaValidation`. */
-  schema?: SchemaValidationOptions;
-  /** Options for `idempotency`. */
-  idempotency?: IdempotencyOptions;
-  /** Options for `concurrencyLimit`. */
-  concurrency?: ConcurrencyLimitOptions;
-  /** Options for `retry`. */
-  retry?: RetryOptions;
-  /** Options for `timeout`. */
-  timeout?: TimeoutOptions;
-}
-
-/**
- * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
- * validation, budget guard, idempotency, concurrency limit, retry, timeout.
- *
- * @example
- * const dispatcher = createDispatcher(defaultStack({ registry, retry: { maxAttempts: 5 } }));
- */
-export function defaultStack(options: DefaultStackOptions): Middleware[] {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError('defaultStack() needs an options object with a registry');
-  }
-  return [
-    errorMapping(),
-    toolLookup(options.registry),
-    schemaValidation(options.schema),
-    budgetGuard(),
-    idempotency(options.idempotency),
-    concurrencyLimit(options.concurrency),
-    retry(options.retry),
-    timeout(options.timeout),
-  ];
-}
-
 /**
  * Composes `stack` (outermost first) around the attempt step, which takes a budget unit, counts
  * the attempt, emits `dispatch.attempt` and calls the tool's handler. Without `retry` in the
@@ -125,10 +76,8 @@ export function createDispatcher(
     throw new TypeError('onEvent must be a function');
   }
   if (typeof now !== 'function') throw new TypeError('now must be a function');
-  // The default stack runs fused, one promise per call; any other stack runs as an onion.
-  const runStack =
-    fuseDefaultStack(stack, (ctx) => finish(ctx), { startedOnSystemClock: now === readSystemClock }) ??
-    onionRunner(stack, (ctx) => finish(ctx));
+  // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
+  const runStack = stackRunner(stack, (ctx) => finish(ctx), { startsWithDispatch: now === readSystemClock });
   const innermostLayer = stack[stack.length - 1];
   let calls = 0;
 

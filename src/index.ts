@@ -1,10 +1,14 @@
-// The public API of tool-dispatcher: the core and every middleware factory.
+/**
+ * The core of tool-dispatcher: the dispatcher, the registry, the envelope, the seams for time,
+ * state and budgets, and the helpers every harness and integration shares.
+ * @module
+ */
 
-export { createDispatcher, defaultStack } from './dispatcher.js';
-export type { DefaultStackOptions, Dispatcher, DispatcherOptions } from './dispatcher.js';
+export { createDispatcher } from './dispatcher.js';
+export type { Dispatcher, DispatcherOptions } from './dispatcher.js';
 export type { DispatchCall, GatherOptions } from './gather.js';
 export { compose } from './compose.js';
-export type { ComposableMiddleware, ComposedMiddleware } from './compose.js';
+export type { ComposableMiddleware, ComposableStack, ComposedMiddleware } from './compose.js';
 export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
 export type { RegisterOptions, ToolListing } from './registry.js';
 export {
@@ -57,29 +61,6 @@ export type {
   ToolHandler,
 } from './types.js';
 
-export { errorMapping } from '../middleware/error-mapping.js';
-export { toolLookup } from '../middleware/tool-lookup.js';
-export { schemaValidation } from '../middleware/schema-validation.js';
-export type { SchemaValidationOptions } from '../middleware/schema-validation.js';
-export { budgetGuard } from '../middleware/budget-guard.js';
-export { idempotency } from '../middleware/idempotency.js';
-export type {
-  IdempotencyMiddleware,
-  IdempotencyOptions,
-  IdempotencySize,
-} from '../middleware/idempotency.js';
-export { concurrencyLimit } from '../middleware/concurrency-limit.js';
-export type {
-  ConcurrencyLimitMiddleware,
-  ConcurrencyLimitOptions,
-  ConcurrencyLoad,
-} from '../middleware/concurrency-limit.js';
-export { retry, isRetryable } from '../middleware/retry.js';
-export type { RetryOptions } from '../middleware/retry.js';
-export { timeout } from '../middleware/timeout.js';
-export type { TimeoutOptions } from '../middleware/timeout.js';
-export { logging } from '../middleware/logging.js';
-export type { LoggingOptions, Logger, LogLevel, LogRecord } from '../middleware/logging.js';
 export { harnessStep, toToolMessage } from './harness.js';
 export type {
   HarnessHook,
@@ -87,10 +68,6 @@ export type {
   HarnessStepOptions,
   ToolMessageOptions,
 } from './harness.js';
-export { circuitBreaker, isCircuitFailure } from '../middleware/circuit-breaker.js';
-export type {
-  CircuitBreakerMiddleware,
-  CircuitBreakerOptions,
-  CircuitSnapshot,
-  CircuitState,
-} from '../middleware/circuit-breaker.js';
+export { fuseLayers } from './stack-runner.js';
+export type { Finish, FusedRunnerFactory, FusedRunnerOptions, Report, StackRunner } from './stack-runner.js';
+export * from './stores.js';

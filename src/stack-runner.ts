@@ -5,7 +5,7 @@ import { compose, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
 import { trusted } from './internal/trusted.js';
-import type { Middleware, Outcome } from './types.js';
+import type { DispatchContext, Middleware, Outcome } from './types.js';
 
 /** Ends a call: turns what `ctx` holds into the outcome the dispatch resolves to. */
 export type Finish = (ctx: CallContext) => Outcome;
@@ -44,4 +44,73 @@ export function reportWhenSettled(
 export function onionRunner(stack: readonly Middleware[], finish: Finish): StackRunner {
   const run = composeWithAttempt(stack);
   return (ctx, report) => reportWhenSettled(ctx, run(ctx), finish, report);
+}
+
+/** What a fused runner is told about the dispatcher that runs it. */
+export interface FusedRunnerOptions {
+  /**
+   * Whether the group starts in the same synchronous run as the dispatch, with `ctx.startedAt`
+   * read from the system clock: a first deadline may then count from `ctx.startedAt`.
+   */
+  readonly startsWithDispatch: boolean;
+}
+
+/**
+ * Makes the runner of a registered group of layers: it must behave exactly as the layers
+ * composed as an onion around the attempt step, reporting each call's outcome once, through
+ * `finish`.
+ */
+export type FusedRunnerFactory = (finish: Finish, options: FusedRunnerOptions) => StackRunner;
+
+interface FusedGroup {
+  readonly layers: readonly Middleware[];
+  readonly build: FusedRunnerFactory;
+}
+
+// Keyed by the group's first layer; a stack matches a group by the identity of its layers.
+const fusedGroups = new WeakMap<Middleware, FusedGroup>();
+
+/**
+ * Registers `layers`, in this order, to run with the runner `build` makes whenever a stack ends
+ * with exactly these layers (the same functions): a preset such as `defaultStack` brings its own
+ * fast runner this way, and the core never needs to know what the layers are.
+ */
+export function fuseLayers(layers: readonly Middleware[], build: FusedRunnerFactory): void {
+  const first = layers[0];
+  if (first !== undefined) fusedGroups.set(first, { layers: [...layers], build });
+}
+
+/**
+ * The runner for `stack`: when it ends with a registered group, that group runs fused and the
+ * layers before it are composed as an onion around it; any other stack runs as an onion.
+ */
+export function stackRunner(
+  stack: readonly Middleware[],
+  finish: Finish,
+  options: FusedRunnerOptions,
+): StackRunner {
+  for (let start = 0; start < stack.length; start++) {
+    const group = fusedGroups.get(stack[start] as Middleware);
+    if (group === undefined || !endsWith(stack, start, group.layers)) continue;
+    if (start === 0) return group.build(finish, options);
+    // The group is the tail: it reports into a promise the outer layers await, and the call
+    // ends (events, the first ending winning) only when they settle.
+    const tail = group.build(recorded, { startsWithDispatch: false });
+    const fusedTail = trusted(function fusedTail(ctx: DispatchContext): Promise<void> {
+      return new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
+    });
+    const run = compose([...stack.slice(0, start), fusedTail]);
+    return (ctx, report) => reportWhenSettled(ctx, run(ctx), finish, report);
+  }
+  return onionRunner(stack, finish);
+}
+
+function endsWith(stack: readonly Middleware[], start: number, group: readonly Middleware[]): boolean {
+  if (stack.length - start !== group.length) return false;
+  return group.every((layer, i) => stack[start + i] === layer);
+}
+
+// Inside a stack, a fused tail only records its outcome; the dispatcher ends the call.
+function recorded(ctx: CallContext): Outcome {
+  return ctx.outcome as Outcome;
 }

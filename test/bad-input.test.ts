@@ -20,7 +20,7 @@ import {
   type DispatchOptions,
   type Outcome,
   type ToolHandler,
-} from '../src/index.js';
+} from '../index.js';
 
 interface World {
   dispatcher: Dispatcher;

@@ -9,7 +9,7 @@ import {
   jsonRpcCodeFor,
   ToolRegistry,
   TransientError,
-} from '../src/index.js';
+} from '../index.js';
 
 const tool = { name: 'search.web', inputSchema: z.object({ query: z.string() }), handler: () => 'r' };
 

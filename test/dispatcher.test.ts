@@ -15,7 +15,7 @@ import {
   type Middleware,
   type Outcome,
   type ToolContext,
-} from '../src/index.js';
+} from '../index.js';
 import { flush, gate } from './helpers/gate.js';
 import { setup } from './helpers/dispatcher.js';
 

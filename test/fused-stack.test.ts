@@ -13,7 +13,7 @@ import {
   type Middleware,
   type Outcome,
   type ToolHandler,
-} from '../src/index.js';
+} from '../index.js';
 import { flush, gate } from './helpers/gate.js';
 import { buildStack, calcSchema, type CalcArgs, type StackFormOptions } from './helpers/stack-forms.js';
 
@@ -34,6 +34,7 @@ function both(
   return {
     fused: buildStack(handler, { stack, ...tool }),
     onion: buildStack(handler, { onion: true, stack, ...tool }),
+    tail: buildStack(handler, { tail: true, stack, ...tool }),
   };
 }
 
@@ -62,12 +63,14 @@ describe('the fused default stack', () => {
       throw new TransientError('busy');
     }],
     ['a thenable', ({ n }) => ({ then: (resolve: (value: number) => void) => resolve(n) }) as unknown as number],
-  ])('ends %s as the onion does', async (_label, handler) => {
+  ])('ends %s as the onion does, whole or as a fused tail', async (_label, handler) => {
     vi.useFakeTimers();
-    const { fused, onion } = both(handler);
+    const { fused, onion, tail } = both(handler);
     const a = await settle(fused.dispatcher.dispatch('calc', { n: 2 }), fused.events);
     const b = await settle(onion.dispatcher.dispatch('calc', { n: 2 }), onion.events);
+    const c = await settle(tail.dispatcher.dispatch('calc', { n: 2 }), tail.events);
     expect(a).toEqual(b);
+    expect(c).toEqual(b);
   });
 
   it('ends not_found, schema and budget failures as the onion does, without an attempt', async () => {

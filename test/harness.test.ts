@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { harnessStep, toToolMessage, type HarnessStep } from '../src/harness.js';
-import { DispatchError, type Outcome } from '../src/index.js';
+import { DispatchError, type Outcome } from '../index.js';
 
 const success = (result: unknown, attempts = 1): Outcome => ({ ok: true, result, attempts });
 const failure = (kind: string, attempts: number, message = `${kind} happened`, retryAfterMs?: number) =>

@@ -1,7 +1,7 @@
 // The lesson's reference test cases, re-expressed on a fake clock with gated handlers.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { TransientError, type Outcome } from '../src/index.js';
+import { TransientError, type Outcome } from '../index.js';
 import { flush, gate } from './helpers/gate.js';
 import { setup } from './helpers/dispatcher.js';
 

@@ -2,7 +2,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, DispatchError, idempotency, ToolRegistry, TransientError } from '../src/index.js';
+import { createBudget, createDispatcher, defaultStack, DispatchError, idempotency, ToolRegistry, TransientError } from '../index.js';
 import { flush, gate } from './helpers/gate.js';
 import { setup } from './helpers/dispatcher.js';
 

@@ -1,6 +1,6 @@
 // The concurrency layer's in-memory slot store: today's FIFO semaphore behind the SlotStore seam.
 
-import { FifoSemaphore } from '../../src/internal/fifo-semaphore.js';
+import { FifoSemaphore } from './fifo-semaphore.js';
 import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
 
 /** Options for `memorySlotStore`. */

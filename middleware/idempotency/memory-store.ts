@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
-import { SuccessCache } from '../../src/internal/success-cache.js';
+import { SuccessCache } from './success-cache.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,

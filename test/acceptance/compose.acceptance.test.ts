@@ -1,7 +1,7 @@
 // compose(): koa-compose's contract, checked side by side with koa-compose itself.
 import { describe, expect, it } from 'vitest';
 import koaCompose from 'koa-compose';
-import { compose } from '../../src/index.js';
+import { compose } from '../../index.js';
 
 type Ctx = { log: string[] };
 type Mw = (ctx: Ctx, next: () => Promise<unknown>) => unknown;

@@ -9,7 +9,7 @@ import {
   defaultStack,
   isDispatchError,
   type StandardSchemaV1,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());

@@ -10,7 +10,7 @@ import {
   idempotency,
   toolLookup,
   schemaValidation,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, gate, track, useFake, type Gate, setup } from './helpers.js';
 
 beforeEach(() => useFake());

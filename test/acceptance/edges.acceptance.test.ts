@@ -17,7 +17,7 @@ import {
   toToolMessage,
   toolLookup,
   type Budget,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, gate, track, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());

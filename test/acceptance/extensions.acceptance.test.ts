@@ -22,7 +22,7 @@ import {
   toolLookup,
   type Logger,
   type Middleware,
-} from '../../src/index.js';
+} from '../../index.js';
 import { eventLog, flush, gate, track, useFake } from './helpers.js';
 
 beforeEach(() => useFake());

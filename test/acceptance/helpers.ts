@@ -6,7 +6,7 @@ import {
   defaultStack,
   type DefaultStackOptions,
   type DispatchEvent,
-} from '../../src/index.js';
+} from '../../index.js';
 
 export interface Gate<T = unknown> {
   promise: Promise<T>;

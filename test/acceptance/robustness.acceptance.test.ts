@@ -9,7 +9,7 @@ import {
   defaultStack,
   logging,
   type Middleware,
-} from '../../src/index.js';
+} from '../../index.js';
 import { eventLog, flush, gate, track, useFake, type Gate, setup } from './helpers.js';
 
 beforeEach(() => useFake());

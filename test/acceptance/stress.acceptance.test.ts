@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { EventEmitter } from 'node:events';
-import { ToolRegistry, TransientError, createBudget, createDispatcher, defaultStack, type Outcome } from '../../src/index.js';
+import { ToolRegistry, TransientError, createBudget, createDispatcher, defaultStack, type Outcome } from '../../index.js';
 import { useFake } from './helpers.js';
 
 beforeEach(() => useFake());

@@ -5,7 +5,7 @@ import {
   defaultStack,
   retry,
   timeout,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, gate, track, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());

@@ -9,7 +9,7 @@ import {
   type DispatchErrorKind,
   type Outcome,
   type ToolContext,
-} from '../../src/index.js';
+} from '../../index.js';
 
 describe('types', () => {
   it('handler args are inferred from the zod schema (output type, defaults applied)', async () => {

@@ -1,6 +1,6 @@
 // A chaos tool fixture: a handler that injects faults, latency, hangs and late settlements, and counts what ran.
 
-import { TransientError, type ToolContext, type ToolHandler } from '../../src/index.js';
+import { TransientError, type ToolContext, type ToolHandler } from '../../index.js';
 
 /** What one handler attempt does. */
 export type FaultKind =

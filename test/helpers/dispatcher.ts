@@ -8,7 +8,7 @@ import {
   type DefaultStackOptions,
   type DispatchEvent,
   type ToolHandler,
-} from '../../src/index.js';
+} from '../../index.js';
 
 /** A schema most tests use. */
 export const querySchema = z.object({ query: z.string(), limit: z.number().optional() });

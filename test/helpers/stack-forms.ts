@@ -1,5 +1,6 @@
-// One tool behind the default stack, run fused (as defaultStack() comes) or as an onion (the
-// same layers behind a pass-through layer of the caller's own): how the fused stack is compared.
+// One tool behind the default stack, run fused (as defaultStack() comes), as a fused tail (behind
+// a pass-through layer of the caller's own) or as an onion (the same layers, the first one wrapped
+// so that they no longer match the registered group): how the fused stack is compared.
 
 import { z } from 'zod';
 import {
@@ -10,7 +11,7 @@ import {
   type DispatchEvent,
   type Middleware,
   type ToolHandler,
-} from '../../src/index.js';
+} from '../../index.js';
 
 /** The tool's schema: `{ n: number }`. */
 export const calcSchema = z.object({ n: z.number() });
@@ -21,6 +22,8 @@ export type CalcArgs = z.infer<typeof calcSchema>;
 export interface StackFormOptions {
   /** Run the layers as an onion instead of fused. */
   onion?: boolean;
+  /** Put a pass-through layer in front, so the default stack runs as a fused tail. */
+  tail?: boolean;
   /** Options for the default stack's layers. */
   stack?: Omit<DefaultStackOptions, 'registry'>;
   idempotent?: boolean;
@@ -30,7 +33,7 @@ export interface StackFormOptions {
 
 /** A dispatcher for a `calc` tool, the events it emitted, listeners to add, and its slot load. */
 export function buildStack(handler: ToolHandler<CalcArgs>, options: StackFormOptions = {}) {
-  const { onion = false, stack = {}, idempotent = false, timeoutMs, inputSchema = calcSchema } = options;
+  const { onion = false, tail = false, stack = {}, idempotent = false, timeoutMs, inputSchema = calcSchema } = options;
   const registry = new ToolRegistry().register({
     name: 'calc',
     inputSchema,
@@ -42,7 +45,10 @@ export function buildStack(handler: ToolHandler<CalcArgs>, options: StackFormOpt
   const listeners: Array<(event: DispatchEvent) => void> = [];
   const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
   const passThrough: Middleware = (_ctx, next) => next();
-  const dispatcher = createDispatcher(onion ? [passThrough, ...layers] : layers, {
+  const [first, ...rest] = layers as [Middleware, ...Middleware[]];
+  const unfused: Middleware = (ctx, next) => first(ctx, next);
+  const stackForm = onion ? [unfused, ...rest] : tail ? [passThrough, ...layers] : layers;
+  const dispatcher = createDispatcher(stackForm, {
     onEvent: (event) => {
       events.push(event);
       for (const listener of listeners) listener(event);

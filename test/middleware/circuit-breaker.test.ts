@@ -16,13 +16,13 @@ import {
   type DispatchEvent,
   type Middleware,
   type Outcome,
-} from '../../src/index.js';
+} from '../../index.js';
 import {
   circuitBreaker,
   isCircuitFailure,
   type CircuitBreakerOptions,
   type CircuitState,
-} from '../../middleware/circuit-breaker.js';
+} from '../../middleware/circuit-breaker/index.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 
 beforeEach(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { concurrencyLimit, createDispatcher, errorMapping, ToolRegistry, toolLookup } from '../../src/index.js';
+import { concurrencyLimit, createDispatcher, errorMapping, ToolRegistry, toolLookup } from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 
 function withLimit(max: number) {

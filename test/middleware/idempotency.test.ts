@@ -11,7 +11,7 @@ import {
   TransientError,
   type DispatchError,
   type Outcome,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 import { setup } from '../helpers/dispatcher.js';
 

@@ -12,7 +12,7 @@ import {
   TransientError,
   type Middleware,
   type ToolHandler,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 
 interface Line {

@@ -12,7 +12,7 @@ import {
   type DispatchEvent,
   type RetryOptions,
   type ToolHandler,
-} from '../../src/index.js';
+} from '../../index.js';
 import { flush } from '../helpers/gate.js';
 
 beforeEach(() => {

@@ -14,7 +14,7 @@ import {
   TransientError,
   type Middleware,
   type StandardSchemaV1,
-} from '../../src/index.js';
+} from '../../index.js';
 
 const registry = new ToolRegistry().register({
   name: 'echo.args',

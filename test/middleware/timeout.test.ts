@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, errorMapping, timeout, ToolRegistry, toolLookup, type DispatchEvent, type TimeoutOptions, type ToolHandler } from '../../src/index.js';
+import { createDispatcher, errorMapping, timeout, ToolRegistry, toolLookup, type DispatchEvent, type TimeoutOptions, type ToolHandler } from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 
 beforeEach(() => {

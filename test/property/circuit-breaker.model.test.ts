@@ -14,7 +14,7 @@ import {
   ToolRegistry,
   TransientError,
   type Outcome,
-} from '../../src/index.js';
+} from '../../index.js';
 
 // ---------------------------------------------------------------------------------------------
 // The reference: the contract of middleware/circuit-breaker.ts as plain state.

@@ -19,10 +19,11 @@ import {
   toolLookup,
   ToolRegistry,
   TransientError,
+  type DefaultStackOptions,
   type DispatchOptions,
   type Middleware,
   type Outcome,
-} from '../../src/index.js';
+} from '../../index.js';
 import { neverAborted } from '../../src/internal/abort.js';
 import { chaos, nextSeq, type ChaosRecord, type Fault, type Receipt } from '../helpers/chaos.js';
 
@@ -307,6 +308,8 @@ interface StackParts {
   idem: ReturnType<typeof idempotency>;
   slots: ReturnType<typeof concurrencyLimit>;
   retryLayer: Middleware;
+  /** The same layers' options, for the stacks defaultStack() builds. */
+  options: Omit<DefaultStackOptions, 'registry'>;
 }
 
 /** The default stack, built by hand to keep handles on the idempotency and concurrency layers. */
@@ -319,14 +322,16 @@ function describeOutcome({ outcome, abortedAt, settledAt }: Call): string {
   return `${outcome.kind} ${outcome.attempts} ${outcome.message}`;
 }
 
-// The same layers behind a pass-through layer of the caller's own: the dispatcher then runs them
-// as an onion instead of fusing the default stack (src/fused-stack.ts).
-const onionOrder = (parts: StackParts): Middleware[] => [
-  (_ctx, next) => next(),
-  ...defaultOrder(parts),
-];
+// The default stack as defaultStack() builds it: the dispatcher runs it fused.
+const defaultOrder = ({ registry, options }: StackParts): Middleware[] => defaultStack({ registry, ...options });
 
-const defaultOrder = ({ registry, idem, slots, retryLayer }: StackParts): Middleware[] => [
+// The same, behind a pass-through layer of the caller's own: the default stack then runs fused as
+// the stack's tail, with the layer before it as an onion around it.
+const tailOrder = (parts: StackParts): Middleware[] => [(_ctx, next) => next(), ...defaultOrder(parts)];
+
+// The same layers built one by one: no preset registered them, so the dispatcher runs them as an
+// onion (middleware/default-stack/fused.ts is never involved).
+const onionOrder = ({ registry, idem, slots, retryLayer }: StackParts): Middleware[] => [
   errorMapping(),
   toolLookup(registry),
   schemaValidation(),
@@ -388,10 +393,22 @@ async function runSchedule(
     );
     let r = 0;
     const random = () => schedule.randoms[r++ % schedule.randoms.length] as number;
-    const idem = idempotency({ ttlMs: schedule.ttlMs, maxEntries: 10_000 });
-    const slots = concurrencyLimit({ max: schedule.max });
-    const retryLayer = retry({ maxAttempts: schedule.maxAttempts, baseDelayMs: schedule.baseDelayMs, random });
-    const dispatcher = createDispatcher(makeStack({ registry, idem, slots, retryLayer }));
+    const options = {
+      idempotency: { ttlMs: schedule.ttlMs, maxEntries: 10_000 },
+      concurrency: { max: schedule.max },
+      retry: { maxAttempts: schedule.maxAttempts, baseDelayMs: schedule.baseDelayMs, random },
+    };
+    const layers = makeStack({
+      registry,
+      idem: idempotency(options.idempotency),
+      slots: concurrencyLimit(options.concurrency),
+      retryLayer: retry(options.retry),
+      options,
+    });
+    // The handles on the layers this stack really uses, whoever built it.
+    const idem = layers.find((layer) => 'size' in layer) as ReturnType<typeof idempotency>;
+    const slots = layers.find((layer) => 'load' in layer) as ReturnType<typeof concurrencyLimit>;
+    const dispatcher = createDispatcher(layers);
     const shared = createBudget(schedule.sharedBudget);
 
     const calls: Call[] = schedule.calls.map((spec, index) => {
@@ -870,7 +887,7 @@ function check(
       expect(violations[category]).toEqual([]);
     }),
     // A broken stack only has to be caught, not shrunk.
-    { numRuns, seed, endOnFailure: makeStack !== undefined && makeStack !== onionOrder },
+    { numRuns, seed, endOnFailure: makeStack !== undefined && makeStack !== onionOrder && makeStack !== tailOrder },
   );
 }
 
@@ -904,9 +921,9 @@ describe('random schedules of faulty concurrent dispatches', () => {
   });
 });
 
-// The default stack runs fused (src/fused-stack.ts); the same layers behind a layer of the
-// caller's own run as an onion. Both must keep every invariant, and end every call alike.
-describe('the same schedules through the onion', () => {
+// The default stack runs fused, whole or as a stack's tail; the same layers built one by one run as
+// an onion. All three must keep every invariant, and end every call alike.
+describe('the same schedules through the onion and the fused tail', () => {
   const categories: Array<[Category, Weights | undefined]> = [
     ['settle', undefined],
     ['slots', { keyedPercent: 30, hang: true }],
@@ -919,6 +936,9 @@ describe('the same schedules through the onion', () => {
     it(`keeps the ${category} invariants`, async () => {
       await check(category, weights, onionOrder);
     });
+    it(`keeps the ${category} invariants as a fused tail`, async () => {
+      await check(category, weights, tailOrder);
+    });
   }
 
   it('ends every call of a schedule as the fused default stack does', async () => {
@@ -926,7 +946,9 @@ describe('the same schedules through the onion', () => {
       fc.asyncProperty(scheduleArb({ keyedPercent: 30, hang: true }), async (schedule) => {
         const fused = await runSchedule(schedule, defaultOrder);
         const onion = await runSchedule(schedule, onionOrder);
+        const tail = await runSchedule(schedule, tailOrder);
         expect(fused.outcomes).toEqual(onion.outcomes);
+        expect(tail.outcomes).toEqual(onion.outcomes);
       }),
       { numRuns, seed },
     );

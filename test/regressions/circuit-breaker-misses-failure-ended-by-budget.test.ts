@@ -6,7 +6,7 @@
 // fails every time never opens its circuit.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { circuitBreaker, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../src/index.js';
+import { circuitBreaker, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());

@@ -16,7 +16,7 @@ it('flattens nested arrays as koa-compose 4.2 does', async () => {
   const ours: Log = { log: [] };
   const koa: Log = { log: [] };
   await compose<Log>(stack)(ours);
-  await koaCompose(stack as never)(koa as never);
+  await koaCompose(stack as never)(koa as never, undefined as never);
   expect(ours.log).toEqual(['a>', 'b>', 'c>', '<c', '<b', '<a']);
   expect(ours.log).toEqual(koa.log);
   expect(() => compose([[layer('a'), 'x' as never]])).toThrow(TypeError);

@@ -5,7 +5,7 @@
 // idempotency_conflict, "never another call's result".
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry } from '../../src/index.js';
+import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());

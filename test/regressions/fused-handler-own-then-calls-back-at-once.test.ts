@@ -1,7 +1,7 @@
 // Found in review: a handler promise whose own `then` calls back at once was reported twice.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Outcome } from '../../src/index.js';
+import type { Outcome } from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 import { buildStack as build, withOwnThen } from '../helpers/stack-forms.js';
 

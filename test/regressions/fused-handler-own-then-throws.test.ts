@@ -1,7 +1,7 @@
 // Found in review: a handler promise whose own `then` throws leaked the fused stack's slot and deadline.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Outcome } from '../../src/index.js';
+import type { Outcome } from '../../index.js';
 import { buildStack as build, withOwnThen } from '../helpers/stack-forms.js';
 
 afterEach(() => {

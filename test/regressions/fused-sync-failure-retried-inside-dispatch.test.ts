@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../src/index.js';
+import { createBudget, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 
 describe('a synchronous handler failure in the fused stack', () => {
   it('is retried only after the caller has had its turn to abort', async () => {

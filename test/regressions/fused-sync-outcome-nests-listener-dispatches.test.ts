@@ -1,7 +1,7 @@
 // Found in review: a listener that dispatches again on each success nested until the stack overflowed.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Outcome } from '../../src/index.js';
+import type { Outcome } from '../../index.js';
 import { buildStack as build } from '../helpers/stack-forms.js';
 
 afterEach(() => {

@@ -15,7 +15,7 @@ import {
   toolLookup,
   TransientError,
   type Middleware,
-} from '../../src/index.js';
+} from '../../index.js';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());

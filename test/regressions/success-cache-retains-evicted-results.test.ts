@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry } from '../../src/index.js';
+import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

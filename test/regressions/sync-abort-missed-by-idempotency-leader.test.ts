@@ -3,7 +3,7 @@
 // subscribes only after run(ctx). A caller that aborts synchronously while dispatch() runs (from a
 // handler or an onEvent listener) is never answered, and its execution is never abandoned.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { createDispatcher, defaultStack, ToolRegistry } from '../../src/index.js';
+import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import { z } from 'zod';
 import { flush, gate } from '../helpers/gate.js';
 

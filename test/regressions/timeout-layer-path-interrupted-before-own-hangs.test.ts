@@ -5,7 +5,7 @@
 // The dispatcher subscribed to the signal after it aborted, so dispatch() never resolves.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, errorMapping, retry, timeout, ToolRegistry, toolLookup } from '../../src/index.js';
+import { createDispatcher, errorMapping, retry, timeout, ToolRegistry, toolLookup } from '../../index.js';
 import { flush } from '../helpers/gate.js';
 
 beforeEach(() => vi.useFakeTimers());

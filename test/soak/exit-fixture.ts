@@ -17,7 +17,7 @@ import {
   toolLookup,
   ToolRegistry,
   TransientError,
-} from '../../src/index.js';
+} from '../../index.js';
 
 const args = z.object({ id: z.number() });
 const registry = new ToolRegistry()

@@ -24,7 +24,7 @@ import {
   ToolRegistry,
   type DispatchOptions,
   type Outcome,
-} from '../../src/index.js';
+} from '../../index.js';
 import { chaos, mulberry32 } from '../helpers/chaos.js';
 
 const scale = Number(process.env['SOAK_SCALE'] ?? '1');

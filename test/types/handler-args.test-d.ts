@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { ToolRegistry, type Outcome, type ToolContext } from '../../src/index.js';
+import { ToolRegistry, type Outcome, type ToolContext } from '../../index.js';
 
 describe('handler args are inferred from the schema', () => {
   it('types args as the schema’s output', () => {

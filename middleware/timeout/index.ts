@@ -1,15 +1,14 @@
 // Timeout: bounds each attempt, aborting the handler's signal when the time is up.
 
-import { systemClock, type Clock } from '../src/clock.js';
-import { DispatchError } from '../src/errors.js';
-import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../src/internal/abort.js';
-import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../src/internal/attempt-abort.js';
-import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from '../src/internal/deadlines.js';
-import { cancelled, failedAttempt } from '../src/internal/failures.js';
-import { withParts } from '../src/internal/layer-parts.js';
-import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireNumber, requireClock } from '../src/internal/options.js';
-import type { DispatchContext, Middleware, Next } from '../src/types.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { DispatchError } from '../../src/errors.js';
+import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../../src/internal/abort.js';
+import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../../src/internal/attempt-abort.js';
+import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
+import { cancelled, failedAttempt } from '../../src/internal/failures.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { optionsObject, requireNumber, requireClock } from '../../src/internal/options.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
 /** Options for `timeout`. */
 export interface TimeoutOptions {
@@ -36,6 +35,29 @@ export interface TimeoutOptions {
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
  */
 export function timeout(options?: TimeoutOptions): Middleware {
+  return createTimeout(options).layer;
+}
+
+/** What the default stack's fast runner takes from a timeout layer. */
+export interface TimeoutParts {
+  /** The layer. */
+  readonly layer: Middleware;
+  /** The clock deadlines are measured on. */
+  readonly clock: unknown;
+  /** The attempt's deadline in milliseconds; beyond a timer's range it has none. */
+  readonly deadlineMs: (ctx: DispatchContext) => number;
+  /**
+   * Starts the attempt's deadline, measured from `startedAt` (by default the clock's now), or
+   * says why the attempt cannot start.
+   */
+  readonly startDeadline: (ctx: DispatchContext, ms: number, startedAt?: number) => AttemptAbort | DispatchError;
+}
+
+/**
+ * A timeout layer and its parts, for the default stack's fast runner.
+ * @internal
+ */
+export function createTimeout(options?: TimeoutOptions): TimeoutParts {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
@@ -99,7 +121,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
       );
     });
   });
-  return withParts(layer, { kind: 'timeout', clock, deadlineMs, startDeadline });
+  return { layer, clock, deadlineMs, startDeadline };
 }
 
 // One attempt under a deadline. Ending it (by its outcome, the deadline or an abort) cancels the

@@ -1,16 +1,16 @@
 // Circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls decide.
 
-import { systemClock, type Clock } from '../src/clock.js';
-import { DispatchError, isDispatchError, toDispatchError } from '../src/errors.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
 import {
   optionsObject,
   requireFunction,
   requireInteger,
   requireNumber,
   requireClock,
-} from '../src/internal/options.js';
-import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../src/types.js';
-import { trusted } from '../src/internal/trusted.js';
+} from '../../src/internal/options.js';
+import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../../src/types.js';
+import { trusted } from '../../src/internal/trusted.js';
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
 export type CircuitState = 'closed' | 'open' | 'half_open';

@@ -1,13 +1,12 @@
 // Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
 
-import { onAbort } from '../src/internal/abort.js';
-import { cancelled } from '../src/internal/failures.js';
-import { FifoSemaphore } from '../src/internal/fifo-semaphore.js';
-import { withParts } from '../src/internal/layer-parts.js';
-import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireClock, requireInteger } from '../src/internal/options.js';
-import { systemClock, type Clock } from '../src/clock.js';
-import type { DispatchContext, Middleware, Next } from '../src/types.js';
+import { onAbort } from '../../src/internal/abort.js';
+import { cancelled } from '../../src/internal/failures.js';
+import { FifoSemaphore } from './fifo-semaphore.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { optionsObject, requireClock, requireInteger } from '../../src/internal/options.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
 /** Options for `concurrencyLimit`. */
 export interface ConcurrencyLimitOptions {
@@ -48,6 +47,17 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
  * createDispatcher([errorMapping(), toolLookup(registry), concurrencyLimit({ max: 4 })]);
  */
 export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitMiddleware {
+  return createConcurrencyLimit(options).layer;
+}
+
+/**
+ * A concurrency layer and its semaphore, for the default stack's fast runner.
+ * @internal
+ */
+export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
+  layer: ConcurrencyLimitMiddleware;
+  semaphore: FifoSemaphore;
+} {
   const { max = 8, clock = systemClock } = optionsObject('concurrencyLimit', options);
   requireInteger('max', max, 1);
   requireClock(clock, ['now']);
@@ -80,7 +90,8 @@ export function concurrencyLimit(options?: ConcurrencyLimitOptions): Concurrency
     if (semaphore.tryAcquire()) return next().then(release, releaseAndRethrow);
     return waitForSlot(ctx).then(() => next().then(release, releaseAndRethrow));
   });
-  return Object.assign(withParts(middleware, { kind: 'concurrencyLimit', semaphore }), {
+  const layer = Object.assign(middleware, {
     load: (): ConcurrencyLoad => ({ running: semaphore.running, queued: semaphore.queued }),
   });
+  return { layer, semaphore };
 }

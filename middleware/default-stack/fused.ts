@@ -2,79 +2,84 @@
 //
 // Through the onion every layer that must see the outcome (error mapping, the slot release,
 // retry, the deadline) chains a promise of its own, and each costs a microtask turn: on a busy
-// fan-out that is most of what a dispatch costs. A stack made of exactly the default layers is
-// run here instead, from the layers' own parts (src/internal/layer-parts.ts), as long as the call
-// stays on the common path: a free slot, no idempotency key, a synchronous validator, a first
-// attempt that succeeds. Anything else continues through the onion from the layer it reached,
-// so queueing, deduplication and every retry after the first keep a single implementation.
+// fan-out that is most of what a dispatch costs. defaultStack() registers its layers with this
+// runner (src/stack-runner.ts), which runs them from their own parts as long as the call stays
+// on the common path: a free slot, no idempotency key, a synchronous validator, a first attempt
+// that succeeds. Anything else continues through the onion from the layer it reached, so
+// queueing, deduplication and every retry after the first keep a single implementation.
 
-import { callHandler, followResult, handlerFailure } from './attempt.js';
-import { systemClock } from './clock.js';
-import type { CallContext } from './context.js';
-import { maxTimerDelayMs } from './internal/abort.js';
-import type { DispatchError } from './errors.js';
-import { AttemptAbort } from './internal/attempt-abort.js';
-import { failedAttempt } from './internal/failures.js';
-import { partsOf, type LayerKind, type LayerParts } from './internal/layer-parts.js';
+import { callHandler, followResult, handlerFailure } from '../../src/attempt.js';
+import { systemClock } from '../../src/clock.js';
+import type { CallContext } from '../../src/context.js';
+import type { DispatchError } from '../../src/errors.js';
+import { maxTimerDelayMs } from '../../src/internal/abort.js';
+import { AttemptAbort } from '../../src/internal/attempt-abort.js';
+import { failedAttempt } from '../../src/internal/failures.js';
 import {
   composeWithAttempt,
   failWith,
   reportWhenSettled,
   type Finish,
+  type FusedRunnerFactory,
+  type FusedRunnerOptions,
   type Report,
   type StackRunner,
-} from './stack-runner.js';
-import type { Middleware, Outcome } from './types.js';
+} from '../../src/stack-runner.js';
+import type { DispatchContext, Middleware, Outcome } from '../../src/types.js';
+import type { FifoSemaphore } from '../concurrency-limit/fifo-semaphore.js';
+import type { RetryParts } from '../retry.js';
+import type { TimeoutParts } from '../timeout/index.js';
 
-const defaultOrder: readonly LayerKind[] = [
-  'errorMapping',
-  'toolLookup',
-  'schemaValidation',
-  'budgetGuard',
-  'idempotency',
-  'concurrencyLimit',
-  'retry',
-  'timeout',
-];
+/** A step that may fail a call: the envelope, or `undefined` to go on. */
+type Check = (ctx: DispatchContext) => DispatchError | undefined;
 
-/** What `fuseDefaultStack` needs to know of the dispatcher. */
-export interface FuseOptions {
-  /** Whether `ctx.startedAt` is read from the system clock. */
-  startedOnSystemClock: boolean;
+/** The default stack's layers, by name, and the parts of each that the runner calls. */
+export interface DefaultStackParts {
+  readonly errorMapping: Middleware;
+  readonly toolLookup: { readonly layer: Middleware; readonly lookup: Check };
+  readonly schemaValidation: {
+    readonly layer: Middleware;
+    readonly check: (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
+  };
+  readonly budgetGuard: { readonly layer: Middleware; readonly check: Check };
+  readonly idempotency: Middleware;
+  readonly concurrencyLimit: { readonly layer: Middleware; readonly semaphore: FifoSemaphore };
+  readonly retry: RetryParts;
+  readonly timeout: TimeoutParts;
 }
 
-type PartsOf<Kind extends LayerKind> = Extract<LayerParts, { kind: Kind }>;
-
 /**
- * A runner equivalent to composing `stack` when it is exactly the default stack's layers in the
- * default order; `undefined` for any other stack.
+ * The runner of the default stack: equivalent to composing its layers as an onion around the
+ * attempt step, and faster on the common path.
  */
-export function fuseDefaultStack(
-  stack: readonly Middleware[],
+export function fusedDefaultStack(parts: DefaultStackParts): FusedRunnerFactory {
+  return (finish, options) => fuse(parts, finish, options);
+}
+
+function fuse(
+  parts: DefaultStackParts,
   finish: Finish,
-  { startedOnSystemClock }: FuseOptions,
-): StackRunner | undefined {
-  if (stack.length !== defaultOrder.length) return undefined;
-  const parts = stack.map(partsOf);
-  if (!parts.every((part, i) => part?.kind === defaultOrder[i])) return undefined;
-  const tool = parts[1] as PartsOf<'toolLookup'>;
-  const schema = parts[2] as PartsOf<'schemaValidation'>;
-  const budget = parts[3] as PartsOf<'budgetGuard'>;
-  const { semaphore } = parts[5] as PartsOf<'concurrencyLimit'>;
-  const retry = parts[6] as PartsOf<'retry'>;
-  const timeout = parts[7] as PartsOf<'timeout'>;
+  { startsWithDispatch }: FusedRunnerOptions,
+): StackRunner {
+  const { toolLookup: tool, schemaValidation: schema, budgetGuard: budget, retry, timeout } = parts;
+  const { semaphore } = parts.concurrencyLimit;
 
   // The first attempt starts right after the dispatch does, in the same synchronous run, so on
   // one clock its deadline counts from the dispatch's start: one clock read per call, not two.
-  const sharedStart = startedOnSystemClock && timeout.clock === systemClock;
+  const sharedStart = startsWithDispatch && timeout.clock === systemClock;
 
   // The onion from a given layer inward, for calls that leave the common path there.
-  const onionFrom = (index: number) => composeWithAttempt(stack.slice(index));
-  const fromBudget = onionFrom(3);
-  const fromIdempotency = onionFrom(4);
-  const fromConcurrency = onionFrom(5);
-  const fromRetry = onionFrom(6);
-  const fromTimeout = onionFrom(7);
+  const fromBudget = composeWithAttempt([
+    budget.layer,
+    parts.idempotency,
+    parts.concurrencyLimit.layer,
+    retry.layer,
+    timeout.layer,
+  ]);
+  const fromIdempotency = composeWithAttempt([parts.idempotency, parts.concurrencyLimit.layer, retry.layer, timeout.layer]);
+  const fromConcurrency = composeWithAttempt([parts.concurrencyLimit.layer, retry.layer, timeout.layer]);
+  const fromRetry = composeWithAttempt([retry.layer, timeout.layer]);
+  const fromTimeout = composeWithAttempt([timeout.layer]);
 
   const settle = (ctx: CallContext, running: Promise<unknown>, report: Report): void =>
     reportWhenSettled(ctx, running, finish, report);
@@ -181,7 +186,7 @@ export function fuseDefaultStack(
   };
 
   return function runFusedStack(ctx: CallContext, report: Report): void {
-    let checked: ReturnType<PartsOf<'schemaValidation'>['check']>;
+    let checked: ReturnType<DefaultStackParts['schemaValidation']['check']>;
     try {
       checked = tool.lookup(ctx) ?? schema.check(ctx);
       if (checked === undefined) return afterValidation(ctx, report);

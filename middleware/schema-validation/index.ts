@@ -1,14 +1,13 @@
 // Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
 
-import { DispatchError, describeThrown } from '../src/errors.js';
-import { RawJsonArgs } from '../src/internal/raw-json-args.js';
-import { isThenable } from '../src/internal/thenable.js';
-import { argsShapeProblem } from '../src/internal/args-shape.js';
-import { withParts } from '../src/internal/layer-parts.js';
-import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireInteger } from '../src/internal/options.js';
-import type { StandardSchemaV1 } from '../src/standard-schema.js';
-import type { DispatchContext, Middleware, Next } from '../src/types.js';
+import { DispatchError, describeThrown } from '../../src/errors.js';
+import { RawJsonArgs } from '../../src/internal/raw-json-args.js';
+import { isThenable } from '../../src/internal/thenable.js';
+import { argsShapeProblem } from './args-shape.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { optionsObject, requireInteger } from '../../src/internal/options.js';
+import type { StandardSchemaV1 } from '../../src/standard-schema.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
 /** Options for `schemaValidation`. */
 export interface SchemaValidationOptions {
@@ -30,6 +29,18 @@ export interface SchemaValidationOptions {
  * createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
  */
 export function schemaValidation(options?: SchemaValidationOptions): Middleware {
+  return createSchemaValidation(options).layer;
+}
+
+/**
+ * A schema layer and its check (which validates and replaces `ctx.args`, a promise only for an
+ * asynchronous validator), for the default stack's fast runner.
+ * @internal
+ */
+export function createSchemaValidation(options?: SchemaValidationOptions): {
+  layer: Middleware;
+  check: (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
+} {
   const { maxDepth = 64 } = optionsObject('schemaValidation', options);
   requireInteger('maxDepth', maxDepth, 1);
 
@@ -72,7 +83,7 @@ export function schemaValidation(options?: SchemaValidationOptions): Middleware 
     if (!(checked instanceof Promise)) return Promise.reject(checked);
     return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
   });
-  return withParts(layer, { kind: 'schemaValidation', check });
+  return { layer, check };
 }
 
 // Takes the parsed args, or describes every issue with its path.

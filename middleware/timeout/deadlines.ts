@@ -8,7 +8,7 @@
 //   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
 // A deadline is measured from its start either way, and when nothing is armed no timer is left.
 
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Clock } from '../../src/clock.js';
 
 const nodeSetTimeout = globalThis.setTimeout;
 

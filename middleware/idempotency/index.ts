@@ -1,15 +1,14 @@
 // Idempotency: calls that share a key run the handler once, in flight and for a while after success.
 
-import { systemClock, type Clock } from '../src/clock.js';
-import { DispatchError, toDispatchError } from '../src/errors.js';
-import { neverAborted, onAbort, raceAbort } from '../src/internal/abort.js';
-import { cancelled } from '../src/internal/failures.js';
-import { fingerprint, type Fingerprint } from '../src/internal/fingerprint.js';
-import { SuccessCache } from '../src/internal/success-cache.js';
-import { withParts } from '../src/internal/layer-parts.js';
-import { trusted } from '../src/internal/trusted.js';
-import { optionsObject, requireInteger, requireNumber, requireClock } from '../src/internal/options.js';
-import type { DispatchContext, Middleware, Next } from '../src/types.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { DispatchError, toDispatchError } from '../../src/errors.js';
+import { neverAborted, onAbort, raceAbort } from '../../src/internal/abort.js';
+import { cancelled } from '../../src/internal/failures.js';
+import { fingerprint, type Fingerprint } from './fingerprint.js';
+import { SuccessCache } from './success-cache.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { optionsObject, requireInteger, requireNumber, requireClock } from '../../src/internal/options.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
 /** Options for `idempotency`. */
 export interface IdempotencyOptions {
@@ -190,7 +189,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const key = ctx.options.idempotencyKey;
     return key === undefined ? next() : keyed(ctx, next, key);
   });
-  return Object.assign(withParts(middleware, { kind: 'idempotency' }), {
+  return Object.assign(middleware, {
     size: () => ({ cached: cache.size, inFlight: inFlight.size }),
   });
 }

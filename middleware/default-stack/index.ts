@@ -1,0 +1,70 @@
+/**
+ * The default stack: the layers that keep the contract, in their order, with their fast runner.
+ * @module
+ */
+
+import { fuseLayers } from '../../src/stack-runner.js';
+import type { ToolRegistry } from '../../src/registry.js';
+import type { Middleware } from '../../src/types.js';
+import { createBudgetGuard } from '../budget-guard.js';
+import { createConcurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
+import { errorMapping } from '../error-mapping.js';
+import { idempotency, type IdempotencyOptions } from '../idempotency/index.js';
+import { createRetry, type RetryOptions } from '../retry.js';
+import { createSchemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
+import { createTimeout, type TimeoutOptions } from '../timeout/index.js';
+import { createToolLookup } from '../tool-lookup.js';
+import { fusedDefaultStack } from './fused.js';
+
+/** Options for `defaultStack`: the registry, and each layer's own options. */
+export interface DefaultStackOptions {
+  /** Where tools are looked up. */
+  registry: Pick<ToolRegistry, 'get'>;
+  /** Options for `schemaValidation`. */
+  schema?: SchemaValidationOptions;
+  /** Options for `idempotency`. */
+  idempotency?: IdempotencyOptions;
+  /** Options for `concurrencyLimit`. */
+  concurrency?: ConcurrencyLimitOptions;
+  /** Options for `retry`. */
+  retry?: RetryOptions;
+  /** Options for `timeout`. */
+  timeout?: TimeoutOptions;
+}
+
+/**
+ * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
+ * validation, budget guard, idempotency, concurrency limit, retry, timeout. The dispatcher runs
+ * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
+ * put in front of them (tracing, logging, a breaker) keep the fast path.
+ *
+ * @example
+ * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
+ */
+export function defaultStack(options: DefaultStackOptions): Middleware[] {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('defaultStack() needs an options object with a registry');
+  }
+  const parts = {
+    errorMapping: errorMapping(),
+    toolLookup: createToolLookup(options.registry),
+    schemaValidation: createSchemaValidation(options.schema),
+    budgetGuard: createBudgetGuard(),
+    idempotency: idempotency(options.idempotency),
+    concurrencyLimit: createConcurrencyLimit(options.concurrency),
+    retry: createRetry(options.retry),
+    timeout: createTimeout(options.timeout),
+  };
+  const layers: Middleware[] = [
+    parts.errorMapping,
+    parts.toolLookup.layer,
+    parts.schemaValidation.layer,
+    parts.budgetGuard.layer,
+    parts.idempotency,
+    parts.concurrencyLimit.layer,
+    parts.retry.layer,
+    parts.timeout.layer,
+  ];
+  fuseLayers(layers, fusedDefaultStack(parts));
+  return layers;
+}

@@ -1,0 +1,45 @@
+/**
+ * Every middleware factory of tool-dispatcher, its options, the default stack, the in-memory
+ * stores, and the kit the built-in layers are made with, for writing your own.
+ * @module
+ */
+
+export { defaultStack } from './default-stack/index.js';
+export type { DefaultStackOptions } from './default-stack/index.js';
+export { errorMapping } from './error-mapping.js';
+export { toolLookup } from './tool-lookup.js';
+export { schemaValidation } from './schema-validation/index.js';
+export type { SchemaValidationOptions } from './schema-validation/index.js';
+export { budgetGuard } from './budget-guard.js';
+export { idempotency } from './idempotency/index.js';
+export type {
+  IdempotencyMiddleware,
+  IdempotencyOptions,
+  IdempotencySize,
+} from './idempotency/index.js';
+export { concurrencyLimit } from './concurrency-limit/index.js';
+export type {
+  ConcurrencyLimitMiddleware,
+  ConcurrencyLimitOptions,
+  ConcurrencyLoad,
+} from './concurrency-limit/index.js';
+export { retry, isRetryable } from './retry.js';
+export type { RetryOptions } from './retry.js';
+export { timeout } from './timeout/index.js';
+export type { TimeoutOptions } from './timeout/index.js';
+export { logging } from './logging.js';
+export type { LoggingOptions, Logger, LogLevel, LogRecord } from './logging.js';
+export { circuitBreaker, isCircuitFailure } from './circuit-breaker/index.js';
+export type {
+  CircuitBreakerMiddleware,
+  CircuitBreakerOptions,
+  CircuitSnapshot,
+  CircuitState,
+} from './circuit-breaker/index.js';
+export { memoryIdempotencyStore } from './idempotency/memory-store.js';
+export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './idempotency/memory-store.js';
+export { memorySlotStore } from './concurrency-limit/memory-store.js';
+export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';
+export { memoryCircuitStore } from './circuit-breaker/memory-store.js';
+export type { MemoryCircuitStoreOptions } from './circuit-breaker/memory-store.js';
+export * from './kit.js';
