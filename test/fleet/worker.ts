@@ -1,0 +1,163 @@
+// One fleet worker: a real dispatcher on the Redis stores, dispatching the run's keys in its own
+// order and logging every handler execution with fs.writeSync (so lines survive a SIGKILL).
+
+import { randomUUID } from 'node:crypto';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { z } from 'zod';
+import { ToolRegistry, TransientError } from '../../index.js';
+import { redisBudget, redisCircuitStore, redisIdempotencyStore, redisSlotStore } from '../../integrations/redis/index.js';
+import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
+import { createFleetDispatcher } from './dispatcher.js';
+
+/** What the runner tells a worker (JSON in TD_FLEET_CONFIG). */
+export interface WorkerConfig {
+  id: string;
+  url: string;
+  client: 'node-redis' | 'ioredis';
+  prefix: string;
+  phase: 'keys' | 'budget' | 'breaker';
+  keys: string[];
+  seed: number;
+  concurrency: number;
+  leaseMs: number;
+  ttlMs: number;
+  resetWindowMs: number;
+  storeTimeoutMs: number;
+  fleetMax: number;
+  logPath: string;
+  budgetId?: string;
+  budgetLimit?: number;
+  budgetCalls?: number;
+}
+
+const config = JSON.parse(process.env.TD_FLEET_CONFIG ?? '{}') as WorkerConfig;
+const log = openSync(config.logPath, 'a');
+const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
+const line = (text: string) => writeSync(log, `${text} ${now()}\n`);
+
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = random(config.seed);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function main(): Promise<void> {
+  const connect = config.client === 'ioredis' ? connectIoredis : connectNodeRedis;
+  const connected = await connect(config.url);
+  const common = { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs, leaseMs: config.leaseMs };
+  const stores = {
+    idempotency: redisIdempotencyStore(connected.store, { ...common, resetWindowMs: config.resetWindowMs, pollMs: 250 }),
+    slots: redisSlotStore(connected.store, { ...common, pool: 'payments', max: config.fleetMax, pollMs: 100 }),
+    circuits: redisCircuitStore(connected.store, { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs }),
+    ...(config.phase === 'budget'
+      ? { budget: await redisBudget(connected.store, { prefix: config.prefix, id: config.budgetId ?? 'run', limit: config.budgetLimit ?? 0 }) }
+      : {}),
+  };
+
+  const registry = new ToolRegistry();
+  registry.register({
+    name: 'payments.charge',
+    description: 'Charges an order once.',
+    inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+    handler: async ({ orderId }) => {
+      const token = randomUUID();
+      line(`S ${orderId} ${token} ${config.id}`);
+      await sleep(20 + Math.floor(rand() * 100)); // the side effect; it ignores aborts, as a charge would
+      line(`E ${orderId} ${token} ${config.id}`);
+      return { chargeId: token };
+    },
+  });
+  registry.register({
+    name: 'budget.step',
+    description: 'One step that costs a budget unit.',
+    inputSchema: z.object({}),
+    handler: async () => {
+      line(`B - ${randomUUID()} ${config.id}`);
+      return 'ok';
+    },
+  });
+  registry.register({
+    name: 'flaky.backend',
+    description: 'A backend that is down.',
+    inputSchema: z.object({}),
+    handler: async () => {
+      line(`X - - ${config.id}`);
+      throw new TransientError('backend down');
+    },
+  });
+
+  const dispatcher = createFleetDispatcher(registry, stores, {
+    ttlMs: config.ttlMs,
+    hooks: { leaseLost: (key, token) => line(`L ${key} ${token} ${config.id}`) },
+    onCircuitOpen: (key) => line(`O ${key} - ${config.id}`),
+  });
+
+  const pool = async <T>(items: T[], each: (item: T) => Promise<void>) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: config.concurrency }, async () => {
+        while (next < items.length) await each(items[next++] as T);
+      }),
+    );
+  };
+
+  if (config.phase === 'keys') {
+    const keys = [...config.keys];
+    for (let i = keys.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [keys[i], keys[j]] = [keys[j] as string, keys[i] as string];
+    }
+    await pool(keys, async (key) => {
+      for (let tries = 0; tries < 400; tries++) {
+        const outcome = await dispatcher.dispatch('payments.charge', { orderId: key, amount: 100 }, { idempotencyKey: key });
+        if (outcome.ok) {
+          line(`R ${key} ${(outcome.result as { chargeId: string }).chargeId} ${config.id}`);
+          return;
+        }
+        if (outcome.kind !== 'store_unavailable' && outcome.kind !== 'timeout' && outcome.kind !== 'cancelled') {
+          line(`F ${key} ${outcome.kind} ${config.id}`);
+          return;
+        }
+        await sleep(50 + Math.floor(rand() * 50));
+      }
+      line(`F ${key} gave_up ${config.id}`);
+    });
+  } else if (config.phase === 'budget') {
+    await pool(
+      Array.from({ length: config.budgetCalls ?? 0 }, (_, i) => i),
+      async () => {
+        const outcome = await dispatcher.dispatch('budget.step', {});
+        line(`U - ${outcome.ok ? 'ok' : outcome.kind} ${config.id}`);
+      },
+    );
+  } else {
+    let stop = false;
+    process.on('message', async (message) => {
+      if (message !== 'check') return;
+      stop = true;
+      const outcome = await dispatcher.dispatch('flaky.backend', {});
+      line(`C - ${outcome.ok ? 'ok' : outcome.kind} ${config.id}`);
+      process.send?.('checked');
+    });
+    while (!stop) {
+      await dispatcher.dispatch('flaky.backend', {});
+      await sleep(5);
+    }
+    await new Promise<void>((resolve) => process.once('message', (message) => message === 'exit' && resolve()));
+  }
+  line(`DONE - - ${config.id}`);
+  closeSync(log);
+  await connected.close();
+  process.exit(0);
+}
+
+main().catch((error: unknown) => {
+  line(`CRASH - ${String((error as Error)?.stack ?? error).replaceAll('\n', ' | ')} ${config.id}`);
+  process.exit(1);
+});
