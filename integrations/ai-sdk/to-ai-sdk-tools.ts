@@ -83,7 +83,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
       enumerable: true,
       writable: true,
       configurable: true,
-      value: tool<unknown, unknown>({
+      value: tool({
         description: listing.description,
         // No `validate`: the SDK then passes the parsed JSON through, and our schema layer
         // answers a bad call with its own envelope (and its events), not a raw zod dump.

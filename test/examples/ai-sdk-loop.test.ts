@@ -26,7 +26,8 @@ describe('examples/ai-sdk-loop', () => {
     expect(lines.join('\n')).toMatch(/call_4 orders__charge: \[error\] error \(tool_error, after 1 attempt\): card declined/);
     expect(lines.join('\n')).toMatch(/call_5 shipping__quote: \[error\] error \(timeout, after 1 attempt\): "shipping__quote" timed out/);
     expect(lines.join('\n')).toMatch(/call_6 docs__search: \[error\] error \(schema\): Invalid args for "docs__search"/);
-    expect(lines.join('\n')).toMatch(/call_7 gift__wrap: \[error\] Model tried to call unavailable tool 'gift__wrap'/);
+    // The SDK answers an unknown tool itself (AI SDK 7 prefixes the error's name).
+    expect(lines.join('\n')).toMatch(/call_7 gift__wrap: \[error\] (AI_NoSuchToolError: )?Model tried to call unavailable tool 'gift__wrap'/);
     expect(summary.charged).toEqual(['1042']);
     expect(summary.failures).toEqual(['tool_error', 'timeout', 'schema']);
     expect(summary.events).toMatchObject({ 'dispatch.retry': 1, 'dispatch.timeout': 1, 'idempotency.hit': 1 });
