@@ -10,6 +10,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   ToolError,
   TransientError,
@@ -18,7 +19,7 @@ import {
   type ToolRegistry,
 } from '../../index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
-import { defaultValidator, remoteSchema } from './remote-schema.js';
+import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 
 /** Per-tool settings an import can give a remote tool (the proxy's config file feeds these). */
 export interface ImportedToolSettings {
@@ -72,7 +73,7 @@ export interface ImportMcpToolsOptions {
   reconnect?: () => Client | Promise<Client>;
   /**
    * Validates args against each remote JSON Schema.
-   * @default the SDK's AjvJsonSchemaValidator
+   * @default new AjvJsonSchemaValidator() (the SDK's Ajv setup, one per import)
    */
   validator?: jsonSchemaValidator;
   /**
@@ -181,7 +182,7 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
     configure = () => undefined,
     output = 'value',
     reconnect,
-    validator = defaultValidator(),
+    validator = new AjvJsonSchemaValidator(),
     timeoutSlackMs = 1000,
     watchListChanged = true,
     forwardIdempotencyKey = true,
@@ -245,6 +246,9 @@ class Importer {
   #refreshing: Promise<void> | undefined;
   #disposed = false;
   #listings = 0;
+  // Compiled validators by local name and schema text: a refresh (or a restart) that finds the
+  // same schema reuses it instead of compiling again, so Ajv's cache does not grow per refresh.
+  #schemas = new Map<string, { text: string; schema: RemoteSchema }>();
 
   constructor(
     client: Client,
@@ -304,6 +308,7 @@ class Importer {
     for (const name of this.names.keys()) this.registry.unregister(name);
     this.names.clear();
     this.tools.clear();
+    this.#schemas.clear();
   }
 
   #watch(client: Client): void {
@@ -355,7 +360,11 @@ class Importer {
     const first = this.#listings === 0;
     this.#listings += 1;
     const before = JSON.stringify([...this.tools]);
-    for (const name of this.names.keys()) if (!next.has(name)) this.registry.unregister(name);
+    for (const name of this.names.keys()) {
+      if (next.has(name)) continue;
+      this.registry.unregister(name);
+      this.#schemas.delete(name);
+    }
     for (const definition of definitions) this.registry.register(definition, { override: true });
     this.names.clear();
     this.tools.clear();
@@ -379,11 +388,20 @@ class Importer {
     return {
       name: local,
       description: tool.description ?? '',
-      inputSchema: remoteSchema(tool.inputSchema, this.settings.validator),
+      inputSchema: this.#schemaOf(local, tool),
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) => this.#call(tool.name, idempotent, args, ctx),
     };
+  }
+
+  #schemaOf(local: string, tool: McpTool): RemoteSchema {
+    const text = JSON.stringify(tool.inputSchema);
+    const known = this.#schemas.get(local);
+    if (known?.text === text) return known.schema;
+    const schema = remoteSchema(tool.inputSchema, this.settings.validator);
+    this.#schemas.set(local, { text, schema });
+    return schema;
   }
 
   async #call(remoteName: string, idempotent: boolean, args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {

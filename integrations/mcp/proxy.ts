@@ -137,6 +137,11 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
 
   const start = async (): Promise<Client> => {
     const client = await connect();
+    if (closing) {
+      // The host left while this process was starting: it must not outlive the proxy.
+      await client.close().catch(() => {});
+      throw new Error('The proxy is closing');
+    }
     startedAt = Date.now();
     current = client;
     const pid = (client.transport as { pid?: number | null } | undefined)?.pid;

@@ -1,7 +1,6 @@
 // A remote tool's JSON Schema as a Standard Schema validator that can also describe itself.
 
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import type { StandardSchemaV1 } from '../../index.js';
 
 /** A Standard Schema v1 validator with the Standard JSON Schema `jsonSchema` describer. */
@@ -12,14 +11,6 @@ export interface RemoteSchema extends StandardSchemaV1<Record<string, unknown>> 
       readonly output: (options?: object) => Record<string, unknown>;
     };
   };
-}
-
-let sharedValidator: jsonSchemaValidator | undefined;
-
-/** The validator every import uses unless it brings its own: the SDK's own Ajv setup. */
-export function defaultValidator(): jsonSchemaValidator {
-  sharedValidator ??= new AjvJsonSchemaValidator();
-  return sharedValidator;
 }
 
 /**

@@ -183,6 +183,9 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
       return toCallToolResult(refusal, { maxLength: maxMessageLength });
     }
     const progressToken = meta?.progressToken;
+    // Progress notes go out in order, and all before the response: the client forgets the
+    // token once it has the result, and a note after that is an error on its side.
+    let progressSent: Promise<void> = Promise.resolve();
     const outcome: Outcome = await dispatcher.dispatch(toolName, args, {
       ...dispatchOptions,
       // Request ids restart at 1 on every connection: good for logs, never a dedupe key.
@@ -194,22 +197,21 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
         ? {}
         : {
             onProgress: ({ progress, total, message }) => {
-              extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: {
-                    progressToken,
-                    progress,
-                    ...(total === undefined ? {} : { total }),
-                    ...(message === undefined ? {} : { message }),
-                  },
-                })
+              const params = {
+                progressToken,
+                progress,
+                ...(total === undefined ? {} : { total }),
+                ...(message === undefined ? {} : { message }),
+              };
+              progressSent = progressSent
+                .then(() => extra.sendNotification({ method: 'notifications/progress', params }))
                 .catch(() => {
                   // A progress note that cannot be sent (the connection went away) is not worth failing the call.
                 });
             },
           }),
     });
+    await progressSent;
     if (outcome.ok) return formatResult(outcome.result, toolName);
     if (outcome.kind === 'not_found') {
       // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).

@@ -1,14 +1,18 @@
 // The mcp-proxy command as a child process between a real Client and a flaky upstream.
 
 import { spawnSync } from 'node:child_process';
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProxyArgs } from '../../../integrations/mcp/proxy-args.js';
+import { buildRemoteServer } from './fixtures/remote-server.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const cli = join(root, 'integrations/mcp/cli.ts');
@@ -31,13 +35,13 @@ interface Running {
 const dir = mkdtempSync(join(tmpdir(), 'mcp-proxy-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function startProxy(name: string, config: unknown, flags: string[] = []): Promise<Running> {
+async function startProxy(name: string, config: unknown, flags: string[] = [], command = [process.execPath, '--import', 'tsx', upstream]): Promise<Running> {
   const configFile = join(dir, `${name}.config.json`);
   const stateFile = join(dir, `${name}.state.json`);
   writeFileSync(configFile, JSON.stringify(config));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', cli, 'mcp-proxy', '--config', configFile, '--log-level', 'info', ...flags, '--', process.execPath, '--import', 'tsx', upstream],
+    args: ['--import', 'tsx', cli, 'mcp-proxy', '--config', configFile, '--log-level', 'info', ...flags, ...(command.length > 0 ? ['--', ...command] : [])],
     env: { ...(process.env as Record<string, string>), FLAKY_STATE: stateFile },
     cwd: root,
     stderr: 'pipe',
@@ -147,6 +151,44 @@ describe('tool-dispatcher mcp-proxy', () => {
 
   it('writes nothing but protocol to stdout', () => {
     expect(proxy.protocolErrors).toEqual([]);
+  });
+});
+
+describe('tool-dispatcher mcp-proxy --upstream-url', () => {
+  let http: HttpServer;
+  let url: string;
+  beforeAll(async () => {
+    // A stateless Streamable HTTP MCP server: a fresh McpServer and transport per request.
+    http = createServer((request, response) => {
+      const { server } = buildRemoteServer();
+      const transport = new StreamableHTTPServerTransport({});
+      response.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      void server.connect(transport).then(() => transport.handleRequest(request, response));
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  });
+  afterAll(() => {
+    http.closeAllConnections();
+    http.close();
+  });
+
+  it('serves a Streamable HTTP upstream, and fails calls transient once it is unreachable', async () => {
+    const proxy = await startProxy('http', { defaults: { maxAttempts: 2 } }, ['--upstream-url', url], []);
+    try {
+      expect((await proxy.client.listTools()).tools.map((tool) => tool.name)).toContain('getWeather');
+      const weather = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
+      expect(weather.structuredContent).toEqual({ city: 'Quito', tempC: 21 });
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+      const unreachable = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
+      expect(unreachable).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 2 } } });
+    } finally {
+      await proxy.client.close();
+    }
   });
 });
 
