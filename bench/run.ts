@@ -23,7 +23,6 @@ import {
   formatNs,
   formatRatio,
   markdownTable,
-  throughput,
   type Environment,
 } from './report.js';
 import { createStacks } from './stacks.js';

@@ -195,9 +195,9 @@ function ignoreProgress(): void {}
 // A handler's progress report reaches the caller's listener; a listener that throws never
 // fails the handler that reported.
 function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolContext['progress'] {
-  return function progress(progress: number, total?: number, message?: string): void {
-    if (typeof progress !== 'number' || Number.isNaN(progress)) return;
-    const update: ProgressUpdate = { progress };
+  return function progress(value: number, total?: number, message?: string): void {
+    if (typeof value !== 'number' || Number.isNaN(value)) return;
+    const update: ProgressUpdate = { progress: value };
     if (typeof total === 'number' && !Number.isNaN(total)) update.total = total;
     if (typeof message === 'string') update.message = message;
     try {

@@ -6,7 +6,7 @@ import { isTrusted } from './internal/trusted.js';
 export type ComposableMiddleware<Context> = (
   context: Context,
   // `any`, as in Koa: a layer may return what its `next()` resolved to, or ignore it.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: koa-compose's own type, so Koa middleware fits unchanged
   next: () => Promise<any>,
 ) => unknown;
 
@@ -18,7 +18,7 @@ export type ComposableMiddleware<Context> = (
 export type ComposedMiddleware<Context> = (
   context: Context,
   next?: () => Promise<unknown>,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: what Koa's composed middleware resolves to
 ) => Promise<any>;
 
 /** A stack `compose` accepts: layers, and arrays of layers nested to any depth, as in Koa. */
@@ -28,8 +28,9 @@ export type ComposableStack<Context> = ReadonlyArray<
 
 // The layers of every stack compose() made, so that a stack composed inside another runs as if
 // it had been written out flat: its innermost layer then sees the real next step, not a wrapper.
-// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-const composedLayers = new WeakMap<Function, readonly Function[]>();
+const composedLayers = new WeakMap<AnyFunction, readonly AnyFunction[]>();
+
+type AnyFunction = (...args: never[]) => unknown;
 
 /**
  * The layers of `stack`, flat: nested arrays are spread, as koa-compose 4.2 does, and a stack
@@ -39,8 +40,9 @@ export function flattenStack<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<u
   const flat: Layer[] = [];
   const add = (items: ReadonlyArray<unknown>) => {
     for (const item of items) {
+      const layers = typeof item === 'function' ? composedLayers.get(item as AnyFunction) : undefined;
       if (Array.isArray(item)) add(item);
-      else if (typeof item === 'function' && composedLayers.has(item)) add(composedLayers.get(item) as unknown[]);
+      else if (layers !== undefined) add(layers);
       else flat.push(item as Layer);
     }
   };

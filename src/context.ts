@@ -5,7 +5,6 @@ import { isDispatchError } from './errors.js';
 import { swallow } from './internal/abort.js';
 import type { AbortSource, AttemptAbort, LazySignalContext } from './internal/attempt-abort.js';
 import type {
-  DispatchContext,
   DispatchEvent,
   DispatchOptions,
   EventListener,

@@ -6,7 +6,7 @@ import { CallContext } from './context.js';
 import { DispatchError, describeThrown } from './errors.js';
 import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
-import { neverAborted, onAbort } from './internal/abort.js';
+import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import { stackRunner, type Report } from './stack-runner.js';
@@ -222,7 +222,6 @@ function readableOptionsProblem(options: unknown): string | undefined {
   }
 }
 
-function noop(): void {}
 
 // The default `now`: the same reading as `systemClock.now()`.
 function readSystemClock(): number {

@@ -8,7 +8,6 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
 }
 
 /** Types that belong to the Standard Schema v1 interface. */
-// eslint-disable-next-line @typescript-eslint/no-namespace
 export declare namespace StandardSchemaV1 {
   /** The properties every Standard Schema exposes under `~standard`. */
   export interface Props<Input = unknown, Output = Input> {

@@ -5,6 +5,7 @@
 // and the Redis stores never implement the same machine twice. Every method may answer
 // synchronously: the memory stores do, so the default stack pays no promise for them.
 
+import { noop } from './internal/abort.js';
 import { systemClock, type Clock } from './clock.js';
 import { DispatchError } from './errors.js';
 
@@ -118,7 +119,6 @@ export function keepLeaseAlive(
   return stop;
 }
 
-function noop(): void {}
 
 // ---------------------------------------------------------------------------------------------
 // Idempotency

@@ -2,7 +2,6 @@
 // the onion, each checked against the same layers run as an onion (a caller layer in front).
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
 import {
   createDispatcher,
   defaultStack,

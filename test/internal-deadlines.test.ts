@@ -3,6 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../src/clock.js';
 import { DeadlineScheduler } from '../middleware/timeout/deadlines.js';
+import { startDeadline } from './helpers/deadline.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -17,7 +18,7 @@ describe('DeadlineScheduler', () => {
   it('sets no timer for a deadline cancelled within the tick it started in', async () => {
     const scheduler = new DeadlineScheduler(systemClock);
     const expired = vi.fn();
-    scheduler.cancel(scheduler.start(1_000, expired));
+    scheduler.cancel(startDeadline(scheduler, 1_000, expired));
     await endOfTick();
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(2_000);
@@ -29,10 +30,10 @@ describe('DeadlineScheduler', () => {
     const firedAt: Array<[string, number]> = [];
     const t0 = Date.now();
     const mark = (label: string) => () => firedAt.push([label, Date.now() - t0]);
-    scheduler.start(100, mark('a'));
+    startDeadline(scheduler, 100, mark('a'));
     await vi.advanceTimersByTimeAsync(30);
-    scheduler.start(100, mark('b'));
-    scheduler.start(50, mark('c'));
+    startDeadline(scheduler, 100, mark('b'));
+    startDeadline(scheduler, 50, mark('c'));
     await endOfTick();
     expect(vi.getTimerCount()).toBe(2);
     await vi.advanceTimersByTimeAsync(200);
@@ -47,8 +48,8 @@ describe('DeadlineScheduler', () => {
   it('keeps the timer while other deadlines of the duration live, and drops it with the last', async () => {
     const scheduler = new DeadlineScheduler(systemClock);
     const expired = vi.fn();
-    const first = scheduler.start(100, expired);
-    const second = scheduler.start(100, expired);
+    const first = startDeadline(scheduler, 100, expired);
+    const second = startDeadline(scheduler, 100, expired);
     await endOfTick();
     scheduler.cancel(first);
     expect(vi.getTimerCount()).toBe(1);
@@ -61,9 +62,9 @@ describe('DeadlineScheduler', () => {
   it('still fires a later deadline after the one its timer was set for was cancelled', async () => {
     const scheduler = new DeadlineScheduler(systemClock);
     const expired = vi.fn();
-    const first = scheduler.start(100, () => {});
+    const first = startDeadline(scheduler, 100, () => {});
     await vi.advanceTimersByTimeAsync(40);
-    scheduler.start(100, expired);
+    startDeadline(scheduler, 100, expired);
     await endOfTick();
     scheduler.cancel(first);
     await vi.advanceTimersByTimeAsync(99);
@@ -81,7 +82,7 @@ describe('DeadlineScheduler on an injected clock', () => {
     const clock = { now: () => 1_000, setTimeout: (callback: () => void) => callbacks.push(callback), clearTimeout: () => {} };
     const scheduler = new DeadlineScheduler(clock);
     const expired = vi.fn();
-    scheduler.start(30_000, expired);
+    startDeadline(scheduler, 30_000, expired);
     await endOfTick();
     expect(callbacks).toHaveLength(1);
     callbacks[0]?.();
@@ -96,8 +97,8 @@ describe('DeadlineScheduler on Node’s own timers', () => {
     vi.useRealTimers();
     const scheduler = new DeadlineScheduler(systemClock);
     const before = timeouts();
-    const kept = scheduler.start(60_000, () => {});
-    scheduler.cancel(scheduler.start(60_000, () => {}));
+    const kept = startDeadline(scheduler, 60_000, () => {});
+    scheduler.cancel(startDeadline(scheduler, 60_000, () => {}));
     expect(timeouts()).toBe(before);
     await endOfTick();
     expect(timeouts()).toBe(before + 1);
@@ -109,9 +110,9 @@ describe('DeadlineScheduler on Node’s own timers', () => {
     vi.useRealTimers();
     const scheduler = new DeadlineScheduler(systemClock);
     const before = timeouts();
-    const first = scheduler.start(60_000, () => {});
+    const first = startDeadline(scheduler, 60_000, () => {});
     await endOfTick();
-    const second = scheduler.start(60_000, () => {});
+    const second = startDeadline(scheduler, 60_000, () => {});
     expect(timeouts()).toBe(before + 1);
     scheduler.cancel(first);
     scheduler.cancel(second);

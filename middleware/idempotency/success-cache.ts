@@ -1,7 +1,7 @@
 // The idempotency layer's memory of recent successes: bounded in size, expired in completion
 // order, and never paused for long, whatever the number of keys.
 
-import { type Fingerprint } from './fingerprint.js';
+import type { Fingerprint } from './fingerprint.js';
 
 /** One remembered success. Small integers only, so that a million entries stay compact. */
 export class CachedSuccess {

@@ -14,8 +14,7 @@ const nodeSetTimeout = globalThis.setTimeout;
 
 /**
  * What the scheduler keeps of a deadline: when it passes and its place in its duration's list.
- * An owner with its own lifetime (a timed attempt) can be the node itself, which saves an object
- * per deadline; `Deadline` is the plain one.
+ * The owner (a timed attempt) is the node itself, which saves an object per deadline.
  */
 export interface DeadlineNode {
   readonly ms: number;
@@ -27,33 +26,6 @@ export interface DeadlineNode {
   next: DeadlineNode | undefined;
   /** Called once when the deadline passes, unless cancelled first. */
   expire(): void;
-  /** Called when the deadline is cancelled: drops whatever `expire` would have touched. */
-  forget(): void;
-}
-
-/** A deadline that calls a function when it passes. */
-export class Deadline implements DeadlineNode {
-  cancelled = false;
-  list: DeadlineList | undefined = undefined;
-  previous: DeadlineNode | undefined = undefined;
-  next: DeadlineNode | undefined = undefined;
-
-  constructor(
-    readonly ms: number,
-    readonly at: number,
-    private onExpiry: () => void,
-  ) {}
-
-  expire(): void {
-    const { onExpiry } = this;
-    // Whatever the expiry would have touched can be collected once it has run or been cancelled.
-    this.onExpiry = noop;
-    onExpiry();
-  }
-
-  forget(): void {
-    this.onExpiry = noop;
-  }
 }
 
 /** The armed deadlines of one duration, oldest first. */
@@ -88,8 +60,6 @@ export class DeadlineList {
 // synchronous burst of dispatches holds on to little.
 const compactWaitingAt = 1_024;
 
-function noop(): void {}
-
 /** Starts and cancels deadlines on one clock. */
 export class DeadlineScheduler {
   readonly #lists = new Map<number, DeadlineList>();
@@ -98,16 +68,6 @@ export class DeadlineScheduler {
   #armScheduled = false;
 
   constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
-
-  /**
-   * Calls `onExpiry` once `ms` have passed since `startedAt` (by default now, read from the
-   * clock), unless cancelled first.
-   */
-  start(ms: number, onExpiry: () => void, startedAt: number = this.clock.now()): Deadline {
-    const deadline = new Deadline(ms, startedAt + ms, onExpiry);
-    this.schedule(deadline);
-    return deadline;
-  }
 
   /** Schedules a deadline node made by its owner (see `DeadlineNode`). */
   schedule(deadline: DeadlineNode): void {
@@ -138,7 +98,6 @@ export class DeadlineScheduler {
   cancel(deadline: DeadlineNode): void {
     if (deadline.cancelled) return;
     deadline.cancelled = true;
-    deadline.forget();
     const { list } = deadline;
     if (list === undefined) {
       this.#cancelledWaiting += 1;

@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
-import { maxTimerDelayMs, neverAborted, onAbort, swallow } from '../../src/internal/abort.js';
+import { noop, maxTimerDelayMs, neverAborted, onAbort, swallow } from '../../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../../src/internal/attempt-abort.js';
 import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
 import { cancelled, failedAttempt } from '../../src/internal/failures.js';
@@ -181,7 +181,5 @@ class TimedAttempt extends AttemptAbort implements DeadlineNode {
     this.interrupt(error, reason);
   }
 
-  forget(): void {}
 }
 
-function noop(): void {}

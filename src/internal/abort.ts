@@ -62,7 +62,8 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   };
 }
 
-function noop(): void {}
+/** Does nothing: the unsubscribe of a subscription that never needed one. */
+export function noop(): void {}
 
 /**
  * Settles with `promise`, or rejects with `reason()` as soon as `signal` aborts. The

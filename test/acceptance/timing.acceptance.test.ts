@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   TransientError,
-  defaultStack,
   retry,
   timeout,
 } from '../../index.js';

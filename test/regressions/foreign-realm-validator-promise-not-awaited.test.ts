@@ -22,7 +22,10 @@ it('awaits a validator result that is a promise from another realm', async () =>
   expect(foreignResolve(1) instanceof Promise).toBe(false);
   const seen: unknown[] = [];
   const registry = new ToolRegistry()
-    .register({ name: 'calc.ok', inputSchema: foreignSchema(true), handler: (args) => (seen.push(args), args.n) })
+    .register({ name: 'calc.ok', inputSchema: foreignSchema(true), handler: (args) => {
+      seen.push(args);
+      return args.n;
+    } })
     .register({ name: 'calc.bad', inputSchema: foreignSchema(false), handler: () => 'never' });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   await expect(dispatcher.dispatch('calc.ok', { n: 2 })).resolves.toEqual({ ok: true, result: 2, attempts: 1 });

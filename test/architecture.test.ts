@@ -1,0 +1,102 @@
+// The house rules, checked: who may import whom (see docs/concepts.md and STYLE.md).
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+function sourceFiles(folder: string): string[] {
+  const at = join(root, folder);
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) found.push(path);
+    }
+  };
+  walk(at);
+  return found;
+}
+
+const importPattern = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+/** Every module specifier `file` imports or re-exports, static or dynamic. */
+function specifiersOf(file: string): string[] {
+  // Comments may show imports (TSDoc examples); only code counts.
+  const text = readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+  const found: string[] = [];
+  for (const match of text.matchAll(importPattern)) found.push((match[1] ?? match[2]) as string);
+  return found;
+}
+
+/** Where a relative specifier points, relative to the project root with `/` separators. */
+function target(file: string, specifier: string): string {
+  return relative(root, resolve(dirname(file), specifier)).split(sep).join('/');
+}
+
+const isRelative = (specifier: string) => specifier.startsWith('.');
+const isBuiltin = (specifier: string) => specifier.startsWith('node:');
+
+interface Violation {
+  file: string;
+  specifier: string;
+}
+
+function violations(folder: string, breaks: (file: string, specifier: string) => boolean): Violation[] {
+  const found: Violation[] = [];
+  for (const file of sourceFiles(folder)) {
+    for (const specifier of specifiersOf(file)) {
+      if (breaks(file, specifier)) found.push({ file: relative(root, file), specifier });
+    }
+  }
+  return found;
+}
+
+describe('the import rules', () => {
+  it('reads the specifiers it checks', () => {
+    expect(specifiersOf(join(root, 'index.ts'))).toEqual(['./src/index.js', './middleware/index.js']);
+    expect(sourceFiles('src').length).toBeGreaterThan(10);
+  });
+
+  it('keeps src/ to src/ and zod', () => {
+    expect(
+      violations('src', (file, specifier) =>
+        isRelative(specifier) ? !target(file, specifier).startsWith('src/') : !isBuiltin(specifier) && specifier !== 'zod',
+      ),
+    ).toEqual([]);
+  });
+
+  it('keeps middleware/ to src/, middleware/ and no third-party package', () => {
+    expect(
+      violations('middleware', (file, specifier) => {
+        if (!isRelative(specifier)) return !isBuiltin(specifier);
+        const to = target(file, specifier);
+        return !to.startsWith('src/') && !to.startsWith('middleware/');
+      }),
+    ).toEqual([]);
+  });
+
+  it('lets nothing in the package import an integration', () => {
+    const intoIntegrations = (file: string, specifier: string) =>
+      isRelative(specifier) && target(file, specifier).startsWith('integrations/');
+    expect([...violations('src', intoIntegrations), ...violations('middleware', intoIntegrations)]).toEqual([]);
+    expect(specifiersOf(join(root, 'index.ts')).filter((specifier) => specifier.includes('integrations'))).toEqual([]);
+  });
+
+  it('lets an integration use only the public faces and its own folder', () => {
+    const publicFaces = new Set(['index.js', 'src/index.js', 'src/stores.js', 'middleware/index.js']);
+    expect(
+      violations('integrations', (file, specifier) => {
+        if (!isRelative(specifier)) return false;
+        const to = target(file, specifier);
+        const own = relative(root, file).split(sep).slice(0, 2).join('/');
+        return !publicFaces.has(to) && !to.startsWith(`${own}/`);
+      }),
+    ).toEqual([]);
+  });
+});
