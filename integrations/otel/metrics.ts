@@ -8,7 +8,7 @@ import {
   type Histogram,
   type Meter,
   type MeterProvider,
-  type UpDownCounter,
+  type Observable,
 } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
 import { genAi, isTerminal, metricToolName, ours, scopeName, scopeVersion } from './attributes.js';
@@ -51,17 +51,6 @@ export const metricNames = {
 // The conventions' advice for gen_ai.execute_tool.duration.
 const durationBuckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
-interface Instruments {
-  duration: Histogram;
-  attempts: Counter;
-  retries: Counter;
-  timeouts: Counter;
-  dedupeHits: Counter;
-  breakerTransitions: Counter;
-  inFlight: UpDownCounter;
-  queued: UpDownCounter;
-}
-
 /**
  * Records every dispatch in `gen_ai.execute_tool.duration` (seconds, with `gen_ai.tool.name`,
  * `gen_ai.tool.type` and, on failure, `error.type` = the envelope's kind), counts attempts,
@@ -86,23 +75,23 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
     throw new TypeError(`toolType must be a non-empty string, got ${String(toolType)}`);
   }
 
-  let instruments = meter === undefined ? undefined : createInstruments(meter);
+  let state = meter === undefined ? undefined : stateFor(meter);
   let provider: MeterProvider | undefined;
-  const currentInstruments = (): Instruments | undefined => {
-    if (meter !== undefined) return instruments;
+  const currentState = (): MeterState | undefined => {
+    if (meter !== undefined) return state;
     const global = metrics.getMeterProvider();
     if (global !== provider) {
       provider = global;
-      instruments = createInstruments(global.getMeter(scopeName, scopeVersion));
+      state = stateFor(global.getMeter(scopeName, scopeVersion));
     }
-    return instruments;
+    return state;
   };
   const metered = new WeakSet<DispatchContext>();
 
   return function otelMetrics(ctx: DispatchContext, next: Next): Promise<void> {
-    let recording: Instruments | undefined;
+    let recording: MeterState | undefined;
     try {
-      recording = currentInstruments();
+      recording = currentState();
     } catch {
       recording = undefined;
     }
@@ -110,11 +99,11 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
     metered.add(ctx);
     const call = new MeteredDispatch(ctx, recording, toolType);
     const listening = call.listen();
+    const startedAt = listening ? 0 : Date.now();
     const running = next();
     call.countInFlight();
     if (listening) return running;
     // Without events (a context that cannot be listened to) the call is measured here.
-    const startedAt = Date.now();
     return running.then(
       () => call.end(ctx.outcome?.ok === false ? ctx.outcome.kind : undefined, Date.now() - startedAt),
       (error: unknown) => {
@@ -125,48 +114,109 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
   };
 }
 
-// A meter that is the API's no-op (no SDK installed) gets no instruments: the layer steps aside.
-function createInstruments(meter: Meter): Instruments | undefined {
-  if (meter === createNoopMeter()) return undefined;
-  try {
-    return {
-      duration: meter.createHistogram(metricNames.duration, {
-        unit: 's',
-        description: 'The duration of a single tool execution, from dispatch to outcome.',
-        advice: { explicitBucketBoundaries: durationBuckets },
-      }),
-      attempts: meter.createCounter(metricNames.attempts, {
-        unit: '{attempt}',
-        description: 'Handler attempts started.',
-      }),
-      retries: meter.createCounter(metricNames.retries, {
-        unit: '{retry}',
-        description: 'Retries scheduled after a retryable failure.',
-      }),
-      timeouts: meter.createCounter(metricNames.timeouts, {
-        unit: '{timeout}',
-        description: 'Attempts that ran past their timeout.',
-      }),
-      dedupeHits: meter.createCounter(metricNames.dedupeHits, {
-        unit: '{call}',
-        description: 'Calls served by the idempotency layer instead of running the handler.',
-      }),
-      breakerTransitions: meter.createCounter(metricNames.breakerTransitions, {
-        unit: '{transition}',
-        description: 'Circuit breaker state changes.',
-      }),
-      inFlight: meter.createUpDownCounter(metricNames.inFlight, {
-        unit: '{call}',
-        description: 'Dispatches running now.',
-      }),
-      queued: meter.createUpDownCounter(metricNames.queued, {
-        unit: '{call}',
-        description: 'Dispatches waiting for a concurrency slot now.',
-      }),
-    };
-  } catch {
-    return undefined;
+/** The instruments of one meter and the counts its observable instruments report. */
+class MeterState {
+  readonly duration: Histogram;
+  readonly retries: Counter;
+  readonly timeouts: Counter;
+  readonly dedupeHits: Counter;
+  readonly breakerTransitions: Counter;
+  // Kept as plain counts and reported when the reader collects: an SDK measurement costs about
+  // a microsecond, and these three change on every call.
+  readonly attempts = new Map<string, number>();
+  readonly inFlight = new Map<string, number>();
+  readonly queued = new Map<string, number>();
+  private readonly attributeSets = new Map<string, Attributes>();
+
+  constructor(meter: Meter) {
+    this.duration = meter.createHistogram(metricNames.duration, {
+      unit: 's',
+      description: 'The duration of a single tool execution, from dispatch to outcome.',
+      advice: { explicitBucketBoundaries: durationBuckets },
+    });
+    this.retries = meter.createCounter(metricNames.retries, {
+      unit: '{retry}',
+      description: 'Retries scheduled after a retryable failure.',
+    });
+    this.timeouts = meter.createCounter(metricNames.timeouts, {
+      unit: '{timeout}',
+      description: 'Attempts that ran past their timeout.',
+    });
+    this.dedupeHits = meter.createCounter(metricNames.dedupeHits, {
+      unit: '{call}',
+      description: 'Calls served by the idempotency layer instead of running the handler.',
+    });
+    this.breakerTransitions = meter.createCounter(metricNames.breakerTransitions, {
+      unit: '{transition}',
+      description: 'Circuit breaker state changes.',
+    });
+    this.observe(meter.createObservableCounter(metricNames.attempts, {
+      unit: '{attempt}',
+      description: 'Handler attempts started.',
+    }), this.attempts);
+    this.observe(meter.createObservableUpDownCounter(metricNames.inFlight, {
+      unit: '{call}',
+      description: 'Dispatches running now, queued ones included.',
+    }), this.inFlight);
+    this.observe(meter.createObservableUpDownCounter(metricNames.queued, {
+      unit: '{call}',
+      description: 'Dispatches waiting for a concurrency slot now.',
+    }), this.queued);
   }
+
+  private observe(instrument: Observable, counts: Map<string, number>): void {
+    instrument.addCallback((result) => {
+      for (const [tool, count] of counts) result.observe(count, this.toolAttributes(tool));
+    });
+  }
+
+  /** Adds `delta` to `tool`'s count; a tool keeps its entry (at 0) so its series reads 0. */
+  bump(counts: Map<string, number>, tool: string, delta: number): void {
+    counts.set(tool, (counts.get(tool) ?? 0) + delta);
+  }
+
+  /** `{ gen_ai.tool.name }`, one object per tool. */
+  toolAttributes(tool: string): Attributes {
+    return this.cached(tool, () => ({ [genAi.toolName]: tool }));
+  }
+
+  /** The duration histogram's attributes, one object per tool, type and kind. */
+  durationAttributes(tool: string, toolType: string, kind: string | undefined): Attributes {
+    return this.cached(`${tool}\u0000${toolType}\u0000${kind ?? ''}`, () => {
+      const attributes: Attributes = { [genAi.toolName]: tool, [genAi.toolType]: toolType };
+      if (kind !== undefined) attributes[genAi.errorType] = kind;
+      return attributes;
+    });
+  }
+
+  // Attribute sets are few (tools × kinds, all bounded), so they are made once and kept.
+  private cached(key: string, make: () => Attributes): Attributes {
+    let attributes = this.attributeSets.get(key);
+    if (attributes === undefined) {
+      attributes = make();
+      this.attributeSets.set(key, attributes);
+    }
+    return attributes;
+  }
+}
+
+// One state per meter, shared by every otelMetrics() layer on it: two layers reporting the same
+// observable series separately would overwrite each other. `null`: the meter is unusable.
+const meterStates = new WeakMap<Meter, MeterState | null>();
+
+// A meter that is the API's no-op (no SDK installed) gets no state: the layer steps aside.
+function stateFor(meter: Meter): MeterState | undefined {
+  if (meter === createNoopMeter()) return undefined;
+  let state = meterStates.get(meter);
+  if (state === undefined) {
+    try {
+      state = new MeterState(meter);
+    } catch {
+      state = null;
+    }
+    meterStates.set(meter, state);
+  }
+  return state ?? undefined;
 }
 
 const transitionStates: Readonly<Record<string, string>> = {
@@ -179,13 +229,13 @@ const transitionStates: Readonly<Record<string, string>> = {
 class MeteredDispatch {
   private ended = false;
   private queued = false;
-  private inFlightAttributes: Attributes | undefined = undefined;
-  private toolAttributes: Attributes | undefined = undefined;
+  private countedInFlight = false;
+  private tool: string | undefined = undefined;
   private unsubscribe: () => void = noop;
 
   constructor(
     private readonly ctx: DispatchContext,
-    private readonly instruments: Instruments,
+    private readonly state: MeterState,
     private readonly toolType: string,
   ) {}
 
@@ -202,62 +252,67 @@ class MeteredDispatch {
   // Counted once the outer layers have run: by then the lookup has named the tool (or not).
   countInFlight(): void {
     if (this.ended) return;
-    this.inFlightAttributes = this.attributes();
-    this.safely(() => this.instruments.inFlight.add(1, this.inFlightAttributes));
+    this.countedInFlight = true;
+    this.state.bump(this.state.inFlight, this.toolName(), 1);
   }
 
-  // Built on first use, after the lookup: the tool name metrics may use.
-  private attributes(): Attributes {
-    return (this.toolAttributes ??= { [genAi.toolName]: metricToolName(this.ctx) });
+  // Read once, after the lookup: the name every instrument of this call uses.
+  private toolName(): string {
+    return (this.tool ??= metricToolName(this.ctx));
   }
 
   private onEvent(event: DispatchEvent): void {
     if (this.ended) return;
+    try {
+      this.record(event);
+    } catch {
+      // A meter that throws costs its data point, never the dispatch.
+    }
+  }
+
+  private record(event: DispatchEvent): void {
     const { type } = event;
     if (isTerminal(type)) {
       const kind = type === 'dispatch.failure' ? (typeof event.kind === 'string' ? event.kind : 'internal') : undefined;
       this.end(kind, typeof event.durationMs === 'number' ? event.durationMs : Number.NaN);
       return;
     }
-    const { instruments } = this;
+    const { state } = this;
     switch (type) {
       case 'dispatch.attempt':
         this.leaveQueue();
-        this.safely(() => instruments.attempts.add(1, this.attributes()));
+        state.bump(state.attempts, this.toolName(), 1);
         break;
       case 'dispatch.retry':
-        this.safely(() =>
-          instruments.retries.add(1, {
-            ...this.attributes(),
-            [genAi.errorType]: typeof event.kind === 'string' ? event.kind : '_OTHER',
-          }),
-        );
+        state.retries.add(1, {
+          ...state.toolAttributes(this.toolName()),
+          [genAi.errorType]: typeof event.kind === 'string' ? event.kind : '_OTHER',
+        });
         break;
       case 'dispatch.timeout':
-        this.safely(() => instruments.timeouts.add(1, this.attributes()));
+        state.timeouts.add(1, state.toolAttributes(this.toolName()));
         break;
       case 'idempotency.hit':
-        this.safely(() =>
-          instruments.dedupeHits.add(1, {
-            ...this.attributes(),
-            [ours.idempotencySource]: event.source === 'cache' ? 'cache' : 'in_flight',
-          }),
-        );
+        state.dedupeHits.add(1, {
+          ...state.toolAttributes(this.toolName()),
+          [ours.idempotencySource]: event.source === 'cache' ? 'cache' : 'in_flight',
+        });
         break;
       case 'concurrency.queued':
         if (this.queued) break;
         this.queued = true;
-        this.safely(() => instruments.queued.add(1, this.attributes()));
+        state.bump(state.queued, this.toolName(), 1);
         break;
       case 'concurrency.acquired':
         this.leaveQueue();
         break;
       default: {
-        const state = transitionStates[type];
-        if (state === undefined) break;
-        this.safely(() =>
-          instruments.breakerTransitions.add(1, { ...this.attributes(), [ours.circuitState]: state }),
-        );
+        const entered = transitionStates[type];
+        if (entered === undefined) break;
+        state.breakerTransitions.add(1, {
+          ...state.toolAttributes(this.toolName()),
+          [ours.circuitState]: entered,
+        });
       }
     }
   }
@@ -265,30 +320,27 @@ class MeteredDispatch {
   private leaveQueue(): void {
     if (!this.queued) return;
     this.queued = false;
-    this.safely(() => this.instruments.queued.add(-1, this.attributes()));
+    this.state.bump(this.state.queued, this.toolName(), -1);
   }
 
   /** Records the duration and takes the call out of the gauges, once. */
   end(kind: string | undefined, durationMs: number): void {
     if (this.ended) return;
     this.ended = true;
-    this.safely(() => this.unsubscribe());
+    try {
+      this.unsubscribe();
+    } catch {
+      // Nothing else to clean up.
+    }
     this.leaveQueue();
-    const { instruments, inFlightAttributes } = this;
-    if (inFlightAttributes !== undefined) this.safely(() => instruments.inFlight.add(-1, inFlightAttributes));
+    const { state } = this;
+    if (this.countedInFlight) state.bump(state.inFlight, this.toolName(), -1);
     // A broken injected clock gives no duration; the point is left out rather than made up.
     if (!Number.isFinite(durationMs)) return;
-    const attributes: Attributes = { ...this.attributes(), [genAi.toolType]: this.toolType };
-    if (kind !== undefined) attributes[genAi.errorType] = kind;
-    this.safely(() => instruments.duration.record(Math.max(0, durationMs) / 1000, attributes));
-  }
-
-  // A meter that throws costs its data point, never the dispatch.
-  private safely(record: () => void): void {
     try {
-      record();
+      state.duration.record(Math.max(0, durationMs) / 1000, state.durationAttributes(this.toolName(), this.toolType, kind));
     } catch {
-      // Ignored on purpose.
+      // A meter that throws costs its data point, never the dispatch.
     }
   }
 }

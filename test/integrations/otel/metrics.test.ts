@@ -298,15 +298,56 @@ describe('otelMetrics: robustness and defaults', () => {
     const broken = {
       createHistogram: () => ({ record: throwing }),
       createCounter: () => ({ add: throwing }),
-      createUpDownCounter: () => ({ add: throwing }),
+      createObservableCounter: () => ({ addCallback: () => {} }),
+      createObservableUpDownCounter: () => ({ addCallback: () => {} }),
     } as unknown as Meter;
-    const registry = new ToolRegistry().register({ name: 'm10.tool', inputSchema: query, handler: () => 1 });
-    const dispatcher = createDispatcher([otelMetrics({ meter: broken }), ...defaultStack({ registry })]);
-    expect(await dispatcher.dispatch('m10.tool', { q: 'a' })).toEqual({ ok: true, result: 1, attempts: 1 });
+    const clock = manualClock();
+    let calls = 0;
+    const registry = new ToolRegistry().register({
+      name: 'm10.tool',
+      inputSchema: query,
+      handler: () => {
+        calls += 1;
+        if (calls === 1) throw new TransientError('again');
+        return 1;
+      },
+    });
+    const dispatcher = createDispatcher([
+      otelMetrics({ meter: broken }),
+      ...defaultStack({ registry, retry: { clock, random: () => 0 } }),
+    ]);
+    const pending = dispatcher.dispatch('m10.tool', { q: 'a' }, { idempotencyKey: 'k10' });
+    await flush();
+    clock.fire();
+    expect(await pending).toEqual({ ok: true, result: 1, attempts: 2 });
+    expect(await dispatcher.dispatch('m10.tool', { q: 'a' }, { idempotencyKey: 'k10' })).toMatchObject({ ok: true, attempts: 0 });
 
     const refusing = { createHistogram: throwing } as unknown as Meter;
     const second = createDispatcher([otelMetrics({ meter: refusing }), ...defaultStack({ registry })]);
     expect(await second.dispatch('m10.tool', { q: 'a' })).toEqual({ ok: true, result: 1, attempts: 1 });
+  });
+
+  it('shares the counts of every layer on one meter, so their series add up', async () => {
+    const meter = telemetry.meterProvider.getMeter('tool-dispatcher');
+    const release = gate();
+    const registry = new ToolRegistry().register({
+      name: 'm13.tool',
+      inputSchema: query,
+      handler: async () => {
+        await release.promise;
+        return 1;
+      },
+    });
+    const one = createDispatcher([otelMetrics({ meter }), ...defaultStack({ registry })]);
+    const two = createDispatcher([otelMetrics({ meter }), ...defaultStack({ registry })]);
+    const running = [one.dispatch('m13.tool', { q: 'a' }), two.dispatch('m13.tool', { q: 'b' })];
+    await flush();
+    const data = await telemetry.collect();
+    const tool = { 'gen_ai.tool.name': 'm13.tool' };
+    expect(counterValue(metric(data, 'tool_dispatcher.in_flight'), tool)).toBe(2);
+    expect(counterValue(metric(data, 'tool_dispatcher.attempts'), tool)).toBe(2);
+    release.open();
+    await Promise.all(running);
   });
 
   it('uses the global meter provider, also one registered after the layer was made', async () => {
