@@ -37,6 +37,7 @@ const guardRatio = 1.0;
 
 const targets = {
   perDispatchVsCockatiel: 0.1,
+  behindLayerVsBare: 1.3,
   perDispatchVsFloor: 40,
   fanOutVsCockatiel: 3,
   fanOutVsPool: 0.5,
@@ -155,6 +156,8 @@ async function main(): Promise<void> {
     return;
   }
 
+  const behindLayer = pairedRatio(perDispatch, 'oursBehindLayer', 'ours');
+  log(`   behind a pass-through layer / bare: ${formatRatio(behindLayer)}   (target ≤ ${targets.behindLayerVsBare}×)`);
   const vsPStack = pairedRatio(perDispatch, 'ours', 'pStack');
   const missVsCockatiel = pairedRatio(perDispatch, 'oursKeyMiss', 'cockatiel');
   const hitVsCockatiel = pairedRatio(perDispatch, 'oursKeyHit', 'cockatiel');
@@ -220,6 +223,12 @@ async function main(): Promise<void> {
       target: `≤ ${targets.perDispatchVsCockatiel}×`,
       measured: formatRatio(vsCockatiel),
       met: vsCockatiel.median <= targets.perDispatchVsCockatiel,
+    },
+    {
+      name: 'per-dispatch: [pass-through layer, ...default stack] vs the bare default stack',
+      target: `≤ ${targets.behindLayerVsBare}×`,
+      measured: formatRatio(behindLayer),
+      met: behindLayer.median <= targets.behindLayerVsBare,
     },
     {
       name: 'per-dispatch: default stack vs direct call',

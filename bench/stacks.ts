@@ -82,6 +82,8 @@ export interface Stacks {
   ours: Dispatcher;
   /** Another default-stack dispatcher, so the key-hit case has a cache of its own. */
   oursOwnCache: Dispatcher;
+  /** `createDispatcher([passThrough, ...defaultStack({ registry })])`: the default stack as a fused tail. */
+  oursBehindLayer: Dispatcher;
   /** The default stack with `retry({ baseDelayMs: 0 })`. */
   oursZeroBackoff: Dispatcher;
   /** The default stack whose timeout layer runs on a manual clock (`timeoutClock.fire()`). */
@@ -140,6 +142,12 @@ export function createStacks(lib: Library): Stacks {
 
   const ours = createDispatcher(defaultStack({ registry }));
   const oursOwnCache = createDispatcher(defaultStack({ registry }));
+  const oursBehindLayer = createDispatcher([
+    async function passThrough(_ctx, next) {
+      await next();
+    },
+    ...defaultStack({ registry }),
+  ]);
   const oursZeroBackoff = createDispatcher(defaultStack({ registry, retry: { baseDelayMs: 0 } }));
   const oursManualTimeout = createDispatcher(defaultStack({ registry, timeout: { clock: timeoutClock } }));
 
@@ -215,6 +223,7 @@ export function createStacks(lib: Library): Stacks {
   return {
     ours,
     oursOwnCache,
+    oursBehindLayer,
     oursZeroBackoff,
     oursManualTimeout,
     timeoutClock,

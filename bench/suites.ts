@@ -59,6 +59,9 @@ export function perDispatchCases(stacks: Stacks): BenchCase[] {
       },
     },
     sequential('ours', 'tool-dispatcher default stack, no key', () => stacks.ours.dispatch(name, smallArgs)),
+    sequential('oursBehindLayer', '[pass-through layer, ...default stack], no key', () =>
+      stacks.oursBehindLayer.dispatch(name, smallArgs),
+    ),
     sequential('oursKeyMiss', 'default stack, idempotency key: miss (fresh key)', () =>
       stacks.ours.dispatch(name, smallArgs, { idempotencyKey: `miss-${++missKey}` }),
     ),
