@@ -14,6 +14,7 @@ import {
   defaultStack,
   type Middleware,
 } from '../../../index.js';
+import { sdkTimeoutMs } from '../../../integrations/mcp/client.js';
 import { createMcpServer, importMcpTools, registryNameOf } from '../../../integrations/mcp/index.js';
 import { buildRemoteServer } from './fixtures/remote-server.js';
 
@@ -62,6 +63,15 @@ describe('importMcpTools', () => {
     expect(registryNameOf('files.read-all')).toBe('files.read-all');
     expect(registryNameOf('weird name/with:chars')).toBe('weird_name_with_chars');
     expect(registryNameOf('_private')).toBe('private');
+  });
+
+  it('sizes the SDK timeout a little past the deadline, never above 2^31-1 nor below 1 ms', () => {
+    expect(sdkTimeoutMs(Infinity, 1_000)).toBe(2 ** 31 - 1);
+    expect(sdkTimeoutMs(Date.now() + 10 * 2 ** 31, 0)).toBe(2 ** 31 - 1);
+    expect(sdkTimeoutMs(Date.now() - 5_000, 1_000)).toBe(1);
+    const timeout = sdkTimeoutMs(Date.now() + 300, 1_000);
+    expect(timeout).toBeGreaterThan(1_000);
+    expect(timeout).toBeLessThanOrEqual(1_300);
   });
 
   it('refuses two remote tools that map to one name, naming both', async () => {
