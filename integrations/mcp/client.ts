@@ -509,6 +509,9 @@ class Importer {
 /**
  * The SDK request timeout for an attempt: a little past its deadline, and never above 2^31−1
  * (the SDK turns a larger value, `Infinity` included, into 1 ms).
+ *
+ * @example
+ * client.callTool(params, undefined, { signal, timeout: sdkTimeoutMs(ctx.deadline, 1_000) });
  */
 export function sdkTimeoutMs(deadline: number, slackMs: number): number {
   if (!Number.isFinite(deadline)) return maxSdkTimeoutMs;

@@ -2,26 +2,29 @@
 
 import type { DispatchError, DispatchErrorJson } from '../../index.js';
 
-/** The `_meta` key of a `tools/call` request that carries the caller's idempotency key. */
+/**
+ * The `_meta` key of a `tools/call` request that carries the caller's idempotency key.
+ *
+ * @example
+ * client.callTool({ name: 'pay.charge', arguments, _meta: { [idempotencyKeyMetaKey]: 'order-42' } });
+ */
 export const idempotencyKeyMetaKey = 'tool-dispatcher/idempotencyKey';
 
-/** The `_meta` key of a failed `CallToolResult` that carries the error envelope. */
+/**
+ * The `_meta` key of a failed `CallToolResult` that carries the error envelope.
+ *
+ * @example
+ * if (result.isError) console.log(result._meta?.[errorMetaKey]); // { ok: false, kind: 'schema', … }
+ */
 export const errorMetaKey = 'tool-dispatcher/error';
 
-// A line that looks like a stack frame ("    at fn (file.js:1:2)").
-const stackFrame = /^\s*at\s.+/;
-
-/** The envelope as plain JSON, its message without stack-frame lines. */
+/**
+ * The envelope as plain JSON for `_meta`: kind, message (the core keeps stack frames out of it),
+ * attempts, JSON-RPC code and `retryAfterMs`; never `cause`.
+ *
+ * @example
+ * const meta = { [errorMetaKey]: envelopeOf(outcome) };
+ */
 export function envelopeOf(error: DispatchError): DispatchErrorJson {
-  const json = error.toJSON();
-  return { ...json, message: withoutStackFrames(json.message) };
-}
-
-function withoutStackFrames(message: string): string {
-  if (!message.includes('\n')) return stackFrame.test(message) ? '' : message;
-  return message
-    .split(/\r?\n/)
-    .filter((line) => !stackFrame.test(line))
-    .join('\n')
-    .trim();
+  return error.toJSON();
 }

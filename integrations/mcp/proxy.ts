@@ -317,7 +317,12 @@ function inheritedEnv(): Record<string, string> {
 
 const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent']);
 
-/** Throws a TypeError naming the first bad setting of a proxy config. */
+/**
+ * Throws a TypeError naming the first bad setting of a proxy config (unknown keys included).
+ *
+ * @example
+ * checkConfig(JSON.parse(readFileSync('proxy.json', 'utf8')));
+ */
 export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   const object = (value: unknown, where: string): Record<string, unknown> => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {

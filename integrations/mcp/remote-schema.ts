@@ -16,6 +16,9 @@ export interface RemoteSchema extends StandardSchemaV1<Record<string, unknown>> 
 /**
  * Wraps a remote tool's input schema so the registry validates args locally (the model gets our
  * `schema` envelope, not a remote round trip) and `registry.list()` shows the remote schema.
+ *
+ * @example
+ * registry.register({ name: 'get_weather', inputSchema: remoteSchema(tool.inputSchema, new AjvJsonSchemaValidator()), handler });
  */
 export function remoteSchema(schema: Record<string, unknown>, validator: jsonSchemaValidator): RemoteSchema {
   const copy = structuredClone(schema);
