@@ -7,7 +7,10 @@ import { HelpRequested, parseProxyArgs, usage } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
   const { upstream, config, logLevel } = parseProxyArgs(argv);
-  const proxy = await createMcpProxy({ upstream, config, logLevel });
+  const proxy = await createMcpProxy({ upstream, config, logLevel }).catch((error: unknown) => {
+    const where = 'url' in upstream ? upstream.url : [upstream.command, ...(upstream.args ?? [])].join(' ');
+    throw new Error(`The upstream MCP server (${where}) did not start: ${(error as Error).message}`, { cause: error });
+  });
   let stopping = false;
   const stop = (code: number) => {
     if (stopping) return;

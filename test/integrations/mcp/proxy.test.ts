@@ -225,6 +225,16 @@ describe('mcp-proxy arguments', () => {
     expect(() => parseProxyArgs(['--config', file, '--', 'node'])).toThrow(/config\.tools\["x"\]\.retries is not a setting/);
   });
 
+  it('exits 1 with a message on stderr when the upstream does not start', () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', cli, 'mcp-proxy', '--', process.execPath, '-e', 'process.exit(3)'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^tool-dispatcher: The upstream MCP server \(.* -e process\.exit\(3\)\) did not start: .*Connection closed/);
+  });
+
   it('exits 2 with the usage on stderr for a bad command line', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', cli, 'mcp-proxy', '--bogus'], { cwd: root, encoding: 'utf8' });
     expect(run.status).toBe(2);
