@@ -1,5 +1,6 @@
 // Logging: writes one structured, JSON-safe record per event of a dispatch to any leveled logger.
 
+import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
 import { optionsObject, requireFunction } from '../src/internal/options.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
@@ -60,6 +61,8 @@ export interface LoggingOptions {
   now?: () => number;
 }
 
+let loggingLayers = 0;
+
 const rank: Readonly<Record<LogLevel, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 const defaultLevels: Readonly<Record<string, LogLevel>> = {
@@ -80,7 +83,8 @@ const defaultLevels: Readonly<Record<string, LogLevel>> = {
 // Fields the record sets itself, and fields that must never reach a log line.
 const ownFields = new Set(['type', 'event', 'tool', 'callId', 'attempt', 'durationMs', 'kind']);
 const droppedFields = new Set(['cause', 'stack']);
-const maxDepth = 8;
+// Log lines keep an error's message, drop what cannot be rendered, and never carry a cause.
+const logSafe: JsonSafeOptions = { maxDepth: 8, errors: 'message', unrenderable: 'omit', dropKeys: droppedFields };
 
 /**
  * Writes one record per event of each dispatch it sees, from the moment it runs (outermost, it
@@ -125,8 +129,9 @@ export function logging(options: LoggingOptions): Middleware {
     (Object.hasOwn(defaultLevels, type) ? defaultLevels[type] : undefined) ??
     'debug';
 
-  // The layer may run once per attempt (inside retry); the listener must be added only once.
-  const listening = new WeakSet<DispatchContext>();
+  // The layer may run once per attempt (inside retry), but listens once per dispatch, to its
+  // end: the call's own success or failure is emitted after every layer has settled.
+  const listeningKey = `logging#${++loggingLayers}`;
 
   const write = (ctx: DispatchContext, event: DispatchEvent) => {
     const eventLevel = levelOf(event.type);
@@ -142,8 +147,9 @@ export function logging(options: LoggingOptions): Middleware {
   };
 
   return trusted(function logging(ctx: DispatchContext, next: Next): Promise<void> {
-    if (!listening.has(ctx)) {
-      listening.add(ctx);
+    const { state } = ctx;
+    if (state[listeningKey] === undefined) {
+      state[listeningKey] = true;
       ctx.listen((event) => write(ctx, event));
     }
     return next();
@@ -165,49 +171,9 @@ function toRecord(ctx: DispatchContext, event: DispatchEvent, now: () => number)
   if (typeof event.kind === 'string') record.kind = event.kind;
   for (const key of Object.keys(event)) {
     if (ownFields.has(key) || droppedFields.has(key)) continue;
-    setField(record, key, jsonSafe(event[key], 0, []));
+    setField(record, key, toJsonSafe(event[key], logSafe));
   }
   return record as unknown as LogRecord;
-}
-
-// A copy made of plain JSON values that round-trips through JSON.stringify unchanged:
-// non-finite numbers and bigints become strings; errors their message; functions, symbols,
-// `undefined`, cycles and `cause`/`stack` fields are left out.
-function jsonSafe(value: unknown, depth: number, ancestors: object[]): unknown {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return value;
-    case 'number':
-      return Number.isFinite(value) ? value : String(value);
-    case 'bigint':
-      return value.toString();
-    case 'object':
-      break;
-    default:
-      return undefined;
-  }
-  if (value === null) return null;
-  if (value instanceof Error) return value.message;
-  if (depth >= maxDepth || ancestors.includes(value)) return undefined;
-  try {
-    ancestors.push(value);
-    if (Array.isArray(value)) {
-      return value.map((item) => jsonSafe(item, depth + 1, ancestors) ?? null);
-    }
-    if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
-    const copy: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) {
-      if (droppedFields.has(key)) continue;
-      setField(copy, key, jsonSafe((value as Record<string, unknown>)[key], depth + 1, ancestors));
-    }
-    return copy;
-  } catch {
-    // A throwing getter or proxy: leave the field out rather than lose the record.
-    return undefined;
-  } finally {
-    ancestors.pop();
-  }
 }
 
 // defineProperty, so a field named "__proto__" stays a plain field and never swaps the prototype.

@@ -8,6 +8,7 @@ import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
+import { requireFunction } from './internal/options.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import { stackRunner, type Report } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
@@ -72,10 +73,8 @@ export function createDispatcher(
   // A stack composed inside this one runs as its layers written out in place (see compose).
   const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
   const { onEvent, now = readSystemClock } = options;
-  if (onEvent !== undefined && typeof onEvent !== 'function') {
-    throw new TypeError('onEvent must be a function');
-  }
-  if (typeof now !== 'function') throw new TypeError('now must be a function');
+  if (onEvent !== undefined) requireFunction('onEvent', onEvent);
+  requireFunction('now', now);
   // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
   const runStack = stackRunner(stack, (ctx) => finish(ctx), { startsWithDispatch: now === readSystemClock });
   const innermostLayer = stack[stack.length - 1];

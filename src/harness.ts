@@ -1,6 +1,8 @@
 // Harness-loop helpers: what the agent loop does with an outcome, and how the model reads it.
 
-import { requireInteger } from './internal/options.js';
+import { withoutStackFrames } from './errors.js';
+import { optionsObject, requireInteger } from './internal/options.js';
+import { toJsonSafe } from './json-safe.js';
 import type { Outcome } from './types.js';
 
 /** The harness-loop hook an outcome calls for. */
@@ -71,10 +73,7 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
  * if (replan) messages.push({ role: 'user', content: 'That failed; choose another approach.' });
  */
 export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}): HarnessStep {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`harnessStep() options must be an object, got ${String(options)}`);
-  }
-  const { maxAttempts = 3 } = options;
+  const { maxAttempts = 3 } = optionsObject('harnessStep', options);
   requireInteger('maxAttempts', maxAttempts, 1);
   requireOutcome('harnessStep', outcome);
   if (outcome.ok) return none;
@@ -92,7 +91,6 @@ export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}):
 }
 
 const truncationMarker = '… [truncated]';
-const maxDepth = 32;
 
 /**
  * Renders an outcome as compact text for the model: a success as its result (a string as it is,
@@ -106,10 +104,7 @@ const maxDepth = 32;
  * // 'error (timeout, after 1 attempt): "search.web" timed out after 5000 ms (attempt 1) Hint: …'
  */
 export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}): string {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`toToolMessage() options must be an object, got ${String(options)}`);
-  }
-  const { maxLength = 2000 } = options;
+  const { maxLength = 2000 } = optionsObject('toToolMessage', options);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   requireOutcome('toToolMessage', outcome);
   if (outcome.ok) return truncate(renderResult(outcome.result), maxLength);
@@ -167,9 +162,8 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
 
 // Drops stack-frame lines ("    at fn (file:1:2)") and folds the rest onto one line.
 function withoutStack(message: string): string {
-  return message
+  return withoutStackFrames(message)
     .split(/\r?\n/)
-    .filter((line) => !/^\s+at\s+\S/.test(line))
     .map((line) => line.trim())
     .filter((line) => line.length > 0)
     .join(' ');
@@ -178,65 +172,11 @@ function withoutStack(message: string): string {
 function renderResult(result: unknown): string {
   if (typeof result === 'string') return result;
   try {
-    const value = toJsonValue(result, 0, []);
+    const value = toJsonSafe(result);
     return value === undefined ? '(no result)' : JSON.stringify(value);
   } catch {
     return Object.prototype.toString.call(result);
   }
-}
-
-// A copy of `value` made of plain JSON values: bigints and non-finite numbers become strings,
-// errors `{ name, message }` (never a stack), Maps arrays of entries, Sets arrays, cycles
-// "[Circular]"; functions, symbols and `undefined` are left out as JSON.stringify would.
-function toJsonValue(value: unknown, depth: number, ancestors: object[], useToJson = true): unknown {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return value;
-    case 'number':
-      return Number.isFinite(value) ? value : String(value);
-    case 'bigint':
-      return value.toString();
-    case 'object':
-      break;
-    default:
-      return undefined;
-  }
-  if (value === null) return null;
-  if (ancestors.includes(value)) return '[Circular]';
-  if (depth >= maxDepth) return '[Too deep]';
-  ancestors.push(value);
-  try {
-    return objectToJson(value, depth, ancestors, useToJson);
-  } catch {
-    // A throwing getter, toJSON or proxy trap: show what it was rather than fail.
-    return Object.prototype.toString.call(value);
-  } finally {
-    ancestors.pop();
-  }
-}
-
-function objectToJson(value: object, depth: number, ancestors: object[], useToJson: boolean): unknown {
-  const inner = (item: unknown, fromToJson = false) =>
-    toJsonValue(item, depth + 1, ancestors, !fromToJson);
-  if (value instanceof Error) {
-    return { name: value.name, message: withoutStack(String(value.message)) };
-  }
-  if (useToJson && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    return inner((value as { toJSON: () => unknown }).toJSON(), true);
-  }
-  if (Array.isArray(value)) return value.map((item) => inner(item) ?? null);
-  if (value instanceof Map) return Array.from(value, ([key, item]) => [inner(key) ?? null, inner(item) ?? null]);
-  if (value instanceof Set) return Array.from(value, (item) => inner(item) ?? null);
-  const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const item = inner((value as Record<string, unknown>)[key]);
-    // defineProperty, so a "__proto__" key stays a plain field.
-    if (item !== undefined) {
-      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
-    }
-  }
-  return copy;
 }
 
 function truncate(text: string, maxLength: number): string {

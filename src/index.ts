@@ -62,6 +62,8 @@ export type {
 } from './types.js';
 
 export { harnessStep, toToolMessage } from './harness.js';
+export { toJsonSafe } from './json-safe.js';
+export type { JsonSafeOptions } from './json-safe.js';
 export type {
   HarnessHook,
   HarnessStep,
