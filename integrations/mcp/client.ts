@@ -244,6 +244,7 @@ class Importer {
   #client: Client;
   #reconnecting: Promise<Client> | undefined;
   #refreshing: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
   #disposed = false;
   #listings = 0;
   // Compiled validators by local name and schema text: a refresh (or a restart) that finds the
@@ -271,11 +272,23 @@ class Importer {
   }
 
   refresh(): Promise<void> {
-    // One listing at a time; a refresh asked for while one runs shares it.
-    this.#refreshing ??= this.#list().finally(() => {
-      this.#refreshing = undefined;
+    const running = this.#refreshing;
+    if (running !== undefined) {
+      // One listing at a time. A change announced while one runs may postdate the list it read,
+      // so every request made meanwhile shares one more listing after it.
+      this.#queued ??= running
+        .catch(() => {})
+        .then(() => {
+          this.#queued = undefined;
+          return this.refresh();
+        });
+      return this.#queued;
+    }
+    const listing = this.#list().finally(() => {
+      if (this.#refreshing === listing) this.#refreshing = undefined;
     });
-    return this.#refreshing;
+    this.#refreshing = listing;
+    return listing;
   }
 
   reconnect(): Promise<Client> {
