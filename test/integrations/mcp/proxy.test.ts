@@ -176,8 +176,8 @@ describe('tool-dispatcher mcp-proxy --upstream-url', () => {
     http.close();
   });
 
-  it('serves a Streamable HTTP upstream, and fails calls transient once it is unreachable', async () => {
-    const proxy = await startProxy('http', { defaults: { maxAttempts: 2 } }, ['--upstream-url', url], []);
+  it('serves a Streamable HTTP upstream, fails calls transient once it is unreachable, and opens the breaker', async () => {
+    const proxy = await startProxy('http', { defaults: { maxAttempts: 2 } }, ['--upstream-url', url, '--breaker-failure-threshold', '1'], []);
     try {
       expect((await proxy.client.listTools()).tools.map((tool) => tool.name)).toContain('getWeather');
       const weather = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
@@ -186,6 +186,8 @@ describe('tool-dispatcher mcp-proxy --upstream-url', () => {
       await new Promise<void>((resolve) => http.close(() => resolve()));
       const unreachable = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
       expect(unreachable).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 2 } } });
+      const refused = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
+      expect(refused).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'circuit_open', attempts: 0 } } });
     } finally {
       await proxy.client.close();
     }
