@@ -17,6 +17,11 @@ export function runScript(
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
+      try {
+        client.stalled?.();
+      } catch {
+        // A watchdog's trouble is not the caller's.
+      }
       reject(
         storeUnavailable(
           `Redis did not answer ${script.name} within ${timeoutMs} ms (its outcome is unknown)`,

@@ -35,6 +35,13 @@ export interface StoreClient {
    * Optional: without it, waiters poll and the breaker's mirror expires by age.
    */
   subscribe?(channel: string, handlers: StoreSubscriptionHandlers): Promise<() => Promise<void>>;
+  /**
+   * Optional: told each time a call passed its store deadline unanswered. A connection that
+   * drops bytes but stays open (a wedge) never errors, and a client that lost a reply pairs
+   * every later reply with the wrong command, so the adapters drop such a connection for the
+   * client to make a new one.
+   */
+  stalled?(): void;
 }
 
 /**
@@ -53,6 +60,9 @@ type EvalOptions = { keys: string[]; arguments: string[] };
 export interface NodeRedisLike {
   evalSha(sha: string, options: EvalOptions): Promise<unknown>;
   eval(script: string, options: EvalOptions): Promise<unknown>;
+  /** Used to drop a stalled connection (then `connect()` again). */
+  destroy?(): void;
+  connect?(): Promise<unknown>;
 }
 
 /** The part of a node-redis client in subscriber mode (`client.duplicate()`, connected) the stores use. */
@@ -66,6 +76,8 @@ export interface NodeRedisSubscriberLike {
 export interface IoredisLike {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Used to drop a stalled connection (`disconnect(true)` reconnects). */
+  disconnect?(reconnect?: boolean): void;
 }
 
 /** The part of an ioredis client used as a subscriber (`client.duplicate()`) the stores use. */
@@ -83,12 +95,24 @@ export interface FromNodeRedisOptions {
    * one, followers learn of a finished leader by polling, and the breaker's mirror by age.
    */
   subscriber?: NodeRedisSubscriberLike;
+  /**
+   * After this many store calls in a row pass their deadline unanswered, the connection is
+   * dropped and made again (`destroy()` then `connect()`), so a wedged connection heals; 0 never.
+   * @default 2
+   */
+  stallsBeforeReconnect?: number;
 }
 
 /** Options for `fromIoredis`. */
 export interface FromIoredisOptions {
   /** A second client for pub/sub (`client.duplicate()`); see `FromNodeRedisOptions.subscriber`. */
   subscriber?: IoredisSubscriberLike;
+  /**
+   * After this many store calls in a row pass their deadline unanswered, the connection is
+   * dropped (`disconnect(true)`, ioredis reconnects); 0 never.
+   * @default 2
+   */
+  stallsBeforeReconnect?: number;
 }
 
 function isNoScript(error: unknown): boolean {
@@ -112,16 +136,24 @@ export function fromNodeRedis(client: NodeRedisLike, options: FromNodeRedisOptio
   if (subscriber !== undefined && typeof subscriber?.subscribe !== 'function') {
     throw new TypeError('subscriber must be a node-redis client (subscribe)');
   }
+  const watchdog = stallWatchdog(options.stallsBeforeReconnect ?? 2, async () => {
+    if (typeof client.destroy !== 'function' || typeof client.connect !== 'function') return;
+    client.destroy();
+    await client.connect();
+  });
   const store: StoreClient = {
     async evalScript(script, keys, args) {
       const call = { keys: [...keys], arguments: [...args] };
       try {
-        return await client.evalSha(script.sha, call);
+        const reply = await client.evalSha(script.sha, call);
+        watchdog.answered();
+        return reply;
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return client.eval(script.lua, call);
       }
     },
+    stalled: () => watchdog.stalled(),
   };
   if (subscriber !== undefined) {
     const resets = resetFanOut((reset) => {
@@ -159,15 +191,19 @@ export function fromIoredis(client: IoredisLike, options: FromIoredisOptions = {
   if (subscriber !== undefined && typeof subscriber?.subscribe !== 'function') {
     throw new TypeError('subscriber must be an ioredis client (subscribe)');
   }
+  const watchdog = stallWatchdog(options.stallsBeforeReconnect ?? 2, async () => client.disconnect?.(true));
   const store: StoreClient = {
     async evalScript(script, keys, args) {
       try {
-        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+        const reply = await client.evalsha(script.sha, keys.length, ...keys, ...args);
+        watchdog.answered();
+        return reply;
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return client.eval(script.lua, keys.length, ...keys, ...args);
       }
     },
+    stalled: () => watchdog.stalled(),
   };
   if (subscriber !== undefined) {
     const channels = new Map<string, StoreSubscriptionHandlers>();
@@ -212,6 +248,31 @@ function resetFanOut(install: (reset: () => void) => void): { add(handler: () =>
       }
       handlers.add(handler);
       return () => handlers.delete(handler);
+    },
+  };
+}
+
+// Counts calls in a row that passed their deadline; at `limit`, drops the connection once.
+function stallWatchdog(limit: number, reconnect: () => Promise<unknown>): { stalled(): void; answered(): void } {
+  if (!Number.isInteger(limit) || limit < 0) {
+    throw new TypeError(`stallsBeforeReconnect must be an integer >= 0, got ${String(limit)}`);
+  }
+  let stalls = 0;
+  let reconnecting = false;
+  return {
+    answered() {
+      stalls = 0;
+    },
+    stalled() {
+      stalls += 1;
+      if (limit === 0 || stalls < limit || reconnecting) return;
+      reconnecting = true;
+      stalls = 0;
+      reconnect()
+        .catch(() => {})
+        .finally(() => {
+          reconnecting = false;
+        });
     },
   };
 }

@@ -276,13 +276,21 @@ export function redisIdempotencyStore(
     const { status, payload } = encode(result);
     const ttl = String(Math.ceil(Math.min(ttlMs, 2 ** 47)));
     const print = (lease as RedisLease).fingerprint ?? '';
-    const reply = await runScript(
-      redis,
-      completeScript,
-      [recordKey(lease.key)],
-      [lease.token, status, payload, ttl, channel, String(lease.fence), lease.key, print],
-      timeoutMs,
-    );
+    let reply: unknown;
+    try {
+      reply = await runScript(
+        redis,
+        completeScript,
+        [recordKey(lease.key)],
+        [lease.token, status, payload, ttl, channel, String(lease.fence), lease.key, print],
+        timeoutMs,
+      );
+    } catch (error) {
+      // Past the lease's end the key may be someone else's: the holder must know it lost.
+      const mine = lease as RedisLease;
+      if (performance.now() >= mine.endsAt) mine.lose?.('it ended before the success could be stored');
+      throw error;
+    }
     const kind = text(reply, 0);
     if (kind === 'stored') return { kind: 'stored' };
     if (kind === 'late') return { kind: 'late' };

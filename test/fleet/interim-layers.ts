@@ -33,6 +33,8 @@ export function callFingerprint(tool: string, args: unknown): string {
 export interface IdempotencyHooks {
   /** The lease of `key` was lost while this process led it (the handler's signal aborted). */
   leaseLost?(key: string, token: string): void;
+  /** A store call failed (the call goes on or fails closed, as the layer decides). */
+  storeError?(key: string, operation: string, error: unknown): void;
 }
 
 /**
@@ -62,6 +64,7 @@ export function storeIdempotency(store: IdempotencyStore, options: { ttlMs: numb
           const stop = keepLeaseAlive(lease, () => store.renew(lease));
           const callerSignal = ctx.signal;
           lease.signal.addEventListener('abort', () => options.hooks?.leaseLost?.(key, lease.token), { once: true });
+          // Set before next(): the handler sees the lease's signal too.
           ctx.signal = AbortSignal.any([callerSignal, lease.signal]);
           let failure: unknown;
           try {
@@ -84,14 +87,38 @@ export function storeIdempotency(store: IdempotencyStore, options: { ttlMs: numb
               const completion = await store.complete(lease, outcome.result, options.ttlMs);
               if (completion.kind === 'lost' && completion.winner !== undefined) return { ok: true, result: completion.winner.result };
               break;
-            } catch {
+            } catch (error) {
+              options.hooks?.storeError?.(key, 'complete', error);
               await new Promise((resolve) => setTimeout(resolve, 50));
             }
           }
+          if (lease.signal.aborted) return { ok: true, result: await adopt(ctx, key, print, outcome.result) };
           return { ok: true, result: outcome.result };
         }
       }
     }
+  };
+
+  // A leader that lost its lease serves the winner's result once there is one, so every caller
+  // of the key sees one execution's result; its own when the key came free again or the store
+  // stays unreachable.
+  const adopt = async (ctx: DispatchContext, key: string, print: string, own: unknown): Promise<unknown> => {
+    const giveUpAt = performance.now() + 10_000;
+    while (performance.now() < giveUpAt) {
+      try {
+        const claim = await store.claim(key, print);
+        if (claim.kind === 'hit') return claim.result;
+        if (claim.kind === 'lead') {
+          await store.complete(claim.lease, own, options.ttlMs);
+          return own;
+        }
+        if (claim.kind !== 'follow') return own;
+        await store.changed(key, claim.fence, { signal: ctx.signal, timeoutMs: claim.leaseEndsInMs });
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    return own;
   };
 
   return async function storeIdempotency(ctx, next) {

@@ -62,11 +62,12 @@ interface Execution {
 
 export function check(entries: Entry[], facts: RunFacts): Verdict {
   const problems: string[] = [];
-  const lost = new Set(entries.filter((e) => e.type === 'L').map((e) => e.value));
+  // A lease-lost flag names the key and the worker whose execution of it lost the lease.
+  const lost = new Set(entries.filter((e) => e.type === 'L').map((e) => `${e.key} ${e.worker}`));
   const ends = new Map(entries.filter((e) => e.type === 'E').map((e) => [e.value, e.at]));
   const executions: Execution[] = entries
     .filter((e) => e.type === 'S')
-    .map((e) => ({ key: e.key, token: e.value, worker: e.worker, start: e.at, end: ends.get(e.value), lost: lost.has(e.value) }));
+    .map((e) => ({ key: e.key, token: e.value, worker: e.worker, start: e.at, end: ends.get(e.value), lost: lost.has(`${e.key} ${e.worker}`) }));
   const byKey = new Map<string, Execution[]>();
   for (const execution of executions) {
     const list = byKey.get(execution.key) ?? [];
@@ -75,8 +76,11 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   }
 
   const extra = { crash: 0, leaseLost: 0, ttl: 0, reset: 0, unexplained: 0 };
+  // Keys whose extra executions are all explained: different results for them are expected.
+  const explained = new Set<string>();
   let overlaps = 0;
   for (const [key, list] of byKey) {
+    let allExplained = true;
     for (let i = 1; i < list.length; i++) {
       const x = list[i] as Execution;
       const before = list.slice(0, i);
@@ -85,10 +89,12 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
       else if (before.every((p) => p.end !== undefined && x.start - p.end > facts.ttlMs)) extra.ttl += 1;
       else if (facts.reset !== undefined && x.start > facts.reset.at + facts.reset.windowMs - 50) extra.reset += 1;
       else {
+        allExplained = false;
         extra.unexplained += 1;
         problems.push(`unexplained execution of ${key} by ${x.worker} at ${x.start.toFixed(1)} (${i + 1} executions)`);
       }
     }
+    if (allExplained) explained.add(key);
     const clean = list.filter((e) => !e.lost && !facts.killed.has(e.worker));
     for (let i = 0; i < clean.length; i++) {
       for (let j = i + 1; j < clean.length; j++) {
@@ -124,7 +130,7 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
     for (const token of results) if (!tokens.has(token)) problems.push(`${key} answered with ${token}, which no execution produced`);
     if (results.size > 1) {
       split += 1;
-      if (!(byKey.get(key) ?? []).some((e) => e.lost)) {
+      if (!explained.has(key)) {
         splitUnexplained += 1;
         problems.push(`${key} answered with ${results.size} different executions' results`);
       }

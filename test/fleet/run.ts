@@ -4,7 +4,7 @@
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { redisSlotStore } from '../../integrations/redis/index.js';
@@ -79,6 +79,11 @@ class Fleet {
     return running;
   }
 
+  /** Marks a fault in the log, for whoever reads it after a failure. */
+  mark(what: string): void {
+    appendFileSync(this.logPath, `FAULT - ${what} runner ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`);
+  }
+
   entries(): Entry[] {
     return parseLog(readFileSync(this.logPath, 'utf8'));
   }
@@ -151,7 +156,14 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
   const startedAt = performance.timeOrigin + performance.now();
   for (let i = 0; i < workers; i++) fleet.spawn();
   let resetAt: number | undefined;
-  await sleep(150);
+  let note = '';
+  const openOf = (victim: Running) => {
+    const entries = fleet.entries();
+    const ended = new Set(entries.filter((e) => e.type === 'E').map((e) => e.value));
+    return entries.filter((e) => e.type === 'S' && e.worker === victim.id && !ended.has(e.value)).length;
+  };
+  // Workers take a moment to start: faults go in once executions are under way.
+  for (let i = 0; i < 2_000 && fleet.entries().filter((e) => e.type === 'E').length < 20; i++) await sleep(5);
   switch (scenario) {
     case 'latency':
       for (const proxy of proxies) proxy.set({ kind: 'delay', ms: 30 });
@@ -162,6 +174,7 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
       for (let round = 0; round < 2; round++) {
         const [victim] = await waitForLeaders(fleet);
         if (victim !== undefined) {
+          note += `killed ${victim.id} mid ${openOf(victim)} executions; `;
           fleet.killed.add(victim.id);
           victim.child.kill('SIGKILL');
           fleet.spawn();
@@ -172,6 +185,7 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
     case 'stop': {
       const [victim] = await waitForLeaders(fleet);
       if (victim !== undefined) {
+        note = `stopped ${victim.id} mid ${openOf(victim)} executions; `;
         victim.child.kill('SIGSTOP');
         await sleep(4 * leaseMs);
         victim.child.kill('SIGCONT');
@@ -182,15 +196,20 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
     case 'wedge': {
       const [victim] = await waitForLeaders(fleet);
       if (victim !== undefined) {
+        note = `cut off ${victim.id} mid ${openOf(victim)} executions; `;
         victim.proxy.set(scenario === 'partition' ? { kind: 'hold' } : { kind: 'drop' });
+        fleet.mark(`${scenario}-start ${victim.id}`);
         await sleep(3 * leaseMs);
         victim.proxy.set({ kind: 'pass' });
+        fleet.mark(`${scenario}-end ${victim.id}`);
       }
       break;
     }
     case 'restart':
+      note = `restarted after ${fleet.entries().filter((e) => e.type === 'E').length} executions; `;
       await server.kill();
-      await sleep(300);
+      // Workers take a moment to start: faults go in once executions are under way.
+  for (let i = 0; i < 2_000 && fleet.entries().filter((e) => e.type === 'E').length < 20; i++) await sleep(5);
       await server.restart();
       resetAt = performance.timeOrigin + performance.now();
       await reconnected(sampler);
@@ -219,7 +238,7 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
   const seconds = ((performance.timeOrigin + performance.now() - startedAt) / 1000).toFixed(1);
   const { extra } = verdict;
   console.log(
-    `${scenario.padEnd(9)} executions ${verdict.executions}/${keyCount}; extra crash ${extra.crash}, lease lost ${extra.leaseLost}, ` +
+    `${scenario.padEnd(9)} ${note}executions ${verdict.executions}/${keyCount}; extra crash ${extra.crash}, lease lost ${extra.leaseLost}, ` +
       `ttl ${extra.ttl}, after reset window ${extra.reset}, unexplained ${extra.unexplained}; split ${verdict.split} ` +
       `(unexplained ${verdict.splitUnexplained}); missing ${verdict.missing}; failures ${JSON.stringify(verdict.failures)}; ` +
       `max leases ${maxLeases}/${fleetMax}; ${seconds} s`,

@@ -94,7 +94,11 @@ async function main(): Promise<void> {
 
   const dispatcher = createFleetDispatcher(registry, stores, {
     ttlMs: config.ttlMs,
-    hooks: { leaseLost: (key, token) => line(`L ${key} ${token} ${config.id}`) },
+    hooks: {
+      leaseLost: (key, token) => line(`L ${key} ${token} ${config.id}`),
+      storeError: (key, operation, error) =>
+        line(`W ${key} ${operation}:${String((error as Error)?.message ?? error).replaceAll(' ', '_').slice(0, 120)} ${config.id}`),
+    },
     onCircuitOpen: (key) => line(`O ${key} - ${config.id}`),
   });
 
