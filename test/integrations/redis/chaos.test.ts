@@ -54,6 +54,31 @@ describe.runIf(enabled)('redis stores under faults', () => {
     });
   }
 
+  for (const [name, connect] of [
+    ['node-redis', connectNodeRedis],
+    ['ioredis', connectIoredis],
+  ] as const) {
+    it(`drops a wedged connection after calls stall, so calls succeed again once the network heals (${name})`, async () => {
+      const behind = track(await connect(proxy.url, { subscriber: false }));
+      const store = redisIdempotencyStore(behind.store, { prefix: randomUUID(), storeTimeoutMs: 100 });
+      expect((await store.claim('before', fp)).kind).toBe('lead');
+      proxy.set({ kind: 'drop' });
+      // Commands written keep the socket busy, so no socket timeout ever fires: only the
+      // store deadlines tell that the connection is wedged.
+      for (let i = 0; i < 3; i++) await expect(store.claim(`during-${i}`, fp)).rejects.toMatchObject({ kind: 'store_unavailable' });
+      proxy.set({ kind: 'pass' });
+      let answered = false;
+      for (let i = 0; i < 100 && !answered; i++) {
+        try {
+          answered = (await store.claim(`after-${i}`, fp)).kind === 'lead';
+        } catch {
+          await sleep(20);
+        }
+      }
+      expect(answered).toBe(true);
+    });
+  }
+
   it('fails at once with store_unavailable while Redis is down, and fails keyed calls closed once it is back empty', async () => {
     const connected = track(await connectNodeRedis(server.url));
     const prefix = randomUUID();
