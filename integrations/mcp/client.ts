@@ -427,7 +427,11 @@ class Importer {
     let client: Client | undefined;
     let result: CallToolResult;
     try {
-      client = await this.#connection(controller.signal);
+      // The usual case, a live client and no reconnect under way, costs no extra await.
+      client =
+        this.#reconnecting === undefined && this.#client.transport !== undefined
+          ? this.#client
+          : await this.#connection(controller.signal);
       const key = this.settings.forwardIdempotencyKey ? ctx.idempotencyKey : undefined;
       result = (await client.callTool(
         {

@@ -185,7 +185,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     const progressToken = meta?.progressToken;
     // Progress notes go out in order, and all before the response: the client forgets the
     // token once it has the result, and a note after that is an error on its side.
-    let progressSent: Promise<void> = Promise.resolve();
+    let progressSent: Promise<void> | undefined;
     const outcome: Outcome = await dispatcher.dispatch(toolName, args, {
       ...dispatchOptions,
       // Request ids restart at 1 on every connection: good for logs, never a dedupe key.
@@ -203,7 +203,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
                 ...(total === undefined ? {} : { total }),
                 ...(message === undefined ? {} : { message }),
               };
-              progressSent = progressSent
+              progressSent = (progressSent ?? Promise.resolve())
                 .then(() => extra.sendNotification({ method: 'notifications/progress', params }))
                 .catch(() => {
                   // A progress note that cannot be sent (the connection went away) is not worth failing the call.
@@ -211,7 +211,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
             },
           }),
     });
-    await progressSent;
+    if (progressSent !== undefined) await progressSent;
     if (outcome.ok) return formatResult(outcome.result, toolName);
     if (outcome.kind === 'not_found') {
       // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
