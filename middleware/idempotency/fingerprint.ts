@@ -9,7 +9,11 @@
 
 import { createHash } from 'node:crypto';
 
-/** A call's fingerprint: equal strings for equal content, SHA-256 in base64url. */
+/**
+ * A call's fingerprint: equal strings for equal content. The first 192 bits of a SHA-256 digest,
+ * in base64url (32 characters): collision-resistant (2^96 work for any pair), and small enough
+ * that a million cached keys stay under 200 bytes each.
+ */
 export type Fingerprint = string;
 
 /**
@@ -22,7 +26,8 @@ export function fingerprint(toolName: string, args: unknown): Fingerprint {
     .update(JSON.stringify(toolName))
     .update('\u0000')
     .update(canonical(args, []))
-    .digest('base64url');
+    .digest()
+    .toString('base64url', 0, 24);
 }
 
 // Distinct prefixes keep, say, the string "1", the number 1 and the bigint 1n apart.
