@@ -4,6 +4,7 @@ import { DispatchError, describeThrown, isDispatchError, toDispatchError } from 
 import { neverAborted, raceAbort } from './internal/abort.js';
 import { AttemptAbort, abortSourceOf, type AbortSource } from './internal/attempt-abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
+import { isLocalBudget, type Budget } from './budget.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -31,12 +32,50 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
     );
   }
   const source = abortSourceOf(ctx);
+  const { budget } = ctx;
+  if (budget !== undefined && !isLocalBudget(budget)) return attemptOnSharedBudget(ctx, tool, source, budget);
+  return attemptWith(ctx, tool, source, false);
+}
+
+// A budget that may answer with a promise: the unit is taken first, and the attempt starts only
+// once it is, under the abort source it was asked for.
+function attemptOnSharedBudget(ctx: DispatchContext, tool: Tool, source: AbortSource, budget: Budget): Promise<void> {
+  if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
+  let taken: boolean | Promise<boolean>;
+  try {
+    taken = budget.tryConsume(1);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (taken === true) return attemptWith(ctx, tool, source, true);
+  if (!isThenable(taken)) return Promise.reject(budgetExceeded(ctx));
+  const charged = adoptResult(taken).then(
+    (ok) => {
+      if (ok !== true) throw budgetExceeded(ctx);
+    },
+    (error: unknown) => {
+      throw budgetUnavailable(ctx, error);
+    },
+  );
+  // Not claimed while the store answers: a timeout layer outside races this wait itself.
+  const waited =
+    source instanceof AttemptAbort || source === neverAborted
+      ? charged
+      : raceAbort(charged, source, () => cancelled(ctx, source));
+  return waited.then(() => {
+    // The deadline passed, or the caller left, while the unit was being taken.
+    if (source.aborted) throw cancelled(ctx, ctx.signal);
+    return attemptWith(ctx, tool, source, true);
+  });
+}
+
+function attemptWith(ctx: DispatchContext, tool: Tool, source: AbortSource, charged: boolean): Promise<void> {
   // Right inside a timeout layer, this step settles the attempt for it (see AttemptAbort).
   const claimed = source instanceof AttemptAbort && source.claimable && source.owner === 'none';
   if (claimed) source.own('attempt');
   let returned: unknown;
   try {
-    returned = callHandler(ctx, tool, source);
+    returned = callHandler(ctx, tool, source, charged);
   } catch (error) {
     if (claimed && !source.end()) return Promise.reject(source.interruption);
     return Promise.reject(error);
@@ -91,13 +130,24 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
 }
 
 /**
- * Starts one attempt of `tool` under `source`: takes a budget unit, counts the attempt, emits
- * `dispatch.attempt` and calls the handler. Returns what the handler returned; throws the
- * envelope when the attempt cannot start (aborted, budget spent) or the handler throws.
+ * Starts one attempt of `tool` under `source`: takes a budget unit (unless `charged`: the caller
+ * took it already), counts the attempt, emits `dispatch.attempt` and calls the handler. Returns
+ * what the handler returned; throws the envelope when the attempt cannot start (aborted, budget
+ * spent) or the handler throws. A budget whose `tryConsume` answers with a promise must be
+ * charged by the caller first (see `isLocalBudget`); one that does so here anyway fails closed.
  */
-export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSource): unknown {
+export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSource, charged = false): unknown {
   if (source.aborted) throw cancelled(ctx, ctx.signal);
-  if (ctx.budget !== undefined && !ctx.budget.tryConsume(1)) throw budgetExceeded(ctx);
+  if (!charged && ctx.budget !== undefined) {
+    const taken = ctx.budget.tryConsume(1);
+    if (taken !== true) {
+      if (isThenable(taken)) {
+        (taken as Promise<unknown>).then(undefined, ignoreProgress);
+        throw budgetUnavailable(ctx, new TypeError('the budget answered with a promise where an answer was due at once'));
+      }
+      throw budgetExceeded(ctx);
+    }
+  }
   const attempt = ++ctx.attempt;
   ctx.emit('dispatch.attempt');
   // An observer of that event may have aborted the call; the handler is then not started.
@@ -140,6 +190,19 @@ export function followResult(
   onRejected: (reason: unknown) => void,
 ): void {
   void builtInThen.call(adoptResult(returned), onFulfilled, onRejected);
+}
+
+/** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
+function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError {
+  if (isDispatchError(error)) return error;
+  return new DispatchError('store_unavailable', `The tool-call budget could not be charged: ${describeThrown(error)}`, {
+    attempts: ctx.attempt,
+    cause: error,
+  });
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return mayBeThenable(value) && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */

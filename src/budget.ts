@@ -1,16 +1,46 @@
 // A caller's tool-call budget: a count of attempts that concurrent dispatches draw from.
 
-/** A tool-call budget shared by any number of dispatches; each handler attempt uses one unit. */
+/**
+ * A tool-call budget shared by any number of dispatches; each handler attempt uses one unit.
+ * `tryConsume` may answer with a promise (a budget shared across processes, such as
+ * `redisBudget`); the attempt step awaits it only then, so `createBudget` costs no promise.
+ */
 export interface Budget {
-  /** Units left. */
+  /** Units left (for a shared budget, the last count its store reported): a hint. */
   readonly remaining: number;
   /** Units the budget started with. */
   readonly limit: number;
+  /**
+   * Takes `units` if that many are left and says whether it did; never overspends. A shared
+   * budget that cannot reach its store rejects with `store_unavailable`, and the attempt fails
+   * closed before its handler runs.
+   *
+   * @param units - Units to take. @default 1
+   * @param attemptId - Names this take, so that a shared budget's resend takes nothing more;
+   *   an in-process budget ignores it. @default a random id, chosen by the budget
+   */
+  tryConsume(units?: number, attemptId?: string): boolean | Promise<boolean>;
+}
+
+/** A budget whose `tryConsume` always answers at once, as `createBudget`'s does. */
+export interface LocalBudget extends Budget {
   /**
    * Takes `units` if that many are left and says whether it did; never overspends.
    * @param units - Units to take. @default 1
    */
   tryConsume(units?: number): boolean;
+}
+
+// Marks the budgets that always answer at once, so the attempt step and the fused runner know,
+// before asking, that no promise can come back.
+const localBudget = Symbol('tool-dispatcher.localBudget');
+
+/**
+ * Whether `budget` is one `createBudget` made: its `tryConsume` always answers at once.
+ * @internal
+ */
+export function isLocalBudget(budget: Budget): boolean {
+  return (budget as { [localBudget]?: boolean })[localBudget] === true;
 }
 
 /**
@@ -23,12 +53,13 @@ export interface Budget {
  * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
  * console.log(budget.remaining); // 19 when the first attempt succeeded
  */
-export function createBudget(toolCalls: number): Budget {
+export function createBudget(toolCalls: number): LocalBudget {
   if (typeof toolCalls !== 'number' || !(toolCalls >= 0)) {
     throw new TypeError(`toolCalls must be a number >= 0, got ${String(toolCalls)}`);
   }
   let remaining = toolCalls;
-  return {
+  const budget = {
+    [localBudget]: true,
     get remaining() {
       return remaining;
     },
@@ -44,9 +75,13 @@ export function createBudget(toolCalls: number): Budget {
       return true;
     },
   };
+  return budget;
 }
 
-/** Whether a value looks like a `Budget` (it may come from another implementation). */
+/**
+ * Whether a value looks like a `Budget` (it may come from another implementation), whether its
+ * `tryConsume` answers at once or with a promise.
+ */
 export function isBudget(value: unknown): value is Budget {
   return (
     typeof value === 'object' &&

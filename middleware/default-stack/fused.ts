@@ -9,6 +9,7 @@
 // queueing, deduplication and every retry after the first keep a single implementation.
 
 import { callHandler, followResult, handlerFailure } from '../../src/attempt.js';
+import { isLocalBudget } from '../../src/budget.js';
 import { systemClock } from '../../src/clock.js';
 import type { CallContext } from '../../src/context.js';
 import type { DispatchError } from '../../src/errors.js';
@@ -111,6 +112,8 @@ function fuse(
     if (spent !== undefined) return failSoon(ctx, spent, report);
     if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
     if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
+    // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
+    if (ctx.budget !== undefined && !isLocalBudget(ctx.budget)) return settleHolding(ctx, fromRetry(ctx), report);
     let ms: number;
     try {
       ms = timeout.deadlineMs(ctx);
