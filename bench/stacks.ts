@@ -143,8 +143,8 @@ export function createStacks(lib: Library): Stacks {
   const ours = createDispatcher(defaultStack({ registry }));
   const oursOwnCache = createDispatcher(defaultStack({ registry }));
   const oursBehindLayer = createDispatcher([
-    async function passThrough(_ctx, next) {
-      await next();
+    function passThrough(_ctx, next) {
+      return next();
     },
     ...defaultStack({ registry }),
   ]);

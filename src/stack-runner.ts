@@ -4,8 +4,8 @@ import { runAttempt } from './attempt.js';
 import { compose, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
-import { trusted } from './internal/trusted.js';
-import type { DispatchContext, Middleware, Outcome } from './types.js';
+import { isTrusted, trusted } from './internal/trusted.js';
+import type { Middleware, Next, Outcome } from './types.js';
 
 /** Ends a call: turns what `ctx` holds into the outcome the dispatch resolves to. */
 export type Finish = (ctx: CallContext) => Outcome;
@@ -93,16 +93,67 @@ export function stackRunner(
     const group = fusedGroups.get(stack[start] as Middleware);
     if (group === undefined || !endsWith(stack, start, group.layers)) continue;
     if (start === 0) return group.build(finish, options);
-    // The group is the tail: it reports into a promise the outer layers await, and the call
-    // ends (events, the first ending winning) only when they settle.
-    const tail = group.build(recorded, { startsWithDispatch: false });
-    const fusedTail = trusted(function fusedTail(ctx: DispatchContext): Promise<void> {
-      return new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
-    });
-    const run = compose([...stack.slice(0, start), fusedTail]);
-    return (ctx, report) => reportWhenSettled(ctx, run(ctx), finish, report);
+    return tailRunner(stack.slice(0, start), group.build(recorded, { startsWithDispatch: false }), finish);
   }
   return onionRunner(stack, finish);
+}
+
+// The layers before a fused group, composed as compose() would, around the group: the group
+// reports into a promise the outer layers await, and the call ends (events, the first ending
+// winning) only when they settle. Written out rather than composed because the last outer layer's
+// guard against overlapping next() calls can ride on the group's own report, which saves every
+// call a promise turn.
+function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Finish): StackRunner {
+  const watched = outer.map((layer) => !isTrusted(layer));
+  const last = outer.length - 1;
+  return (ctx, report) => {
+    const runTail = (): Promise<void> => new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
+    const run = (index: number): Promise<void> => {
+      const layer = outer[index] as Middleware;
+      let next: Next;
+      if (index === last) {
+        let running = false;
+        next = !watched[index]
+          ? runTail
+          : () => {
+              if (running) return Promise.reject(new Error('next() called multiple times'));
+              running = true;
+              return new Promise<void>((resolve) =>
+                tail(ctx as CallContext, () => {
+                  running = false;
+                  resolve();
+                }),
+              );
+            };
+      } else {
+        next = watched[index] ? guarded(() => run(index + 1)) : () => run(index + 1);
+      }
+      try {
+        return Promise.resolve(layer(ctx, next));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    reportWhenSettled(ctx, run(0), finish, report);
+  };
+}
+
+// next() for a layer that is not the library's own: a second call while the first runs rejects.
+function guarded(next: () => Promise<void>): Next {
+  let running = false;
+  return () => {
+    if (running) return Promise.reject(new Error('next() called multiple times'));
+    running = true;
+    return next().then(
+      () => {
+        running = false;
+      },
+      (error: unknown) => {
+        running = false;
+        throw error;
+      },
+    );
+  };
 }
 
 function endsWith(stack: readonly Middleware[], start: number, group: readonly Middleware[]): boolean {

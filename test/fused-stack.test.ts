@@ -337,3 +337,31 @@ describe('a handler that returns a hostile proxy', () => {
     }
   });
 });
+
+describe('the default stack as a fused tail', () => {
+  it('rejects an outer layer that calls next() again while the first call runs, as compose does', async () => {
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: async ({ n }) => n });
+    const seen: unknown[] = [];
+    const twice: Middleware = async (_ctx, next) => {
+      const first = next();
+      await next().catch((error: unknown) => seen.push((error as Error).message));
+      await first;
+    };
+    const dispatcher = createDispatcher([twice, ...defaultStack({ registry })]);
+    await expect(dispatcher.dispatch('calc', { n: 3 })).resolves.toEqual({ ok: true, result: 3, attempts: 1 });
+    expect(seen).toEqual(['next() called multiple times']);
+  });
+
+  it('lets an outer layer run the tail again once it has settled', async () => {
+    let runs = 0;
+    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n + ++runs });
+    const again: Middleware = async (_ctx, next) => {
+      await next();
+      await next();
+    };
+    const outer: Middleware = (_ctx, next) => next();
+    const dispatcher = createDispatcher([outer, again, ...defaultStack({ registry })]);
+    await expect(dispatcher.dispatch('calc', { n: 1 })).resolves.toMatchObject({ ok: true, result: 3 });
+    expect(runs).toBe(2);
+  });
+});
