@@ -65,8 +65,8 @@ export interface StoreLease {
 /**
  * Renews `lease` every `lease.renewEveryMs` until the returned function is called, with timers
  * that never keep the process alive. A renewal that throws (the store is unreachable) is
- * retried on the next tick; the store aborts `lease.signal` when the lease is lost, and
- * renewing stops then too. Schedules nothing for a lease that never lapses.
+ * retried on the next tick; one that answers `false` (the lease is lost, and the store has
+ * aborted `lease.signal`) stops renewing. Schedules nothing for a lease that never lapses.
  *
  * @param renew - The store's renewal of this lease, e.g. `() => store.renew(lease)`.
  * @param clock - The timers to use. @default systemClock
@@ -81,14 +81,15 @@ export function keepLeaseAlive(
   clock: Pick<Clock, 'setTimeout' | 'clearTimeout'> = systemClock,
 ): () => void {
   const everyMs = lease.renewEveryMs;
-  if (!(everyMs < Infinity) || lease.signal.aborted) return noop;
+  if (!(everyMs < Infinity)) return noop;
   let handle: unknown;
   let stopped = false;
+  // It never listens on `lease.signal` (a store may make that signal only when asked for it):
+  // a lost lease answers `false` to the next renewal, which stops it.
   const stop = () => {
     if (stopped) return;
     stopped = true;
     clock.clearTimeout(handle);
-    lease.signal.removeEventListener('abort', stop);
   };
   const schedule = () => {
     handle = clock.setTimeout(tick, everyMs);
@@ -114,7 +115,6 @@ export function keepLeaseAlive(
       },
     );
   };
-  lease.signal.addEventListener('abort', stop, { once: true });
   schedule();
   return stop;
 }

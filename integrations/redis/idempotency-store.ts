@@ -82,8 +82,8 @@ export interface RedisIdempotencyStore extends IdempotencyStore {
 }
 
 class RedisLease implements IdempotencyLease {
-  readonly signal: AbortSignal;
-  readonly #controller = new AbortController();
+  // Made on first look: most leases end without anyone listening for their loss.
+  #controller: AbortController | undefined;
 
   constructor(
     readonly key: string,
@@ -93,13 +93,17 @@ class RedisLease implements IdempotencyLease {
     readonly fingerprint: string,
     /** performance.now() by which the lease has surely ended unless renewed. */
     public endsAt: number,
-  ) {
-    this.signal = this.#controller.signal;
+  ) {}
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    return this.#controller.signal;
   }
 
   lose(why: string): void {
-    if (this.#controller.signal.aborted) return;
-    this.#controller.abort(new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost: ${why}`));
+    const controller = (this.#controller ??= new AbortController());
+    if (controller.signal.aborted) return;
+    controller.abort(new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost: ${why}`));
   }
 }
 

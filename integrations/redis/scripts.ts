@@ -48,6 +48,8 @@ local left = redis.call('PTTL', KEYS[1])
 if rec[1] == 'D' then return {'hit', epoch, rec[5], left} end
 if rec[1] == 'U' then return {'unshareable', epoch, rec[5], left} end
 if rec[3] == ARGV[1] then return {'lead', epoch, rec[4], left} end
+-- Someone waits: the end of this lead is published (a lead nobody follows publishes nothing).
+redis.call('HSET', KEYS[1], 'w', '1')
 return {'follow', epoch, rec[4], left}
 `,
 );
@@ -66,13 +68,13 @@ return 0
 );
 
 /**
- * Records a success. KEYS: record. ARGV: token, status (D stored, U unshareable), payload,
+ * Records a success, published only when a follower waits (field w). KEYS: record. ARGV: token, status (D stored, U unshareable), payload,
  * ttlMs, channel, fence, key, fingerprint. Reply: {stored} | {late} | {lost, status, payload}.
  */
 export const completeScript = defineScript(
   'idempotency complete',
   `
-local rec = redis.call('HMGET', KEYS[1], 's', 't', 'r')
+local rec = redis.call('HMGET', KEYS[1], 's', 't', 'r', 'w')
 local notice = 'i|' .. ARGV[6] .. '|' .. ARGV[7]
 if not rec[1] then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'f', ARGV[8], 't', ARGV[1], 'g', ARGV[6], 'r', ARGV[3])
@@ -84,7 +86,7 @@ if rec[2] ~= ARGV[1] then return {'lost', rec[1], rec[3] or ''} end
 if rec[1] == 'R' then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'r', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PUBLISH', ARGV[5], notice)
+  if rec[4] then redis.call('PUBLISH', ARGV[5], notice) end
 end
 return {'stored'}
 `,
@@ -94,10 +96,10 @@ return {'stored'}
 export const releaseScript = defineScript(
   'idempotency release',
   `
-local rec = redis.call('HMGET', KEYS[1], 's', 't')
+local rec = redis.call('HMGET', KEYS[1], 's', 't', 'w')
 if rec[1] == 'R' and rec[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4])
+  if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
 end
 return 1
 `,
