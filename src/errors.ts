@@ -266,6 +266,13 @@ export function withoutStackFrames(text: string): string {
 export interface ToolErrorOptions {
   /** The underlying error, kept for operators and never shown to the model. */
   cause?: unknown;
+  /**
+   * The kind the call fails with: `tool_error`, or, for a tool that fronts a remote one (an MCP
+   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`. Never
+   * `timeout`: a handler's own timeout is not the dispatcher's.
+   * @default 'tool_error'
+   */
+  kind?: 'tool_error' | 'not_found' | 'schema';
 }
 
 /**
@@ -286,7 +293,15 @@ export class ToolError extends Error {
   constructor(message: string, options: ToolErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
+    const { kind = 'tool_error' } = options;
+    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema') {
+      throw new TypeError(`kind must be tool_error, not_found or schema, got ${String(kind)}`);
+    }
+    this.kind = kind;
   }
+
+  /** The kind the call fails with. */
+  readonly kind: 'tool_error' | 'not_found' | 'schema';
 }
 
 /**
@@ -307,7 +322,7 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
       });
     }
     if (error instanceof ToolError) {
-      return new DispatchError('tool_error', describeThrown(error), { attempts, cause: error });
+      return new DispatchError(error.kind, describeThrown(error), { attempts, cause: error });
     }
     return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
   } catch {

@@ -115,3 +115,15 @@ describe('listen()', () => {
     expect(seen).toEqual(['dispatch.attempt']);
   });
 });
+
+describe('ToolError kinds', () => {
+  it('lets a tool fronting a remote one report not_found or schema, never retried, never timeout', async () => {
+    const registry = new ToolRegistry()
+      .register({ name: 'remote.gone', inputSchema: z.object({}), handler: () => { throw new ToolError('Unknown tool: x', { kind: 'not_found' }); } })
+      .register({ name: 'remote.bad', inputSchema: z.object({}), handler: () => { throw new ToolError('q must be a string', { kind: 'schema' }); } });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    await expect(dispatcher.dispatch('remote.gone', {})).resolves.toMatchObject({ kind: 'not_found', attempts: 1, jsonrpcCode: -32601 });
+    await expect(dispatcher.dispatch('remote.bad', {})).resolves.toMatchObject({ kind: 'schema', attempts: 1, jsonrpcCode: -32602 });
+    expect(() => new ToolError('x', { kind: 'timeout' as never })).toThrow(TypeError);
+  });
+});
