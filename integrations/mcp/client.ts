@@ -484,7 +484,7 @@ class Importer {
     this.refresh().catch(this.settings.onError);
     return new ToolError(
       `Unknown tool: the MCP server no longer has "${remoteName}"; the tool list is being refreshed`,
-      { cause },
+      { cause, kind: 'not_found' },
     );
   }
 
@@ -502,7 +502,7 @@ class Importer {
             : new ToolError(`The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`, { cause: error });
         case ErrorCode.InvalidParams:
           if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
-          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, { cause: error });
+          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, { cause: error, kind: 'schema' });
         default:
           return new Error(message, { cause: error });
       }

@@ -199,14 +199,14 @@ describe('importMcpTools', () => {
     expect(registry.list()).toEqual([]);
   });
 
-  it('answers a tool the remote no longer has as an unknown-tool tool_error and refreshes', async () => {
+  it('answers a tool the remote no longer has as not_found and refreshes', async () => {
     const { server, client } = await remote();
     const registry = new ToolRegistry();
     const imported = await importMcpTools(client, registry, { watchListChanged: false });
     const weather = (server as unknown as { _registeredTools: Record<string, { remove(): void }> })._registeredTools['getWeather'];
     weather?.remove();
     const outcome = await dispatcherFor(registry).dispatch('get_weather', { city: 'Oslo' });
-    expect(outcome).toMatchObject({ ok: false, kind: 'tool_error' });
+    expect(outcome).toMatchObject({ ok: false, kind: 'not_found' });
     expect(outcome.ok ? '' : outcome.message).toMatch(/Unknown tool: .*"getWeather"/);
     await expect.poll(() => imported.names.has('get_weather')).toBe(false);
   });
