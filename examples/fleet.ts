@@ -142,7 +142,7 @@ async function main(): Promise<void> {
             victim = child;
             victimOrder = report.order;
             child.kill('SIGKILL');
-            console.log(`${at()}  ${name} KILLED mid-charge of ${report.order}; its lease ends within ${leaseMs} ms`);
+            console.log(`${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`);
           }
         } else if (report.type === 'end') {
           console.log(`${at()}  ${name} charged ${report.order} (${report.chargeId})`);
