@@ -155,6 +155,10 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
       return `The tool is unavailable for now; retry ${after} or use another tool.`;
     case 'cancelled':
       return 'The call was cancelled; do not retry it.';
+    case 'store_unavailable':
+      return `The tool was not run: shared state it needs is unreachable for now; try again ${after}.`;
+    case 'idempotency_result_unavailable':
+      return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
     default:
       return retryAfterMs === undefined ? undefined : `Retry ${after} or use another tool.`;
   }
