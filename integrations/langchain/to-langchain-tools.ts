@@ -1,6 +1,6 @@
 // The registry as LangChain tools whose calls run through the dispatcher.
 
-import { ToolMessage } from '@langchain/core/messages';
+import type { ToolMessage } from '@langchain/core/messages';
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools';
 import { toObjectSchema } from '../../index.js';
 import { readOptions, type LangChainScopeRuntime, type LangChainToolsOptions, type Settings } from './options.js';

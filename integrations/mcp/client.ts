@@ -454,7 +454,7 @@ class Importer {
       ctx.signal.removeEventListener('abort', forward);
     }
     if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
-    return this.settings.output === 'result' ? result : valueOf(result);
+    return this.settings.output === 'result' ? result : resultValue(result);
   }
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
@@ -561,7 +561,7 @@ function textOf(result: CallToolResult): string {
     .trim();
 }
 
-function valueOf(result: CallToolResult): unknown {
+function resultValue(result: CallToolResult): unknown {
   if (result.structuredContent !== undefined) return result.structuredContent;
   if (result.content.every((block) => block.type === 'text')) return textOf(result);
   return result.content;

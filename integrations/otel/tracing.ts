@@ -129,7 +129,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
     let owned = true;
     try {
       const host = mode === 'enrich' ? trace.getSpan(active) : undefined;
-      if (host !== undefined && host.isRecording()) {
+      if (host?.isRecording()) {
         span = host;
         owned = false;
       } else {

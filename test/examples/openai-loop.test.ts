@@ -32,6 +32,6 @@ describe('examples/openai-loop', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toMatch(/^user {7}Fly me from Berlin to Lisbon/);
-    expect(stdout).toMatch(/assistant  Booked BK-TP555\./);
+    expect(stdout).toMatch(/assistant {2}Booked BK-TP555\./);
   });
 });

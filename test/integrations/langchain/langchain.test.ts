@@ -110,7 +110,7 @@ describe('dispatcherMiddleware', () => {
     await retried;
 
     expect(summary(result.messages)).toEqual([['c1', 'flaky__fetch', 'success', 'fetched']]);
-    expect((toolMessages(result.messages)[0]?.artifact as Outcome).attempts).toBe(2);
+    expect((toolMessages(result.messages)[0]?.artifact as Outcome | undefined)?.attempts).toBe(2);
   });
 
   it('sends a timeout as an error ToolMessage naming the tool as the model knows it', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toAgentsTools, type AgentsToolCall } from '../../../integrations/openai-agents/index.js';
 import { createBudget, createDispatcher, defaultStack, ToolRegistry, type Outcome } from '../../../index.js';
-import { scripted, startFakeProvider, type FakeProvider, type ResponsesReply, type ToolResultView } from '../../../examples/fake-provider/index.js';
+import { startFakeProvider, type FakeProvider, type ResponsesReply, type ToolResultView } from '../../../examples/fake-provider/index.js';
 import { detail, fixture } from '../ai-sdk/fixture.js';
 
 // One server for the suite; each test installs its own script through `script`.

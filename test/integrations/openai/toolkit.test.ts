@@ -386,8 +386,10 @@ describe('createOpenAIToolkit: strict mode', () => {
     });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const kit = createOpenAIToolkit({ registry, dispatcher, strict: true });
-    const schema = kit.chatTools()[0]!.function.parameters as Record<string, any>;
-    expect(schema['properties'].tags.items.properties.color).toEqual({ type: ['string', 'null'], enum: ['red', 'blue', null] });
+    const schema = kit.chatTools()[0]!.function.parameters as {
+      properties: { tags: { items: { properties: { color: unknown } } } };
+    };
+    expect(schema.properties.tags.items.properties.color).toEqual({ type: ['string', 'null'], enum: ['red', 'blue', null] });
     const { outcomes } = await kit.runChatToolCalls({
       tool_calls: [
         {
