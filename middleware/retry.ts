@@ -52,20 +52,23 @@ export interface RetryOptions {
    */
   clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /**
-   * Decides whether a failure is retried. By default `transient` always is and `timeout` only
+   * Decides whether a failure is retried. By default `transient` and `store_unavailable` (a
+   * shared store that did not answer before the handler ran) always are, and `timeout` only
    * for tools marked `idempotent`, since a timed-out write may have committed.
    */
   shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
 }
 
 /**
- * The default retry decision: `transient` for every tool, `timeout` for idempotent tools only.
+ * The default retry decision: `transient` and `store_unavailable` for every tool, `timeout` for
+ * idempotent tools only. A `store_unavailable` that reaches retry comes from a step before the
+ * handler (a shared budget), so trying again never repeats a side effect.
  *
  * @example
  * retry({ shouldRetry: (error, ctx) => error.kind === 'rate_limited' || isRetryable(error, ctx) });
  */
 export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean {
-  if (error.kind === 'transient') return true;
+  if (error.kind === 'transient' || error.kind === 'store_unavailable') return true;
   return error.kind === 'timeout' && ctx.tool?.idempotent === true;
 }
 

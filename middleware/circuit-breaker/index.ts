@@ -11,6 +11,8 @@ import {
 } from '../../src/internal/options.js';
 import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
+import type { CircuitStore } from '../../src/stores.js';
+import { sharedBreaker } from './shared.js';
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -53,10 +55,30 @@ export interface CircuitBreakerOptions {
    */
   key?: (ctx: DispatchContext) => string;
   /**
-   * The time source for windows and cooldowns; no timers are ever set.
+   * The time source for windows and cooldowns; no timers are ever set. With a `store`, times
+   * come from the store's own timebase instead, and this clock serves the local fallback only.
    * @default systemClock
    */
   clock?: Pick<Clock, 'now'>;
+  /**
+   * Where circuits live when processes share them (e.g. `redisCircuitStore`): a circuit opened
+   * by one process turns calls away in all, failures count fleet-wide within `windowMs`, and a
+   * half-open circuit lets one probe through across the fleet (so `halfOpenMaxCalls` must be 1).
+   * A store that cannot answer never fails a call: the call is judged by this process's own
+   * in-memory breaker instead.
+   * @default undefined (circuits kept in this process)
+   * @example
+   * circuitBreaker({ failureThreshold: 5, store: redisCircuitStore(redis) });
+   */
+  store?: CircuitStore;
+  /**
+   * With a `store`: how long a half-open probe holds its lease, in milliseconds; a prober that
+   * crashes or takes longer lets the next caller probe once it ends.
+   * @default 10_000
+   * @example
+   * circuitBreaker({ store, probeLeaseMs: 30_000 });
+   */
+  probeLeaseMs?: number;
 }
 
 /** One circuit as `snapshot()` reports it. */
@@ -151,6 +173,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     isFailure,
     key: keyOf = defaultKey,
     clock = systemClock,
+    store,
+    probeLeaseMs = 10_000,
   } = optionsObject('circuitBreaker', options);
   requireInteger('failureThreshold', failureThreshold, 1);
   requireNumber('windowMs', windowMs, 0, { exclusive: true, allowInfinity: true });
@@ -159,6 +183,17 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
   if (isFailure !== undefined) requireFunction('isFailure', isFailure);
   requireFunction('key', keyOf);
   requireClock(clock, ['now']);
+  requireNumber('probeLeaseMs', probeLeaseMs, 0, { exclusive: true });
+  if (store !== undefined) {
+    for (const method of ['read', 'compareAndSet', 'addFailure', 'entries'] as const) {
+      if (typeof (store as unknown as Record<string, unknown>)[method] !== 'function') {
+        throw new TypeError(`store must be a CircuitStore (missing ${method})`);
+      }
+    }
+    if (halfOpenMaxCalls !== 1) {
+      throw new TypeError(`halfOpenMaxCalls must be 1 with a store (one probe across the fleet), got ${halfOpenMaxCalls}`);
+    }
+  }
 
   const circuits = new Map<string, Circuit>();
   const counts = isFailure ?? isCircuitFailure;
@@ -296,24 +331,38 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     return { state: 'half_open', failures, openedAt, probes };
   };
 
-  return Object.assign(middleware, {
-    state: (key: string): CircuitState => {
-      const circuit = circuits.get(key);
-      if (circuit === undefined) return 'closed';
-      return describe(circuit, clock.now())?.state ?? 'closed';
-    },
-    snapshot: (): Record<string, CircuitSnapshot> => {
-      const now = clock.now();
-      const entries: Array<[string, CircuitSnapshot]> = [];
-      for (const [key, circuit] of circuits) {
-        const snapshot = describe(circuit, now);
-        if (snapshot === undefined) circuits.delete(key);
-        else entries.push([key, snapshot]);
-      }
-      // fromEntries defines own properties, so a key such as "__proto__" stays a plain key.
-      return Object.fromEntries(entries);
-    },
-  });
+  const localState = (key: string): CircuitState => {
+    const circuit = circuits.get(key);
+    if (circuit === undefined) return 'closed';
+    return describe(circuit, clock.now())?.state ?? 'closed';
+  };
+
+  const localSnapshot = (): Record<string, CircuitSnapshot> => {
+    const now = clock.now();
+    const entries: Array<[string, CircuitSnapshot]> = [];
+    for (const [key, circuit] of circuits) {
+      const snapshot = describe(circuit, now);
+      if (snapshot === undefined) circuits.delete(key);
+      else entries.push([key, snapshot]);
+    }
+    // fromEntries defines own properties, so a key such as "__proto__" stays a plain key.
+    return Object.fromEntries(entries);
+  };
+
+  if (store !== undefined) {
+    const shared = sharedBreaker(store, {
+      failureThreshold,
+      windowMs,
+      cooldownMs,
+      probeLeaseMs,
+      counts,
+      keyOf,
+      local: { admit, recordFailure, recordSuccess, snapshot: localSnapshot, state: localState },
+    });
+    return Object.assign(shared.layer, { state: shared.state, snapshot: shared.snapshot });
+  }
+
+  return Object.assign(middleware, { state: localState, snapshot: localSnapshot });
 }
 
 function defaultKey(ctx: DispatchContext): string {

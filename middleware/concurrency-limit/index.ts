@@ -1,6 +1,8 @@
 // Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
 
+import { isDispatchError, type DispatchError } from '../../src/errors.js';
 import { onAbort } from '../../src/internal/abort.js';
+import { keepLeaseAlive, storeUnavailable, type SlotPermit, type SlotStore } from '../../src/stores.js';
 import { cancelled } from '../../src/internal/failures.js';
 import { FifoSemaphore } from './fifo-semaphore.js';
 import { trusted } from '../../src/internal/trusted.js';
@@ -17,10 +19,28 @@ export interface ConcurrencyLimitOptions {
    */
   max?: number;
   /**
-   * The time source for `concurrency.acquired`'s `waitedMs`.
+   * A pool of slots shared with other processes (e.g. `redisSlotStore`): a fleet-wide cap on
+   * top of `max`. A call takes its local slot first, then a permit from the store, holds both
+   * across retries (renewing the permit's lease) and gives both back when the inner layers settle.
+   * @default undefined (only the per-process cap)
+   * @example
+   * concurrencyLimit({ max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) });
+   */
+  store?: SlotStore;
+  /**
+   * What a call does when the store cannot hand out a permit (`store_unavailable`): `'fail'`
+   * fails it closed, so the fleet cap holds; `'local'` runs it under the per-process cap alone.
+   * @default 'fail'
+   * @example
+   * concurrencyLimit({ max: 4, store: slots, onStoreError: 'local' });
+   */
+  onStoreError?: 'fail' | 'local';
+  /**
+   * The time source for `concurrency.acquired`'s `waitedMs`, and the timers that renew a
+   * store permit's lease (when it has `setTimeout` and `clearTimeout`).
    * @default systemClock
    */
-  clock?: Pick<Clock, 'now'>;
+  clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimeout' | 'clearTimeout'>>;
 }
 
 /** How busy a concurrency layer is right now. */
@@ -57,10 +77,19 @@ export function concurrencyLimit(options?: ConcurrencyLimitOptions): Concurrency
 export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
   layer: ConcurrencyLimitMiddleware;
   semaphore: FifoSemaphore;
+  /**
+   * With a store: runs `next` under a store permit, for a call that holds its local slot
+   * (which the caller frees). Without one: undefined.
+   */
+  withPermit: ((ctx: DispatchContext, next: Next) => Promise<void>) | undefined;
 } {
-  const { max = 8, clock = systemClock } = optionsObject('concurrencyLimit', options);
+  const { max = 8, clock = systemClock, store, onStoreError = 'fail' } = optionsObject('concurrencyLimit', options);
   requireInteger('max', max, 1);
   requireClock(clock, ['now']);
+  if (store !== undefined) requireSlotStore(store);
+  if (onStoreError !== 'fail' && onStoreError !== 'local') {
+    throw new TypeError(`onStoreError must be 'fail' or 'local', got ${String(onStoreError)}`);
+  }
   const semaphore = new FifoSemaphore(max);
   const release = () => semaphore.release();
   const releaseAndRethrow = (error: unknown) => {
@@ -86,12 +115,146 @@ export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
     });
   };
 
-  const middleware = trusted(function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
-    if (semaphore.tryAcquire()) return next().then(release, releaseAndRethrow);
-    return waitForSlot(ctx).then(() => next().then(release, releaseAndRethrow));
-  });
+  const withPermit = store === undefined ? undefined : storePermits(store, onStoreError, clock);
+  const inner = withPermit === undefined ? undefined : (ctx: DispatchContext, next: Next) => () => withPermit(ctx, next);
+
+  const middleware = trusted(
+    inner === undefined
+      ? function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
+          if (semaphore.tryAcquire()) return next().then(release, releaseAndRethrow);
+          return waitForSlot(ctx).then(() => next().then(release, releaseAndRethrow));
+        }
+      : function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
+          const run = inner(ctx, next);
+          if (semaphore.tryAcquire()) return run().then(release, releaseAndRethrow);
+          return waitForSlot(ctx).then(() => run().then(release, releaseAndRethrow));
+        },
+  );
   const layer = Object.assign(middleware, {
     load: (): ConcurrencyLoad => ({ running: semaphore.running, queued: semaphore.queued }),
   });
-  return { layer, semaphore };
+  return { layer, semaphore, withPermit };
 }
+
+// The fleet-wide half of the layer: a permit from `store`, taken after the local slot, renewed
+// while held, and given back (without waiting for the store) when the inner layers settle.
+function storePermits(
+  store: SlotStore,
+  onStoreError: 'fail' | 'local',
+  clock: ConcurrencyLimitOptions['clock'] & object,
+): (ctx: DispatchContext, next: Next) => Promise<void> {
+  const timers =
+    typeof clock.setTimeout === 'function' && typeof clock.clearTimeout === 'function'
+      ? (clock as Pick<Clock, 'setTimeout' | 'clearTimeout'>)
+      : systemClock;
+  // How many calls of this layer wait in the store's queue right now, for `concurrency.queued`.
+  let waiting = 0;
+
+  const unavailable = (error: unknown): DispatchError =>
+    isDispatchError(error)
+      ? error
+      : storeUnavailable(`The slot pool "${store.pool}" could not be reached`, { cause: error });
+
+  // A permit that arrives for a caller who has left goes straight back.
+  const giveBack = (permit: SlotPermit) => {
+    try {
+      Promise.resolve(store.release(permit)).catch(ignore);
+    } catch {
+      // The permit's lease frees it.
+    }
+  };
+
+  const wait = (ctx: DispatchContext): Promise<SlotPermit> => {
+    const { signal } = ctx;
+    if (signal.aborted) return Promise.reject(cancelled(ctx, signal));
+    const queuedAt = clock.now();
+    return new Promise<SlotPermit>((resolve, reject) => {
+      let settled = false;
+      let unsubscribe = ignore;
+      const finish = () => {
+        settled = true;
+        waiting -= 1;
+        unsubscribe();
+      };
+      waiting += 1;
+      const leave = store.enqueue({
+        grant: (permit) => {
+          if (settled) return giveBack(permit);
+          finish();
+          ctx.emit('concurrency.acquired', { waitedMs: clock.now() - queuedAt });
+          resolve(permit);
+        },
+        fail: (error) => {
+          if (settled) return;
+          finish();
+          reject(error);
+        },
+      });
+      if (settled) return;
+      unsubscribe = onAbort(signal, () => {
+        if (settled) return;
+        finish();
+        leave();
+        reject(cancelled(ctx, signal));
+      });
+      ctx.emit('concurrency.queued', { queued: waiting, max: store.max, pool: store.pool });
+    });
+  };
+
+  const acquire = (ctx: DispatchContext): SlotPermit | Promise<SlotPermit | undefined> | undefined => {
+    const answer = store.tryAcquire();
+    if (!(answer instanceof Promise)) return answer ?? wait(ctx);
+    const { signal } = ctx;
+    return answer.then((permit) => {
+      if (permit === undefined) return wait(ctx);
+      if (!signal.aborted) return permit;
+      giveBack(permit);
+      throw cancelled(ctx, signal);
+    });
+  };
+
+  const hold = (ctx: DispatchContext, next: Next, permit: SlotPermit | undefined): Promise<void> => {
+    if (permit === undefined) return next();
+    const stop = keepLeaseAlive(permit, () => store.renew(permit), timers);
+    // A lost permit is reported, not acted on: the call keeps running (its side effects may have
+    // started), and the pool is over its cap by one until the call ends.
+    const unlisten = onAbort(permit.signal, () => ctx.emit('concurrency.lease_lost', { pool: store.pool }));
+    const done = () => {
+      stop();
+      unlisten();
+      giveBack(permit);
+    };
+    return next().then(done, (error: unknown) => {
+      done();
+      throw error;
+    });
+  };
+
+  const failed = (ctx: DispatchContext, next: Next, error: unknown): Promise<void> => {
+    if (isDispatchError(error) && error.kind === 'cancelled') return Promise.reject(error);
+    if (onStoreError === 'local') return next();
+    return Promise.reject(unavailable(error));
+  };
+
+  return (ctx, next) => {
+    let answer: ReturnType<typeof acquire>;
+    try {
+      answer = acquire(ctx);
+    } catch (error) {
+      return failed(ctx, next, error);
+    }
+    if (!(answer instanceof Promise)) return hold(ctx, next, answer);
+    return answer.then(
+      (permit) => hold(ctx, next, permit),
+      (error: unknown) => failed(ctx, next, error),
+    );
+  };
+}
+
+function requireSlotStore(store: unknown): void {
+  const methods = ['tryAcquire', 'enqueue', 'renew', 'release'] as const;
+  const missing = methods.filter((method) => typeof (store as Record<string, unknown> | null)?.[method] !== 'function');
+  if (missing.length > 0) throw new TypeError(`store must be a SlotStore (missing ${missing.join(', ')})`);
+}
+
+function ignore(): void {}

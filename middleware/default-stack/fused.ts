@@ -44,7 +44,11 @@ export interface DefaultStackParts {
   };
   readonly budgetGuard: { readonly layer: Middleware; readonly check: Check };
   readonly idempotency: Middleware;
-  readonly concurrencyLimit: { readonly layer: Middleware; readonly semaphore: FifoSemaphore };
+  readonly concurrencyLimit: {
+    readonly layer: Middleware;
+    readonly semaphore: FifoSemaphore;
+    readonly withPermit: ((ctx: DispatchContext, next: () => Promise<void>) => Promise<void>) | undefined;
+  };
   readonly retry: RetryParts;
   readonly timeout: TimeoutParts;
 }
@@ -63,7 +67,7 @@ function fuse(
   { startsWithDispatch }: FusedRunnerOptions,
 ): StackRunner {
   const { toolLookup: tool, schemaValidation: schema, budgetGuard: budget, retry, timeout } = parts;
-  const { semaphore } = parts.concurrencyLimit;
+  const { semaphore, withPermit } = parts.concurrencyLimit;
 
   // The first attempt starts right after the dispatch does, in the same synchronous run, so on
   // one clock its deadline counts from the dispatch's start: one clock read per call, not two.
@@ -112,6 +116,8 @@ function fuse(
     if (spent !== undefined) return failSoon(ctx, spent, report);
     if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
     if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
+    // A fleet-wide pool answers through the onion: its permit is held across the attempts.
+    if (withPermit !== undefined) return settleHolding(ctx, withPermit(ctx, () => fromRetry(ctx) as Promise<void>), report);
     // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
     if (ctx.budget !== undefined && !isLocalBudget(ctx.budget)) return settleHolding(ctx, fromRetry(ctx), report);
     let ms: number;
