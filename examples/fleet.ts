@@ -39,6 +39,7 @@ async function worker(url: string, name: string, prefix: string): Promise<void> 
   const client = createClient({
     url,
     disableOfflineQueue: true,
+    pingInterval: 1_000,
     socket: { socketTimeout: 5_000, reconnectStrategy: (retries) => Math.min(50 * (retries + 1), 500) },
   });
   client.on('error', () => {});
