@@ -99,7 +99,12 @@ export function sharedBreaker<Trial>(
     // Twice at most: a probe write that lost may have lost to a close, which lets the call in.
     for (let round = 0; round < 2; round++) {
       const record = view.record;
-      if (record === undefined || record.state === 'closed') return { shared: true, probe: undefined };
+      if (record === undefined || record.state === 'closed') {
+        // Failures the store could not count opened this process's own breaker: it decides
+        // until it closes again.
+        const trial = local.admit(ctx, key);
+        return trial === undefined ? { shared: true, probe: undefined } : { shared: false, trial };
+      }
       const refusal = rejected(ctx, key, view);
       if (refusal !== undefined) throw refusal;
       let taken: { readonly written: boolean; readonly view: CircuitView };
@@ -224,7 +229,10 @@ export function sharedBreaker<Trial>(
     if (ctx.attempt > attemptsBefore) {
       const failure = failed ? toDispatchError(thrown, ctx.attempt) : ctx.outcome?.ok === false ? ctx.outcome : undefined;
       if (failure === undefined) {
-        if (admission.shared) pending.push(recordSuccess(ctx, key, admission));
+        if (admission.shared) {
+          local.recordSuccess(ctx, key, undefined);
+          pending.push(recordSuccess(ctx, key, admission));
+        }
         else local.recordSuccess(ctx, key, admission.trial);
       } else if (!judged.includes(failure)) judge(failure);
     }
