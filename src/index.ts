@@ -70,6 +70,4 @@ export type {
   HarnessStepOptions,
   ToolMessageOptions,
 } from './harness.js';
-export { fuseLayers } from './stack-runner.js';
-export type { Finish, FusedRunnerFactory, FusedRunnerOptions, Report, StackRunner } from './stack-runner.js';
 export * from './stores.js';

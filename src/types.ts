@@ -138,32 +138,80 @@ export interface DispatchEventDetails {
   /** An attempt starts. */
   'dispatch.attempt': Record<never, never>;
   /** An attempt failed; `error` is that attempt's own envelope, whatever happens next. */
-  'dispatch.attempt_failed': { readonly kind: DispatchErrorKind; readonly error: DispatchError };
-  /** Retry waits `delayMs` before the next attempt, after a failure of `kind`. */
-  'dispatch.retry': { readonly delayMs: number; readonly kind: DispatchErrorKind };
-  /** An attempt ran past its deadline. */
-  'dispatch.timeout': { readonly timeoutMs: number };
-  /** The call succeeded. */
-  'dispatch.success': { readonly attempts: number; readonly durationMs: number };
-  /** The call failed. */
-  'dispatch.failure': {
+  'dispatch.attempt_failed': {
+    /** The attempt's failure kind. */
     readonly kind: DispatchErrorKind;
+    /** The attempt's envelope (not enumerable, so the event stays plain JSON). */
+    readonly error: DispatchError;
+  };
+  /** Retry waits `delayMs` before the next attempt, after a failure of `kind`. */
+  'dispatch.retry': {
+    /** The backoff before the next attempt, in milliseconds. */
+    readonly delayMs: number;
+    /** The kind of the failure being retried. */
+    readonly kind: DispatchErrorKind;
+  };
+  /** An attempt ran past its deadline. */
+  'dispatch.timeout': {
+    /** The attempt's timeout, in milliseconds. */
+    readonly timeoutMs: number;
+  };
+  /** The call succeeded. */
+  'dispatch.success': {
+    /** Handler attempts made. */
     readonly attempts: number;
-    readonly message: string;
+    /** How long the call took, in milliseconds. */
     readonly durationMs: number;
   };
-  /** The call waits for a concurrency slot (`queued` callers now wait, `max` may run). */
-  'concurrency.queued': { readonly queued: number; readonly max: number };
-  /** A queued call got its slot after `waitedMs`. */
-  'concurrency.acquired': { readonly waitedMs: number };
-  /** The call was answered by the idempotency layer: a cached success or an execution in flight. */
-  'idempotency.hit': { readonly key: string; readonly source: 'cache' | 'in_flight' };
-  /** A circuit opened after `failures` failures, for `cooldownMs`. */
-  'circuit.open': { readonly key: string; readonly failures: number; readonly cooldownMs: number };
+  /** The call failed. */
+  'dispatch.failure': {
+    /** The envelope's kind. */
+    readonly kind: DispatchErrorKind;
+    /** Handler attempts made. */
+    readonly attempts: number;
+    /** The envelope's message. */
+    readonly message: string;
+    /** How long the call took, in milliseconds. */
+    readonly durationMs: number;
+  };
+  /** The call waits for a concurrency slot. */
+  'concurrency.queued': {
+    /** Callers waiting now, this one included. */
+    readonly queued: number;
+    /** The most calls the layer runs at once. */
+    readonly max: number;
+  };
+  /** A queued call got its slot. */
+  'concurrency.acquired': {
+    /** How long it waited, in milliseconds. */
+    readonly waitedMs: number;
+  };
+  /** The call was answered by the idempotency layer. */
+  'idempotency.hit': {
+    /** The idempotency key. */
+    readonly key: string;
+    /** A cached success, or an execution in flight. */
+    readonly source: 'cache' | 'in_flight';
+  };
+  /** A circuit opened. */
+  'circuit.open': {
+    /** The circuit's key. */
+    readonly key: string;
+    /** The counted failures that opened it. */
+    readonly failures: number;
+    /** How long it stays open, in milliseconds. */
+    readonly cooldownMs: number;
+  };
   /** A circuit lets a probe through. */
-  'circuit.half_open': { readonly key: string };
+  'circuit.half_open': {
+    /** The circuit's key. */
+    readonly key: string;
+  };
   /** A circuit closed again. */
-  'circuit.close': { readonly key: string };
+  'circuit.close': {
+    /** The circuit's key. */
+    readonly key: string;
+  };
 }
 
 /** The type of an event the library's own layers emit. */
@@ -178,6 +226,7 @@ export type DispatchEventType = keyof DispatchEventDetails;
  * }
  */
 export type DispatchEventOf<Type extends DispatchEventType> = DispatchEventBase & {
+  /** What happened. */
   readonly type: Type;
 } & DispatchEventDetails[Type];
 
@@ -235,6 +284,7 @@ export interface DispatchContext {
    * The event's own fields (`type`, `tool`, `callId`, `attempt`) always win over `details`.
    */
   emit<Type extends DispatchEventType>(type: Type, details: DispatchEventDetails[Type]): void;
+  /** Emits a third-party layer's own event (name it `<layer>.<what>`). */
   emit(type: string, details?: Record<string, unknown>): void;
   /** Adds a listener for this dispatch's events; returns the function that removes it. */
   listen(listener: EventListener): () => void;
