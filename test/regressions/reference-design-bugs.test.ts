@@ -2,9 +2,9 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, DispatchError, idempotency, ToolRegistry, TransientError } from '../index.js';
-import { flush, gate } from './helpers/gate.js';
-import { setup } from './helpers/dispatcher.js';
+import { createBudget, createDispatcher, defaultStack, DispatchError, idempotency, ToolRegistry, TransientError } from '../../index.js';
+import { flush, gate } from '../helpers/gate.js';
+import { setup } from '../helpers/dispatcher.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
