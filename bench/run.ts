@@ -25,6 +25,8 @@ import {
   markdownTable,
   type Environment,
 } from './report.js';
+import { runOpenAIToolkitBench, target as openAIToolkitTarget } from './integrations-openai.js';
+import { runOtelBench, noopTarget as otelNoopTarget } from './otel.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -260,6 +262,7 @@ async function main(): Promise<void> {
       measured: memoryOk === undefined ? 'not run' : `${memoryOk.expiry.totalMaxWithoutGcMs.toFixed(2)} ms`,
       met: memoryOk === undefined ? undefined : memoryOk.expiry.totalMaxWithoutGcMs <= targets.expiryPauseMs,
     },
+    ...(await integrationChecks(quick)),
   ];
   log('Targets');
   for (const check of checks) {
@@ -483,3 +486,45 @@ ${memoryText}
 }
 
 await main();
+
+// The integrations' own costs, each measured in one run against the bare dispatch it wraps. The
+// MCP proxy runs in child processes of its own (a real stdio hop), so it is read from its output.
+async function integrationChecks(quick: boolean): Promise<TargetCheck[]> {
+  log();
+  const openai = await runOpenAIToolkitBench({ quick, log });
+  log();
+  const otel = await runOtelBench({ quick, log });
+  log();
+  const mcp = spawnSync(process.execPath, ['--import', 'tsx', 'bench/mcp-proxy.ts'], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  for (const line of (mcp.stdout ?? '').trimEnd().split('\n')) log(line);
+  const ratioOf = (label: RegExp): string => {
+    const match = label.exec(mcp.stdout ?? '');
+    return match?.[1] === undefined ? 'not measured' : `${match[1]}×`;
+  };
+  return [
+    {
+      name: 'OpenAI toolkit: a turn of 8 calls vs 8 bare dispatches',
+      target: `≤ ${openAIToolkitTarget}×`,
+      measured: formatRatio(openai.chatVsBare),
+      met: openai.withinTarget,
+    },
+    {
+      name: 'OTel: [otelTracing(), ...defaultStack()] with the no-op tracer vs the bare default stack',
+      target: `≤ ${otelNoopTarget}×`,
+      measured: formatRatio(otel.noopVsBare),
+      met: otel.withinTarget,
+    },
+    {
+      name: 'OTel: the same with the SDK and an in-memory exporter vs the bare default stack',
+      target: 'reported',
+      measured: formatRatio(otel.sdkVsBare),
+      met: undefined,
+    },
+    { name: 'MCP proxy: instant tool round trip vs direct', target: '≤ 2.2×', measured: ratioOf(/instant tool[^\n]*ratio ([0-9.]+)×/), met: undefined },
+    { name: 'MCP proxy: 10 ms tool round trip vs direct', target: '≤ 1.05×', measured: ratioOf(/10 ms tool[^\n]*ratio ([0-9.]+)×/), met: undefined },
+  ];
+}
