@@ -5,15 +5,23 @@
 //
 //   npx tsx bench/redis.ts [--seconds 3] [--processes 4] [--concurrency 64] [--rounds 3]
 //
-// Until the built-in layers take a `store`, the dispatcher is the fleet test's (test/fleet/
-// dispatcher.ts, the stand-in layers over the seam); the counts are the stores', whichever
-// layer calls them. Exits 1 when a round-trip budget or the throughput target is missed.
+// The layers are the built-in ones with a `store`. Exits 1 when a round-trip budget or the
+// throughput target is missed.
 
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import { z } from 'zod';
-import { createDispatcher, errorMapping, toolLookup, ToolRegistry, TransientError } from '../index.js';
+import {
+  circuitBreaker,
+  concurrencyLimit,
+  createDispatcher,
+  errorMapping,
+  idempotency,
+  toolLookup,
+  ToolRegistry,
+  TransientError,
+} from '../index.js';
 import {
   fromNodeRedis,
   redisBudget,
@@ -23,7 +31,6 @@ import {
 } from '../integrations/redis/index.js';
 import { startRedisServer } from '../test/helpers/redis-server.js';
 import { countingClient } from '../test/integrations/redis/counting.js';
-import { storeBreaker, storeBudget, storeIdempotency, storeSlots } from '../test/fleet/interim-layers.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -58,15 +65,15 @@ async function roundTrips(url: string): Promise<Array<{ path: string; trips: num
   const connected = await connect(url);
   const counting = countingClient(connected.store);
   const prefix = `bench-${randomUUID()}`;
-  const idempotency = redisIdempotencyStore(counting, { prefix });
+  const idempotency_ = redisIdempotencyStore(counting, { prefix });
   const slots = redisSlotStore(counting, { prefix, pool: 'api', max: 64 });
   const circuits = redisCircuitStore(counting, { prefix, mirrorTtlMs: 60_000 });
   const budget = await redisBudget(counting, { prefix, id: 'run', limit: 1_000 });
   const tools = registry();
-  const keyed = createDispatcher([errorMapping(), toolLookup(tools), storeIdempotency(idempotency, { ttlMs: 60_000 })]);
-  const slotted = createDispatcher([errorMapping(), toolLookup(tools), storeSlots(slots)]);
-  const guarded = createDispatcher([errorMapping(), toolLookup(tools), storeBreaker(circuits, { failureThreshold: 5, windowMs: 60_000, cooldownMs: 30_000, probeLeaseMs: 1_000 })]);
-  const budgeted = createDispatcher([errorMapping(), toolLookup(tools), storeBudget(budget)]);
+  const keyed = createDispatcher([errorMapping(), toolLookup(tools), idempotency({ store: idempotency_ })]);
+  const slotted = createDispatcher([errorMapping(), toolLookup(tools), concurrencyLimit({ store: slots })]);
+  const guarded = createDispatcher([errorMapping(), toolLookup(tools), circuitBreaker({ store: circuits })]);
+  const budgeted = createDispatcher([errorMapping(), toolLookup(tools)]);
   const measure = async (path: string, budgetTrips: number, run: () => Promise<unknown>, times = 20) => {
     counting.reset();
     for (let i = 0; i < times; i++) await run();
@@ -85,7 +92,7 @@ async function roundTrips(url: string): Promise<Array<{ path: string; trips: num
   await guarded.dispatch('payments.charge', { orderId: 'x' }); // the first read of a circuit fills the mirror
   await new Promise((resolve) => setTimeout(resolve, 50));
   rows.push(await measure('breaker closed, success', 0, () => guarded.dispatch('payments.charge', { orderId: 'x' })));
-  rows.push(await measure('budget, per attempt', 1, () => budgeted.dispatch('payments.charge', { orderId: 'x' })));
+  rows.push(await measure('budget, per attempt', 1, () => budgeted.dispatch('payments.charge', { orderId: 'x' }, { budget })));
   rows.push(await measure('slot acquire + release', 2, () => slotted.dispatch('payments.charge', { orderId: 'x' })));
   connected.close();
   return rows;
@@ -94,7 +101,7 @@ async function roundTrips(url: string): Promise<Array<{ path: string; trips: num
 async function child(mode: 'keyed' | 'bare', url: string, concurrency: number, seconds: number): Promise<number> {
   const connected = await connect(url);
   const prefix = `bench-${randomUUID()}`;
-  const keyed = createDispatcher([errorMapping(), toolLookup(registry()), storeIdempotency(redisIdempotencyStore(connected.store, { prefix }), { ttlMs: 60_000 })]);
+  const keyed = createDispatcher([errorMapping(), toolLookup(registry()), idempotency({ store: redisIdempotencyStore(connected.store, { prefix }) })]);
   let ops = 0;
   let running = true;
   setTimeout(() => (running = false), seconds * 1_000);

@@ -4,8 +4,8 @@
 //   npm run demo:fleet                 starts a redis-server of its own on a free port
 //   REDIS_URL=redis://… npm run demo:fleet
 //
-// Until the built-in layers take a `store` (issue 10), the workers build their dispatcher with
-// the fleet test's createFleetDispatcher; then it is defaultStack({ idempotency: { store } … }).
+// The workers build their dispatcher as the fleet test does (test/fleet/dispatcher.ts): the
+// default stack with the Redis idempotency store and fleet pool, a shared breaker in front.
 
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
   for (let i = 1; i <= workerCount; i++) {
     const name = `w${i}`;
     if (name === `w${workerCount}`) {
-      console.log(`  ${name}: killed`);
+      console.log(victim === undefined ? `  ${name}: never led a charge, so nothing was killed this time` : `  ${name}: killed`);
       continue;
     }
     console.log(`  ${name}: ran ${led.get(name) ?? 0} charges, shared ${shared.get(name) ?? 0} results (dedupe hits)`);

@@ -1,12 +1,15 @@
-// The ONE place a fleet worker builds its dispatcher on the Redis stores. Once the built-in layers
-// take a `store` (issue 10), replace the body of createFleetDispatcher with:
-//   return createDispatcher([...defaultStack({ registry, idempotency: { store: stores.idempotency, ttlMs },
-//     concurrency: { max: 8, store: stores.slots } }), ...]) plus circuitBreaker({ store: stores.circuits })
-// and pass the budget as `dispatch(..., { budget })`.
+// The ONE place a fleet worker builds its dispatcher on the Redis stores: the built-in layers,
+// each given its store (the breaker in front of the default stack, the budget on every call).
 
-import { createDispatcher, errorMapping, retry, timeout, toolLookup, type Dispatcher, type ToolRegistry } from '../../index.js';
+import {
+  circuitBreaker,
+  createDispatcher,
+  defaultStack,
+  type DispatchEvent,
+  type Dispatcher,
+  type ToolRegistry,
+} from '../../index.js';
 import type { CircuitStore, IdempotencyStore, SlotStore, StoreBudget } from '../../src/stores.js';
-import { storeBreaker, storeBudget, storeIdempotency, storeSlots, type IdempotencyHooks } from './interim-layers.js';
 
 /** The stores a fleet worker shares with the others. */
 export interface FleetStores {
@@ -16,26 +19,50 @@ export interface FleetStores {
   budget?: StoreBudget;
 }
 
+/** What the worker logs besides outcomes, from the layers' events. */
+export interface IdempotencyHooks {
+  /** The lease of `key` was lost while this process led it (the handler's signal aborted). */
+  leaseLost?(key: string, token: string): void;
+  /** A store call failed (the call goes on or fails closed, as the layer decides). */
+  storeError?(key: string, operation: string, error: unknown): void;
+  /** This process's breaker opened the circuit `key` (for every process sharing the store). */
+  circuitOpened?(key: string): void;
+}
+
 /** Builds a worker's dispatcher: idempotency, the fleet cap, retries, the breaker and the budget, all on the shared stores. */
 export function createFleetDispatcher(
   registry: ToolRegistry,
   stores: FleetStores,
   options: { ttlMs: number; hooks?: IdempotencyHooks; onCircuitOpen?(key: string): void },
 ): Dispatcher {
-  return createDispatcher([
-    errorMapping(),
-    toolLookup(registry),
-    storeIdempotency(stores.idempotency, { ttlMs: options.ttlMs, ...(options.hooks ? { hooks: options.hooks } : {}) }),
-    storeSlots(stores.slots),
-    retry({ maxAttempts: 2, baseDelayMs: 10 }),
-    storeBreaker(stores.circuits, {
-      failureThreshold: 5,
-      windowMs: 10_000,
-      cooldownMs: 5_000,
-      probeLeaseMs: 1_000,
-      ...(options.onCircuitOpen ? { onOpen: options.onCircuitOpen } : {}),
-    }),
-    ...(stores.budget === undefined ? [] : [storeBudget(stores.budget)]),
-    timeout({ defaultMs: 5_000 }),
-  ]);
+  const { hooks, onCircuitOpen } = options;
+  const onEvent = (event: DispatchEvent) => {
+    const details = event as DispatchEvent & Record<string, unknown>;
+    if (event.type === 'idempotency.lease_lost') hooks?.leaseLost?.(String(details.key), String(details.fence));
+    else if (event.type === 'idempotency.store_error') hooks?.storeError?.(String(details.key), String(details.operation), details.error);
+    else if (event.type === 'circuit.open') {
+      hooks?.circuitOpened?.(String(details.key));
+      onCircuitOpen?.(String(details.key));
+    }
+  };
+  const dispatcher = createDispatcher(
+    [
+      circuitBreaker({ store: stores.circuits, failureThreshold: 5, windowMs: 10_000, cooldownMs: 5_000, probeLeaseMs: 1_000 }),
+      ...defaultStack({
+        registry,
+        idempotency: { store: stores.idempotency, ttlMs: options.ttlMs },
+        concurrency: { max: 8, store: stores.slots },
+        retry: { maxAttempts: 2, baseDelayMs: 10 },
+        timeout: { defaultMs: 5_000 },
+      }),
+    ],
+    { onEvent },
+  );
+  const { budget } = stores;
+  if (budget === undefined) return dispatcher;
+  return {
+    ...dispatcher,
+    dispatch: (name, args, dispatchOptions) => dispatcher.dispatch(name, args, { budget, ...dispatchOptions }),
+    dispatchJson: (name, argsJson, dispatchOptions) => dispatcher.dispatchJson(name, argsJson, { budget, ...dispatchOptions }),
+  };
 }

@@ -55,10 +55,11 @@ async function main(): Promise<void> {
     idempotency: redisIdempotencyStore(connected.store, { ...common, resetWindowMs: config.resetWindowMs, pollMs: 250 }),
     slots: redisSlotStore(connected.store, { ...common, pool: 'payments', max: config.fleetMax, pollMs: 100 }),
     circuits: redisCircuitStore(connected.store, { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs }),
-    ...(config.phase === 'budget'
-      ? { budget: await redisBudget(connected.store, { prefix: config.prefix, id: config.budgetId ?? 'run', limit: config.budgetLimit ?? 0 }) }
-      : {}),
   };
+  const budget =
+    config.phase === 'budget'
+      ? await redisBudget(connected.store, { prefix: config.prefix, id: config.budgetId ?? 'run', limit: config.budgetLimit ?? 0 })
+      : undefined;
 
   const registry = new ToolRegistry();
   registry.register({
@@ -95,11 +96,11 @@ async function main(): Promise<void> {
   const dispatcher = createFleetDispatcher(registry, stores, {
     ttlMs: config.ttlMs,
     hooks: {
-      leaseLost: (key, token) => line(`L ${key} ${token} ${config.id}`),
+      leaseLost: (key) => line(`L ${key} - ${config.id}`),
       storeError: (key, operation, error) =>
         line(`W ${key} ${operation}:${String((error as Error)?.message ?? error).replaceAll(' ', '_').slice(0, 120)} ${config.id}`),
+      circuitOpened: (key) => line(`O ${key} - ${config.id}`),
     },
-    onCircuitOpen: (key) => line(`O ${key} - ${config.id}`),
   });
 
   const pool = async <T>(items: T[], each: (item: T) => Promise<void>) => {
@@ -136,7 +137,7 @@ async function main(): Promise<void> {
     await pool(
       Array.from({ length: config.budgetCalls ?? 0 }, (_, i) => i),
       async () => {
-        const outcome = await dispatcher.dispatch('budget.step', {});
+        const outcome = await dispatcher.dispatch('budget.step', {}, budget === undefined ? {} : { budget });
         line(`U - ${outcome.ok ? 'ok' : outcome.kind} ${config.id}`);
       },
     );
