@@ -308,21 +308,30 @@ function storeBacked(
 
   // The side effect happened and the caller has its result; the store learns of it as soon as
   // it can. Until the lease ends, other processes wait for the key rather than run it again.
-  const completeLater = (ctx: DispatchContext, lease: IdempotencyLease, result: unknown, tries: number, delayMs: number) => {
+  const completeLater = (
+    ctx: DispatchContext,
+    lease: IdempotencyLease,
+    result: unknown,
+    tries: number,
+    delayMs: number,
+    reportLost: () => void,
+  ): void => {
     const finite = lease.renewEveryMs < Infinity;
-    if (lease.signal.aborted || (!finite && tries >= maxCompleteRetries)) return;
+    // The lease ended before the success could be stored: another process may run the key.
+    if (lease.signal.aborted) return reportLost();
+    if (!finite && tries >= maxCompleteRetries) return;
     const handle = timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
       try {
         answer = store.complete(lease, result, storeTtlMs);
       } catch (error) {
         ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-        return completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs));
+        return completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs), reportLost);
       }
       if (isPromise(answer)) {
-        answer.then(ignore, (error: unknown) => {
+        answer.then(reportLost, (error: unknown) => {
           ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-          completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs));
+          completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs), reportLost);
         });
       }
     }, delayMs);
@@ -342,8 +351,14 @@ function storeBacked(
     // The attempt's signal aborts when every local caller has left or the lease is lost.
     const execution = new AbortController();
     const offCaller = onAbort(signal, () => execution.abort(signal.reason));
-    const offLease = onAbort(lease.signal, () => {
+    let lostReported = false;
+    const reportLost = () => {
+      if (lostReported || !lease.signal.aborted) return;
+      lostReported = true;
       ctx.emit('idempotency.lease_lost', { key, fence: lease.fence });
+    };
+    const offLease = onAbort(lease.signal, () => {
+      reportLost();
       execution.abort(lease.signal.reason);
     });
     ctx.signal = execution.signal;
@@ -379,9 +394,12 @@ function storeBacked(
       if (isPromise(completion)) completion = await completion;
     } catch (error) {
       ctx.emit('idempotency.store_error', { key, operation: 'complete', error });
-      completeLater(ctx, lease, result, 1, completeRetryMs);
+      // A completion that failed past the lease's end finds it lost: that is said too.
+      reportLost();
+      completeLater(ctx, lease, result, 1, completeRetryMs, reportLost);
       return { ok: true, result, hit: false };
     }
+    reportLost();
     if (completion.kind === 'lost' && completion.winner !== undefined) {
       return { ok: true, result: completion.winner.result, hit: false };
     }
