@@ -63,6 +63,8 @@ export type {
 
 export { harnessStep, toToolMessage } from './harness.js';
 export { toJsonSafe } from './json-safe.js';
+export { providerCallOptions } from './provider-call.js';
+export type { ProviderCall } from './provider-call.js';
 export type { JsonSafeOptions } from './json-safe.js';
 export type {
   HarnessHook,

@@ -2,6 +2,7 @@
 
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import {
+  providerCallOptions,
   createNameMap,
   toObjectSchema,
   toToolMessage,
@@ -11,7 +12,6 @@ import {
   type NameMapOptions,
   type ToolRegistry,
 } from '../../index.js';
-import { callOptions, type KeyPolicy } from './call-options.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
 /** Options for `toAiSdkTools`. */
@@ -92,7 +92,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
           const outcome = await settings.dispatcher.dispatch(
             listing.name,
             input,
-            callOptions(toolCallId, abortSignal, settings.keys, base),
+            providerCallOptions({ providerId: toolCallId, signal: abortSignal, ...settings.keys, idPrefix: 'ai-sdk', base }),
           );
           if (!outcome.ok) throw new ToolCallFailed(outcome, messageOptions);
           return outcome.result;
@@ -112,7 +112,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
 interface Settings {
   registry: Pick<ToolRegistry, 'list'>;
   dispatcher: Pick<Dispatcher, 'dispatch'>;
-  keys: KeyPolicy;
+  keys: { readonly idempotencyScope: string | undefined; readonly keyByCallId: boolean };
   names: NameMapOptions | false;
   base: DispatchOptions;
   maxLength: number;

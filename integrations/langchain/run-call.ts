@@ -1,8 +1,7 @@
 // One LangChain tool call through the dispatcher, answered as the ToolMessage the model reads.
 
 import { ToolMessage } from '@langchain/core/messages';
-import { toToolMessage } from '../../index.js';
-import { callOptions } from './call-options.js';
+import { providerCallOptions, toToolMessage } from '../../index.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';
 
@@ -26,9 +25,13 @@ export async function runCall(
 ): Promise<ToolMessage> {
   const wire = call.name;
   const toolName = settings.names === undefined ? wire : settings.names.toolName(wire);
-  const options = callOptions(call.id, signal, settings.scope(runtime), settings.keyByCallId, {
-    ...settings.base,
-    displayName: wire,
+  const options = providerCallOptions({
+    providerId: call.id,
+    signal,
+    idempotencyScope: settings.scope(runtime),
+    keyByCallId: settings.keyByCallId,
+    idPrefix: 'langchain',
+    base: { ...settings.base, displayName: wire },
   });
   // A call whose JSON the provider could not parse: the schema layer parses the raw text, so the
   // failure is an ordinary `schema` outcome that events, logging and tracing see.

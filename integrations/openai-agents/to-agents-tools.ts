@@ -2,6 +2,7 @@
 
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import {
+  providerCallOptions,
   createNameMap,
   toObjectSchema,
   toToolMessage,
@@ -12,7 +13,6 @@ import {
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
-import { callOptions } from './call-options.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
 export interface AgentsToolCall {
@@ -97,7 +97,14 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       errorFunction: null,
       async execute(input, runContext, details) {
         const scope = settings.scope(runContext);
-        const call = callOptions(details?.toolCall?.callId, details?.signal, scope, settings.keyByCallId, base);
+        const call = providerCallOptions({
+          providerId: details?.toolCall?.callId,
+          signal: details?.signal,
+          idempotencyScope: scope,
+          keyByCallId: settings.keyByCallId,
+          idPrefix: 'openai-agents',
+          base,
+        });
         const outcome = await settings.dispatcher.dispatch(listing.name, input, call);
         settings.onOutcome?.(outcome, { callId: call.callId, toolName: listing.name, wireName });
         return toToolMessage(outcome, { maxLength: settings.maxLength });
