@@ -57,8 +57,20 @@ async function connect(url: string) {
 
 function registry(): ToolRegistry {
   return new ToolRegistry()
-    .register({ name: 'payments.charge', description: 'Charges.', inputSchema: z.object({ orderId: z.string() }), handler: async ({ orderId }) => ({ orderId }) })
-    .register({ name: 'flaky', description: 'Fails.', inputSchema: z.object({}), handler: async () => { throw new TransientError('down'); } });
+    .register({
+      name: 'payments.charge',
+      description: 'Charges.',
+      inputSchema: z.object({ orderId: z.string() }),
+      handler: async ({ orderId }) => ({ orderId }),
+    })
+    .register({
+      name: 'flaky',
+      description: 'Fails.',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('down');
+      },
+    });
 }
 
 async function roundTrips(url: string): Promise<Array<{ path: string; trips: number; budget: number }>> {
@@ -81,27 +93,52 @@ async function roundTrips(url: string): Promise<Array<{ path: string; trips: num
   };
   let n = 0;
   const rows = [
-    await measure('keyed miss (leader)', 2, () => keyed.dispatch('payments.charge', { orderId: `o${++n}` }, { idempotencyKey: `k${n}` })),
-    await measure('keyed hit', 1, () => keyed.dispatch('payments.charge', { orderId: 'o1' }, { idempotencyKey: 'k1' })),
+    await measure('keyed miss (leader)', 2, () =>
+      keyed.dispatch('payments.charge', { orderId: `o${++n}` }, { idempotencyKey: `k${n}` }),
+    ),
+    await measure('keyed hit', 1, () =>
+      keyed.dispatch('payments.charge', { orderId: 'o1' }, { idempotencyKey: 'k1' }),
+    ),
   ];
   // Same-process followers: 10 callers of one key, one of them leads.
   counting.reset();
   const key = `same-${randomUUID()}`;
-  await Promise.all(Array.from({ length: 10 }, () => keyed.dispatch('payments.charge', { orderId: 'same' }, { idempotencyKey: key })));
+  await Promise.all(
+    Array.from({ length: 10 }, () =>
+      keyed.dispatch('payments.charge', { orderId: 'same' }, { idempotencyKey: key }),
+    ),
+  );
   rows.push({ path: 'same-process follower', trips: (counting.total() - 2) / 9, budget: 0 });
   await guarded.dispatch('payments.charge', { orderId: 'x' }); // the first read of a circuit fills the mirror
   await new Promise((resolve) => setTimeout(resolve, 50));
-  rows.push(await measure('breaker closed, success', 0, () => guarded.dispatch('payments.charge', { orderId: 'x' })));
-  rows.push(await measure('budget, per attempt', 1, () => budgeted.dispatch('payments.charge', { orderId: 'x' }, { budget })));
-  rows.push(await measure('slot acquire + release', 2, () => slotted.dispatch('payments.charge', { orderId: 'x' })));
+  rows.push(
+    await measure('breaker closed, success', 0, () => guarded.dispatch('payments.charge', { orderId: 'x' })),
+  );
+  rows.push(
+    await measure('budget, per attempt', 1, () =>
+      budgeted.dispatch('payments.charge', { orderId: 'x' }, { budget }),
+    ),
+  );
+  rows.push(
+    await measure('slot acquire + release', 2, () => slotted.dispatch('payments.charge', { orderId: 'x' })),
+  );
   connected.close();
   return rows;
 }
 
-async function child(mode: 'keyed' | 'bare', url: string, concurrency: number, seconds: number): Promise<number> {
+async function child(
+  mode: 'keyed' | 'bare',
+  url: string,
+  concurrency: number,
+  seconds: number,
+): Promise<number> {
   const connected = await connect(url);
   const prefix = `bench-${randomUUID()}`;
-  const keyed = createDispatcher([errorMapping(), toolLookup(registry()), idempotency({ store: redisIdempotencyStore(connected.store, { prefix }) })]);
+  const keyed = createDispatcher([
+    errorMapping(),
+    toolLookup(registry()),
+    idempotency({ store: redisIdempotencyStore(connected.store, { prefix }) }),
+  ]);
   let ops = 0;
   let running = true;
   setTimeout(() => (running = false), seconds * 1_000);
@@ -125,16 +162,28 @@ async function child(mode: 'keyed' | 'bare', url: string, concurrency: number, s
   return ops / seconds;
 }
 
-async function throughput(url: string, mode: 'keyed' | 'bare', processes: number, concurrency: number, seconds: number): Promise<number> {
+async function throughput(
+  url: string,
+  mode: 'keyed' | 'bare',
+  processes: number,
+  concurrency: number,
+  seconds: number,
+): Promise<number> {
   const rates = await Promise.all(
-    Array.from({ length: processes }, () =>
-      new Promise<number>((resolve, reject) => {
-        const worker = fork(new URL(import.meta.url).pathname, ['--child', mode, url, String(Math.ceil(concurrency / processes)), String(seconds)], {
-          execArgv: ['--import', 'tsx'],
-        });
-        worker.once('message', (rate) => resolve(Number(rate)));
-        worker.once('exit', (code) => code !== 0 && reject(new Error(`bench child exited ${code}`)));
-      }),
+    Array.from(
+      { length: processes },
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const worker = fork(
+            new URL(import.meta.url).pathname,
+            ['--child', mode, url, String(Math.ceil(concurrency / processes)), String(seconds)],
+            {
+              execArgv: ['--import', 'tsx'],
+            },
+          );
+          worker.once('message', (rate) => resolve(Number(rate)));
+          worker.once('exit', (code) => code !== 0 && reject(new Error(`bench child exited ${code}`)));
+        }),
     ),
   );
   return rates.reduce((sum, rate) => sum + rate, 0);
@@ -157,7 +206,9 @@ if (argv[0] === '--child') {
     for (const row of await roundTrips(server.url)) {
       const ok = row.trips <= row.budget;
       failed ||= !ok;
-      console.log(`  ${row.path.padEnd(26)} ${row.trips.toFixed(2).padStart(5)}   (budget ${row.budget})${ok ? '' : '  OVER'}`);
+      console.log(
+        `  ${row.path.padEnd(26)} ${row.trips.toFixed(2).padStart(5)}   (budget ${row.budget})${ok ? '' : '  OVER'}`,
+      );
     }
     // Interleaved rounds, the median ratio: a busy machine moves both sides of one round alike.
     const rounds: Array<{ bare: number; keyed: number }> = [];
@@ -170,10 +221,14 @@ if (argv[0] === '--child') {
     const { bare, keyed } = rounds[Math.floor(rounds.length / 2)] as { bare: number; keyed: number };
     const ratio = keyed / bare;
     failed ||= ratio < 0.5;
-    console.log(`\nthroughput at concurrency ${concurrency} across ${processes} processes, ${seconds} s each, the median of ${rounds.length} interleaved rounds`);
+    console.log(
+      `\nthroughput at concurrency ${concurrency} across ${processes} processes, ${seconds} s each, the median of ${rounds.length} interleaved rounds`,
+    );
     console.log(`  bare SET NX PX + GET   ${Math.round(bare).toLocaleString('en')} pairs/s`);
     console.log(`  keyed dispatch (miss)  ${Math.round(keyed).toLocaleString('en')} dispatches/s`);
-    console.log(`  ratio                  ${ratio.toFixed(2)}× (target ≥ 0.5×)${ratio < 0.5 ? '  MISSED' : ''}`);
+    console.log(
+      `  ratio                  ${ratio.toFixed(2)}× (target ≥ 0.5×)${ratio < 0.5 ? '  MISSED' : ''}`,
+    );
   } finally {
     await server.stop();
   }

@@ -74,8 +74,18 @@ async function worker(url: string, name: string, prefix: string): Promise<void> 
   const mine = [...orders].sort(() => Math.random() - 0.5);
   await Promise.all(
     mine.map(async (order) => {
-      const outcome = await dispatcher.dispatch('payments.charge', { orderId: order, cents: 4_200 }, { idempotencyKey: order });
-      if (outcome.ok) send({ type: 'result', order, chargeId: (outcome.result as { chargeId: string }).chargeId, ran: outcome.attempts > 0 });
+      const outcome = await dispatcher.dispatch(
+        'payments.charge',
+        { orderId: order, cents: 4_200 },
+        { idempotencyKey: order },
+      );
+      if (outcome.ok)
+        send({
+          type: 'result',
+          order,
+          chargeId: (outcome.result as { chargeId: string }).chargeId,
+          ran: outcome.attempts > 0,
+        });
     }),
   );
   send({ type: 'done' });
@@ -95,9 +105,15 @@ async function freePort(): Promise<number> {
 async function localRedis(): Promise<{ url: string; stop(): void }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'td-demo-'));
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
   await new Promise<void>((resolve, reject) => {
-    server.once('error', () => reject(new Error('redis-server is not installed; set REDIS_URL or apt-get install redis-server')));
+    server.once('error', () =>
+      reject(new Error('redis-server is not installed; set REDIS_URL or apt-get install redis-server')),
+    );
     const attempt = () => {
       const socket = createConnection({ port, host: '127.0.0.1' }, () => {
         socket.destroy();
@@ -128,11 +144,15 @@ async function main(): Promise<void> {
   const led = new Map<string, number>();
   let victim: ChildProcess | undefined;
   let victimOrder: string | undefined;
-  console.log(`${workerCount} workers charge the same ${orders.length} orders through ${redis.url} (lease ${leaseMs} ms)\n`);
+  console.log(
+    `${workerCount} workers charge the same ${orders.length} orders through ${redis.url} (lease ${leaseMs} ms)\n`,
+  );
 
   const children = Array.from({ length: workerCount }, (_, i) => {
     const name = `w${i + 1}`;
-    const child = fork(new URL(import.meta.url).pathname, ['--worker', redis.url, name, prefix], { execArgv: process.execArgv });
+    const child = fork(new URL(import.meta.url).pathname, ['--worker', redis.url, name, prefix], {
+      execArgv: process.execArgv,
+    });
     const done = new Promise<void>((resolve) => {
       child.on('message', (report: Report) => {
         if (report.type === 'start') {
@@ -143,14 +163,17 @@ async function main(): Promise<void> {
             victim = child;
             victimOrder = report.order;
             child.kill('SIGKILL');
-            console.log(`${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`);
+            console.log(
+              `${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`,
+            );
           }
         } else if (report.type === 'end') {
           console.log(`${at()}  ${name} charged ${report.order} (${report.chargeId})`);
         } else if (report.type === 'result') {
           const tally = report.ran ? led : shared;
           tally.set(name, (tally.get(name) ?? 0) + 1);
-          if (!report.ran) console.log(`${at()}  ${name} got ${report.order} without charging: ${report.chargeId}`);
+          if (!report.ran)
+            console.log(`${at()}  ${name} got ${report.order} without charging: ${report.chargeId}`);
         } else if (report.type === 'lost') {
           console.log(`${at()}  ${name} lost its lease on ${report.order}`);
         } else if (report.type === 'done') {
@@ -167,18 +190,30 @@ async function main(): Promise<void> {
   console.log('\nSummary');
   for (const order of orders) {
     const by = charges.get(order) ?? [];
-    const note = order === victimOrder ? `  (the killed worker's charge never finished; ${by.at(-1)} re-ran it after the lease)` : '';
-    console.log(`  ${order}: charged ${by.length === 1 ? 'once' : `${by.length} times`} by ${by.join(', ')}${note}`);
+    const note =
+      order === victimOrder
+        ? `  (the killed worker's charge never finished; ${by.at(-1)} re-ran it after the lease)`
+        : '';
+    console.log(
+      `  ${order}: charged ${by.length === 1 ? 'once' : `${by.length} times`} by ${by.join(', ')}${note}`,
+    );
   }
   for (let i = 1; i <= workerCount; i++) {
     const name = `w${i}`;
     if (name === `w${workerCount}`) {
-      console.log(victim === undefined ? `  ${name}: never led a charge, so nothing was killed this time` : `  ${name}: killed`);
+      console.log(
+        victim === undefined
+          ? `  ${name}: never led a charge, so nothing was killed this time`
+          : `  ${name}: killed`,
+      );
       continue;
     }
-    console.log(`  ${name}: ran ${led.get(name) ?? 0} charges, shared ${shared.get(name) ?? 0} results (dedupe hits)`);
+    console.log(
+      `  ${name}: ran ${led.get(name) ?? 0} charges, shared ${shared.get(name) ?? 0} results (dedupe hits)`,
+    );
   }
 }
 
-if (process.argv[2] === '--worker') await worker(process.argv[3] as string, process.argv[4] as string, process.argv[5] as string);
+if (process.argv[2] === '--worker')
+  await worker(process.argv[3] as string, process.argv[4] as string, process.argv[5] as string);
 else await main();

@@ -119,7 +119,6 @@ export function keepLeaseAlive(
   return stop;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Idempotency
 
@@ -193,7 +192,11 @@ export interface IdempotencyStore {
    *
    * @param options.token - The owner token to claim with; a fresh random one by default.
    */
-  claim(key: string, fingerprint: StoreFingerprint, options?: { token?: string }): MaybePromise<IdempotencyClaim>;
+  claim(
+    key: string,
+    fingerprint: StoreFingerprint,
+    options?: { token?: string },
+  ): MaybePromise<IdempotencyClaim>;
   /**
    * Extends the lease by a full lease from now. `false` when the lease is gone (expired and
    * taken, completed or released): the store aborts `lease.signal` then. Resend-safe.
@@ -216,7 +219,11 @@ export interface IdempotencyStore {
    * signal). A change that happened after the `claim` that answered `follow` is never missed.
    * Then claim again.
    */
-  changed(key: string, fence: number, options: { signal: AbortSignal; timeoutMs: number }): MaybePromise<void>;
+  changed(
+    key: string,
+    fence: number,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): MaybePromise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ export interface RedisBudgetOptions {
  */
 export async function redisBudget(redis: StoreClient, options: RedisBudgetOptions): Promise<StoreBudget> {
   requireClient(redis, 'redisBudget');
-  if (typeof options !== 'object' || options === null) throw new TypeError('redisBudget: options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('redisBudget: options must be an object');
   const { id } = options;
   if (typeof id !== 'string' || id === '') throw new TypeError('id must be a non-empty string');
   const requested = requireMs('limit', options.limit, 0);
@@ -51,7 +52,13 @@ export async function redisBudget(redis: StoreClient, options: RedisBudgetOption
   const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);
   const key = `${prefix}:u:${id}`;
 
-  const created = await runScript(redis, createBudgetScript, [key], [String(requested), String(ttlMs)], timeoutMs);
+  const created = await runScript(
+    redis,
+    createBudgetScript,
+    [key],
+    [String(requested), String(ttlMs)],
+    timeoutMs,
+  );
   let remaining = num(created, 0);
   const limit = num(created, 1);
 
@@ -66,7 +73,13 @@ export async function redisBudget(redis: StoreClient, options: RedisBudgetOption
       if (typeof units !== 'number' || !Number.isInteger(units) || units < 1) {
         throw new TypeError(`units must be an integer >= 1, got ${String(units)}`);
       }
-      const reply = await runScript(redis, takeBudgetScript, [key], [attemptId ?? newToken(), String(units)], timeoutMs);
+      const reply = await runScript(
+        redis,
+        takeBudgetScript,
+        [key],
+        [attemptId ?? newToken(), String(units)],
+        timeoutMs,
+      );
       const status = num(reply, 0);
       if (status === -1) {
         remaining = 0;

@@ -48,14 +48,23 @@ interface Mirrored {
 
 const states: ReadonlySet<string> = new Set(['closed', 'open', 'half_open']);
 
-function recordOf(state: string, failures: number, openedAt: number, probe: string, probeUntil: number): CircuitRecord | undefined {
+function recordOf(
+  state: string,
+  failures: number,
+  openedAt: number,
+  probe: string,
+  probeUntil: number,
+): CircuitRecord | undefined {
   if (!states.has(state)) return undefined;
   return { state: state as CircuitStoreState, failures, openedAt, probe, probeUntil };
 }
 
 function viewOf(reply: unknown): CircuitView {
   return {
-    record: num(reply, 1) === 1 ? recordOf(text(reply, 2), num(reply, 3), num(reply, 4), text(reply, 5), num(reply, 6)) : undefined,
+    record:
+      num(reply, 1) === 1
+        ? recordOf(text(reply, 2), num(reply, 3), num(reply, 4), text(reply, 5), num(reply, 6))
+        : undefined,
     version: num(reply, 7),
     failures: num(reply, 8),
     now: num(reply, 9),
@@ -89,7 +98,8 @@ export function redisCircuitStore(redis: StoreClient, options: RedisCircuitStore
     const known = mirror.get(circuit);
     // Messages and replies race: keep the newest version (a failure count only with it).
     if (known !== undefined && known.view.version > view.version) return;
-    if (known === undefined && mirror.size >= maxMirrored) mirror.delete(mirror.keys().next().value as string);
+    if (known === undefined && mirror.size >= maxMirrored)
+      mirror.delete(mirror.keys().next().value as string);
     mirror.set(circuit, { view, at, generation: hub.generation, refreshing: known?.refreshing ?? false });
   };
 
@@ -105,7 +115,13 @@ export function redisCircuitStore(redis: StoreClient, options: RedisCircuitStore
         remember(
           circuit,
           {
-            record: recordOf(state ?? '', Number(failures), Number(openedAt), probe ?? '', Number(probeUntil)),
+            record: recordOf(
+              state ?? '',
+              Number(failures),
+              Number(openedAt),
+              probe ?? '',
+              Number(probeUntil),
+            ),
             version: Number(version),
             failures: 0,
             now: Number(now),
@@ -137,7 +153,10 @@ export function redisCircuitStore(redis: StoreClient, options: RedisCircuitStore
   };
 
   // A mirrored view, its time moved on by the local monotonic clock since the server read it.
-  const project = (entry: Mirrored, now: number): CircuitView => ({ ...entry.view, now: entry.view.now + (now - entry.at) });
+  const project = (entry: Mirrored, now: number): CircuitView => ({
+    ...entry.view,
+    now: entry.view.now + (now - entry.at),
+  });
 
   const refreshInBackground = (circuit: string, entry: Mirrored) => {
     if (entry.refreshing) return;

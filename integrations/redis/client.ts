@@ -254,7 +254,10 @@ function resetFanOut(install: (reset: () => void) => void): { add(handler: () =>
 }
 
 // Counts calls in a row that passed their deadline; at `limit`, drops the connection once.
-function stallWatchdog(limit: number, reconnect: () => Promise<unknown>): { stalled(): void; answered(): void } {
+function stallWatchdog(
+  limit: number,
+  reconnect: () => Promise<unknown>,
+): { stalled(): void; answered(): void } {
   if (!Number.isInteger(limit) || limit < 0) {
     throw new TypeError(`stallsBeforeReconnect must be an integer >= 0, got ${String(limit)}`);
   }

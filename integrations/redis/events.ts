@@ -62,9 +62,10 @@ export class EventHub {
     if (!keepListening) this.listening = false;
     for (const listener of this.#resets) listener();
     // A reconnect ends with node-redis/ioredis subscribed again; trust messages from here on.
-    if (!keepListening) queueMicrotask(() => {
-      this.listening = this.#started;
-    });
+    if (!keepListening)
+      queueMicrotask(() => {
+        this.listening = this.#started;
+      });
   }
 }
 

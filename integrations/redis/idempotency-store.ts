@@ -12,7 +12,14 @@ import {
 import { num, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';
-import { newToken, requireChoice, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
+import {
+  newToken,
+  requireChoice,
+  requireClient,
+  requireMs,
+  requireOptions,
+  requirePrefix,
+} from './options.js';
 import { claimScript, completeScript, releaseScript, renewScript } from './scripts.js';
 
 /** Options for `redisIdempotencyStore`. */
@@ -103,7 +110,9 @@ class RedisLease implements IdempotencyLease {
   lose(why: string): void {
     const controller = (this.#controller ??= new AbortController());
     if (controller.signal.aborted) return;
-    controller.abort(new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost: ${why}`));
+    controller.abort(
+      new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost: ${why}`),
+    );
   }
 }
 
@@ -140,8 +149,10 @@ export function redisIdempotencyStore(
   const resetWindowMs = requireMs('resetWindowMs', options.resetWindowMs ?? 60_000);
   const maxResultBytes = requireMs('maxResultBytes', options.maxResultBytes ?? 1_048_576);
   const { serialize, deserialize } = options;
-  if (serialize !== undefined && typeof serialize !== 'function') throw new TypeError('serialize must be a function');
-  if (deserialize !== undefined && typeof deserialize !== 'function') throw new TypeError('deserialize must be a function');
+  if (serialize !== undefined && typeof serialize !== 'function')
+    throw new TypeError('serialize must be a function');
+  if (deserialize !== undefined && typeof deserialize !== 'function')
+    throw new TypeError('deserialize must be a function');
 
   const channel = `${prefix}:ev`;
   const epochKey = `${prefix}:epoch`;
@@ -194,7 +205,8 @@ export function redisIdempotencyStore(
   const decode = (payload: string): { ok: true; result: unknown } | { ok: false; reason: string } => {
     try {
       if (payload === 'u') return { ok: true, result: undefined };
-      if (payload.startsWith('c') && deserialize !== undefined) return { ok: true, result: deserialize(payload.slice(1)) };
+      if (payload.startsWith('c') && deserialize !== undefined)
+        return { ok: true, result: deserialize(payload.slice(1)) };
       if (payload.startsWith('j')) return { ok: true, result: JSON.parse(payload.slice(1)) };
       return { ok: false, reason: 'stored in a form this process cannot read' };
     } catch (error) {
@@ -254,7 +266,13 @@ export function redisIdempotencyStore(
     const sentAt = performance.now();
     let reply: unknown;
     try {
-      reply = await runScript(redis, renewScript, [recordKey(lease.key)], [lease.token, String(leaseMs)], timeoutMs);
+      reply = await runScript(
+        redis,
+        renewScript,
+        [recordKey(lease.key)],
+        [lease.token, String(leaseMs)],
+        timeoutMs,
+      );
     } catch (error) {
       // Unreachable for as long as the lease lasts: it has surely ended by now.
       if (performance.now() >= mine.endsAt) {
@@ -276,7 +294,8 @@ export function redisIdempotencyStore(
     result: unknown,
     ttlMs: number,
   ): Promise<IdempotencyCompletion> => {
-    if (typeof ttlMs !== 'number' || !(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    if (typeof ttlMs !== 'number' || !(ttlMs > 0))
+      throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
     const { status, payload } = encode(result);
     const ttl = String(Math.ceil(Math.min(ttlMs, 2 ** 47)));
     const print = (lease as RedisLease).fingerprint ?? '';

@@ -28,7 +28,9 @@ export function requireMs(name: string, value: unknown, min = 1): number {
 
 export function requireChoice<T extends string>(name: string, value: unknown, choices: readonly T[]): T {
   if (!choices.includes(value as T)) {
-    throw new TypeError(`${name} must be one of ${choices.map((c) => `'${c}'`).join(', ')}, got ${String(value)}`);
+    throw new TypeError(
+      `${name} must be one of ${choices.map((c) => `'${c}'`).join(', ')}, got ${String(value)}`,
+    );
   }
   return value as T;
 }

@@ -5,7 +5,14 @@ import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } fr
 import { num, runScript } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';
-import { newToken, requireChoice, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
+import {
+  newToken,
+  requireChoice,
+  requireClient,
+  requireMs,
+  requireOptions,
+  requirePrefix,
+} from './options.js';
 import { acquireScript, loadSlotScript, releaseSlotScript, renewSlotScript } from './scripts.js';
 
 /** Options for `redisSlotStore`. */
@@ -63,7 +70,9 @@ class RedisPermit implements SlotPermit {
 
   lose(why: string): void {
     if (this.#controller.signal.aborted) return;
-    this.#controller.abort(new DispatchError('lease_lost', `The slot in pool "${this.pool}" was lost: ${why}`));
+    this.#controller.abort(
+      new DispatchError('lease_lost', `The slot in pool "${this.pool}" was lost: ${why}`),
+    );
   }
 }
 
@@ -84,7 +93,8 @@ interface Queued {
  */
 export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOptions): SlotStore {
   requireClient(redis, 'redisSlotStore');
-  if (typeof options !== 'object' || options === null) throw new TypeError('redisSlotStore: options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('redisSlotStore: options must be an object');
   requireOptions(options, 'redisSlotStore');
   const { pool } = options;
   if (typeof pool !== 'string' || pool === '') throw new TypeError('pool must be a non-empty string');
@@ -115,11 +125,19 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
   const acquire = async (token: string): Promise<{ permit?: RedisPermit; retryInMs: number }> => {
     const sentAt = performance.now();
     try {
-      const reply = await runScript(redis, acquireScript, [poolKey], [token, String(max), String(leaseMs)], timeoutMs);
-      if (num(reply, 0) === 1) return { permit: new RedisPermit(pool, token, leaseMs / 3, sentAt + leaseMs, false), retryInMs: 0 };
+      const reply = await runScript(
+        redis,
+        acquireScript,
+        [poolKey],
+        [token, String(max), String(leaseMs)],
+        timeoutMs,
+      );
+      if (num(reply, 0) === 1)
+        return { permit: new RedisPermit(pool, token, leaseMs / 3, sentAt + leaseMs, false), retryInMs: 0 };
       return { retryInMs: Math.max(1, num(reply, 1)) };
     } catch (error) {
-      if (onStoreError === 'local') return { permit: new RedisPermit(pool, token, Infinity, Infinity, true), retryInMs: 0 };
+      if (onStoreError === 'local')
+        return { permit: new RedisPermit(pool, token, Infinity, Infinity, true), retryInMs: 0 };
       throw error;
     }
   };
@@ -155,7 +173,9 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
           queue.shift();
           if (!head.settled) {
             head.settled = true;
-            head.waiter.fail(isDispatchError(error) ? error : storeUnavailable(String(error), { cause: error }));
+            head.waiter.fail(
+              isDispatchError(error) ? error : storeUnavailable(String(error), { cause: error }),
+            );
           }
           continue;
         }

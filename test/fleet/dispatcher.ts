@@ -38,8 +38,10 @@ export function createFleetDispatcher(
   const { hooks, onCircuitOpen } = options;
   const onEvent = (event: DispatchEvent) => {
     const details = event as DispatchEvent & Record<string, unknown>;
-    if (event.type === 'idempotency.lease_lost') hooks?.leaseLost?.(String(details.key), String(details.fence));
-    else if (event.type === 'idempotency.store_error') hooks?.storeError?.(String(details.key), String(details.operation), details.error);
+    if (event.type === 'idempotency.lease_lost')
+      hooks?.leaseLost?.(String(details.key), String(details.fence));
+    else if (event.type === 'idempotency.store_error')
+      hooks?.storeError?.(String(details.key), String(details.operation), details.error);
     else if (event.type === 'circuit.open') {
       hooks?.circuitOpened?.(String(details.key));
       onCircuitOpen?.(String(details.key));
@@ -47,7 +49,13 @@ export function createFleetDispatcher(
   };
   const dispatcher = createDispatcher(
     [
-      circuitBreaker({ store: stores.circuits, failureThreshold: 5, windowMs: 10_000, cooldownMs: 5_000, probeLeaseMs: 1_000 }),
+      circuitBreaker({
+        store: stores.circuits,
+        failureThreshold: 5,
+        windowMs: 10_000,
+        cooldownMs: 5_000,
+        probeLeaseMs: 1_000,
+      }),
       ...defaultStack({
         registry,
         idempotency: { store: stores.idempotency, ttlMs: options.ttlMs },
@@ -62,7 +70,9 @@ export function createFleetDispatcher(
   if (budget === undefined) return dispatcher;
   return {
     ...dispatcher,
-    dispatch: (name, args, dispatchOptions) => dispatcher.dispatch(name, args, { budget, ...dispatchOptions }),
-    dispatchJson: (name, argsJson, dispatchOptions) => dispatcher.dispatchJson(name, argsJson, { budget, ...dispatchOptions }),
+    dispatch: (name, args, dispatchOptions) =>
+      dispatcher.dispatch(name, args, { budget, ...dispatchOptions }),
+    dispatchJson: (name, argsJson, dispatchOptions) =>
+      dispatcher.dispatchJson(name, argsJson, { budget, ...dispatchOptions }),
   };
 }

@@ -17,7 +17,13 @@ export function parseLog(text: string): Entry[] {
     if (parts.length < 5) continue;
     const at = Number(parts[parts.length - 1]);
     const worker = parts[parts.length - 2] as string;
-    entries.push({ type: parts[0] as string, key: parts[1] as string, value: parts.slice(2, -2).join(' '), worker, at });
+    entries.push({
+      type: parts[0] as string,
+      key: parts[1] as string,
+      value: parts.slice(2, -2).join(' '),
+      worker,
+      at,
+    });
   }
   return entries.sort((a, b) => a.at - b.at);
 }
@@ -67,7 +73,14 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   const ends = new Map(entries.filter((e) => e.type === 'E').map((e) => [e.value, e.at]));
   const executions: Execution[] = entries
     .filter((e) => e.type === 'S')
-    .map((e) => ({ key: e.key, token: e.value, worker: e.worker, start: e.at, end: ends.get(e.value), lost: lost.has(`${e.key} ${e.worker}`) }));
+    .map((e) => ({
+      key: e.key,
+      token: e.value,
+      worker: e.worker,
+      start: e.at,
+      end: ends.get(e.value),
+      lost: lost.has(`${e.key} ${e.worker}`),
+    }));
   const byKey = new Map<string, Execution[]>();
   for (const execution of executions) {
     const list = byKey.get(execution.key) ?? [];
@@ -87,11 +100,14 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
       if (before.some((p) => facts.killed.has(p.worker) && p.end === undefined)) extra.crash += 1;
       else if (before.some((p) => p.lost)) extra.leaseLost += 1;
       else if (before.every((p) => p.end !== undefined && x.start - p.end > facts.ttlMs)) extra.ttl += 1;
-      else if (facts.reset !== undefined && x.start > facts.reset.at + facts.reset.windowMs - 50) extra.reset += 1;
+      else if (facts.reset !== undefined && x.start > facts.reset.at + facts.reset.windowMs - 50)
+        extra.reset += 1;
       else {
         allExplained = false;
         extra.unexplained += 1;
-        problems.push(`unexplained execution of ${key} by ${x.worker} at ${x.start.toFixed(1)} (${i + 1} executions)`);
+        problems.push(
+          `unexplained execution of ${key} by ${x.worker} at ${x.start.toFixed(1)} (${i + 1} executions)`,
+        );
       }
     }
     if (allExplained) explained.add(key);
@@ -127,7 +143,8 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   const tokens = new Set(executions.map((e) => e.token));
   for (const key of facts.keys) {
     const results = new Set(outcomes.filter((e) => e.type === 'R' && e.key === key).map((e) => e.value));
-    for (const token of results) if (!tokens.has(token)) problems.push(`${key} answered with ${token}, which no execution produced`);
+    for (const token of results)
+      if (!tokens.has(token)) problems.push(`${key} answered with ${token}, which no execution produced`);
     if (results.size > 1) {
       split += 1;
       if (!explained.has(key)) {
@@ -151,7 +168,8 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
     running += delta;
     maxConcurrent = Math.max(maxConcurrent, running);
   }
-  if (facts.strictCap && maxConcurrent > facts.fleetMax) problems.push(`${maxConcurrent} executions ran at once, over the fleet cap of ${facts.fleetMax}`);
+  if (facts.strictCap && maxConcurrent > facts.fleetMax)
+    problems.push(`${maxConcurrent} executions ran at once, over the fleet cap of ${facts.fleetMax}`);
   if (extra.unexplained > 0 || splitUnexplained > 0 || overlaps > 0 || missing > 0) {
     // Already listed above.
   }
@@ -161,5 +179,16 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
     const answered = outcomes.filter((e) => e.worker === worker && e.type === 'R').length;
     hits[worker] = answered - led;
   }
-  return { executions: executions.length, extra, missing, failures, split, splitUnexplained, overlaps, maxConcurrent, hits, problems };
+  return {
+    executions: executions.length,
+    extra,
+    missing,
+    failures,
+    split,
+    splitUnexplained,
+    overlaps,
+    maxConcurrent,
+    hits,
+    problems,
+  };
 }

@@ -81,7 +81,10 @@ class Fleet {
 
   /** Marks a fault in the log, for whoever reads it after a failure. */
   mark(what: string): void {
-    appendFileSync(this.logPath, `FAULT - ${what} runner ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`);
+    appendFileSync(
+      this.logPath,
+      `FAULT - ${what} runner ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`,
+    );
   }
 
   entries(): Entry[] {
@@ -95,7 +98,11 @@ class Fleet {
       if (e.type === 'S') open.set(e.value, e.worker === undefined ? 0 : 1);
       if (e.type === 'E') open.delete(e.value);
     }
-    const busy = new Set(this.entries().filter((e) => e.type === 'S' && open.has(e.value)).map((e) => e.worker));
+    const busy = new Set(
+      this.entries()
+        .filter((e) => e.type === 'S' && open.has(e.value))
+        .map((e) => e.worker),
+    );
     return this.running.filter((r) => busy.has(r.id) && !this.killed.has(r.id) && r.child.exitCode === null);
   }
 
@@ -123,7 +130,13 @@ async function waitForLeaders(fleet: Fleet): Promise<Fleet['running']> {
   return [];
 }
 
-async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, scenario: Scenario, sampler: Connected) {
+async function runKeys(
+  server: RedisServer,
+  proxies: FaultProxy[],
+  dir: string,
+  scenario: Scenario,
+  sampler: Connected,
+) {
   const prefix = `fleet-${scenario}-${randomUUID().slice(0, 8)}`;
   const restart = scenario === 'restart';
   const ttlMs = restart ? 3_000 : 60_000;
@@ -139,7 +152,12 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
     storeTimeoutMs: 300,
     fleetMax,
   });
-  const slots = redisSlotStore(sampler.store, { prefix, pool: 'payments', max: fleetMax, storeTimeoutMs: 300 });
+  const slots = redisSlotStore(sampler.store, {
+    prefix,
+    pool: 'payments',
+    max: fleetMax,
+    storeTimeoutMs: 300,
+  });
   let maxLeases = 0;
   let sampling = true;
   const samples = (async () => {
@@ -209,7 +227,8 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
       note = `restarted after ${fleet.entries().filter((e) => e.type === 'E').length} executions; `;
       await server.kill();
       // Workers take a moment to start: faults go in once executions are under way.
-  for (let i = 0; i < 2_000 && fleet.entries().filter((e) => e.type === 'E').length < 20; i++) await sleep(5);
+      for (let i = 0; i < 2_000 && fleet.entries().filter((e) => e.type === 'E').length < 20; i++)
+        await sleep(5);
       await server.restart();
       resetAt = performance.timeOrigin + performance.now();
       await reconnected(sampler);
@@ -232,7 +251,8 @@ async function runKeys(server: RedisServer, proxies: FaultProxy[], dir: string, 
     strictCap: scenario === 'none' || scenario === 'latency',
   });
   if (hung.length > 0) verdict.problems.push(`hung workers: ${hung.join(', ')}`);
-  if (maxLeases > fleetMax) verdict.problems.push(`Redis held ${maxLeases} slot leases, over the cap of ${fleetMax}`);
+  if (maxLeases > fleetMax)
+    verdict.problems.push(`Redis held ${maxLeases} slot leases, over the cap of ${fleetMax}`);
   const crashed = fleet.entries().filter((e) => e.type === 'CRASH');
   for (const crash of crashed) verdict.problems.push(`${crash.worker} crashed: ${crash.value.slice(0, 300)}`);
   const seconds = ((performance.timeOrigin + performance.now() - startedAt) / 1000).toFixed(1);
@@ -268,14 +288,21 @@ async function runBudget(server: RedisServer, proxies: FaultProxy[], dir: string
   const entries = fleet.entries();
   const spent = entries.filter((e) => e.type === 'B').length;
   const refused = entries.filter((e) => e.type === 'U' && e.value === 'budget_exceeded').length;
-  console.log(`budget    ${spent} attempts ran of a budget of ${limit} (${refused} refused) across ${workers} workers`);
+  console.log(
+    `budget    ${spent} attempts ran of a budget of ${limit} (${refused} refused) across ${workers} workers`,
+  );
   const problems = spent > limit ? [`the budget was overspent: ${spent} > ${limit}`] : [];
   if (spent < limit) problems.push(`only ${spent} of ${limit} units were used though more calls were made`);
   if (hung.length > 0) problems.push(`hung workers: ${hung.join(', ')}`);
   return problems;
 }
 
-async function runBreaker(server: RedisServer, proxies: FaultProxy[], dir: string, sampler: Connected): Promise<string[]> {
+async function runBreaker(
+  server: RedisServer,
+  proxies: FaultProxy[],
+  dir: string,
+  sampler: Connected,
+): Promise<string[]> {
   const prefix = `fleet-breaker-${randomUUID().slice(0, 8)}`;
   const fleet = new Fleet(dir, server, proxies, {
     prefix,
@@ -292,7 +319,11 @@ async function runBreaker(server: RedisServer, proxies: FaultProxy[], dir: strin
   const { readCircuitScript } = await import('../../integrations/redis/scripts.js');
   let openedAt: number | undefined;
   for (let i = 0; i < 5_000 && openedAt === undefined; i++) {
-    const reply = (await sampler.store.evalScript(readCircuitScript, [`${prefix}:b:flaky.backend`, `${prefix}:bf:flaky.backend`], [])) as unknown[];
+    const reply = (await sampler.store.evalScript(
+      readCircuitScript,
+      [`${prefix}:b:flaky.backend`, `${prefix}:bf:flaky.backend`],
+      [],
+    )) as unknown[];
     if (reply[2] === 'open') openedAt = performance.timeOrigin + performance.now();
     else await sleep(1);
   }
@@ -308,8 +339,13 @@ async function runBreaker(server: RedisServer, proxies: FaultProxy[], dir: strin
   const checks = entries.filter((e) => e.type === 'C');
   const late = entries.filter((e) => e.type === 'X' && e.at > checkedAt);
   const rejected = checks.filter((e) => e.value === 'circuit_open').length;
-  console.log(`breaker   opened; ${rejected}/${workers} workers rejected a call 50 ms later; ${late.length} executions after that`);
-  if (rejected !== workers) problems.push(`only ${rejected} of ${workers} workers rejected within 50 ms: ${checks.map((e) => e.value).join(', ')}`);
+  console.log(
+    `breaker   opened; ${rejected}/${workers} workers rejected a call 50 ms later; ${late.length} executions after that`,
+  );
+  if (rejected !== workers)
+    problems.push(
+      `only ${rejected} of ${workers} workers rejected within 50 ms: ${checks.map((e) => e.value).join(', ')}`,
+    );
   if (late.length > 0) problems.push(`${late.length} executions of the open circuit's tool after 50 ms`);
   return problems;
 }
@@ -318,16 +354,22 @@ async function main(): Promise<void> {
   if (!redisSuitesEnabled('fleet')) return;
   const server = await startRedisServer();
   const dir = mkdtempSync(join(tmpdir(), 'td-fleet-'));
-  const proxies = await Promise.all(Array.from({ length: workers + 2 }, () => FaultProxy.start(server.host, server.port)));
+  const proxies = await Promise.all(
+    Array.from({ length: workers + 2 }, () => FaultProxy.start(server.host, server.port)),
+  );
   const sampler = await connectIoredis(server.url, { subscriber: false });
-  console.log(`fleet: ${workers} workers, ${keyCount} keys each, lease ${leaseMs} ms, fleet cap ${fleetMax}, redis-server ${server.version}`);
+  console.log(
+    `fleet: ${workers} workers, ${keyCount} keys each, lease ${leaseMs} ms, fleet cap ${fleetMax}, redis-server ${server.version}`,
+  );
   const problems: string[] = [];
   try {
     for (const scenario of scenarios) {
-      for (const problem of await runKeys(server, proxies, dir, scenario, sampler)) problems.push(`${scenario}: ${problem}`);
+      for (const problem of await runKeys(server, proxies, dir, scenario, sampler))
+        problems.push(`${scenario}: ${problem}`);
     }
     for (const problem of await runBudget(server, proxies, dir)) problems.push(`budget: ${problem}`);
-    for (const problem of await runBreaker(server, proxies, dir, sampler)) problems.push(`breaker: ${problem}`);
+    for (const problem of await runBreaker(server, proxies, dir, sampler))
+      problems.push(`breaker: ${problem}`);
   } finally {
     await sampler.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));

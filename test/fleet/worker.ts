@@ -5,7 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { ToolRegistry, TransientError } from '../../index.js';
-import { redisBudget, redisCircuitStore, redisIdempotencyStore, redisSlotStore } from '../../integrations/redis/index.js';
+import {
+  redisBudget,
+  redisCircuitStore,
+  redisIdempotencyStore,
+  redisSlotStore,
+} from '../../integrations/redis/index.js';
 import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
 import { createFleetDispatcher } from './dispatcher.js';
 
@@ -52,13 +57,29 @@ async function main(): Promise<void> {
   const connected = await connect(config.url);
   const common = { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs, leaseMs: config.leaseMs };
   const stores = {
-    idempotency: redisIdempotencyStore(connected.store, { ...common, resetWindowMs: config.resetWindowMs, pollMs: 250 }),
-    slots: redisSlotStore(connected.store, { ...common, pool: 'payments', max: config.fleetMax, pollMs: 100 }),
-    circuits: redisCircuitStore(connected.store, { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs }),
+    idempotency: redisIdempotencyStore(connected.store, {
+      ...common,
+      resetWindowMs: config.resetWindowMs,
+      pollMs: 250,
+    }),
+    slots: redisSlotStore(connected.store, {
+      ...common,
+      pool: 'payments',
+      max: config.fleetMax,
+      pollMs: 100,
+    }),
+    circuits: redisCircuitStore(connected.store, {
+      prefix: config.prefix,
+      storeTimeoutMs: config.storeTimeoutMs,
+    }),
   };
   const budget =
     config.phase === 'budget'
-      ? await redisBudget(connected.store, { prefix: config.prefix, id: config.budgetId ?? 'run', limit: config.budgetLimit ?? 0 })
+      ? await redisBudget(connected.store, {
+          prefix: config.prefix,
+          id: config.budgetId ?? 'run',
+          limit: config.budgetLimit ?? 0,
+        })
       : undefined;
 
   const registry = new ToolRegistry();
@@ -98,7 +119,11 @@ async function main(): Promise<void> {
     hooks: {
       leaseLost: (key) => line(`L ${key} - ${config.id}`),
       storeError: (key, operation, error) =>
-        line(`W ${key} ${operation}:${String((error as Error)?.message ?? error).replaceAll(' ', '_').slice(0, 120)} ${config.id}`),
+        line(
+          `W ${key} ${operation}:${String((error as Error)?.message ?? error)
+            .replaceAll(' ', '_')
+            .slice(0, 120)} ${config.id}`,
+        ),
       circuitOpened: (key) => line(`O ${key} - ${config.id}`),
     },
   });
@@ -120,12 +145,20 @@ async function main(): Promise<void> {
     }
     await pool(keys, async (key) => {
       for (let tries = 0; tries < 400; tries++) {
-        const outcome = await dispatcher.dispatch('payments.charge', { orderId: key, amount: 100 }, { idempotencyKey: key });
+        const outcome = await dispatcher.dispatch(
+          'payments.charge',
+          { orderId: key, amount: 100 },
+          { idempotencyKey: key },
+        );
         if (outcome.ok) {
           line(`R ${key} ${(outcome.result as { chargeId: string }).chargeId} ${config.id}`);
           return;
         }
-        if (outcome.kind !== 'store_unavailable' && outcome.kind !== 'timeout' && outcome.kind !== 'cancelled') {
+        if (
+          outcome.kind !== 'store_unavailable' &&
+          outcome.kind !== 'timeout' &&
+          outcome.kind !== 'cancelled'
+        ) {
           line(`F ${key} ${outcome.kind} ${config.id}`);
           return;
         }
@@ -154,7 +187,9 @@ async function main(): Promise<void> {
       await dispatcher.dispatch('flaky.backend', {});
       await sleep(5);
     }
-    await new Promise<void>((resolve) => process.once('message', (message) => message === 'exit' && resolve()));
+    await new Promise<void>((resolve) =>
+      process.once('message', (message) => message === 'exit' && resolve()),
+    );
   }
   line(`DONE - - ${config.id}`);
   closeSync(log);

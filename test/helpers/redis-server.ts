@@ -82,7 +82,8 @@ export async function waitForRedis(host: string, port: number, timeoutMs = 5_000
       socket.on('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis-server on ${host}:${port} did not answer within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on ${host}:${port} did not answer within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -102,7 +103,20 @@ export async function startRedisServer(): Promise<RedisServer> {
   const launch = async () => {
     const started = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        host,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--daemonize',
+        'no',
+      ],
       { stdio: 'ignore' },
     );
     child = started;
@@ -148,5 +162,14 @@ export async function contractRedis(): Promise<RedisServer> {
   const refuse = async () => {
     throw new Error('REDIS_URL points at a server this helper does not own; it never kills or restarts it');
   };
-  return { host, port, url: given, version: 'external', owned: false, kill: refuse, restart: refuse, stop: async () => {} };
+  return {
+    host,
+    port,
+    url: given,
+    version: 'external',
+    owned: false,
+    kill: refuse,
+    restart: refuse,
+    stop: async () => {},
+  };
 }

@@ -18,7 +18,10 @@ export interface StoreSubject {
    * Two views of one fresh idempotency namespace, as two processes would have them (the memory
    * store: the same instance twice).
    */
-  idempotency(options: { leaseMs: number; onStoreReset?: 'fail' | 'continue' }): [IdempotencyStore, IdempotencyStore];
+  idempotency(options: {
+    leaseMs: number;
+    onStoreReset?: 'fail' | 'continue';
+  }): [IdempotencyStore, IdempotencyStore];
   /** Two views of one fresh pool. */
   slots(options: { max: number; leaseMs: number }): [SlotStore, SlotStore];
   /** Two views of one fresh circuit namespace. */
@@ -108,7 +111,9 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         const lease = await leadOf(a, 'k');
         const follow = await b.claim('k', fp);
         if (follow.kind !== 'follow') throw new Error('expected follow');
-        const woke = Promise.resolve(b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: 60_000 }));
+        const woke = Promise.resolve(
+          b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: 60_000 }),
+        );
         await a.complete(lease, 'done', 60_000);
         await woke;
         expect(await b.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'done' });
@@ -116,7 +121,9 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         const again = await leadOf(a, 'k2');
         const follow2 = await b.claim('k2', fp);
         if (follow2.kind !== 'follow') throw new Error('expected follow');
-        const woke2 = Promise.resolve(b.changed('k2', follow2.fence, { signal: neverAborts, timeoutMs: 60_000 }));
+        const woke2 = Promise.resolve(
+          b.changed('k2', follow2.fence, { signal: neverAborts, timeoutMs: 60_000 }),
+        );
         await a.release(again);
         await woke2;
         expect((await b.claim('k2', fp)).kind).toBe('lead');
@@ -138,7 +145,9 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         const follow = await b.claim('k', fp);
         if (follow.kind !== 'follow') throw new Error('expected follow');
         const controller = new AbortController();
-        const waiting = Promise.resolve(b.changed('k', follow.fence, { signal: controller.signal, timeoutMs: 60_000 }));
+        const waiting = Promise.resolve(
+          b.changed('k', follow.fence, { signal: controller.signal, timeoutMs: 60_000 }),
+        );
         controller.abort();
         await waiting;
         expect((await b.claim('k', fp)).kind).toBe('follow');
@@ -225,13 +234,17 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         await leadOf(a, 'k');
         const follow = await b.claim('k', fp);
         if (follow.kind !== 'follow') throw new Error('expected follow');
-        const woke = Promise.resolve(b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: follow.leaseEndsInMs }));
+        const woke = Promise.resolve(
+          b.changed('k', follow.fence, { signal: neverAborts, timeoutMs: follow.leaseEndsInMs }),
+        );
         await subject.wait(450);
         await woke;
         expect((await b.claim('k', fp)).kind).toBe('lead');
       });
 
-      it('fails keyed claims closed after the store restarts empty, unless told to continue', async ({ skip }) => {
+      it('fails keyed claims closed after the store restarts empty, unless told to continue', async ({
+        skip,
+      }) => {
         const subject = make();
         if (subject.restartEmpty === undefined) skip();
         const [a] = subject.idempotency({ leaseMs: 10_000 });
@@ -373,8 +386,17 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         const [a, b] = make().circuits();
         const first = await a.compareAndSet('c', 0, open(0));
         const version = first.view.version;
-        const probe = (token: string): CircuitRecord => ({ state: 'half_open', failures: 3, openedAt: 0, probe: token, probeUntil: first.view.now + 1_000 });
-        const results = await Promise.all([a.compareAndSet('c', version, probe('pa')), b.compareAndSet('c', version, probe('pb'))]);
+        const probe = (token: string): CircuitRecord => ({
+          state: 'half_open',
+          failures: 3,
+          openedAt: 0,
+          probe: token,
+          probeUntil: first.view.now + 1_000,
+        });
+        const results = await Promise.all([
+          a.compareAndSet('c', version, probe('pa')),
+          b.compareAndSet('c', version, probe('pb')),
+        ]);
         expect(results.filter((result) => result.written)).toHaveLength(1);
         const winner = results.find((result) => result.written);
         const closed = await a.compareAndSet('c', winner?.view.version ?? -1, undefined);
@@ -386,7 +408,13 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         const subject = make();
         const [a] = subject.circuits();
         const start = await a.read('c');
-        const written = await a.compareAndSet('c', start.version, { state: 'half_open', failures: 1, openedAt: start.now, probe: 'p', probeUntil: start.now + 300 });
+        const written = await a.compareAndSet('c', start.version, {
+          state: 'half_open',
+          failures: 1,
+          openedAt: start.now,
+          probe: 'p',
+          probeUntil: start.now + 300,
+        });
         expect(written.view.now).toBeLessThan(start.now + 300);
         await subject.wait(450);
         await until(async () => (await a.read('c')).now >= start.now + 300);

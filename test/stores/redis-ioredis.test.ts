@@ -44,7 +44,13 @@ if (enabled) {
     await Promise.all(connections?.map((connection) => connection.close()) ?? []);
     await server?.stop();
   });
-  storeContract('redis via ioredis', redisSubject(() => server, () => connections));
+  storeContract(
+    'redis via ioredis',
+    redisSubject(
+      () => server,
+      () => connections,
+    ),
+  );
 } else {
   describe.skip('redis via ioredis: the stores contract', () => it('needs redis-server', () => {}));
 }

@@ -10,7 +10,11 @@ import { poll, redisSubject, type Connection } from './redis-subject.js';
 const enabled = redisSuitesEnabled('stores contract, node-redis');
 
 async function connect(url: string): Promise<Connection> {
-  const options = { url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200) } };
+  const options = {
+    url,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200) },
+  };
   const client = createClient(options);
   const subscriber = client.duplicate();
   client.on('error', () => {});
@@ -38,7 +42,13 @@ if (enabled) {
     await Promise.all(connections?.map((connection) => connection.close()) ?? []);
     await server?.stop();
   });
-  storeContract('redis via node-redis', redisSubject(() => server, () => connections));
+  storeContract(
+    'redis via node-redis',
+    redisSubject(
+      () => server,
+      () => connections,
+    ),
+  );
 } else {
   describe.skip('redis via node-redis: the stores contract', () => it('needs redis-server', () => {}));
 }

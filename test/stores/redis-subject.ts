@@ -20,7 +20,10 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-export function redisSubject(server: () => RedisServer, connections: () => [Connection, Connection]): () => StoreSubject {
+export function redisSubject(
+  server: () => RedisServer,
+  connections: () => [Connection, Connection],
+): () => StoreSubject {
   return () => {
     const [one, two] = connections();
     const prefix = `td-test-${randomUUID()}`;

@@ -84,7 +84,10 @@ describe.runIf(enabled)('redis stores on a real server', () => {
     const a = redisIdempotencyStore((await node()).store, { prefix });
     const b = redisIdempotencyStore((await io()).store, { prefix, maxResultBytes: 64 });
     await a.complete(await lead(a, 'json'), { at: new Date(0), n: 1 }, 60_000);
-    expect(await b.claim('json', fp)).toMatchObject({ kind: 'hit', result: { at: '1970-01-01T00:00:00.000Z', n: 1 } });
+    expect(await b.claim('json', fp)).toMatchObject({
+      kind: 'hit',
+      result: { at: '1970-01-01T00:00:00.000Z', n: 1 },
+    });
 
     expect(await a.complete(await lead(a, 'bigint'), { n: 1n }, 60_000)).toEqual({ kind: 'stored' });
     const unshareable = await b.claim('bigint', fp);
@@ -92,12 +95,18 @@ describe.runIf(enabled)('redis stores on a real server', () => {
     if (unshareable.kind === 'unshareable') expect(unshareable.reason).toMatch(/not serialisable/);
 
     await b.complete(await lead(b, 'big'), 'x'.repeat(100), 60_000);
-    expect(await a.claim('big', fp)).toMatchObject({ kind: 'unshareable', reason: 'over maxResultBytes (64)' });
+    expect(await a.claim('big', fp)).toMatchObject({
+      kind: 'unshareable',
+      reason: 'over maxResultBytes (64)',
+    });
   });
 
   it('uses the given serialize and deserialize across processes', async () => {
     const prefix = randomUUID();
-    const codec = { serialize: (value: unknown) => String(value), deserialize: (text: string) => BigInt(text) };
+    const codec = {
+      serialize: (value: unknown) => String(value),
+      deserialize: (text: string) => BigInt(text),
+    };
     const a = redisIdempotencyStore((await node()).store, { prefix, ...codec });
     const b = redisIdempotencyStore((await io()).store, { prefix, ...codec });
     await a.complete(await lead(a, 'k'), 12345678901234567890n, 60_000);

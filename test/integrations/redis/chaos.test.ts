@@ -65,7 +65,8 @@ describe.runIf(enabled)('redis stores under faults', () => {
       proxy.set({ kind: 'drop' });
       // Commands written keep the socket busy, so no socket timeout ever fires: only the
       // store deadlines tell that the connection is wedged.
-      for (let i = 0; i < 3; i++) await expect(store.claim(`during-${i}`, fp)).rejects.toMatchObject({ kind: 'store_unavailable' });
+      for (let i = 0; i < 3; i++)
+        await expect(store.claim(`during-${i}`, fp)).rejects.toMatchObject({ kind: 'store_unavailable' });
       proxy.set({ kind: 'pass' });
       let answered = false;
       for (let i = 0; i < 100 && !answered; i++) {
@@ -110,7 +111,10 @@ describe.runIf(enabled)('redis stores under faults', () => {
     proxy.set({ kind: 'pass' });
     expect(await renewal).toBe(false);
     expect(old.signal.aborted).toBe(true);
-    expect(await stale.complete(old, 'loser', 60_000)).toEqual({ kind: 'lost', winner: { result: 'winner' } });
+    expect(await stale.complete(old, 'loser', 60_000)).toEqual({
+      kind: 'lost',
+      winner: { result: 'winner' },
+    });
     expect(await fresh.claim('k', fp)).toMatchObject({ kind: 'hit', result: 'winner' });
   });
 
@@ -120,7 +124,11 @@ describe.runIf(enabled)('redis stores under faults', () => {
     const resending = track(
       await connectIoredis(proxy.url, {
         subscriber: false,
-        overrides: { autoResendUnfulfilledCommands: true, maxRetriesPerRequest: 20, enableOfflineQueue: true },
+        overrides: {
+          autoResendUnfulfilledCommands: true,
+          maxRetriesPerRequest: 20,
+          enableOfflineQueue: true,
+        },
       }),
     );
     const direct = track(await connectNodeRedis(server.url, { subscriber: false }));
@@ -151,7 +159,13 @@ describe.runIf(enabled)('redis stores under faults', () => {
     const behind = track(await connectNodeRedis(proxy.url, { subscriber: false }));
     const prefix = randomUUID();
     const strict = redisSlotStore(behind.store, { prefix, pool: 'p', max: 1, storeTimeoutMs: 150 });
-    const lenient = redisSlotStore(behind.store, { prefix, pool: 'q', max: 1, storeTimeoutMs: 150, onStoreError: 'local' });
+    const lenient = redisSlotStore(behind.store, {
+      prefix,
+      pool: 'q',
+      max: 1,
+      storeTimeoutMs: 150,
+      onStoreError: 'local',
+    });
     proxy.set({ kind: 'drop' });
     try {
       await expect(strict.tryAcquire()).rejects.toMatchObject({ kind: 'store_unavailable' });

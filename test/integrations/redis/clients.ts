@@ -13,14 +13,21 @@ export interface Connected {
 }
 
 /** Connects node-redis with the documented fault settings. */
-export async function connectNodeRedis(url: string, options: { subscriber?: boolean } = {}): Promise<Connected> {
+export async function connectNodeRedis(
+  url: string,
+  options: { subscriber?: boolean } = {},
+): Promise<Connected> {
   const client = createClient({
     url,
     disableOfflineQueue: true,
     // Traffic on idle connections, so that socketTimeout fires only for a dead one.
     pingInterval: 250,
     // The default strategy gives up after a socket timeout; reconnect quickly, for ever.
-    socket: { connectTimeout: 1_000, socketTimeout: 1_000, reconnectStrategy: (retries) => Math.min(20 * (retries + 1), 200) },
+    socket: {
+      connectTimeout: 1_000,
+      socketTimeout: 1_000,
+      reconnectStrategy: (retries) => Math.min(20 * (retries + 1), 200),
+    },
   });
   client.on('error', () => {});
   await client.connect();
