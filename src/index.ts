@@ -35,7 +35,7 @@ export type { NameMap, NameMapOptions } from './name-map.js';
 export { toObjectSchema } from './object-schema.js';
 export type { JsonObjectSchema } from './object-schema.js';
 export { createBudget } from './budget.js';
-export type { Budget } from './budget.js';
+export type { Budget, LocalBudget } from './budget.js';
 export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';

@@ -34,7 +34,10 @@ export interface ProviderCall {
  * const options = providerCallOptions({ providerId: call.id, signal, idempotencyScope: runId, idPrefix: 'my-host' });
  * await dispatcher.dispatchJson(name, call.arguments, options);
  */
-export function providerCallOptions(call: ProviderCall): DispatchOptions & { callId: string } {
+export function providerCallOptions(call: ProviderCall): DispatchOptions & {
+  /** The call id: the provider's, or a generated one. */
+  callId: string;
+} {
   const id = usableId(call.providerId);
   const options: DispatchOptions & { callId: string } = {
     ...call.base,

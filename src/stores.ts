@@ -136,34 +136,77 @@ export interface IdempotencyLease extends StoreLease {
 /** What `IdempotencyStore.claim` answers. */
 export type IdempotencyClaim =
   /** Nobody holds the key: the caller leads and must `complete` or `release` the lease. */
-  | { readonly kind: 'lead'; readonly lease: IdempotencyLease }
+  | {
+      /** What the claim found. */
+      readonly kind: 'lead';
+      /** The lead: renew it, then complete or release it. */
+      readonly lease: IdempotencyLease;
+    }
   /** A success is stored for this key and fingerprint; serve it without running the handler. */
-  | { readonly kind: 'hit'; readonly result: unknown; readonly expiresInMs: number }
+  | {
+      /** What the claim found. */
+      readonly kind: 'hit';
+      /** The stored success. */
+      readonly result: unknown;
+      /** How long it is served still, in milliseconds. */
+      readonly expiresInMs: number;
+    }
   /**
    * The key succeeded, but its result could not be shared (not serialisable, or over the size
    * cap; `reason` says which). Never run it again within `expiresInMs`; fail the caller.
    */
-  | { readonly kind: 'unshareable'; readonly reason: string; readonly expiresInMs: number }
+  | {
+      /** What the claim found. */
+      readonly kind: 'unshareable';
+      /** Why the result could not be shared. */
+      readonly reason: string;
+      /** How long the key stays done, in milliseconds. */
+      readonly expiresInMs: number;
+    }
   /**
    * Another holder (`fence`) is running the key: wait with `changed(key, fence, …)`, then claim
    * again. `leaseEndsInMs` is when that holder's lease ends unless it renews.
    */
-  | { readonly kind: 'follow'; readonly fence: number; readonly leaseEndsInMs: number }
+  | {
+      /** What the claim found. */
+      readonly kind: 'follow';
+      /** The running holder's fence. */
+      readonly fence: number;
+      /** When that holder's lease ends unless it renews, in milliseconds. */
+      readonly leaseEndsInMs: number;
+    }
   /** The key is held or stored for another fingerprint: an `idempotency_conflict`. */
-  | { readonly kind: 'conflict' };
+  | {
+      /** What the claim found. */
+      readonly kind: 'conflict';
+    };
 
 /** What `IdempotencyStore.complete` answers. */
 export type IdempotencyCompletion =
   /** The result is stored for `ttlMs` (a resend of a stored completion answers this too). */
-  | { readonly kind: 'stored' }
+  | {
+      /** What the completion did. */
+      readonly kind: 'stored';
+    }
   /** The lease had lapsed but nobody claimed the key since: stored anyway. */
-  | { readonly kind: 'late' }
+  | {
+      /** What the completion did. */
+      readonly kind: 'late';
+    }
   /**
    * Another leader took the key over. Nothing was written. `winner` is that leader's stored
    * result when it has finished (serve it, so every caller sees one execution's result), and
    * absent while it still runs. The lease's signal is aborted.
    */
-  | { readonly kind: 'lost'; readonly winner?: { readonly result: unknown } };
+  | {
+      /** What the completion did. */
+      readonly kind: 'lost';
+      /** The winning leader's stored outcome, once it has one. */
+      readonly winner?: {
+        /** The winner's result. */
+        readonly result: unknown;
+      };
+    };
 
 /**
  * Where the idempotency layer keeps in-flight keys and recent successes. One handler execution
@@ -280,7 +323,12 @@ export interface SlotStore {
    */
   release(permit: SlotPermit): MaybePromise<void>;
   /** How many permits are held and how many callers wait in this process, as best known. */
-  load(): MaybePromise<{ running: number; queued: number }>;
+  load(): MaybePromise<{
+    /** Permits held. */
+    running: number;
+    /** Callers waiting in this process. */
+    queued: number;
+  }>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,7 +398,12 @@ export interface CircuitStore {
     key: string,
     version: number,
     next: CircuitRecord | undefined,
-  ): MaybePromise<{ readonly written: boolean; readonly view: CircuitView }>;
+  ): MaybePromise<{
+    /** Whether the write landed. */
+    readonly written: boolean;
+    /** The circuit after the write, or as it is when the write did not land. */
+    readonly view: CircuitView;
+  }>;
   /**
    * Adds one failure (`failureId` counts once however often it is sent) to the key's window,
    * drops those older than `windowMs`, and answers the view with the count left.

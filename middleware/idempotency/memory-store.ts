@@ -35,7 +35,12 @@ export interface MemoryIdempotencyStoreOptions {
 /** The memory idempotency store, with a look at its size. */
 export interface MemoryIdempotencyStore extends IdempotencyStore {
   /** Successes cached (expired ones not yet evicted included) and keys held right now. */
-  size(): { cached: number; inFlight: number };
+  size(): {
+    /** Successes stored. */
+    cached: number;
+    /** Keys held by a leader. */
+    inFlight: number;
+  };
 }
 
 // Memory leases that never lapse share one signal: nothing can take them over.
