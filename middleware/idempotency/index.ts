@@ -316,10 +316,11 @@ function storeBacked(
     delayMs: number,
     reportLost: () => void,
   ): void => {
-    const finite = lease.renewEveryMs < Infinity;
     // The lease ended before the success could be stored: another process may run the key.
     if (lease.signal.aborted) return reportLost();
-    if (!finite && tries >= maxCompleteRetries) return;
+    // Past about a lease (three renewal periods) the lease has ended, even if its store never said so.
+    const giveUpAfter = lease.renewEveryMs < Infinity ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1 : maxCompleteRetries;
+    if (tries >= Math.max(giveUpAfter, 1)) return;
     const handle = timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
       try {
