@@ -130,12 +130,7 @@ export function createRetry(options?: RetryOptions): RetryParts {
   const attemptFrom = (ctx: DispatchContext, next: Next, attempt: number): Promise<void> =>
     next().then(undefined, (error: unknown) => afterFailure(ctx, next, attempt, error));
 
-  const afterFailure = (
-    ctx: DispatchContext,
-    next: Next,
-    attempt: number,
-    error: unknown,
-  ): Promise<void> => {
+  const afterFailure = (ctx: DispatchContext, next: Next, attempt: number, error: unknown): Promise<void> => {
     const failure = toDispatchError(error, ctx.attempt);
     if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
     const { signal, budget } = ctx;

@@ -39,7 +39,12 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
 
 // A budget that may answer with a promise: the unit is taken first, and the attempt starts only
 // once it is, under the abort source it was asked for.
-function attemptOnSharedBudget(ctx: DispatchContext, tool: Tool, source: AbortSource, budget: Budget): Promise<void> {
+function attemptOnSharedBudget(
+  ctx: DispatchContext,
+  tool: Tool,
+  source: AbortSource,
+  budget: Budget,
+): Promise<void> {
   if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
   let taken: boolean | Promise<boolean>;
   try {
@@ -116,9 +121,13 @@ function attemptWith(ctx: DispatchContext, tool: Tool, source: AbortSource, char
   };
   if (source instanceof AttemptAbort) {
     // A layer between us and the timeout races the attempt; a late outcome is not recorded.
-    return builtInThen.call(settled, (result) => {
-      if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
-    }, fail) as Promise<void>;
+    return builtInThen.call(
+      settled,
+      (result) => {
+        if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
+      },
+      fail,
+    ) as Promise<void>;
   }
   const record = (result: unknown) => {
     ctx.outcome = { ok: true, result, attempts: attempt };
@@ -143,7 +152,10 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
     if (taken !== true) {
       if (isThenable(taken)) {
         (taken as Promise<unknown>).then(undefined, ignoreProgress);
-        throw budgetUnavailable(ctx, new TypeError('the budget answered with a promise where an answer was due at once'));
+        throw budgetUnavailable(
+          ctx,
+          new TypeError('the budget answered with a promise where an answer was due at once'),
+        );
       }
       throw budgetExceeded(ctx);
     }
@@ -195,10 +207,14 @@ export function followResult(
 /** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
 function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError {
   if (isDispatchError(error)) return error;
-  return new DispatchError('store_unavailable', `The tool-call budget could not be charged: ${describeThrown(error)}`, {
-    attempts: ctx.attempt,
-    cause: error,
-  });
+  return new DispatchError(
+    'store_unavailable',
+    `The tool-call budget could not be charged: ${describeThrown(error)}`,
+    {
+      attempts: ctx.attempt,
+      cause: error,
+    },
+  );
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

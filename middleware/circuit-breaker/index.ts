@@ -191,7 +191,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
       }
     }
     if (halfOpenMaxCalls !== 1) {
-      throw new TypeError(`halfOpenMaxCalls must be 1 with a store (one probe across the fleet), got ${halfOpenMaxCalls}`);
+      throw new TypeError(
+        `halfOpenMaxCalls must be 1 with a store (one probe across the fleet), got ${halfOpenMaxCalls}`,
+      );
     }
   }
 
@@ -270,10 +272,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     }
   };
 
-  const middleware = trusted(async function circuitBreaker(
-    ctx: DispatchContext,
-    next: Next,
-  ): Promise<void> {
+  const middleware = trusted(async function circuitBreaker(ctx: DispatchContext, next: Next): Promise<void> {
     const key = String(keyOf(ctx));
     const trial = admit(ctx, key);
     const attemptsBefore = ctx.attempt;

@@ -81,9 +81,13 @@ export function sharedBreaker<Trial>(
   };
 
   const busy = (ctx: DispatchContext, key: string) =>
-    new DispatchError('circuit_open', `The circuit for "${key}" is half-open and its probe call is busy; try again shortly`, {
-      attempts: ctx.attempt,
-    });
+    new DispatchError(
+      'circuit_open',
+      `The circuit for "${key}" is half-open and its probe call is busy; try again shortly`,
+      {
+        attempts: ctx.attempt,
+      },
+    );
 
   // Lets a call through, makes it the probe, or throws `circuit_open`; a store that cannot
   // answer hands the call to the local breaker.
@@ -131,7 +135,13 @@ export function sharedBreaker<Trial>(
     throw busy(ctx, key);
   };
 
-  const open = async (ctx: DispatchContext, key: string, version: number, failures: number, openedAt: number) => {
+  const open = async (
+    ctx: DispatchContext,
+    key: string,
+    version: number,
+    failures: number,
+    openedAt: number,
+  ) => {
     const opened = await answer(
       store.compareAndSet(key, version, { state: 'open', failures, openedAt, probe: '', probeUntil: 0 }),
     );
@@ -139,7 +149,11 @@ export function sharedBreaker<Trial>(
     if (opened.written) ctx.emit('circuit.open', { key, failures, cooldownMs });
   };
 
-  const recordFailure = async (ctx: DispatchContext, key: string, admission: Admission<Trial> & { shared: true }) => {
+  const recordFailure = async (
+    ctx: DispatchContext,
+    key: string,
+    admission: Admission<Trial> & { shared: true },
+  ) => {
     try {
       const { probe } = admission;
       if (probe !== undefined) {
@@ -152,14 +166,19 @@ export function sharedBreaker<Trial>(
       const view = await answer(store.addFailure(key, `${origin}:${++failureIds}`, windowMs));
       remember(key, view);
       const state = view.record?.state ?? 'closed';
-      if (state === 'closed' && view.failures >= failureThreshold) await open(ctx, key, view.version, view.failures, view.now);
+      if (state === 'closed' && view.failures >= failureThreshold)
+        await open(ctx, key, view.version, view.failures, view.now);
     } catch {
       // The store could not count it: this process's own breaker does.
       local.recordFailure(ctx, key, undefined);
     }
   };
 
-  const recordSuccess = async (ctx: DispatchContext, key: string, admission: Admission<Trial> & { shared: true }) => {
+  const recordSuccess = async (
+    ctx: DispatchContext,
+    key: string,
+    admission: Admission<Trial> & { shared: true },
+  ) => {
     try {
       const { probe } = admission;
       if (probe !== undefined) {
@@ -176,7 +195,10 @@ export function sharedBreaker<Trial>(
       remember(key, view);
       const state = view.record?.state ?? 'closed';
       if (state === 'closed' && view.failures > 0) {
-        remember(key, (await answer(store.compareAndSet(key, view.version, view.record ?? closedRecord))).view);
+        remember(
+          key,
+          (await answer(store.compareAndSet(key, view.version, view.record ?? closedRecord))).view,
+        );
       }
     } catch {
       local.recordSuccess(ctx, key, undefined);
@@ -191,7 +213,10 @@ export function sharedBreaker<Trial>(
       const view = await answer(store.read(key));
       const record = view.record;
       if (view.version !== probe.version || record === undefined) return;
-      remember(key, (await answer(store.compareAndSet(key, probe.version, { ...record, probe: '', probeUntil: 0 }))).view);
+      remember(
+        key,
+        (await answer(store.compareAndSet(key, probe.version, { ...record, probe: '', probeUntil: 0 }))).view,
+      );
     } catch {
       // Its lease ends on its own.
     }
@@ -225,15 +250,19 @@ export function sharedBreaker<Trial>(
     } finally {
       unsubscribe();
     }
-    if (!admission.shared && admission.trial !== undefined) (admission.trial as { probes: number }).probes -= 1;
+    if (!admission.shared && admission.trial !== undefined)
+      (admission.trial as { probes: number }).probes -= 1;
     if (ctx.attempt > attemptsBefore) {
-      const failure = failed ? toDispatchError(thrown, ctx.attempt) : ctx.outcome?.ok === false ? ctx.outcome : undefined;
+      const failure = failed
+        ? toDispatchError(thrown, ctx.attempt)
+        : ctx.outcome?.ok === false
+          ? ctx.outcome
+          : undefined;
       if (failure === undefined) {
         if (admission.shared) {
           local.recordSuccess(ctx, key, undefined);
           pending.push(recordSuccess(ctx, key, admission));
-        }
-        else local.recordSuccess(ctx, key, admission.trial);
+        } else local.recordSuccess(ctx, key, admission.trial);
       } else if (!judged.includes(failure)) judge(failure);
     }
     if (admission.shared && admission.probe !== undefined) {
@@ -255,7 +284,12 @@ export function sharedBreaker<Trial>(
     }
     const { openedAt, failures } = record;
     if (record.state === 'open' && now < openedAt + cooldownMs) {
-      return { state: 'open', failures, openedAt, retryAfterMs: Math.min(openedAt + cooldownMs - now, cooldownMs) };
+      return {
+        state: 'open',
+        failures,
+        openedAt,
+        retryAfterMs: Math.min(openedAt + cooldownMs - now, cooldownMs),
+      };
     }
     const probes = record.state === 'half_open' && record.probe !== '' && record.probeUntil > now ? 1 : 0;
     return { state: 'half_open', failures, openedAt, probes };

@@ -83,7 +83,12 @@ export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
    */
   withPermit: ((ctx: DispatchContext, next: Next) => Promise<void>) | undefined;
 } {
-  const { max = 8, clock = systemClock, store, onStoreError = 'fail' } = optionsObject('concurrencyLimit', options);
+  const {
+    max = 8,
+    clock = systemClock,
+    store,
+    onStoreError = 'fail',
+  } = optionsObject('concurrencyLimit', options);
   requireInteger('max', max, 1);
   requireClock(clock, ['now']);
   if (store !== undefined) requireSlotStore(store);
@@ -116,7 +121,8 @@ export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
   };
 
   const withPermit = store === undefined ? undefined : storePermits(store, onStoreError, clock);
-  const inner = withPermit === undefined ? undefined : (ctx: DispatchContext, next: Next) => () => withPermit(ctx, next);
+  const inner =
+    withPermit === undefined ? undefined : (ctx: DispatchContext, next: Next) => () => withPermit(ctx, next);
 
   const middleware = trusted(
     inner === undefined
@@ -230,7 +236,7 @@ function storePermits(
     });
   };
 
-  const failed = (ctx: DispatchContext, next: Next, error: unknown): Promise<void> => {
+  const failed = (next: Next, error: unknown): Promise<void> => {
     if (isDispatchError(error) && error.kind === 'cancelled') return Promise.reject(error);
     if (onStoreError === 'local') return next();
     return Promise.reject(unavailable(error));
@@ -241,19 +247,21 @@ function storePermits(
     try {
       answer = acquire(ctx);
     } catch (error) {
-      return failed(ctx, next, error);
+      return failed(next, error);
     }
     if (!(answer instanceof Promise)) return hold(ctx, next, answer);
     return answer.then(
       (permit) => hold(ctx, next, permit),
-      (error: unknown) => failed(ctx, next, error),
+      (error: unknown) => failed(next, error),
     );
   };
 }
 
 function requireSlotStore(store: unknown): void {
   const methods = ['tryAcquire', 'enqueue', 'renew', 'release'] as const;
-  const missing = methods.filter((method) => typeof (store as Record<string, unknown> | null)?.[method] !== 'function');
+  const missing = methods.filter(
+    (method) => typeof (store as Record<string, unknown> | null)?.[method] !== 'function',
+  );
   if (missing.length > 0) throw new TypeError(`store must be a SlotStore (missing ${missing.join(', ')})`);
 }
 

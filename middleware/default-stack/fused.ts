@@ -81,7 +81,12 @@ function fuse(
     retry.layer,
     timeout.layer,
   ]);
-  const fromIdempotency = composeWithAttempt([parts.idempotency, parts.concurrencyLimit.layer, retry.layer, timeout.layer]);
+  const fromIdempotency = composeWithAttempt([
+    parts.idempotency,
+    parts.concurrencyLimit.layer,
+    retry.layer,
+    timeout.layer,
+  ]);
   const fromConcurrency = composeWithAttempt([parts.concurrencyLimit.layer, retry.layer, timeout.layer]);
   const fromRetry = composeWithAttempt([retry.layer, timeout.layer]);
   const fromTimeout = composeWithAttempt([timeout.layer]);
@@ -117,9 +122,15 @@ function fuse(
     if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
     if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
     // A fleet-wide pool answers through the onion: its permit is held across the attempts.
-    if (withPermit !== undefined) return settleHolding(ctx, withPermit(ctx, () => fromRetry(ctx) as Promise<void>), report);
+    if (withPermit !== undefined)
+      return settleHolding(
+        ctx,
+        withPermit(ctx, () => fromRetry(ctx) as Promise<void>),
+        report,
+      );
     // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
-    if (ctx.budget !== undefined && !isLocalBudget(ctx.budget)) return settleHolding(ctx, fromRetry(ctx), report);
+    if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
+      return settleHolding(ctx, fromRetry(ctx), report);
     let ms: number;
     try {
       ms = timeout.deadlineMs(ctx);

@@ -283,11 +283,14 @@ function storeBacked(
   const storeTtlMs = Math.min(ttlMs, 2 ** 47);
   const inFlight = new Map<string, StoreFlight>();
 
-  const unavailable = (ctx: DispatchContext, error: unknown): DispatchError => {
+  const unavailable = (error: unknown): DispatchError => {
     if (isDispatchError(error)) return error;
-    return storeUnavailable(`The idempotency store could not be reached: ${String((error as Error)?.message ?? error)}`, {
-      cause: error,
-    });
+    return storeUnavailable(
+      `The idempotency store could not be reached: ${String((error as Error)?.message ?? error)}`,
+      {
+        cause: error,
+      },
+    );
   };
 
   const detach = (key: string, flight: StoreFlight, reason: unknown) => {
@@ -319,7 +322,10 @@ function storeBacked(
     // The lease ended before the success could be stored: another process may run the key.
     if (lease.signal.aborted) return reportLost();
     // Past about a lease (three renewal periods) the lease has ended, even if its store never said so.
-    const giveUpAfter = lease.renewEveryMs < Infinity ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1 : maxCompleteRetries;
+    const giveUpAfter =
+      lease.renewEveryMs < Infinity
+        ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1
+        : maxCompleteRetries;
     if (tries >= Math.max(giveUpAfter, 1)) return;
     const handle = timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
@@ -327,7 +333,14 @@ function storeBacked(
         answer = store.complete(lease, result, storeTtlMs);
       } catch (error) {
         ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-        return completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs), reportLost);
+        return completeLater(
+          ctx,
+          lease,
+          result,
+          tries + 1,
+          Math.min(delayMs * 2, lease.renewEveryMs),
+          reportLost,
+        );
       }
       if (isPromise(answer)) {
         answer.then(reportLost, (error: unknown) => {
@@ -383,7 +396,9 @@ function storeBacked(
       if (lease.signal.aborted && !signal.aborted) return 'again';
       return {
         ok: false,
-        error: failed ? toDispatchError(failure, ctx.attempt) : ((outcome as DispatchError | undefined) ?? noOutcome(ctx)),
+        error: failed
+          ? toDispatchError(failure, ctx.attempt)
+          : ((outcome as DispatchError | undefined) ?? noOutcome(ctx)),
       };
     }
     // A success counts even when every local caller left: its side effect happened, so it is
@@ -408,7 +423,13 @@ function storeBacked(
   };
 
   // claim → hit / unshareable / conflict / lead / follow, until one answers.
-  const execute = async (ctx: DispatchContext, next: Next, key: string, print: Fingerprint, signal: AbortSignal): Promise<StoreSettlement> => {
+  const execute = async (
+    ctx: DispatchContext,
+    next: Next,
+    key: string,
+    print: Fingerprint,
+    signal: AbortSignal,
+  ): Promise<StoreSettlement> => {
     let followed = false;
     for (;;) {
       if (signal.aborted) return { ok: false, error: cancelled(ctx, signal) };
@@ -417,7 +438,7 @@ function storeBacked(
         const answer = store.claim(key, print);
         claim = isPromise(answer) ? await answer : answer;
       } catch (error) {
-        return { ok: false, error: unavailable(ctx, error) };
+        return { ok: false, error: unavailable(error) };
       }
       switch (claim.kind) {
         case 'hit':
@@ -440,7 +461,7 @@ function storeBacked(
             const waited = store.changed(key, claim.fence, { signal, timeoutMs: claim.leaseEndsInMs });
             if (isPromise(waited)) await waited;
           } catch (error) {
-            return { ok: false, error: unavailable(ctx, error) };
+            return { ok: false, error: unavailable(error) };
           }
           continue;
         }

@@ -14,7 +14,11 @@ export interface Faults {
   calls: Record<string, number>;
 }
 
-function wrap<T extends object>(store: T, methods: readonly (keyof T & string)[], sync: readonly string[] = []): T & { faults: Faults } {
+function wrap<T extends object>(
+  store: T,
+  methods: readonly (keyof T & string)[],
+  sync: readonly string[] = [],
+): T & { faults: Faults } {
   const faults: Faults = { failing: new Set(), faked: new Set(), calls: {} };
   const wrapped: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(store)) wrapped[name] = value;

@@ -72,9 +72,21 @@ describe.each(['default', 'onion'] as const)('a budget that answers with promise
     const { budget, takes } = sharedBudget(2);
     let runs = 0;
     const dispatcher = setup(() => ++runs, stack);
-    expect(await dispatcher.dispatch('step.run', {}, { budget })).toEqual({ ok: true, result: 1, attempts: 1 });
-    expect(await dispatcher.dispatch('step.run', {}, { budget })).toEqual({ ok: true, result: 2, attempts: 1 });
-    expect(await dispatcher.dispatch('step.run', {}, { budget })).toMatchObject({ ok: false, kind: 'budget_exceeded', attempts: 0 });
+    expect(await dispatcher.dispatch('step.run', {}, { budget })).toEqual({
+      ok: true,
+      result: 1,
+      attempts: 1,
+    });
+    expect(await dispatcher.dispatch('step.run', {}, { budget })).toEqual({
+      ok: true,
+      result: 2,
+      attempts: 1,
+    });
+    expect(await dispatcher.dispatch('step.run', {}, { budget })).toMatchObject({
+      ok: false,
+      kind: 'budget_exceeded',
+      attempts: 0,
+    });
     expect(runs).toBe(2);
     expect(takes.every((take) => take.units === 1)).toBe(true);
   });

@@ -35,7 +35,13 @@ function worker(store: CircuitStore) {
       return 'ok';
     },
   });
-  const breaker = circuitBreaker({ store, failureThreshold: 3, windowMs: 10_000, cooldownMs: 1_000, probeLeaseMs: 5_000 });
+  const breaker = circuitBreaker({
+    store,
+    failureThreshold: 3,
+    windowMs: 10_000,
+    cooldownMs: 1_000,
+    probeLeaseMs: 5_000,
+  });
   const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), breaker], {
     onEvent: (event) => events.push(event),
   });
@@ -149,7 +155,9 @@ describe('circuitBreaker on a store that fails', () => {
   });
 
   it('needs halfOpenMaxCalls of 1 with a store, and a real store', () => {
-    expect(() => circuitBreaker({ store: memoryCircuitStore(), halfOpenMaxCalls: 2 })).toThrow(/halfOpenMaxCalls must be 1/);
+    expect(() => circuitBreaker({ store: memoryCircuitStore(), halfOpenMaxCalls: 2 })).toThrow(
+      /halfOpenMaxCalls must be 1/,
+    );
     expect(() => circuitBreaker({ store: {} as CircuitStore })).toThrow(/store must be a CircuitStore/);
     expect(() => circuitBreaker({ store: memoryCircuitStore(), probeLeaseMs: 0 })).toThrow(/probeLeaseMs/);
   });

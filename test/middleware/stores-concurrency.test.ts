@@ -40,7 +40,10 @@ function gated() {
   return { handler, gates, running: () => running, most: () => most };
 }
 
-function worker(handler: () => unknown, concurrency: { max: number; store?: SlotStore; onStoreError?: 'fail' | 'local' }) {
+function worker(
+  handler: () => unknown,
+  concurrency: { max: number; store?: SlotStore; onStoreError?: 'fail' | 'local' },
+) {
   const events: DispatchEvent[] = [];
   const registry = new ToolRegistry().register({ name: 'api.call', inputSchema: z.object({}), handler });
   const dispatcher = createDispatcher(
@@ -54,7 +57,7 @@ describe.each([
   ['a synchronous store (memory)', (store: SlotStore) => store],
   ['a store that answers with promises', (store: SlotStore) => asyncSlotStore(store)],
 ])('concurrencyLimit on %s', (_name, wrapStore) => {
-  it('caps calls across processes at the pool size, on top of each process\'s own cap', async () => {
+  it("caps calls across processes at the pool size, on top of each process's own cap", async () => {
     const pool = memorySlotStore({ max: 3, pool: 'api' });
     const store = wrapStore(pool);
     const { handler, gates, running, most } = gated();
@@ -74,7 +77,7 @@ describe.each([
     expect(pool.load()).toEqual({ running: 0, queued: 0 });
   });
 
-  it('gives the pool\'s permit back when a queued caller aborts', async () => {
+  it("gives the pool's permit back when a queued caller aborts", async () => {
     const pool = memorySlotStore({ max: 1 });
     const store = wrapStore(pool);
     const { handler, gates } = gated();
@@ -108,7 +111,10 @@ describe('concurrencyLimit on a store that fails', () => {
   it('fails closed with store_unavailable, without running the handler, by default', async () => {
     let runs = 0;
     const a = worker(() => ++runs, { max: 2, store: downStore() });
-    expect(await a.dispatcher.dispatch('api.call', {})).toMatchObject({ ok: false, kind: 'store_unavailable' });
+    expect(await a.dispatcher.dispatch('api.call', {})).toMatchObject({
+      ok: false,
+      kind: 'store_unavailable',
+    });
     expect(runs).toBe(0);
   });
 
@@ -130,19 +136,32 @@ describe('concurrencyLimit on a store that fails', () => {
     const { handler, gates } = gated();
     const a = worker(handler, { max: 4, store });
     const first = a.dispatcher.dispatch('api.call', {});
-    expect(await a.dispatcher.dispatch('api.call', {})).toMatchObject({ ok: false, kind: 'store_unavailable' });
+    expect(await a.dispatcher.dispatch('api.call', {})).toMatchObject({
+      ok: false,
+      kind: 'store_unavailable',
+    });
     gates[0]?.open('ok');
     expect(await first).toMatchObject({ ok: true });
   });
 
   it('validates its store and onStoreError', () => {
     expect(() => concurrencyLimit({ store: {} as SlotStore })).toThrow(/store must be a SlotStore/);
-    expect(() => concurrencyLimit({ store: memorySlotStore(), onStoreError: 'open' as 'local' })).toThrow(/onStoreError/);
+    expect(() => concurrencyLimit({ store: memorySlotStore(), onStoreError: 'open' as 'local' })).toThrow(
+      /onStoreError/,
+    );
   });
 
   it('works as a plain layer outside the default stack', async () => {
-    const registry = new ToolRegistry().register({ name: 'api.call', inputSchema: z.object({}), handler: () => 'ok' });
-    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), concurrencyLimit({ max: 1, store: asyncSlotStore(memorySlotStore({ max: 1 })) })]);
+    const registry = new ToolRegistry().register({
+      name: 'api.call',
+      inputSchema: z.object({}),
+      handler: () => 'ok',
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      concurrencyLimit({ max: 1, store: asyncSlotStore(memorySlotStore({ max: 1 })) }),
+    ]);
     expect(await dispatcher.dispatch('api.call', {})).toMatchObject({ ok: true, result: 'ok' });
   });
 });

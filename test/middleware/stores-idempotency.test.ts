@@ -29,7 +29,12 @@ function worker(store: IdempotencyStore, handler: (args: { n: number }, ctx: Too
     handler,
   });
   const dispatcher = createDispatcher(
-    defaultStack({ registry, idempotency: { store, ttlMs: 60_000 }, retry: { maxAttempts: 1 }, timeout: { defaultMs: Infinity } }),
+    defaultStack({
+      registry,
+      idempotency: { store, ttlMs: 60_000 },
+      retry: { maxAttempts: 1 },
+      timeout: { defaultMs: Infinity },
+    }),
     { onEvent: (event) => events.push(event) },
   );
   const types = () => events.map((event) => event.type);
@@ -59,9 +64,20 @@ describe.each([
     let runs = 0;
     const a = worker(store, ({ n }) => ({ charged: n, run: ++runs }));
     const b = worker(store, ({ n }) => ({ charged: n, run: ++runs }));
-    expect(await a.dispatcher.dispatch('pay.charge', { n: 5 }, key)).toEqual({ ok: true, result: { charged: 5, run: 1 }, attempts: 1 });
-    expect(await b.dispatcher.dispatch('pay.charge', { n: 5 }, key)).toEqual({ ok: true, result: { charged: 5, run: 1 }, attempts: 0 });
-    expect(b.events.find((event) => event.type === 'idempotency.hit')).toMatchObject({ key: 'order-1', source: 'cache' });
+    expect(await a.dispatcher.dispatch('pay.charge', { n: 5 }, key)).toEqual({
+      ok: true,
+      result: { charged: 5, run: 1 },
+      attempts: 1,
+    });
+    expect(await b.dispatcher.dispatch('pay.charge', { n: 5 }, key)).toEqual({
+      ok: true,
+      result: { charged: 5, run: 1 },
+      attempts: 0,
+    });
+    expect(b.events.find((event) => event.type === 'idempotency.hit')).toMatchObject({
+      key: 'order-1',
+      source: 'cache',
+    });
     expect(runs).toBe(1);
   });
 
@@ -106,10 +122,16 @@ describe.each([
     const b = worker(store, handler);
     const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
     await flush();
-    expect(await b.dispatcher.dispatch('pay.charge', { n: 2 }, key)).toMatchObject({ ok: false, kind: 'idempotency_conflict' });
+    expect(await b.dispatcher.dispatch('pay.charge', { n: 2 }, key)).toMatchObject({
+      ok: false,
+      kind: 'idempotency_conflict',
+    });
     gates[0]?.open('done');
     await first;
-    expect(await b.dispatcher.dispatch('pay.charge', { n: 2 }, key)).toMatchObject({ ok: false, kind: 'idempotency_conflict' });
+    expect(await b.dispatcher.dispatch('pay.charge', { n: 2 }, key)).toMatchObject({
+      ok: false,
+      kind: 'idempotency_conflict',
+    });
   });
 
   it('shares one store claim among the callers of one process', async () => {
@@ -158,15 +180,26 @@ describe('idempotency on a store that fails', () => {
     let runs = 0;
     const a = worker(store, () => ++runs);
     const b = worker(store, () => ++runs);
-    expect(await a.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toEqual({ ok: true, result: 1, attempts: 1 });
-    expect(a.events.find((event) => event.type === 'idempotency.store_error')).toMatchObject({ key: 'order-1', operation: 'complete' });
+    expect(await a.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toEqual({
+      ok: true,
+      result: 1,
+      attempts: 1,
+    });
+    expect(a.events.find((event) => event.type === 'idempotency.store_error')).toMatchObject({
+      key: 'order-1',
+      operation: 'complete',
+    });
     store.faults.failing.delete('complete');
     await vi.advanceTimersByTimeAsync(60);
-    expect(await b.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toEqual({ ok: true, result: 1, attempts: 0 });
+    expect(await b.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toEqual({
+      ok: true,
+      result: 1,
+      attempts: 0,
+    });
     expect(runs).toBe(1);
   });
 
-  it('aborts the leader that lost its lease, says so, and gives its callers the new leader\'s result', async () => {
+  it("aborts the leader that lost its lease, says so, and gives its callers the new leader's result", async () => {
     const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
     const aborted: unknown[] = [];
     const gates: Array<Gate<unknown>> = [];
@@ -219,7 +252,7 @@ describe('idempotency on a store that fails', () => {
     expect(await first).toMatchObject({ ok: true, result: 'B' });
   });
 
-  it('lets a waiting caller run the key once a crashed leader\'s lease has ended', async () => {
+  it("lets a waiting caller run the key once a crashed leader's lease has ended", async () => {
     const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
     // A crashed leader: it claimed the key and never renewed, completed or released it.
     expect((await store.claim('order-1', fingerprint('pay.charge', { n: 1 }))).kind).toBe('lead');

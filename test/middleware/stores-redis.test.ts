@@ -4,8 +4,21 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { circuitBreaker, createDispatcher, defaultStack, errorMapping, ToolRegistry, toolLookup, TransientError } from '../../index.js';
-import { redisBudget, redisCircuitStore, redisIdempotencyStore, redisSlotStore } from '../../integrations/redis/index.js';
+import {
+  circuitBreaker,
+  createDispatcher,
+  defaultStack,
+  errorMapping,
+  ToolRegistry,
+  toolLookup,
+  TransientError,
+} from '../../index.js';
+import {
+  redisBudget,
+  redisCircuitStore,
+  redisIdempotencyStore,
+  redisSlotStore,
+} from '../../integrations/redis/index.js';
 import { gate, type Gate } from '../helpers/gate.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { connectNodeRedis, type Connected } from '../integrations/redis/clients.js';
@@ -33,7 +46,7 @@ async function until(check: () => boolean, timeoutMs = 2_000): Promise<void> {
     await server?.stop();
   });
 
-  it('runs a key once across two processes, the follower getting the leader\'s result', async () => {
+  it("runs a key once across two processes, the follower getting the leader's result", async () => {
     const prefix = randomUUID();
     const held: Array<Gate<unknown>> = [];
     const worker = (connected: Connected) => {
@@ -59,7 +72,9 @@ async function until(check: () => boolean, timeoutMs = 2_000): Promise<void> {
     held[0]?.open({ chargeId: 'ch_1' });
     expect(await first).toEqual({ ok: true, result: { chargeId: 'ch_1' }, attempts: 1 });
     expect(await second).toEqual({ ok: true, result: { chargeId: 'ch_1' }, attempts: 0 });
-    expect(await one.dispatch('pay.charge', { order: 'o-1' }, { idempotencyKey: 'o-1' })).toMatchObject({ attempts: 0 });
+    expect(await one.dispatch('pay.charge', { order: 'o-1' }, { idempotencyKey: 'o-1' })).toMatchObject({
+      attempts: 0,
+    });
     expect(held).toHaveLength(1);
   });
 
@@ -101,7 +116,11 @@ async function until(check: () => boolean, timeoutMs = 2_000): Promise<void> {
           throw new TransientError('down');
         },
       });
-      const breaker = circuitBreaker({ store: redisCircuitStore(connected.store, { prefix }), failureThreshold: 2, cooldownMs: 60_000 });
+      const breaker = circuitBreaker({
+        store: redisCircuitStore(connected.store, { prefix }),
+        failureThreshold: 2,
+        cooldownMs: 60_000,
+      });
       return createDispatcher([errorMapping(), toolLookup(registry), breaker]);
     };
     const one = worker(a);
@@ -121,7 +140,11 @@ async function until(check: () => boolean, timeoutMs = 2_000): Promise<void> {
     const id = randomUUID();
     let runs = 0;
     const worker = async (connected: Connected) => {
-      const registry = new ToolRegistry().register({ name: 'step.run', inputSchema: z.object({}), handler: () => ++runs });
+      const registry = new ToolRegistry().register({
+        name: 'step.run',
+        inputSchema: z.object({}),
+        handler: () => ++runs,
+      });
       const budget = await redisBudget(connected.store, { id, limit: 5 });
       return { dispatcher: createDispatcher(defaultStack({ registry })), budget };
     };
