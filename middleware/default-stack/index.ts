@@ -38,8 +38,15 @@ export interface DefaultStackOptions {
  * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
  * put in front of them (tracing, logging, a breaker) keep the fast path.
  *
+ * Stores are the layers' own options: `idempotency: { store }` and `concurrency: { max, store }`
+ * share keys and a fleet-wide pool across processes; a step whose store answers with a promise
+ * runs through the onion, and without stores the fast runner is exactly as before.
+ *
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
+ * @example
+ * defaultStack({ registry, idempotency: { store: redisIdempotencyStore(redis) },
+ *   concurrency: { max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) } });
  */
 export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (typeof options !== 'object' || options === null) {
