@@ -178,8 +178,15 @@ export interface DispatchEventDetails {
   'concurrency.queued': {
     /** Callers waiting now, this one included. */
     readonly queued: number;
-    /** The most calls the layer runs at once. */
+    /** The most calls the layer (or, with `pool`, the shared pool) runs at once. */
     readonly max: number;
+    /** The shared pool waited for, when the wait is for a store's permit. */
+    readonly pool?: string;
+  };
+  /** A shared pool's permit lapsed while the call held it: the pool may be over its cap by one. */
+  'concurrency.lease_lost': {
+    /** The pool. */
+    readonly pool: string;
   };
   /** A queued call got its slot. */
   'concurrency.acquired': {
@@ -192,6 +199,22 @@ export interface DispatchEventDetails {
     readonly key: string;
     /** A cached success, or an execution in flight. */
     readonly source: 'cache' | 'in_flight';
+  };
+  /** The leader of a key lost its lease (paused or cut off past it); another may lead now. */
+  'idempotency.lease_lost': {
+    /** The idempotency key. */
+    readonly key: string;
+    /** The lost lead's fence. */
+    readonly fence: number;
+  };
+  /** A store operation failed after the handler ran (the caller still got its result). */
+  'idempotency.store_error': {
+    /** The idempotency key. */
+    readonly key: string;
+    /** The operation that failed, e.g. `complete`. */
+    readonly operation: string;
+    /** What the store threw. */
+    readonly error: unknown;
   };
   /** A circuit opened. */
   'circuit.open': {
