@@ -10,7 +10,11 @@ import { fanOutCalls, fanOutConcurrency } from './suites.js';
 const entry = process.argv[2];
 if (entry === undefined) throw new TypeError('usage: bench/ablate-child.ts path/to/src/index.js');
 const { ToolRegistry, createDispatcher, defaultStack } = (await import(pathToFileURL(entry).href)) as Library;
-const registry = new ToolRegistry().register({ name: 'bench.tick', inputSchema: argsSchema, handler: tickHandler });
+const registry = new ToolRegistry().register({
+  name: 'bench.tick',
+  inputSchema: argsSchema,
+  handler: tickHandler,
+});
 const dispatcher = createDispatcher(defaultStack({ registry }));
 const calls = Array.from({ length: fanOutCalls }, (_, i) => ({
   name: 'bench.tick',

@@ -62,7 +62,19 @@ function build(name: string, edits: Edit[]): string {
     rmSync(outDir, { recursive: true, force: true });
     const result = spawnSync(
       process.execPath,
-      [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir, '--declaration', 'false', '--declarationMap', 'false', '--sourceMap', 'false'],
+      [
+        tsc,
+        '-p',
+        'tsconfig.build.json',
+        '--outDir',
+        outDir,
+        '--declaration',
+        'false',
+        '--declarationMap',
+        'false',
+        '--sourceMap',
+        'false',
+      ],
       { cwd: work, encoding: 'utf8' },
     );
     if (result.status !== 0) throw new Error(`${name}: tsc failed\n${result.stdout}${result.stderr}`);
@@ -76,10 +88,14 @@ const entries = Object.entries(variants).map(([name, edits]) => ({ name, entry: 
 const ratios = new Map<string, number[]>(entries.map(({ name }) => [name, []]));
 for (let i = 0; i < processes; i++) {
   for (const { name, entry } of entries) {
-    const child = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'bench/ablate-child.ts'), entry], {
-      cwd: root,
-      encoding: 'utf8',
-    });
+    const child = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'bench/ablate-child.ts'), entry],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    );
     if (child.status !== 0) throw new Error(`${name}: ${child.stderr}`);
     const line = child.stdout.trim().split('\n').at(-1) ?? '';
     ratios.get(name)?.push((JSON.parse(line) as { ratio: number }).ratio);

@@ -70,10 +70,7 @@ export interface GroupResult {
  * Runs every case of a group in interleaved rounds: for each round, a batch of every case, in an
  * order shuffled per round. Returns per-round ns/op samples and their summaries.
  */
-export async function runGroup(
-  cases: readonly BenchCase[],
-  options: GroupOptions,
-): Promise<GroupResult> {
+export async function runGroup(cases: readonly BenchCase[], options: GroupOptions): Promise<GroupResult> {
   const random = lcg(options.seed ?? 0x5eed);
   const sizes = new Map<string, number>();
   for (const benchCase of cases) {
@@ -168,7 +165,14 @@ export function caseById(group: GroupResult, id: string): CaseResult {
 /** Median, quartiles (linear interpolation), extremes and relative IQR. */
 export function summarize(sample: readonly number[]): Summary {
   if (sample.length === 0) {
-    return { median: Number.NaN, q1: Number.NaN, q3: Number.NaN, min: Number.NaN, max: Number.NaN, relIqr: Number.NaN };
+    return {
+      median: Number.NaN,
+      q1: Number.NaN,
+      q3: Number.NaN,
+      min: Number.NaN,
+      max: Number.NaN,
+      relIqr: Number.NaN,
+    };
   }
   const sorted = [...sample].sort((x, y) => x - y);
   const median = quantile(sorted, 0.5);

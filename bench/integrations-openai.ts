@@ -13,7 +13,14 @@
 import { pathToFileURL } from 'node:url';
 import { createDispatcher, defaultStack, ToolRegistry } from '../index.js';
 import { createOpenAIToolkit } from '../integrations/openai/index.js';
-import { pairedRatio, runGroup, type BenchCase, type GroupOptions, type GroupResult, type Ratio } from './harness.js';
+import {
+  pairedRatio,
+  runGroup,
+  type BenchCase,
+  type GroupOptions,
+  type GroupResult,
+  type Ratio,
+} from './harness.js';
 import { consoleTable, formatRatio } from './report.js';
 import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
 
@@ -47,15 +54,28 @@ export async function runOpenAIToolkitBench(
   options: { quick?: boolean; log?: (line: string) => void } = {},
 ): Promise<OpenAIToolkitBenchResult> {
   const log = options.log ?? (() => {});
-  const registry = new ToolRegistry().register({ name: toolName, inputSchema: argsSchema, handler: immediateHandler });
+  const registry = new ToolRegistry().register({
+    name: toolName,
+    inputSchema: argsSchema,
+    handler: immediateHandler,
+  });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   const kit = createOpenAIToolkit({ registry, dispatcher });
   const json = JSON.stringify(smallArgs);
   const ids = Array.from({ length: callsPerTurn }, (_, i) => `call_${i}`);
   const assistant = {
-    tool_calls: ids.map((id) => ({ id, type: 'function' as const, function: { name: wireName, arguments: json } })),
+    tool_calls: ids.map((id) => ({
+      id,
+      type: 'function' as const,
+      function: { name: wireName, arguments: json },
+    })),
   };
-  const output = ids.map((id) => ({ type: 'function_call' as const, call_id: id, name: wireName, arguments: json }));
+  const output = ids.map((id) => ({
+    type: 'function_call' as const,
+    call_id: id,
+    name: wireName,
+    arguments: json,
+  }));
 
   const turns = (id: string, label: string, turn: () => Promise<unknown>): BenchCase => ({
     id,
@@ -78,25 +98,41 @@ export async function runOpenAIToolkitBench(
         check(await Promise.all(ids.map((callId) => dispatcher.dispatchJson(toolName, json, { callId })))),
       ),
       turns('parse', `${callsPerTurn} × JSON.parse + dispatch`, async () =>
-        check(await Promise.all(ids.map((callId) => dispatcher.dispatch(toolName, JSON.parse(json), { callId })))),
+        check(
+          await Promise.all(ids.map((callId) => dispatcher.dispatch(toolName, JSON.parse(json), { callId }))),
+        ),
       ),
-      turns('chat', `runChatToolCalls (${callsPerTurn} calls)`, async () => check((await kit.runChatToolCalls(assistant)).outcomes)),
-      turns('responses', `runResponsesCalls (${callsPerTurn} calls)`, async () => check((await kit.runResponsesCalls(output)).outcomes)),
+      turns('chat', `runChatToolCalls (${callsPerTurn} calls)`, async () =>
+        check((await kit.runChatToolCalls(assistant)).outcomes),
+      ),
+      turns('responses', `runResponsesCalls (${callsPerTurn} calls)`, async () =>
+        check((await kit.runResponsesCalls(output)).outcomes),
+      ),
     ],
     settings[options.quick === true ? 'quick' : 'full'],
   );
-  log(consoleTable(`OpenAI toolkit, one turn of ${callsPerTurn} calls to an in-memory tool`, group, ['wall', 'cpu']));
+  log(
+    consoleTable(`OpenAI toolkit, one turn of ${callsPerTurn} calls to an in-memory tool`, group, [
+      'wall',
+      'cpu',
+    ]),
+  );
   const chatVsBare = pairedRatio(group, 'chat', 'bare');
   const responsesVsBare = pairedRatio(group, 'responses', 'bare');
   const jsonVsBare = pairedRatio(group, 'json', 'bare');
   const withinTarget = chatVsBare.median <= target;
-  log(`   runChatToolCalls / bare dispatch:   ${formatRatio(chatVsBare)}   (target ≤ ${target}×)${withinTarget ? '' : '  MISSED'}`);
+  log(
+    `   runChatToolCalls / bare dispatch:   ${formatRatio(chatVsBare)}   (target ≤ ${target}×)${withinTarget ? '' : '  MISSED'}`,
+  );
   log(`   runResponsesCalls / bare dispatch:  ${formatRatio(responsesVsBare)}`);
   log(`   dispatchJson / dispatch:            ${formatRatio(jsonVsBare)}   (parsing inside the stack)`);
   return { group, chatVsBare, responsesVsBare, jsonVsBare, withinTarget };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const result = await runOpenAIToolkitBench({ quick: process.argv.includes('--quick'), log: (line) => console.log(line) });
+  const result = await runOpenAIToolkitBench({
+    quick: process.argv.includes('--quick'),
+    log: (line) => console.log(line),
+  });
   if (!result.withinTarget) process.exitCode = 1;
 }

@@ -84,7 +84,9 @@ export function loadOptionsFromArgv(argv: readonly string[]): LoadOptions {
  */
 export async function loadLibrary(options: LoadOptions = {}): Promise<LoadedLibrary> {
   if (options.path !== undefined) {
-    const url = pathToFileURL(options.path.startsWith('/') ? options.path : `${process.cwd()}/${options.path}`);
+    const url = pathToFileURL(
+      options.path.startsWith('/') ? options.path : `${process.cwd()}/${options.path}`,
+    );
     return { lib: (await import(url.href)) as Library, origin: 'path' };
   }
   if (options.source === true) {

@@ -20,7 +20,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 
 const passThroughFlag = '--pass-through-child';
 if (process.argv[2] === passThroughFlag) {
@@ -30,7 +34,10 @@ if (process.argv[2] === passThroughFlag) {
   await upstreamClient.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
   const server = new Server({ name: 'pass-through', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, () => upstreamClient.listTools());
-  server.setRequestHandler(CallToolRequestSchema, async (request) => (await upstreamClient.callTool(request.params)) as CallToolResult);
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    async (request) => (await upstreamClient.callTool(request.params)) as CallToolResult,
+  );
   process.stdin.once('end', () => process.exit(0));
   await server.connect(new StdioServerTransport());
 } else {
@@ -41,7 +48,9 @@ async function main(): Promise<void> {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const upstream = [process.execPath, '--import', 'tsx', `${root}examples/mcp/flaky-server.ts`];
   const dist = process.argv.includes('--dist');
-  const proxyEntry = dist ? [`${root}dist/integrations/mcp/cli.js`] : ['--import', 'tsx', `${root}integrations/mcp/cli.ts`];
+  const proxyEntry = dist
+    ? [`${root}dist/integrations/mcp/cli.js`]
+    : ['--import', 'tsx', `${root}integrations/mcp/cli.ts`];
   if (dist && !existsSync(proxyEntry[0] ?? '')) {
     console.error('bench/mcp-proxy.ts --dist: run `npm run build` first');
     process.exit(2);
@@ -53,18 +62,37 @@ async function main(): Promise<void> {
 
   const sides = {
     direct: await connect(upstream),
-    proxy: await connect([process.execPath, ...proxyEntry, 'mcp-proxy', '--log-level', 'silent', '--', ...upstream]),
-    floor: await connect([process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), passThroughFlag, ...upstream]),
+    proxy: await connect([
+      process.execPath,
+      ...proxyEntry,
+      'mcp-proxy',
+      '--log-level',
+      'silent',
+      '--',
+      ...upstream,
+    ]),
+    floor: await connect([
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      passThroughFlag,
+      ...upstream,
+    ]),
   };
   let missed = false;
   try {
-    console.log(`MCP proxy round trip: median tools/call over stdio (${dist ? 'built proxy' : 'proxy from source via tsx'}, Node ${process.version})\n`);
+    console.log(
+      `MCP proxy round trip: median tools/call over stdio (${dist ? 'built proxy' : 'proxy from source via tsx'}, Node ${process.version})\n`,
+    );
     for (const { name, ms, rounds, perRound, target } of cases) {
       const times = { direct: [] as number[], proxy: [] as number[], floor: [] as number[] };
       // Warm every path (JIT, the proxy's stack), then alternate rounds.
-      for (const side of ['direct', 'proxy', 'floor'] as const) await roundTrips(sides[side], ms, perRound * 2, []);
+      for (const side of ['direct', 'proxy', 'floor'] as const)
+        await roundTrips(sides[side], ms, perRound * 2, []);
       for (let round = 0; round < rounds; round++) {
-        for (const side of ['direct', 'proxy', 'floor'] as const) await roundTrips(sides[side], ms, perRound, times[side]);
+        for (const side of ['direct', 'proxy', 'floor'] as const)
+          await roundTrips(sides[side], ms, perRound, times[side]);
       }
       const [direct, proxy, floor] = [median(times.direct), median(times.proxy), median(times.floor)];
       const ratio = proxy / direct;
@@ -98,5 +126,7 @@ async function roundTrips(client: Client, ms: number, count: number, into: numbe
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? NaN) : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? NaN)
+    : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2;
 }

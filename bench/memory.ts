@@ -119,7 +119,8 @@ function heapAfterGc(): number {
 async function timeDispatches(dispatcher: Dispatcher, prefix: string, count: number): Promise<PauseStats> {
   const gcs: Array<{ start: number; end: number }> = [];
   const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) gcs.push({ start: entry.startTime, end: entry.startTime + entry.duration });
+    for (const entry of list.getEntries())
+      gcs.push({ start: entry.startTime, end: entry.startTime + entry.duration });
   });
   observer.observe({ entryTypes: ['gc'] });
   const starts = new Float64Array(count);
@@ -162,7 +163,8 @@ async function timeDispatches(dispatcher: Dispatcher, prefix: string, count: num
   }
   sync.sort((a, b) => a - b);
   total.sort((a, b) => a - b);
-  const at = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  const at = (sorted: number[], q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   return {
     dispatches: count,
     syncMaxMs: at(sync, 1),
@@ -204,7 +206,9 @@ async function main(): Promise<void> {
   fakeNow += ttlMs + 1;
   const expiry = await timeDispatches(dispatcher, 'after-', rounds);
   const left = cache.size().cached;
-  log(`expiry: ${rounds} dispatches, ${left} entries left, longest sync part ${expiry.syncMaxMs.toFixed(3)} ms`);
+  log(
+    `expiry: ${rounds} dispatches, ${left} entries left, longest sync part ${expiry.syncMaxMs.toFixed(3)} ms`,
+  );
 
   const report: MemoryResult = {
     keys: cached,

@@ -13,11 +13,27 @@
 import { pathToFileURL } from 'node:url';
 import { context, ProxyTracerProvider } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { createDispatcher, defaultStack, ToolRegistry, type Dispatcher, type Middleware } from '../index.js';
 import { otelMetrics, otelTracing } from '../integrations/otel/index.js';
-import { pairedRatio, runGroup, type BenchCase, type GroupOptions, type GroupResult, type Ratio } from './harness.js';
+import {
+  pairedRatio,
+  runGroup,
+  type BenchCase,
+  type GroupOptions,
+  type GroupResult,
+  type Ratio,
+} from './harness.js';
 import { consoleTable, formatNs, formatRatio } from './report.js';
 import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
 
@@ -57,7 +73,11 @@ const settings: Record<'full' | 'quick', GroupOptions> = {
 const toolName = 'bench.immediate';
 
 function dispatcherWith(front: Middleware[]): Dispatcher {
-  const registry = new ToolRegistry().register({ name: toolName, inputSchema: argsSchema, handler: immediateHandler });
+  const registry = new ToolRegistry().register({
+    name: toolName,
+    inputSchema: argsSchema,
+    handler: immediateHandler,
+  });
   return createDispatcher([...front, ...defaultStack({ registry })]);
 }
 
@@ -66,7 +86,12 @@ const passThrough: Middleware = function passThrough(_ctx, next) {
   return next();
 };
 
-function sequential(id: string, label: string, dispatcher: Dispatcher, afterBatch: () => void = () => {}): BenchCase {
+function sequential(
+  id: string,
+  label: string,
+  dispatcher: Dispatcher,
+  afterBatch: () => void = () => {},
+): BenchCase {
   return {
     id,
     label,
@@ -94,7 +119,11 @@ export async function runOtelBench(
     [
       sequential('bare', 'default stack (bare)', dispatcherWith([])),
       sequential('pass', '[passThrough, ...defaultStack()]', dispatcherWith([passThrough])),
-      sequential('noop', '[otelTracing(), ...defaultStack()] no SDK', dispatcherWith([otelTracing({ tracer: noopTracer })])),
+      sequential(
+        'noop',
+        '[otelTracing(), ...defaultStack()] no SDK',
+        dispatcherWith([otelTracing({ tracer: noopTracer })]),
+      ),
       sequential(
         'noopBoth',
         '[otelTracing(), otelMetrics(), ...] no SDK',
@@ -103,7 +132,12 @@ export async function runOtelBench(
     ],
     group,
   );
-  log(consoleTable('OTel layers, no SDK installed (API no-op tracer and meter, no context manager)', noSdk, ['wall', 'cpu']));
+  log(
+    consoleTable('OTel layers, no SDK installed (API no-op tracer and meter, no context manager)', noSdk, [
+      'wall',
+      'cpu',
+    ]),
+  );
 
   // Group 2: the real SDK, wired as the docs show, exporting to memory (cleared after each batch).
   const contextManager = new AsyncLocalStorageContextManager().enable();
@@ -112,7 +146,10 @@ export async function runOtelBench(
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
   const tracer = tracerProvider.getTracer('tool-dispatcher');
   const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter: metricExporter,
+    exportIntervalMillis: 3_600_000,
+  });
   const meterProvider = new MeterProvider({ readers: [reader] });
   const meter = meterProvider.getMeter('tool-dispatcher');
   const clear = () => spans.reset();
@@ -120,7 +157,12 @@ export async function runOtelBench(
     const sdk = await runGroup(
       [
         sequential('bare', 'default stack (bare), ALS context manager', dispatcherWith([])),
-        sequential('sdk', '[otelTracing(), ...] SDK + in-memory exporter', dispatcherWith([otelTracing({ tracer })]), clear),
+        sequential(
+          'sdk',
+          '[otelTracing(), ...] SDK + in-memory exporter',
+          dispatcherWith([otelTracing({ tracer })]),
+          clear,
+        ),
         sequential(
           'sdkBoth',
           '[otelTracing(), otelMetrics(), ...] SDK tracing + metrics',
@@ -130,22 +172,43 @@ export async function runOtelBench(
       ],
       group,
     );
-    log(consoleTable('OTel layers with the SDK (BasicTracerProvider, SimpleSpanProcessor, in-memory exporter)', sdk, ['wall', 'cpu']));
+    log(
+      consoleTable(
+        'OTel layers with the SDK (BasicTracerProvider, SimpleSpanProcessor, in-memory exporter)',
+        sdk,
+        ['wall', 'cpu'],
+      ),
+    );
 
     const noopVsBare = pairedRatio(noSdk, 'noop', 'bare');
     const noopVsPassThrough = pairedRatio(noSdk, 'noop', 'pass');
     const noopBothVsBare = pairedRatio(noSdk, 'noopBoth', 'bare');
     const sdkVsBare = pairedRatio(sdk, 'sdk', 'bare');
     const sdkBothVsBare = pairedRatio(sdk, 'sdkBoth', 'bare');
-    const median = (result: GroupResult, id: string) => result.cases.find((c) => c.id === id)?.wall.median ?? Number.NaN;
+    const median = (result: GroupResult, id: string) =>
+      result.cases.find((c) => c.id === id)?.wall.median ?? Number.NaN;
     const sdkExtraNs = median(sdk, 'sdk') - median(sdk, 'bare');
     const withinTarget = noopVsBare.median <= noopTarget;
-    log(`   no-op tracing / bare:            ${formatRatio(noopVsBare)}   (target ≤ ${noopTarget}×)${withinTarget ? '' : '  MISSED'}`);
+    log(
+      `   no-op tracing / bare:            ${formatRatio(noopVsBare)}   (target ≤ ${noopTarget}×)${withinTarget ? '' : '  MISSED'}`,
+    );
     log(`   no-op tracing / pass-through:    ${formatRatio(noopVsPassThrough)}   (the layer's own cost)`);
     log(`   no-op tracing + metrics / bare:  ${formatRatio(noopBothVsBare)}`);
-    log(`   SDK tracing / bare (ALS):        ${formatRatio(sdkVsBare)}   (+${formatNs(sdkExtraNs)} per dispatch)`);
+    log(
+      `   SDK tracing / bare (ALS):        ${formatRatio(sdkVsBare)}   (+${formatNs(sdkExtraNs)} per dispatch)`,
+    );
     log(`   SDK tracing + metrics / bare:    ${formatRatio(sdkBothVsBare)}`);
-    return { noSdk, sdk, noopVsBare, noopVsPassThrough, noopBothVsBare, sdkVsBare, sdkBothVsBare, sdkExtraNs, withinTarget };
+    return {
+      noSdk,
+      sdk,
+      noopVsBare,
+      noopVsPassThrough,
+      noopBothVsBare,
+      sdkVsBare,
+      sdkBothVsBare,
+      sdkExtraNs,
+      withinTarget,
+    };
   } finally {
     await tracerProvider.shutdown();
     await meterProvider.shutdown();
@@ -154,6 +217,9 @@ export async function runOtelBench(
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const result = await runOtelBench({ quick: process.argv.includes('--quick'), log: (line) => console.log(line) });
+  const result = await runOtelBench({
+    quick: process.argv.includes('--quick'),
+    log: (line) => console.log(line),
+  });
   if (!result.withinTarget) process.exitCode = 1;
 }

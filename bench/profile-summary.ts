@@ -41,7 +41,9 @@ for (const node of profile.nodes) {
 const print = (title: string, map: Map<string, number>) => {
   process.stdout.write(`\n${title}\n`);
   for (const [name, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, rows)) {
-    process.stdout.write(`${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1_000).toFixed(0).padStart(6)} ms  ${name}\n`);
+    process.stdout.write(
+      `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1_000).toFixed(0).padStart(6)} ms  ${name}\n`,
+    );
   }
 };
 print('Self time by function', byFunction);

@@ -94,7 +94,10 @@ export type Column = 'wall' | 'cpu' | 'throughput';
 /** Rows of a markdown table for a group. */
 export function markdownTable(group: GroupResult, columns: readonly Column[]): string {
   const head = ['case', ...columns.flatMap(headerOf), 'spread (IQR/median)', 'ops per batch × rounds'];
-  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+  const lines = [
+    `| ${head.join(' | ')} |`,
+    `|${head.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
+  ];
   for (const c of group.cases) {
     const cells = [c.label, ...columns.flatMap((column) => cellsOf(c, column))];
     cells.push(`±${(c.wall.relIqr * 50).toFixed(1)}%`, `${formatCount(c.opsPerBatch)} × ${group.rounds}`);
@@ -135,6 +138,8 @@ export function consoleTable(title: string, group: GroupResult, columns: readonl
   const head = ['case', ...columns.flatMap(headerOf), 'spread'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
-    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
+    cells
+      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
+      .join('  ');
   return [title, line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }

@@ -13,7 +13,14 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { caseById, pairedRatio, runGroup, type GroupOptions, type GroupResult, type Ratio } from './harness.js';
+import {
+  caseById,
+  pairedRatio,
+  runGroup,
+  type GroupOptions,
+  type GroupResult,
+  type Ratio,
+} from './harness.js';
 import { loadLibrary, loadOptionsFromArgv } from './library.js';
 import type { MemoryResult } from './memory.js';
 import {
@@ -110,7 +117,9 @@ function runMemory(): MemoryResult | { error: string } {
   );
   const lastLine = child.stdout.trim().split('\n').pop() ?? '';
   if (child.status !== 0 || !lastLine.startsWith('{')) {
-    return { error: `memory run failed (status ${String(child.status)}): ${lastLine || String(child.error)}` };
+    return {
+      error: `memory run failed (status ${String(child.status)}): ${lastLine || String(child.error)}`,
+    };
   }
   return JSON.parse(lastLine) as MemoryResult;
 }
@@ -140,11 +149,20 @@ async function main(): Promise<void> {
         quickSettings,
       )
     : await runGroup(perDispatchCases(stacks), full.perDispatch);
-  log(consoleTable('1. Per-dispatch overhead (one call at a time, handler resolves at once)', perDispatch, ['wall', 'cpu']));
+  log(
+    consoleTable('1. Per-dispatch overhead (one call at a time, handler resolves at once)', perDispatch, [
+      'wall',
+      'cpu',
+    ]),
+  );
   const vsCockatiel = pairedRatio(perDispatch, 'ours', 'cockatiel');
   const vsFloor = pairedRatio(perDispatch, 'ours', 'direct');
-  log(`   default stack / cockatiel stack: ${formatRatio(vsCockatiel)}   (target ≤ ${targets.perDispatchVsCockatiel}×)`);
-  log(`   default stack / direct call:     ${formatRatio(vsFloor)}   (target ≤ ${targets.perDispatchVsFloor}×)`);
+  log(
+    `   default stack / cockatiel stack: ${formatRatio(vsCockatiel)}   (target ≤ ${targets.perDispatchVsCockatiel}×)`,
+  );
+  log(
+    `   default stack / direct call:     ${formatRatio(vsFloor)}   (target ≤ ${targets.perDispatchVsFloor}×)`,
+  );
 
   if (quick) {
     log();
@@ -159,7 +177,9 @@ async function main(): Promise<void> {
   }
 
   const behindLayer = pairedRatio(perDispatch, 'oursBehindLayer', 'ours');
-  log(`   behind a pass-through layer / bare: ${formatRatio(behindLayer)}   (target ≤ ${targets.behindLayerVsBare}×)`);
+  log(
+    `   behind a pass-through layer / bare: ${formatRatio(behindLayer)}   (target ≤ ${targets.behindLayerVsBare}×)`,
+  );
   const vsPStack = pairedRatio(perDispatch, 'ours', 'pStack');
   const missVsCockatiel = pairedRatio(perDispatch, 'oursKeyMiss', 'cockatiel');
   const hitVsCockatiel = pairedRatio(perDispatch, 'oursKeyHit', 'cockatiel');
@@ -179,8 +199,12 @@ async function main(): Promise<void> {
   const fanVsCockatiel = throughputRatio(fanOut, 'ours', 'cockatiel');
   const fanVsPool = throughputRatio(fanOut, 'ours', 'pool');
   const fanVsPStack = throughputRatio(fanOut, 'ours', 'pStack');
-  log(`   gatherBounded / cockatiel (throughput): ${formatRatio(fanVsCockatiel)}   (target ≥ ${targets.fanOutVsCockatiel}×)`);
-  log(`   gatherBounded / 8-worker pool:          ${formatRatio(fanVsPool)}   (target ≥ ${targets.fanOutVsPool}×)`);
+  log(
+    `   gatherBounded / cockatiel (throughput): ${formatRatio(fanVsCockatiel)}   (target ≥ ${targets.fanOutVsCockatiel}×)`,
+  );
+  log(
+    `   gatherBounded / 8-worker pool:          ${formatRatio(fanVsPool)}   (target ≥ ${targets.fanOutVsPool}×)`,
+  );
   log(`   gatherBounded / p-stack:                ${formatRatio(fanVsPStack)}`);
   log();
 
@@ -190,7 +214,8 @@ async function main(): Promise<void> {
   const timeoutVsSuccess = pairedRatio(failure, 'timeoutManual', 'success');
   const pTransientVsOurs = pairedRatio(failure, 'pStackTransient', 'transient');
   // Wall times of 1 ms timers differ by timer jitter; the CPU spent is what the dispatcher adds.
-  const timeoutExtraNs = caseById(failure, 'timeoutReal').cpu.median - caseById(failure, 'timerFloor').cpu.median;
+  const timeoutExtraNs =
+    caseById(failure, 'timeoutReal').cpu.median - caseById(failure, 'timerFloor').cpu.median;
   log(`   transient-then-success / success: ${formatRatio(transientVsSuccess)}`);
   log(`   timeout (manual clock) / success: ${formatRatio(timeoutVsSuccess)}`);
   log(`   p-stack transient / ours:         ${formatRatio(pTransientVsOurs)}`);
@@ -199,12 +224,16 @@ async function main(): Promise<void> {
 
   let memory: MemoryResult | { error: string } | undefined;
   if (!skipMemory) {
-    log(`4. Idempotency memory (child process: node --expose-gc --import tsx bench/memory.ts --keys ${memoryKeys})`);
+    log(
+      `4. Idempotency memory (child process: node --expose-gc --import tsx bench/memory.ts --keys ${memoryKeys})`,
+    );
     memory = runMemory();
     if ('error' in memory) {
       log(`   ${memory.error}`);
     } else {
-      log(`   ${formatCount(memory.cached)} keys cached: ${memory.bytesPerKey.toFixed(1)} bytes per key (target ≤ ${targets.bytesPerKey})`);
+      log(
+        `   ${formatCount(memory.cached)} keys cached: ${memory.bytesPerKey.toFixed(1)} bytes per key (target ≤ ${targets.bytesPerKey})`,
+      );
       log(
         `   after the TTL: longest dispatch ${memory.expiry.totalMaxMs.toFixed(2)} ms, ` +
           `${memory.expiry.totalMaxWithoutGcMs.toFixed(2)} ms without GC overlap (target ≤ ${targets.expiryPauseMs} ms); ` +
@@ -276,12 +305,27 @@ async function main(): Promise<void> {
       fanOut: { vsCockatiel: fanVsCockatiel, vsPool: fanVsPool, vsPStack: fanVsPStack },
       failure: { transientVsSuccess, timeoutVsSuccess, pTransientVsOurs, timeoutExtraNs },
     };
-    const results = { environment: env, targets: checks, ratios, groups: { perDispatch, fanOut, failure }, memory };
+    const results = {
+      environment: env,
+      targets: checks,
+      ratios,
+      groups: { perDispatch, fanOut, failure },
+      memory,
+    };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     mkdirSync(`${root}docs`, { recursive: true });
     writeFileSync(
       `${root}docs/benchmarks.md`,
-      markdown({ env, checks, perDispatch, fanOut, failure, memory, overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'), ratios }),
+      markdown({
+        env,
+        checks,
+        perDispatch,
+        fanOut,
+        failure,
+        memory,
+        overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
+        ratios,
+      }),
     );
     log();
     log('Wrote bench/results.json and docs/benchmarks.md');
@@ -299,7 +343,12 @@ interface MarkdownInput {
   ratios: {
     perDispatch: Record<'vsCockatiel' | 'vsFloor' | 'vsPStack' | 'missVsCockatiel' | 'hitVsCockatiel', Ratio>;
     fanOut: Record<'vsCockatiel' | 'vsPool' | 'vsPStack', Ratio>;
-    failure: { transientVsSuccess: Ratio; timeoutVsSuccess: Ratio; pTransientVsOurs: Ratio; timeoutExtraNs: number };
+    failure: {
+      transientVsSuccess: Ratio;
+      timeoutVsSuccess: Ratio;
+      pTransientVsOurs: Ratio;
+      timeoutExtraNs: number;
+    };
   };
 }
 
@@ -524,7 +573,17 @@ async function integrationChecks(quick: boolean): Promise<TargetCheck[]> {
       measured: formatRatio(otel.sdkVsBare),
       met: undefined,
     },
-    { name: 'MCP proxy: instant tool round trip vs direct', target: '≤ 2.2×', measured: ratioOf(/instant tool[^\n]*ratio ([0-9.]+)×/), met: undefined },
-    { name: 'MCP proxy: 10 ms tool round trip vs direct', target: '≤ 1.05×', measured: ratioOf(/10 ms tool[^\n]*ratio ([0-9.]+)×/), met: undefined },
+    {
+      name: 'MCP proxy: instant tool round trip vs direct',
+      target: '≤ 2.2×',
+      measured: ratioOf(/instant tool[^\n]*ratio ([0-9.]+)×/),
+      met: undefined,
+    },
+    {
+      name: 'MCP proxy: 10 ms tool round trip vs direct',
+      target: '≤ 1.05×',
+      measured: ratioOf(/10 ms tool[^\n]*ratio ([0-9.]+)×/),
+      met: undefined,
+    },
   ];
 }

@@ -157,7 +157,8 @@ export function createStacks(lib: Library): Stacks {
       cockatielRetry(handleAll, { maxAttempts: 2, backoff: new ExponentialBackoff() }),
       cockatielTimeout(30_000, { strategy: TimeoutStrategy.Cooperative, abortOnReturn }),
     );
-  const viaCockatiel = (policy: ReturnType<typeof cockatielPolicy>): CallThrough =>
+  const viaCockatiel =
+    (policy: ReturnType<typeof cockatielPolicy>): CallThrough =>
     async (name, args) => {
       const tool = plainTools.get(name);
       if (tool === undefined) return { ok: false, kind: 'not_found', error: name };
@@ -183,42 +184,44 @@ export function createStacks(lib: Library): Stacks {
     };
 
   const limit = pLimit(8);
-  const viaP = (minTimeout: number): CallThrough => async (name, args) => {
-    const tool = plainTools.get(name);
-    if (tool === undefined) return { ok: false, kind: 'not_found', error: name };
-    const parsed = tool.schema.safeParse(args);
-    if (!parsed.success) return { ok: false, kind: 'schema', error: parsed.error };
-    let attempts = 0;
-    try {
-      const result = await limit(() =>
-        pRetry(
-          (attemptNumber) => {
-            attempts = attemptNumber;
-            // The other two stacks hand each attempt a signal that fires on timeout; so does this one.
-            const controller = new AbortController();
-            const running = Promise.resolve(
-              tool.handler(parsed.data, {
-                signal: controller.signal,
-                attempt: attemptNumber,
-                deadline: Infinity,
-                progress: noProgress,
-                idempotencyKey: undefined,
-                callId: name,
-              }),
-            );
-            return pTimeout(running, { milliseconds: 30_000 }).catch((error: unknown) => {
-              if (error instanceof TimeoutError) controller.abort(error);
-              throw error;
-            });
-          },
-          { retries: 2, minTimeout },
-        ),
-      );
-      return { ok: true, result, attempts };
-    } catch (error) {
-      return { ok: false, kind: 'failed', error };
-    }
-  };
+  const viaP =
+    (minTimeout: number): CallThrough =>
+    async (name, args) => {
+      const tool = plainTools.get(name);
+      if (tool === undefined) return { ok: false, kind: 'not_found', error: name };
+      const parsed = tool.schema.safeParse(args);
+      if (!parsed.success) return { ok: false, kind: 'schema', error: parsed.error };
+      let attempts = 0;
+      try {
+        const result = await limit(() =>
+          pRetry(
+            (attemptNumber) => {
+              attempts = attemptNumber;
+              // The other two stacks hand each attempt a signal that fires on timeout; so does this one.
+              const controller = new AbortController();
+              const running = Promise.resolve(
+                tool.handler(parsed.data, {
+                  signal: controller.signal,
+                  attempt: attemptNumber,
+                  deadline: Infinity,
+                  progress: noProgress,
+                  idempotencyKey: undefined,
+                  callId: name,
+                }),
+              );
+              return pTimeout(running, { milliseconds: 30_000 }).catch((error: unknown) => {
+                if (error instanceof TimeoutError) controller.abort(error);
+                throw error;
+              });
+            },
+            { retries: 2, minTimeout },
+          ),
+        );
+        return { ok: true, result, attempts };
+      } catch (error) {
+        return { ok: false, kind: 'failed', error };
+      }
+    };
 
   return {
     ours,

@@ -10,7 +10,14 @@ import { pathToFileURL } from 'node:url';
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, ToolError, ToolRegistry, TransientError } from '../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  ToolError,
+  ToolRegistry,
+  TransientError,
+} from '../index.js';
 import { ToolCallFailed, toAiSdkTools } from '../integrations/ai-sdk/index.js';
 
 /** What the run did, for a test or a summary line. */
@@ -63,7 +70,9 @@ function checkoutTools(charged: string[]) {
       inputSchema: z.object({ zip: z.string() }),
       timeoutMs: 30,
       handler: (_args, ctx) =>
-        new Promise<never>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true })),
+        new Promise<never>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
+        ),
     });
 }
 
@@ -83,17 +92,29 @@ function scriptedModel(turns: Array<Call[] | string>, write: (line: string) => v
         for (const part of last.content) {
           if (part.type !== 'tool-result') continue;
           const { type, value } = part.output as { type: string; value: unknown };
-          write(`  tool  ← ${part.toolCallId} ${part.toolName}: ${type === 'error-text' ? '[error] ' : ''}${String(value)}`);
+          write(
+            `  tool  ← ${part.toolCallId} ${part.toolName}: ${type === 'error-text' ? '[error] ' : ''}${String(value)}`,
+          );
         }
       }
       const script = turns[turn++] ?? 'I have nothing more to do.';
       if (typeof script === 'string') {
         write(`model: ${script}`);
-        return { content: [{ type: 'text', text: script }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+        return {
+          content: [{ type: 'text', text: script }],
+          finishReason: { unified: 'stop', raw: undefined },
+          usage,
+          warnings: [],
+        };
       }
       for (const call of script) write(`model → ${call.id} ${call.name} ${JSON.stringify(call.args)}`);
       return {
-        content: script.map((call) => ({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: JSON.stringify(call.args) })),
+        content: script.map((call) => ({
+          type: 'tool-call',
+          toolCallId: call.id,
+          toolName: call.name,
+          input: JSON.stringify(call.args),
+        })),
         finishReason: { unified: 'tool-calls', raw: undefined },
         usage,
         warnings: [],
@@ -108,7 +129,11 @@ function scriptedModel(turns: Array<Call[] | string>, write: (line: string) => v
  * @example
  * const summary = await runAiSdkLoop({ write: (line) => lines.push(line) });
  */
-export async function runAiSdkLoop({ write = console.log }: { write?: (line: string) => void } = {}): Promise<AiSdkLoopSummary> {
+export async function runAiSdkLoop({
+  write = console.log,
+}: {
+  write?: (line: string) => void;
+} = {}): Promise<AiSdkLoopSummary> {
   const charged: string[] = [];
   const registry = checkoutTools(charged);
   const events: Record<string, number> = {};
@@ -144,7 +169,9 @@ export async function runAiSdkLoop({ write = console.log }: { write?: (line: str
 
   const failures = result.steps
     .flatMap((step) => step.content)
-    .flatMap((part) => (part.type === 'tool-error' && part.error instanceof ToolCallFailed ? [part.error.outcome.kind] : []));
+    .flatMap((part) =>
+      part.type === 'tool-error' && part.error instanceof ToolCallFailed ? [part.error.outcome.kind] : [],
+    );
   write('---');
   write(`orders charged: ${charged.join(', ')} (${charged.length})`);
   write(`failures the app saw: ${failures.join(', ')}`);

@@ -11,7 +11,12 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolError, ToolRegistry } from '../index.js';
 import { createAnthropicToolkit } from '../integrations/anthropic/index.js';
-import { startFakeProvider, type MessagesBody, type MessagesReply, type ModelTurn } from './fake-provider/index.js';
+import {
+  startFakeProvider,
+  type MessagesBody,
+  type MessagesReply,
+  type ModelTurn,
+} from './fake-provider/index.js';
 
 /** What `runAnthropicLoop` reports. */
 export interface AnthropicLoopSummary {
@@ -73,11 +78,18 @@ function shopModel(turn: ModelTurn<MessagesBody>): MessagesReply {
 }
 
 function print(write: (line: string) => void, message: MessageParam): void {
-  const blocks = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : message.content;
+  const blocks =
+    typeof message.content === 'string'
+      ? [{ type: 'text' as const, text: message.content }]
+      : message.content;
   for (const block of blocks) {
     if (block.type === 'text') write(`${message.role.padEnd(10)} ${block.text}`);
-    if (block.type === 'tool_use') write(`${message.role.padEnd(10)} → ${block.name}(${JSON.stringify(block.input)})  [${block.id}]`);
-    if (block.type === 'tool_result') write(`${'tool'.padEnd(10)} ← [${block.tool_use_id}]${block.is_error ? ' is_error' : ''} ${String(block.content)}`);
+    if (block.type === 'tool_use')
+      write(`${message.role.padEnd(10)} → ${block.name}(${JSON.stringify(block.input)})  [${block.id}]`);
+    if (block.type === 'tool_result')
+      write(
+        `${'tool'.padEnd(10)} ← [${block.tool_use_id}]${block.is_error ? ' is_error' : ''} ${String(block.content)}`,
+      );
   }
 }
 
@@ -104,7 +116,12 @@ export async function runAnthropicLoop(options: AnthropicLoopOptions = {}): Prom
     print(write, messages[0]!);
     let answer = '';
     for (;;) {
-      const response = await client.messages.create({ model: 'fake-model', max_tokens: 1024, messages, tools: claude.tools() });
+      const response = await client.messages.create({
+        model: 'fake-model',
+        max_tokens: 1024,
+        messages,
+        tools: claude.tools(),
+      });
       const assistant: MessageParam = { role: 'assistant', content: response.content };
       messages.push(assistant);
       print(write, assistant);
@@ -123,7 +140,11 @@ export async function runAnthropicLoop(options: AnthropicLoopOptions = {}): Prom
       model: 'fake-model',
       max_tokens: 1024,
       messages: [{ role: 'user', content: 'Refund my order A-17, please.' }],
-      tools: createAnthropicToolkit({ registry, dispatcher, idempotencyScope: 'support-run-2' }).runnableTools(),
+      tools: createAnthropicToolkit({
+        registry,
+        dispatcher,
+        idempotencyScope: 'support-run-2',
+      }).runnableTools(),
     });
     for await (const message of runner) {
       print(write, { role: 'assistant', content: message.content as MessageParam['content'] });

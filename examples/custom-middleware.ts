@@ -78,11 +78,10 @@ export function rateLimit(options: RateLimitOptions = {}): Middleware {
     if (window.count >= max) {
       const retryAfterMs = window.startedAt + windowMs - time;
       ctx.emit('rate_limit.rejected', { limit: max, windowMs, retryAfterMs });
-      throw new DispatchError(
-        'rate_limited',
-        `"${tool}" may run at most ${max} times per ${windowMs} ms`,
-        { attempts: ctx.attempt, retryAfterMs },
-      );
+      throw new DispatchError('rate_limited', `"${tool}" may run at most ${max} times per ${windowMs} ms`, {
+        attempts: ctx.attempt,
+        retryAfterMs,
+      });
     }
     window.count += 1;
     return next();
@@ -139,20 +138,27 @@ console.log('stack:', stack.map((layer) => layer.name).join(' → '));
 const dispatcher = createDispatcher(stack, {
   onEvent: (event) => {
     if (event.type === 'rate_limit.rejected') {
-      console.log(`  event ${event.type}: limit ${String(event.limit)}, retry after ${String(event.retryAfterMs)} ms`);
+      console.log(
+        `  event ${event.type}: limit ${String(event.limit)}, retry after ${String(event.retryAfterMs)} ms`,
+      );
     }
   },
 });
 
 function show(label: string, outcome: Outcome): void {
   const { hook, replan } = harnessStep(outcome);
-  const attempts = outcome.ok ? `ok, attempts ${outcome.attempts}` : `${outcome.kind}, attempts ${outcome.attempts}`;
+  const attempts = outcome.ok
+    ? `ok, attempts ${outcome.attempts}`
+    : `${outcome.kind}, attempts ${outcome.attempts}`;
   console.log(`${label.padEnd(34)} ${attempts.padEnd(28)} hook ${hook}, replan ${replan}`);
   console.log(`  tool message: ${toToolMessage(outcome)}`);
 }
 
 const sameCall = { idempotencyKey: 'turn-1:call-1' };
-show('search "agents" (key turn-1:call-1)', await dispatcher.dispatch('search.web', { query: 'agents' }, sameCall));
+show(
+  'search "agents" (key turn-1:call-1)',
+  await dispatcher.dispatch('search.web', { query: 'agents' }, sameCall),
+);
 show('same key again (cache hit)', await dispatcher.dispatch('search.web', { query: 'agents' }, sameCall));
 show('search "koa"', await dispatcher.dispatch('search.web', { query: 'koa' }));
 show('search "onion" (third in window)', await dispatcher.dispatch('search.web', { query: 'onion' }));

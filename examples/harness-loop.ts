@@ -177,7 +177,8 @@ const script: readonly Plan[] = [
     steps: [{ calls: [{ name: 'db.write', args: { id: 'note-1', text: note } }] }],
   },
   {
-    thought: 'The write timed out and may have committed; it is keyed by id, so writing again cannot duplicate it. Then dig deeper.',
+    thought:
+      'The write timed out and may have committed; it is keyed by id, so writing again cannot duplicate it. Then dig deeper.',
     steps: [
       { calls: [{ name: 'db.write', args: { id: 'note-1', text: note } }] },
       { calls: [{ name: 'search.web', args: { query: 'harness loop budgets' } }] },
@@ -320,9 +321,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   };
 
   write(paint('bold', 'tool-dispatcher: a plan-execute harness loop with a scripted model'));
-  write(`tools offered to the model: ${registry.list().map((tool) => tool.name).join(', ')}`);
+  write(
+    `tools offered to the model: ${registry
+      .list()
+      .map((tool) => tool.name)
+      .join(', ')}`,
+  );
   write(`stack, outermost first: ${stack.map((layer) => layer.name).join(' → ')}`);
-  write(`shared budget: ${budgetLimit} handler attempts for the whole run; retries: ${maxAttempts} attempts at most`);
+  write(
+    `shared budget: ${budgetLimit} handler attempts for the whole run; retries: ${maxAttempts} attempts at most`,
+  );
   write('');
 
   const calls: CallRecord[] = [];
@@ -386,7 +394,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       const tool = call?.name ?? '?';
       // A tool that is not idempotent gets one attempt at a timeout: it is never retried.
       const attemptsPossible =
-        !outcome.ok && outcome.kind === 'timeout' && registry.get(tool)?.idempotent !== true ? 1 : maxAttempts;
+        !outcome.ok && outcome.kind === 'timeout' && registry.get(tool)?.idempotent !== true
+          ? 1
+          : maxAttempts;
       const next = harnessStep(outcome, { maxAttempts: attemptsPossible });
       const message = toToolMessage(outcome, { maxLength: 240 });
       print(`${callId} → model`, message, 'read');
@@ -401,7 +411,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
         message,
       });
       if (next.hook === 'on_error') {
-        print('loop', `hook on_error(${callId} ${tool}: ${outcome.ok ? '' : outcome.kind})${next.replan ? ' → replan' : ''}`, 'hook');
+        print(
+          'loop',
+          `hook on_error(${callId} ${tool}: ${outcome.ok ? '' : outcome.kind})${next.replan ? ' → replan' : ''}`,
+          'hook',
+        );
       }
       if (next.hook === 'on_budget_exceeded') budgetSpent = true;
       replan ||= next.replan;
@@ -409,8 +423,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
 
     if (budgetSpent) {
       finalHook = 'on_budget_exceeded';
-      print('loop', `hook on_budget_exceeded: ${budget.limit} of ${budget.limit} attempts used; stop calling tools`, 'hook');
-      print('model', 'Final answer from what I have: 2 searches, order ord-42 charged once, note-1 saved, stock unknown (inventory down).', 'model');
+      print(
+        'loop',
+        `hook on_budget_exceeded: ${budget.limit} of ${budget.limit} attempts used; stop calling tools`,
+        'hook',
+      );
+      print(
+        'model',
+        'Final answer from what I have: 2 searches, order ord-42 charged once, note-1 saved, stock unknown (inventory down).',
+        'model',
+      );
       go('DONE', 'on_budget_exceeded');
     } else if (replan) {
       go('PLANNING', 'replan');
@@ -440,8 +462,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   write('');
   for (const line of renderTable(rows)) write(line);
   write('');
-  write(`real charges made by the payment backend: ${backends.charges} (the model sent payments.charge ${statsOf('payments.charge').calls} times)`);
-  write(`budget: ${budget.limit - budget.remaining} of ${budget.limit} attempts used; final hook: ${finalHook}; final state: ${state}`);
+  write(
+    `real charges made by the payment backend: ${backends.charges} (the model sent payments.charge ${statsOf('payments.charge').calls} times)`,
+  );
+  write(
+    `budget: ${budget.limit - budget.remaining} of ${budget.limit} attempts used; final hook: ${finalHook}; final state: ${state}`,
+  );
 
   return {
     rows,
@@ -513,7 +539,17 @@ function describeRecord(entry: LogRecord): string {
 
 /** The summary table as lines of text. */
 function renderTable(rows: readonly ToolRow[]): string[] {
-  const header = ['tool', 'calls', 'ok', 'attempts', 'retries', 'timeouts', 'dedupe hits', 'breaker', 'failures'];
+  const header = [
+    'tool',
+    'calls',
+    'ok',
+    'attempts',
+    'retries',
+    'timeouts',
+    'dedupe hits',
+    'breaker',
+    'failures',
+  ];
   const body = rows.map((row) => [
     row.known ? row.tool : `${row.tool} (unknown)`,
     String(row.calls),

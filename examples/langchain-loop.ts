@@ -10,7 +10,15 @@
 import { pathToFileURL } from 'node:url';
 import { AIMessage, createAgent, fakeModel, ToolMessage } from 'langchain';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, ToolError, ToolRegistry, TransientError, type Outcome } from '../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  ToolError,
+  ToolRegistry,
+  TransientError,
+  type Outcome,
+} from '../index.js';
 import { dispatcherMiddleware } from '../integrations/langchain/index.js';
 
 /** What the run did, for a test or a summary line. */
@@ -63,7 +71,9 @@ function checkoutTools(charged: string[]) {
       inputSchema: z.object({ zip: z.string() }),
       timeoutMs: 30,
       handler: (_args, ctx) =>
-        new Promise<never>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true })),
+        new Promise<never>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
+        ),
     });
 }
 
@@ -73,7 +83,11 @@ function checkoutTools(charged: string[]) {
  * @example
  * const summary = await runLangChainLoop({ write: (line) => lines.push(line) });
  */
-export async function runLangChainLoop({ write = console.log }: { write?: (line: string) => void } = {}): Promise<LangChainLoopSummary> {
+export async function runLangChainLoop({
+  write = console.log,
+}: {
+  write?: (line: string) => void;
+} = {}): Promise<LangChainLoopSummary> {
   const charged: string[] = [];
   const registry = checkoutTools(charged);
   const events: Record<string, number> = {};
@@ -95,7 +109,11 @@ export async function runLangChainLoop({ write = console.log }: { write?: (line:
     ])
     // The provider replays call_3 (as after a dropped connection): the cache answers it.
     .respondWithTools([{ id: 'call_3', name: 'orders__charge', args: { order: '1042', amount: 40 } }])
-    .respond(new AIMessage('Order 1042 is charged (once) and in stock; 1043 was declined and shipping had no quote in time.'));
+    .respond(
+      new AIMessage(
+        'Order 1042 is charged (once) and in stock; 1043 was declined and shipping had no quote in time.',
+      ),
+    );
 
   // The 20-line setup: the middleware brings the tools; keys are scoped to the thread.
   const agent = createAgent({
@@ -111,14 +129,19 @@ export async function runLangChainLoop({ write = console.log }: { write?: (line:
   });
   const prompt = 'Refund order 1042, charge its replacement and order 1043, and quote shipping to 10115.';
   write(`user: ${prompt}`);
-  const result = await agent.invoke({ messages: [{ role: 'user', content: prompt }] }, { configurable: { thread_id: 'thread-1' } });
+  const result = await agent.invoke(
+    { messages: [{ role: 'user', content: prompt }] },
+    { configurable: { thread_id: 'thread-1' } },
+  );
 
   const failures: string[] = [];
   for (const message of result.messages.slice(1)) {
     if (ToolMessage.isInstance(message)) {
       const outcome = message.artifact as Outcome;
       if (!outcome.ok) failures.push(outcome.kind);
-      write(`  tool  ← ${message.tool_call_id} ${message.name ?? ''}: ${message.status === 'error' ? '[error] ' : ''}${String(message.content)}`);
+      write(
+        `  tool  ← ${message.tool_call_id} ${message.name ?? ''}: ${message.status === 'error' ? '[error] ' : ''}${String(message.content)}`,
+      );
     } else if (AIMessage.isInstance(message)) {
       const calls = message.tool_calls ?? [];
       for (const call of calls) write(`model → ${call.id ?? '?'} ${call.name} ${JSON.stringify(call.args)}`);

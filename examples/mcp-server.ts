@@ -7,7 +7,14 @@
 
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
-import { ToolRegistry, TransientError, createDispatcher, defaultStack, logging, type Logger } from '../index.js';
+import {
+  ToolRegistry,
+  TransientError,
+  createDispatcher,
+  defaultStack,
+  logging,
+  type Logger,
+} from '../index.js';
 import { createMcpServer } from '../integrations/mcp/index.js';
 
 let searches = 0;
@@ -27,7 +34,8 @@ const registry = new ToolRegistry()
   })
   .register({
     name: 'billing.charge',
-    description: 'Charge a card. Not idempotent: pass _meta["tool-dispatcher/idempotencyKey"] to make retries safe.',
+    description:
+      'Charge a card. Not idempotent: pass _meta["tool-dispatcher/idempotencyKey"] to make retries safe.',
     inputSchema: z.object({ customer: z.string(), cents: z.number().int().positive() }),
     handler: ({ customer, cents }) => ({ chargeId: `ch_${++charges}`, customer, cents }),
   })
@@ -43,24 +51,39 @@ const registry = new ToolRegistry()
         ctx.progress(step - 1, steps, `step ${step} of ${steps}`);
         await new Promise<void>((resolve, reject) => {
           const timer = setTimeout(resolve, 20);
-          ctx.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            reject(ctx.signal.reason);
-          }, { once: true });
+          ctx.signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(timer);
+              reject(ctx.signal.reason);
+            },
+            { once: true },
+          );
         });
       }
       return { report: `built in ${steps} steps` };
     },
   });
 
-const stderrLogger: Logger = { debug: console.error, info: console.error, warn: console.error, error: console.error };
-const dispatcher = createDispatcher([logging({ logger: stderrLogger, level: 'info' }), ...defaultStack({ registry })]);
+const stderrLogger: Logger = {
+  debug: console.error,
+  info: console.error,
+  warn: console.error,
+  error: console.error,
+};
+const dispatcher = createDispatcher([
+  logging({ logger: stderrLogger, level: 'info' }),
+  ...defaultStack({ registry }),
+]);
 
 const server = createMcpServer({
   registry,
   dispatcher,
   info: { name: 'tool-dispatcher-example', version: '1.0.0' },
-  hints: { 'docs.search': { readOnlyHint: true, openWorldHint: false }, 'billing.charge': { destructiveHint: false } },
+  hints: {
+    'docs.search': { readOnlyHint: true, openWorldHint: false },
+    'billing.charge': { destructiveHint: false },
+  },
 });
 await server.connect(new StdioServerTransport());
 console.error('tool-dispatcher example MCP server ready on stdio');

@@ -11,7 +11,14 @@
 import { pathToFileURL } from 'node:url';
 import { Agent, OpenAIProvider, Runner } from '@openai/agents';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, ToolError, ToolRegistry, TransientError } from '../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  ToolError,
+  ToolRegistry,
+  TransientError,
+} from '../index.js';
 import { toAgentsTools } from '../integrations/openai-agents/index.js';
 import { scripted, startFakeProvider } from './fake-provider/index.js';
 
@@ -67,7 +74,9 @@ function checkoutTools(charged: string[]) {
       inputSchema: z.object({ zip: z.string() }),
       timeoutMs: 30,
       handler: (_args, ctx) =>
-        new Promise<never>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true })),
+        new Promise<never>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
+        ),
     });
 }
 
@@ -77,7 +86,11 @@ function checkoutTools(charged: string[]) {
  * @example
  * const summary = await runAgentsLoop({ write: (line) => lines.push(line) });
  */
-export async function runAgentsLoop({ write = console.log }: { write?: (line: string) => void } = {}): Promise<AgentsLoopSummary> {
+export async function runAgentsLoop({
+  write = console.log,
+}: {
+  write?: (line: string) => void;
+} = {}): Promise<AgentsLoopSummary> {
   const charged: string[] = [];
   const registry = checkoutTools(charged);
   const events: Record<string, number> = {};
@@ -96,7 +109,8 @@ export async function runAgentsLoop({ write = console.log }: { write?: (line: st
     { call_id: 'call_6', name: 'docs__search', arguments: { query: 7 } },
     { call_id: 'call_7', name: 'gift__wrap', arguments: {} },
   ];
-  const answer = 'Order 1042 is charged (once) and in stock; 1043 was declined and shipping had no quote in time.';
+  const answer =
+    'Order 1042 is charged (once) and in stock; 1043 was declined and shipping had no quote in time.';
   const provider = await startFakeProvider({
     responses: scripted(
       [
@@ -108,7 +122,8 @@ export async function runAgentsLoop({ write = console.log }: { write?: (line: st
         { text: 'Order 1042 was already charged.' },
       ].map((reply) => (turn) => {
         for (const result of turn.toolResults) write(`  tool  ← ${result.id}: ${result.content}`);
-        for (const call of reply.calls ?? []) write(`model → ${call.call_id} ${call.name} ${JSON.stringify(call.arguments)}`);
+        for (const call of reply.calls ?? [])
+          write(`model → ${call.call_id} ${call.name} ${JSON.stringify(call.arguments)}`);
         if (reply.text !== undefined) write(`model: ${reply.text}`);
         return reply;
       }),

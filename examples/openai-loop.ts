@@ -9,7 +9,14 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, ToolError, ToolRegistry, TransientError } from '../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  ToolError,
+  ToolRegistry,
+  TransientError,
+} from '../index.js';
 import { createOpenAIToolkit } from '../integrations/openai/index.js';
 import { startFakeProvider, type ChatBody, type ChatReply, type ModelTurn } from './fake-provider/index.js';
 
@@ -81,7 +88,9 @@ function tripModel(turn: ModelTurn<ChatBody>): ChatReply {
     };
   }
   if (turn.turn === 1) {
-    const found = JSON.parse(turn.toolResults[0]?.content ?? '{"flights":[]}') as { flights: Array<{ id: string; eur: number }> };
+    const found = JSON.parse(turn.toolResults[0]?.content ?? '{"flights":[]}') as {
+      flights: Array<{ id: string; eur: number }>;
+    };
     const cheapest = [...found.flights].sort((a, b) => a.eur - b.eur)[0];
     return {
       toolCalls: [
@@ -92,7 +101,9 @@ function tripModel(turn: ModelTurn<ChatBody>): ChatReply {
   }
   const [booking] = turn.toolResults;
   const confirmation = /"confirmation":"([^"]+)"/.exec(booking?.content ?? '')?.[1] ?? 'no booking';
-  return { text: `Booked ${confirmation}. I could not search hotels (no such tool), so please book one yourself.` };
+  return {
+    text: `Booked ${confirmation}. I could not search hotels (no such tool), so please book one yourself.`,
+  };
 }
 
 /**
@@ -112,12 +123,18 @@ export async function runOpenAILoop(options: OpenAILoopOptions = {}): Promise<Op
     const client = new OpenAI({ baseURL: provider.openaiBaseURL, apiKey: 'not-needed', maxRetries: 0 });
     const kit = createOpenAIToolkit({ registry, dispatcher, idempotencyScope: 'trip-run-1' });
     const budget = createBudget(20);
-    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Fly me from Berlin to Lisbon, cheapest flight.' }];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Fly me from Berlin to Lisbon, cheapest flight.' },
+    ];
     const outcomes: string[] = [];
     write(`user       ${String(messages[0]!.content)}`);
 
     for (let turn = 1; ; turn++) {
-      const completion = await client.chat.completions.create({ model: 'fake-model', messages, tools: kit.chatTools() });
+      const completion = await client.chat.completions.create({
+        model: 'fake-model',
+        messages,
+        tools: kit.chatTools(),
+      });
       const assistant = completion.choices[0]!.message;
       messages.push(assistant);
       if (!assistant.tool_calls?.length) {
@@ -125,7 +142,8 @@ export async function runOpenAILoop(options: OpenAILoopOptions = {}): Promise<Op
         return { answer: assistant.content ?? '', turns: turn, outcomes };
       }
       for (const call of assistant.tool_calls) {
-        if (call.type === 'function') write(`assistant  → ${call.function.name}(${call.function.arguments})  [${call.id}]`);
+        if (call.type === 'function')
+          write(`assistant  → ${call.function.name}(${call.function.arguments})  [${call.id}]`);
       }
       const result = await kit.runChatToolCalls(assistant, { budget });
       messages.push(...result.messages);

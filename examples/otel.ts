@@ -66,7 +66,10 @@ const registry = new ToolRegistry()
     inputSchema: z.object({ month: z.string() }),
     timeoutMs: 20,
     handler: (_args, ctx) =>
-      inSpan('db.query report', () => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))),
+      inSpan(
+        'db.query report',
+        () => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve)),
+      ),
   })
   .register({
     name: 'pay.charge',
@@ -103,7 +106,13 @@ for (const span of finished) {
     : undefined;
   byParent.set(parent, [...(byParent.get(parent) ?? []), span]);
 }
-const shown = ['gen_ai.tool.call.id', 'error.type', 'tool_dispatcher.attempts', 'tool_dispatcher.retries', 'tool_dispatcher.idempotency.source'];
+const shown = [
+  'gen_ai.tool.call.id',
+  'error.type',
+  'tool_dispatcher.attempts',
+  'tool_dispatcher.retries',
+  'tool_dispatcher.idempotency.source',
+];
 const describe = (span: ReadableSpan): string => {
   const attributes = shown
     .filter((key) => span.attributes[key] !== undefined)

@@ -1,13 +1,7 @@
 // A few dispatches through the default stack: success, retry, timeout, schema error and dedupe.
 
 import { z } from 'zod';
-import {
-  createDispatcher,
-  defaultStack,
-  ToolRegistry,
-  TransientError,
-  type Outcome,
-} from '../index.js';
+import { createDispatcher, defaultStack, ToolRegistry, TransientError, type Outcome } from '../index.js';
 
 let searchFailures = 2;
 let charges = 0;

@@ -87,7 +87,12 @@ const defaultLevels: Readonly<Record<string, LogLevel>> = {
 const ownFields = new Set(['type', 'event', 'tool', 'callId', 'attempt', 'durationMs', 'kind']);
 const droppedFields = new Set(['cause', 'stack']);
 // Log lines keep an error's message, drop what cannot be rendered, and never carry a cause.
-const logSafe: JsonSafeOptions = { maxDepth: 8, errors: 'message', unrenderable: 'omit', dropKeys: droppedFields };
+const logSafe: JsonSafeOptions = {
+  maxDepth: 8,
+  errors: 'message',
+  unrenderable: 'omit',
+  dropKeys: droppedFields,
+};
 
 /**
  * Writes one record per event of each dispatch it sees, from the moment it runs (outermost, it
@@ -102,12 +107,16 @@ const logSafe: JsonSafeOptions = { maxDepth: 8, errors: 'message', unrenderable:
  * createDispatcher([logging({ logger: pino(), level: 'info' }), ...defaultStack({ registry })]);
  */
 export function logging(options: LoggingOptions): Middleware {
-  const { logger, level = 'debug', levels = {}, now = () => Date.now() } = optionsObject(
-    'logging',
-    options as LoggingOptions | undefined,
-  );
+  const {
+    logger,
+    level = 'debug',
+    levels = {},
+    now = () => Date.now(),
+  } = optionsObject('logging', options as LoggingOptions | undefined);
   if (typeof logger !== 'object' || logger === null) {
-    throw new TypeError(`logger must be an object with debug, info, warn and error methods, got ${String(logger)}`);
+    throw new TypeError(
+      `logger must be an object with debug, info, warn and error methods, got ${String(logger)}`,
+    );
   }
   for (const method of ['debug', 'info', 'warn', 'error'] as const) {
     if (typeof logger[method] !== 'function') {

@@ -4,13 +4,7 @@ import type { Budget } from './budget.js';
 import { isDispatchError } from './errors.js';
 import { swallow } from './internal/abort.js';
 import type { AbortSource, AttemptAbort, LazySignalContext } from './internal/attempt-abort.js';
-import type {
-  DispatchEvent,
-  DispatchOptions,
-  EventListener,
-  Outcome,
-  Tool,
-} from './types.js';
+import type { DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
 
 /** The `DispatchContext` the dispatcher makes for each call. */
 export class CallContext implements LazySignalContext {

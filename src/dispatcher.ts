@@ -66,10 +66,7 @@ export interface Dispatcher {
  * const dispatcher = createDispatcher(defaultStack({ registry }), { onEvent: console.log });
  * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
  */
-export function createDispatcher(
-  layers: readonly Middleware[],
-  options: DispatcherOptions = {},
-): Dispatcher {
+export function createDispatcher(layers: readonly Middleware[], options: DispatcherOptions = {}): Dispatcher {
   // A stack composed inside this one runs as its layers written out in place (see compose).
   const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
   const { onEvent, now = readSystemClock } = options;
@@ -82,12 +79,7 @@ export function createDispatcher(
 
   // Starts one call and reports its outcome exactly once, possibly before returning. Both
   // `dispatch` and `gatherBounded` build on it; the latter needs no promise per call.
-  const start = (
-    name: string,
-    args: unknown,
-    callOptions: DispatchOptions,
-    report: Report,
-  ): void => {
+  const start = (name: string, args: unknown, callOptions: DispatchOptions, report: Report): void => {
     const problem = callOptions === noOptions ? undefined : readableOptionsProblem(callOptions);
     const options = problem === undefined ? callOptions : noOptions;
     const signal = options.signal ?? neverAborted;
@@ -145,7 +137,10 @@ export function createDispatcher(
     options: DispatchOptions = noOptions,
   ): Promise<Outcome<Result>> => {
     if (typeof argsJson !== 'string') {
-      const refusal = new DispatchError('schema', `dispatchJson() needs the args as a JSON string, got ${typeof argsJson}`);
+      const refusal = new DispatchError(
+        'schema',
+        `dispatchJson() needs the args as a JSON string, got ${typeof argsJson}`,
+      );
       return Promise.resolve(refusal);
     }
     return dispatch(name, new RawJsonArgs(argsJson), options);
@@ -153,12 +148,7 @@ export function createDispatcher(
 
   // Only an injected `now` that throws can make `start` throw, and then before any report: the
   // call still ends with an envelope instead of a rejection or, in a batch, a hang.
-  const startSafely = (
-    name: string,
-    args: unknown,
-    options: DispatchOptions,
-    report: Report,
-  ): void => {
+  const startSafely = (name: string, args: unknown, options: DispatchOptions, report: Report): void => {
     try {
       start(name, args, options, report);
     } catch (error) {
@@ -220,7 +210,6 @@ function readableOptionsProblem(options: unknown): string | undefined {
     return `options could not be read: ${describeThrown(error)}`;
   }
 }
-
 
 // The default `now`: the same reading as `systemClock.now()`.
 function readSystemClock(): number {

@@ -118,7 +118,10 @@ export class DispatchError extends Error {
    * throw new DispatchError('rate_limited', 'Too many calls', { retryAfterMs: 1_000 });
    */
   constructor(kind: DispatchErrorKind, message: string, options: DispatchErrorOptions = {}) {
-    super(withoutStackFrames(String(message)), options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      withoutStackFrames(String(message)),
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'DispatchError';
     const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs } = options;
     // Every kind maps to one of the three codes (SPEC §4), whoever makes the envelope.
@@ -175,10 +178,7 @@ Object.defineProperty(DispatchError.prototype, dispatchErrorBrand, { value: true
 export function isDispatchError(value: unknown): value is DispatchError {
   if (typeof value !== 'object' || value === null) return false;
   try {
-    return (
-      value instanceof DispatchError ||
-      (value as Record<symbol, unknown>)[dispatchErrorBrand] === true
-    );
+    return value instanceof DispatchError || (value as Record<symbol, unknown>)[dispatchErrorBrand] === true;
   } catch {
     // A hostile proxy is not an envelope.
     return false;

@@ -58,7 +58,13 @@ interface Settings {
   readonly dropKeys: ReadonlySet<string> | undefined;
 }
 
-function render(value: unknown, depth: number, ancestors: object[], settings: Settings, useToJson: boolean): unknown {
+function render(
+  value: unknown,
+  depth: number,
+  ancestors: object[],
+  settings: Settings,
+  useToJson: boolean,
+): unknown {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -86,9 +92,16 @@ function render(value: unknown, depth: number, ancestors: object[], settings: Se
   }
 }
 
-function renderObject(value: object, depth: number, ancestors: object[], settings: Settings, useToJson: boolean): unknown {
+function renderObject(
+  value: object,
+  depth: number,
+  ancestors: object[],
+  settings: Settings,
+  useToJson: boolean,
+): unknown {
   // What a toJSON returned is rendered as it is, so a toJSON that returns its own object ends.
-  const inner = (item: unknown, fromToJson = false) => render(item, depth + 1, ancestors, settings, !fromToJson);
+  const inner = (item: unknown, fromToJson = false) =>
+    render(item, depth + 1, ancestors, settings, !fromToJson);
   if (value instanceof Error) {
     const message = withoutStackFrames(String(value.message));
     return settings.errorsAsMessage ? message : { name: value.name, message };
@@ -97,7 +110,8 @@ function renderObject(value: object, depth: number, ancestors: object[], setting
     return inner((value as { toJSON: () => unknown }).toJSON(), true);
   }
   if (Array.isArray(value)) return value.map((item) => inner(item) ?? null);
-  if (value instanceof Map) return Array.from(value, ([key, item]) => [inner(key) ?? null, inner(item) ?? null]);
+  if (value instanceof Map)
+    return Array.from(value, ([key, item]) => [inner(key) ?? null, inner(item) ?? null]);
   if (value instanceof Set) return Array.from(value, (item) => inner(item) ?? null);
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {

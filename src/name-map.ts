@@ -119,9 +119,12 @@ function encodeName(encode: (name: string) => string, name: string): string {
   try {
     wire = encode(name);
   } catch (error) {
-    throw new TypeError(`encode threw for tool "${name}": ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
+    throw new TypeError(
+      `encode threw for tool "${name}": ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
   if (typeof wire !== 'string') {
     throw new TypeError(`encode must return a string, got ${typeof wire} for tool "${name}"`);

@@ -77,7 +77,10 @@ function rootBranches(schema: Schema, root: Schema): { mode: 'union' | 'all'; it
   return undefined;
 }
 
-function merged(schema: Schema, { mode, items }: { mode: 'union' | 'all'; items: Schema[] }): JsonObjectSchema {
+function merged(
+  schema: Schema,
+  { mode, items }: { mode: 'union' | 'all'; items: Schema[] },
+): JsonObjectSchema {
   const properties: Record<string, unknown> = {};
   const variants = new Map<string, unknown[]>();
   for (const item of items) {
@@ -119,16 +122,21 @@ function mergedProperty(seen: unknown[]): unknown {
   const values: unknown[] = [];
   for (const item of seen) {
     if (!isSchema(item)) return { anyOf: seen };
-    const extra = Object.keys(item).filter((key) => !['const', 'enum', 'type', 'description', 'title'].includes(key));
+    const extra = Object.keys(item).filter(
+      (key) => !['const', 'enum', 'type', 'description', 'title'].includes(key),
+    );
     if (extra.length > 0) return { anyOf: seen };
     if ('const' in item) values.push(item['const']);
     else if (Array.isArray(item['enum'])) values.push(...item['enum']);
     else return { anyOf: seen };
   }
-  const unique = values.filter((value, index) => values.findIndex((other) => sameJson(other, value)) === index);
+  const unique = values.filter(
+    (value, index) => values.findIndex((other) => sameJson(other, value)) === index,
+  );
   const types = new Set(unique.map((value) => (value === null ? 'null' : typeof value)));
   const [only] = types;
-  const type = types.size === 1 && ['string', 'number', 'boolean', 'null'].includes(only as string) ? only : undefined;
+  const type =
+    types.size === 1 && ['string', 'number', 'boolean', 'null'].includes(only as string) ? only : undefined;
   return type === undefined ? { enum: unique } : { type, enum: unique };
 }
 
@@ -138,9 +146,18 @@ function describesObject(schema: Schema): boolean {
   if (Array.isArray(type)) return type.includes('object');
   // No type: an object schema if it only says object-ish things (or nothing at all).
   if (type !== undefined) return false;
-  return !['items', 'prefixItems', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'maxLength', 'format'].some(
-    (key) => key in schema,
-  );
+  return ![
+    'items',
+    'prefixItems',
+    'enum',
+    'const',
+    'pattern',
+    'minimum',
+    'maximum',
+    'minLength',
+    'maxLength',
+    'format',
+  ].some((key) => key in schema);
 }
 
 // A root `$ref` into the root's own `$defs`/`definitions` (how recursive schemas are written):
@@ -150,7 +167,14 @@ function resolveRootRef(schema: Schema, root: Schema = schema): Schema {
   if (typeof ref !== 'string') return schema;
   const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref);
   const defs = match ? root[match[1] as string] : undefined;
-  const target = match && isSchema(defs) ? defs[decodeURIComponent(match[2] as string).replaceAll('~1', '/').replaceAll('~0', '~')] : undefined;
+  const target =
+    match && isSchema(defs)
+      ? defs[
+          decodeURIComponent(match[2] as string)
+            .replaceAll('~1', '/')
+            .replaceAll('~0', '~')
+        ]
+      : undefined;
   if (!isSchema(target)) return schema;
   const { $ref: _ref, ...rest } = schema;
   return { ...target, ...rest };

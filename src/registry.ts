@@ -141,8 +141,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof definition !== 'object' || definition === null) {
     throw new TypeError('A tool definition must be an object');
   }
-  const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } =
-    definition;
+  const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -185,14 +184,10 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
 function toJsonSchema(schema: StandardSchemaV1): Record<string, unknown> {
   try {
     if (schema instanceof z.ZodType) {
-      return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
-        string,
-        unknown
-      >;
+      return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
     }
-    const describe = (
-      schema['~standard'] as { jsonSchema?: { input?: (options: object) => unknown } }
-    ).jsonSchema?.input;
+    const describe = (schema['~standard'] as { jsonSchema?: { input?: (options: object) => unknown } })
+      .jsonSchema?.input;
     if (typeof describe === 'function') {
       return describe({ target: 'draft-2020-12' }) as Record<string, unknown>;
     }

@@ -107,7 +107,8 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
   const watched = outer.map((layer) => !isTrusted(layer));
   const last = outer.length - 1;
   return (ctx, report) => {
-    const runTail = (): Promise<void> => new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
+    const runTail = (): Promise<void> =>
+      new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
     const run = (index: number): Promise<void> => {
       const layer = outer[index] as Middleware;
       let next: Next;

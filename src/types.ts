@@ -43,10 +43,7 @@ export type ToolHandler<Args = unknown, Result = unknown> = (
 ) => Result | Promise<Result>;
 
 /** What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. */
-export interface ToolDefinition<
-  Schema extends StandardSchemaV1 = StandardSchemaV1,
-  Result = unknown,
-> {
+export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
   /** Unique name of dotted lowercase segments, such as `db.get_user`. */
   name: string;
   /**

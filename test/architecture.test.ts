@@ -21,7 +21,8 @@ function sourceFiles(folder: string): string[] {
   return found;
 }
 
-const importPattern = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+const importPattern =
+  /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** Every module specifier `file` imports or re-exports, static or dynamic. */
 function specifiersOf(file: string): string[] {
@@ -36,7 +37,9 @@ function specifiersOf(file: string): string[] {
 
 /** Where a relative specifier points, relative to the project root with `/` separators. */
 function target(file: string, specifier: string): string {
-  return relative(root, resolve(dirname(file), specifier)).split(sep).join('/');
+  return relative(root, resolve(dirname(file), specifier))
+    .split(sep)
+    .join('/');
 }
 
 const isRelative = (specifier: string) => specifier.startsWith('.');
@@ -66,7 +69,9 @@ describe('the import rules', () => {
   it('keeps src/ to src/ and zod', () => {
     expect(
       violations('src', (file, specifier) =>
-        isRelative(specifier) ? !target(file, specifier).startsWith('src/') : !isBuiltin(specifier) && specifier !== 'zod',
+        isRelative(specifier)
+          ? !target(file, specifier).startsWith('src/')
+          : !isBuiltin(specifier) && specifier !== 'zod',
       ),
     ).toEqual([]);
   });
@@ -84,8 +89,12 @@ describe('the import rules', () => {
   it('lets nothing in the package import an integration', () => {
     const intoIntegrations = (file: string, specifier: string) =>
       isRelative(specifier) && target(file, specifier).startsWith('integrations/');
-    expect([...violations('src', intoIntegrations), ...violations('middleware', intoIntegrations)]).toEqual([]);
-    expect(specifiersOf(join(root, 'index.ts')).filter((specifier) => specifier.includes('integrations'))).toEqual([]);
+    expect([...violations('src', intoIntegrations), ...violations('middleware', intoIntegrations)]).toEqual(
+      [],
+    );
+    expect(
+      specifiersOf(join(root, 'index.ts')).filter((specifier) => specifier.includes('integrations')),
+    ).toEqual([]);
   });
 
   it('lets an integration use only the public faces and its own folder', () => {

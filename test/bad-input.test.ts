@@ -219,19 +219,24 @@ const cases: Case[] = [
     name: 'JSON.parse __proto__ args to a strict schema',
     run: search(JSON.parse('{"query":"x","__proto__":{"polluted":1}}')),
     expected: 'ok',
-    verify: (_outcome, world) => expect((world.lastArgs as Record<string, unknown>)['polluted']).toBeUndefined(),
+    verify: (_outcome, world) =>
+      expect((world.lastArgs as Record<string, unknown>)['polluted']).toBeUndefined(),
   },
   {
     name: 'constructor.prototype args',
     run: (world) =>
-      world.dispatcher.dispatch('bag.any', { constructor: { prototype: { polluted: 1 } }, prototype: { polluted: 1 } }),
+      world.dispatcher.dispatch('bag.any', {
+        constructor: { prototype: { polluted: 1 } },
+        prototype: { polluted: 1 },
+      }),
     expected: 'ok',
   },
   {
     name: 'JSON.parse __proto__ args to a loose schema',
     run: (world) => world.dispatcher.dispatch('odd.result', JSON.parse('{"__proto__":{"polluted":1}}')),
     expected: 'ok',
-    verify: (_outcome, world) => expect((world.lastArgs as Record<string, unknown>)['polluted']).toBeUndefined(),
+    verify: (_outcome, world) =>
+      expect((world.lastArgs as Record<string, unknown>)['polluted']).toBeUndefined(),
   },
   // Tool names that live on Object.prototype, and names that are not strings.
   ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', ''].map(
@@ -249,13 +254,17 @@ const cases: Case[] = [
   },
   ...[42, null, undefined, Symbol('tool'), { name: 'search.web' }].map(
     (name): Case => ({
-      name: `tool name ${typeof name === 'symbol' ? 'a symbol' : JSON.stringify(name) ?? 'undefined'}`,
+      name: `tool name ${typeof name === 'symbol' ? 'a symbol' : (JSON.stringify(name) ?? 'undefined')}`,
       run: (world) => world.dispatcher.dispatch(name as unknown as string, { query: 'x' }),
       expected: 'not_found',
     }),
   ),
   // Idempotency keys.
-  { name: 'an empty idempotency key', run: search({ query: 'x' }, { idempotencyKey: '' }), expected: 'schema' },
+  {
+    name: 'an empty idempotency key',
+    run: search({ query: 'x' }, { idempotencyKey: '' }),
+    expected: 'schema',
+  },
   {
     name: 'an idempotency key 100 000 characters long',
     run: search({ query: 'x' }, { idempotencyKey: 'k'.repeat(100_000) }),
@@ -354,10 +363,18 @@ const cases: Case[] = [
   { name: 'options null', run: badOptions(null), expected: 'schema' },
   { name: 'options a string', run: badOptions('fast please'), expected: 'schema' },
   { name: 'budget NaN', run: badOptions({ budget: NaN }), expected: 'schema' },
-  { name: 'budget an object that is not a budget', run: badOptions({ budget: { remaining: 3 } }), expected: 'schema' },
+  {
+    name: 'budget an object that is not a budget',
+    run: badOptions({ budget: { remaining: 3 } }),
+    expected: 'schema',
+  },
   { name: 'budget -1', run: badOptions({ budget: -1 }), expected: 'budget_exceeded' },
   { name: 'budget Infinity', run: badOptions({ budget: Infinity }), expected: 'ok' },
-  { name: 'a spent shared budget', run: badOptions({ budget: createBudget(0) }), expected: 'budget_exceeded' },
+  {
+    name: 'a spent shared budget',
+    run: badOptions({ budget: createBudget(0) }),
+    expected: 'budget_exceeded',
+  },
   { name: 'signal not an AbortSignal', run: badOptions({ signal: { aborted: true } }), expected: 'schema' },
   { name: 'an empty callId', run: badOptions({ callId: '' }), expected: 'schema' },
   {
@@ -380,7 +397,9 @@ const cases: Case[] = [
   // Handlers returning odd things.
   {
     name: 'a rejected custom thenable',
-    run: odd(() => ({ then: (_resolve: unknown, reject: (e: unknown) => void) => reject(new Error('thenable no')) })),
+    run: odd(() => ({
+      then: (_resolve: unknown, reject: (e: unknown) => void) => reject(new Error('thenable no')),
+    })),
     expected: 'internal',
     handlerRuns: true,
     verify: (outcome) => expect(!outcome.ok && outcome.message).toBe('thenable no'),
@@ -456,7 +475,14 @@ const cases: Case[] = [
       ['a number', 42],
       ['a symbol', Symbol('thrown')],
       ['a BigInt', 7n],
-      ['an object with a throwing toJSON', { toJSON: () => { throw new Error('no json'); } }],
+      [
+        'an object with a throwing toJSON',
+        {
+          toJSON: () => {
+            throw new Error('no json');
+          },
+        },
+      ],
       ['a cyclic object', cyclic()],
       ['a proxy whose every trap throws', hostileProxy],
     ] as Array<[string, unknown]>
@@ -559,7 +585,11 @@ describe('bad options at construction', () => {
     ['retry maxAttempts "3"', () => retry({ maxAttempts: '3' as unknown as number }), /maxAttempts/],
     ['retry baseDelayMs -1', () => retry({ baseDelayMs: -1 }), /baseDelayMs/],
     ['retry random not a function', () => retry({ random: 0.5 as unknown as () => number }), /random/],
-    ['defaultStack retry maxAttempts 0', () => defaultStack({ registry: new ToolRegistry(), retry: { maxAttempts: 0 } }), /maxAttempts/],
+    [
+      'defaultStack retry maxAttempts 0',
+      () => defaultStack({ registry: new ToolRegistry(), retry: { maxAttempts: 0 } }),
+      /maxAttempts/,
+    ],
     ['timeout defaultMs 0', () => timeout({ defaultMs: 0 }), /defaultMs/],
     ['timeout defaultMs NaN', () => timeout({ defaultMs: NaN }), /defaultMs/],
     ['concurrencyLimit max 0', () => concurrencyLimit({ max: 0 }), /max/],
@@ -569,8 +599,16 @@ describe('bad options at construction', () => {
     ['schemaValidation maxDepth 0', () => schemaValidation({ maxDepth: 0 }), /maxDepth/],
     ['createBudget(-1)', () => createBudget(-1), /toolCalls/],
     ['createBudget(NaN)', () => createBudget(NaN), /toolCalls/],
-    ['a TransientError with retryAfterMs -1', () => new TransientError('x', { retryAfterMs: -1 }), /retryAfterMs/],
-    ['defaultStack(null)', () => defaultStack(null as unknown as Parameters<typeof defaultStack>[0]), /registry/],
+    [
+      'a TransientError with retryAfterMs -1',
+      () => new TransientError('x', { retryAfterMs: -1 }),
+      /retryAfterMs/,
+    ],
+    [
+      'defaultStack(null)',
+      () => defaultStack(null as unknown as Parameters<typeof defaultStack>[0]),
+      /registry/,
+    ],
   ];
 
   it.each(optionCases)('%s throws a TypeError naming the option', (_name, make, option) => {

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { compose, type ComposableMiddleware } from '../index.js';
 
 type Log = { log: string[] };
-type Composer = (stack: Array<ComposableMiddleware<Log>>) => (ctx: Log, next?: () => Promise<unknown>) => Promise<unknown>;
+type Composer = (
+  stack: Array<ComposableMiddleware<Log>>,
+) => (ctx: Log, next?: () => Promise<unknown>) => Promise<unknown>;
 
 const implementations: Array<[string, Composer]> = [
   ['koa-compose', (stack) => koaCompose(stack as never) as never],
@@ -16,9 +18,19 @@ describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
   it('runs layers in onion order', async () => {
     const ctx: Log = { log: [] };
     await composeWith([
-      async (c, next) => { c.log.push('a>'); await next(); c.log.push('<a'); },
-      async (c, next) => { c.log.push('b>'); await next(); c.log.push('<b'); },
-      async (c) => { c.log.push('c'); },
+      async (c, next) => {
+        c.log.push('a>');
+        await next();
+        c.log.push('<a');
+      },
+      async (c, next) => {
+        c.log.push('b>');
+        await next();
+        c.log.push('<b');
+      },
+      async (c) => {
+        c.log.push('c');
+      },
     ])(ctx);
     expect(ctx.log).toEqual(['a>', 'b>', 'c', '<b', '<a']);
   });
@@ -30,7 +42,12 @@ describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
 
   it('flattens nested arrays of layers', async () => {
     const ctx: Log = { log: [] };
-    const push = (name: string): ComposableMiddleware<Log> => async (c, next) => { c.log.push(name); await next(); };
+    const push =
+      (name: string): ComposableMiddleware<Log> =>
+      async (c, next) => {
+        c.log.push(name);
+        await next();
+      };
     await composeWith([[push('a'), [push('b')]], push('c')] as never)(ctx);
     expect(ctx.log).toEqual(['a', 'b', 'c']);
   });
@@ -41,36 +58,62 @@ describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
 
   it('calls the outer next after the last layer', async () => {
     const ctx: Log = { log: [] };
-    await composeWith([async (c, next) => { await next(); c.log.push('after'); }])(ctx, async () => {
+    await composeWith([
+      async (c, next) => {
+        await next();
+        c.log.push('after');
+      },
+    ])(ctx, async () => {
       ctx.log.push('outer');
     });
     expect(ctx.log).toEqual(['outer', 'after']);
   });
 
   it('turns a synchronous throw into a rejection', async () => {
-    const run = composeWith([() => { throw new Error('sync'); }]);
+    const run = composeWith([
+      () => {
+        throw new Error('sync');
+      },
+    ]);
     await expect(run({ log: [] })).rejects.toThrow('sync');
   });
 
   it('lets an outer layer catch an inner rejection', async () => {
     const ctx: Log = { log: [] };
     await composeWith([
-      async (c, next) => { try { await next(); } catch (error) { c.log.push((error as Error).message); } },
-      async () => { throw new Error('inner'); },
+      async (c, next) => {
+        try {
+          await next();
+        } catch (error) {
+          c.log.push((error as Error).message);
+        }
+      },
+      async () => {
+        throw new Error('inner');
+      },
     ])(ctx);
     expect(ctx.log).toEqual(['inner']);
   });
 
   it('does not run inner layers when a layer skips next()', async () => {
     const ctx: Log = { log: [] };
-    await composeWith([async () => {}, async (c) => { c.log.push('never'); }])(ctx);
+    await composeWith([
+      async () => {},
+      async (c) => {
+        c.log.push('never');
+      },
+    ])(ctx);
     expect(ctx.log).toEqual([]);
   });
 
   it('rejects a second next() while the first is still running', async () => {
     const run = composeWith([
-      async (_c, next) => { await Promise.all([next(), next()]); },
-      async () => { await new Promise((resolve) => setImmediate(resolve)); },
+      async (_c, next) => {
+        await Promise.all([next(), next()]);
+      },
+      async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+      },
     ]);
     await expect(run({ log: [] })).rejects.toThrow('next() called multiple times');
   });
@@ -81,7 +124,12 @@ describe.each(implementations)('compose parity: %s', (_name, composeWith) => {
   });
 
   it('can run the same composed stack again with a new context', async () => {
-    const run = composeWith([async (c, next) => { c.log.push('x'); await next(); }]);
+    const run = composeWith([
+      async (c, next) => {
+        c.log.push('x');
+        await next();
+      },
+    ]);
     const first: Log = { log: [] };
     const second: Log = { log: [] };
     await run(first);
@@ -101,9 +149,7 @@ describe('compose: the deliberate difference from koa-compose', () => {
 
   it('koa-compose rejects next() called again after it settled', async () => {
     const run = koaCompose([retryTwice, inner] as never) as unknown as (ctx: Log) => Promise<unknown>;
-    await expect(run({ log: [] })).rejects.toThrow(
-      'next() called multiple times',
-    );
+    await expect(run({ log: [] })).rejects.toThrow('next() called multiple times');
   });
 
   it('ours runs the inner layers again once the previous next() settled', async () => {
@@ -116,8 +162,17 @@ describe('compose: the deliberate difference from koa-compose', () => {
     const ctx: Log = { log: [] };
     let failures = 1;
     await compose<Log>([
-      async (_c, next) => { try { await next(); } catch { await next(); } },
-      async (c) => { if (failures-- > 0) throw new Error('first'); c.log.push('second run'); },
+      async (_c, next) => {
+        try {
+          await next();
+        } catch {
+          await next();
+        }
+      },
+      async (c) => {
+        if (failures-- > 0) throw new Error('first');
+        c.log.push('second run');
+      },
     ])(ctx);
     expect(ctx.log).toEqual(['second run']);
   });

@@ -15,7 +15,12 @@ const tool = { name: 'search.web', inputSchema: z.object({ query: z.string() }),
 
 describe('ToolRegistry', () => {
   it('registers, gets, has and lists tools with JSON Schema and defaults', () => {
-    const registry = new ToolRegistry().register({ ...tool, description: 'Search the web', idempotent: true, timeoutMs: 5_000 });
+    const registry = new ToolRegistry().register({
+      ...tool,
+      description: 'Search the web',
+      idempotent: true,
+      timeoutMs: 5_000,
+    });
     registry.register({ name: 'db.write', inputSchema: z.object({ row: z.string() }), handler: () => 1 });
     expect(registry.has('search.web')).toBe(true);
     expect(registry.get('search.web')?.idempotent).toBe(true);
@@ -23,7 +28,11 @@ describe('ToolRegistry', () => {
       {
         name: 'search.web',
         description: 'Search the web',
-        inputSchema: expect.objectContaining({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
+        inputSchema: expect.objectContaining({
+          type: 'object',
+          properties: { query: { type: 'string' } },
+          required: ['query'],
+        }),
         idempotent: true,
         timeoutMs: 5_000,
       },
@@ -38,11 +47,14 @@ describe('ToolRegistry', () => {
     expect(registry.get('search.web')?.description).toBe('v2');
   });
 
-  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])('does not find %s on Object.prototype', (name) => {
-    const registry = new ToolRegistry().register(tool);
-    expect(registry.get(name)).toBeUndefined();
-    expect(registry.has(name)).toBe(false);
-  });
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
+    'does not find %s on Object.prototype',
+    (name) => {
+      const registry = new ToolRegistry().register(tool);
+      expect(registry.get(name)).toBeUndefined();
+      expect(registry.has(name)).toBe(false);
+    },
+  );
 
   it.each([
     ['a bad name', { ...tool, name: 'Search Web' }, /name/],
@@ -84,8 +96,18 @@ describe('DispatchError', () => {
     const error = new DispatchError('timeout', 'too slow', { attempts: 3, cause: new Error('inner') });
     expect(error).toBeInstanceOf(Error);
     expect(error.ok).toBe(false);
-    expect(error.toJsonRpcError()).toEqual({ code: -32603, message: 'too slow', data: { kind: 'timeout', attempts: 3 } });
-    expect(JSON.parse(JSON.stringify(error))).toEqual({ ok: false, kind: 'timeout', message: 'too slow', attempts: 3, jsonrpcCode: -32603 });
+    expect(error.toJsonRpcError()).toEqual({
+      code: -32603,
+      message: 'too slow',
+      data: { kind: 'timeout', attempts: 3 },
+    });
+    expect(JSON.parse(JSON.stringify(error))).toEqual({
+      ok: false,
+      kind: 'timeout',
+      message: 'too slow',
+      attempts: 3,
+      jsonrpcCode: -32603,
+    });
   });
 
   it('is recognised by isDispatchError, and other values are not', () => {

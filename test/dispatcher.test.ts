@@ -52,7 +52,11 @@ describe('dispatch: success', () => {
       },
     });
     const dispatcher = createDispatcher(defaultStack({ registry }));
-    await dispatcher.dispatch('db.get_user', { id: 'u1', extra: true }, { idempotencyKey: 'k1', callId: 'tc_1' });
+    await dispatcher.dispatch(
+      'db.get_user',
+      { id: 'u1', extra: true },
+      { idempotencyKey: 'k1', callId: 'tc_1' },
+    );
     expect(seen?.args).toEqual({ id: 'u1', limit: 10 });
     expect(seen?.ctx).toMatchObject({ attempt: 1, idempotencyKey: 'k1', callId: 'tc_1' });
     expect(seen?.ctx.signal).toBeInstanceOf(AbortSignal);
@@ -138,24 +142,38 @@ describe('dispatch: lookup and schema', () => {
 
 describe('dispatch: handler failures', () => {
   it('maps a thrown Error to internal, not retried, code -32603', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new Error('boom'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new Error('boom');
+      },
+    });
     const outcome = failure(await dispatcher.dispatch('search.web', { query: 'x' }));
     expect(outcome).toMatchObject({ kind: 'internal', attempts: 1, jsonrpcCode: -32603, message: 'boom' });
     expect(calls).toHaveLength(1);
   });
 
   it('maps thrown non-Error values to internal', async () => {
-    const { dispatcher } = setup({ handler: async () => { throw { code: 42 }; } });
+    const { dispatcher } = setup({
+      handler: async () => {
+        throw { code: 42 };
+      },
+    });
     const outcome = failure(await dispatcher.dispatch('search.web', { query: 'x' }));
     expect(outcome).toMatchObject({ kind: 'internal', message: '{"code":42}' });
     expect(outcome.cause).toEqual({ code: 42 });
   });
 
   it('never puts a stack trace in the JSON-RPC error', async () => {
-    const { dispatcher } = setup({ handler: () => { throw new Error('boom'); } });
+    const { dispatcher } = setup({
+      handler: () => {
+        throw new Error('boom');
+      },
+    });
     const rpc = failure(await dispatcher.dispatch('search.web', { query: 'x' })).toJsonRpcError();
     expect(rpc).toEqual({ code: -32603, message: 'boom', data: { kind: 'internal', attempts: 1 } });
-    expect(JSON.stringify(failure(await dispatcher.dispatch('search.web', { query: 'y' })))).not.toMatch(/\n\s+at /);
+    expect(JSON.stringify(failure(await dispatcher.dispatch('search.web', { query: 'y' })))).not.toMatch(
+      /\n\s+at /,
+    );
   });
 });
 
@@ -175,7 +193,11 @@ describe('dispatch: retry inside the default stack', () => {
   });
 
   it('ends with transient and 3 attempts when every attempt fails', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('busy'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('busy');
+      },
+    });
     const pending = dispatcher.dispatch('search.web', { query: 'x' });
     await vi.runAllTimersAsync();
     expect(failure(await pending)).toMatchObject({ kind: 'transient', attempts: 3, jsonrpcCode: -32603 });
@@ -248,7 +270,9 @@ describe('dispatch: timeout', () => {
     const settledAt: Record<string, number> = {};
     const t0 = Date.now();
     const track = (label: string, promise: Promise<Outcome>) =>
-      promise.then(() => { settledAt[label] = Date.now() - t0; });
+      promise.then(() => {
+        settledAt[label] = Date.now() - t0;
+      });
     const all = Promise.all([
       track('override', dispatcher.dispatch('own', {}, { timeoutMs: 100 })),
       track('tool', dispatcher.dispatch('own', {})),
@@ -283,7 +307,9 @@ describe('dispatch: timeout', () => {
 describe('dispatch: cancellation', () => {
   it('ends an already-aborted call at once with cancelled', async () => {
     const { dispatcher, calls } = setup();
-    const outcome = failure(await dispatcher.dispatch('search.web', { query: 'x' }, { signal: AbortSignal.abort() }));
+    const outcome = failure(
+      await dispatcher.dispatch('search.web', { query: 'x' }, { signal: AbortSignal.abort() }),
+    );
     expect(outcome).toMatchObject({ kind: 'cancelled', attempts: 0, jsonrpcCode: -32603 });
     expect(calls).toHaveLength(0);
   });
@@ -306,7 +332,11 @@ describe('dispatch: cancellation', () => {
   });
 
   it('ends a backoff wait at once and leaves no timer behind', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('busy'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('busy');
+      },
+    });
     const caller = new AbortController();
     const pending = dispatcher.dispatch('search.web', { query: 'x' }, { signal: caller.signal });
     await flush();
@@ -344,7 +374,11 @@ describe('dispatch: budget', () => {
   });
 
   it('stops retrying when the budget runs out, with the attempts made so far', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('busy'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('busy');
+      },
+    });
     const budget = createBudget(2);
     const pending = dispatcher.dispatch('search.web', { query: 'x' }, { budget });
     await vi.runAllTimersAsync();
@@ -382,7 +416,9 @@ describe('dispatch: concurrency', () => {
         return query;
       },
     });
-    const all = Promise.all(Array.from({ length: 40 }, (_, i) => dispatcher.dispatch('search.web', { query: `${i}` })));
+    const all = Promise.all(
+      Array.from({ length: 40 }, (_, i) => dispatcher.dispatch('search.web', { query: `${i}` })),
+    );
     await flush();
     expect(running).toBe(8);
     release.open();
@@ -414,7 +450,10 @@ describe('dispatch: concurrency', () => {
 
   it('lets a queued caller that aborts leave at once', async () => {
     const release = gate();
-    const { dispatcher, calls } = setup({ stack: { concurrency: { max: 1 } }, handler: () => release.promise });
+    const { dispatcher, calls } = setup({
+      stack: { concurrency: { max: 1 } },
+      handler: () => release.promise,
+    });
     const first = dispatcher.dispatch('search.web', { query: 'a' });
     const caller = new AbortController();
     const queued = dispatcher.dispatch('search.web', { query: 'b' }, { signal: caller.signal });
@@ -436,7 +475,12 @@ describe('gatherBounded', () => {
       { name: 'search.web', args: { query: 1 } },
       { name: 'search.web', args: { query: 'd' }, options: { idempotencyKey: 'k' } },
     ]);
-    expect(outcomes.map((o) => (o.ok ? o.result : o.kind))).toEqual(['result:a', 'not_found', 'schema', 'result:d']);
+    expect(outcomes.map((o) => (o.ok ? o.result : o.kind))).toEqual([
+      'result:a',
+      'not_found',
+      'schema',
+      'result:d',
+    ]);
   });
 
   it('runs at most `concurrency` calls at once without the concurrency layer', async () => {
@@ -477,7 +521,9 @@ describe('gatherBounded', () => {
       },
     });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry)]);
-    const pending = dispatcher.gatherBounded(Array.from({ length: 40 }, () => ({ name: 'net.fetch', args: {} })));
+    const pending = dispatcher.gatherBounded(
+      Array.from({ length: 40 }, () => ({ name: 'net.fetch', args: {} })),
+    );
     await flush();
     expect(running).toBe(8);
     release.open();
@@ -495,10 +541,15 @@ describe('createDispatcher with custom stacks', () => {
     const registry = new ToolRegistry().register({
       name: 'flaky.op',
       inputSchema: z.object({}),
-      handler: () => { throw new TransientError('busy'); },
+      handler: () => {
+        throw new TransientError('busy');
+      },
     });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry)]);
-    expect(failure(await dispatcher.dispatch('flaky.op', {}))).toMatchObject({ kind: 'transient', attempts: 1 });
+    expect(failure(await dispatcher.dispatch('flaky.op', {}))).toMatchObject({
+      kind: 'transient',
+      attempts: 1,
+    });
   });
 
   it('turns an error escaping a stack without errorMapping into an envelope', async () => {
@@ -555,7 +606,11 @@ describe('createDispatcher with custom stacks', () => {
       },
     });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), retry({ baseDelayMs: 0 })]);
-    await expect(dispatcher.dispatch('flaky.op', {})).resolves.toEqual({ ok: true, result: 'ok', attempts: 2 });
+    await expect(dispatcher.dispatch('flaky.op', {})).resolves.toEqual({
+      ok: true,
+      result: 'ok',
+      attempts: 2,
+    });
   });
 });
 
@@ -586,7 +641,10 @@ describe('events', () => {
 
   it('emits concurrency.queued when a call waits for a slot', async () => {
     const release = gate();
-    const { dispatcher, eventTypes } = setup({ stack: { concurrency: { max: 1 } }, handler: () => release.promise });
+    const { dispatcher, eventTypes } = setup({
+      stack: { concurrency: { max: 1 } },
+      handler: () => release.promise,
+    });
     const all = Promise.all([
       dispatcher.dispatch('search.web', { query: 'a' }),
       dispatcher.dispatch('search.web', { query: 'b' }),
@@ -615,10 +673,20 @@ describe('tool names that are not strings', () => {
     ['a number', 42],
     ['a symbol', Symbol('x')],
     ['null', null],
-    ['an object whose toString throws', { toString: () => { throw new Error('x'); } }],
+    [
+      'an object whose toString throws',
+      {
+        toString: () => {
+          throw new Error('x');
+        },
+      },
+    ],
   ])('reports %s as not_found', async (_label, name) => {
     const { dispatcher } = setup();
-    expect(await dispatcher.dispatch(name as never, { query: 'x' })).toMatchObject({ kind: 'not_found', attempts: 0 });
+    expect(await dispatcher.dispatch(name as never, { query: 'x' })).toMatchObject({
+      kind: 'not_found',
+      attempts: 0,
+    });
   });
 });
 
@@ -631,7 +699,9 @@ describe('one caller signal shared by many calls', () => {
     const { dispatcher } = setup({ handler: () => release.promise });
     const caller = new AbortController();
     const all = Promise.all(
-      Array.from({ length: 50 }, (_, i) => dispatcher.dispatch('search.web', { query: `${i}` }, { signal: caller.signal })),
+      Array.from({ length: 50 }, (_, i) =>
+        dispatcher.dispatch('search.web', { query: `${i}` }, { signal: caller.signal }),
+      ),
     );
     await flush();
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);

@@ -51,17 +51,29 @@ describe('the fused default stack', () => {
   it.each<[string, ToolHandler<Args>]>([
     ['an async success', async ({ n }) => n * 2],
     ['a sync success', ({ n }) => n * 2],
-    ['a sync throw', () => {
-      throw new Error('broken');
-    }],
-    ['a transient failure then a success', (({ n }, ctx) => {
-      if (ctx.attempt === 1) throw new TransientError('busy');
-      return n;
-    }) as ToolHandler<Args>],
-    ['transient failures until attempts run out', async () => {
-      throw new TransientError('busy');
-    }],
-    ['a thenable', ({ n }) => ({ then: (resolve: (value: number) => void) => resolve(n) }) as unknown as number],
+    [
+      'a sync throw',
+      () => {
+        throw new Error('broken');
+      },
+    ],
+    [
+      'a transient failure then a success',
+      (({ n }, ctx) => {
+        if (ctx.attempt === 1) throw new TransientError('busy');
+        return n;
+      }) as ToolHandler<Args>,
+    ],
+    [
+      'transient failures until attempts run out',
+      async () => {
+        throw new TransientError('busy');
+      },
+    ],
+    [
+      'a thenable',
+      ({ n }) => ({ then: (resolve: (value: number) => void) => resolve(n) }) as unknown as number,
+    ],
   ])('ends %s as the onion does, whole or as a fused tail', async (_label, handler) => {
     vi.useFakeTimers();
     const { fused, onion, tail } = both(handler);
@@ -112,7 +124,9 @@ describe('the fused default stack', () => {
       inputSchema: schema,
       timeoutMs: 100,
       handler: (_args, ctx) =>
-        new Promise<number>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+        new Promise<number>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(new Error('aborted'))),
+        ),
     });
     // A dispatcher clock stuck at 0 must not move the deadline: it is read on the layer's clock.
     const dispatcher = createDispatcher(defaultStack({ registry }), { now: () => 0 });
@@ -161,7 +175,11 @@ describe('the fused default stack', () => {
 
   it('is used only for the default layers in the default order', async () => {
     const seen: string[] = [];
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n,
+    });
     const layers = defaultStack({ registry });
     const watch: Middleware = async (ctx, next) => {
       seen.push(ctx.toolName);
@@ -175,7 +193,11 @@ describe('the fused default stack', () => {
 
 describe('gatherBounded without a promise per call', () => {
   it('runs a long batch of synchronous handlers without growing the stack', async () => {
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const calls = Array.from({ length: 50_000 }, (_, n) => ({ name: 'calc', args: { n } }));
     const outcomes = await dispatcher.gatherBounded(calls, { concurrency: 3 });
@@ -184,7 +206,11 @@ describe('gatherBounded without a promise per call', () => {
   });
 
   it('ends an entry whose fields cannot be read with an envelope, not a rejected batch', async () => {
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const hostile = {
       get name(): string {
@@ -199,13 +225,20 @@ describe('gatherBounded without a promise per call', () => {
   });
 
   it('ends every call with an envelope when the injected clock throws', async () => {
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }), {
       now: () => {
         throw new Error('clock broke');
       },
     });
-    await expect(dispatcher.dispatch('calc', { n: 1 })).resolves.toMatchObject({ ok: false, kind: 'internal' });
+    await expect(dispatcher.dispatch('calc', { n: 1 })).resolves.toMatchObject({
+      ok: false,
+      kind: 'internal',
+    });
     const outcomes = await dispatcher.gatherBounded([{ name: 'calc', args: { n: 1 } }]);
     expect(outcomes[0]).toMatchObject({ ok: false, kind: 'internal' });
   });
@@ -249,7 +282,11 @@ describe('hostile handler results in the fused stack', () => {
       },
     });
     const { fused } = both(() => hostile as unknown as number);
-    expect(await fused.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+    expect(await fused.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({
+      ok: false,
+      kind: 'internal',
+      attempts: 1,
+    });
     const concurrency = fused.layers[5] as Middleware & { load(): unknown };
     expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
   });
@@ -286,7 +323,11 @@ describe("a middleware's context", () => {
   it('inspects as the dispatch, without the bookkeeping fields', async () => {
     const { inspect } = await import('node:util');
     let shown = '';
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n,
+    });
     const look: Middleware = async (ctx, next) => {
       await next();
       shown = inspect(ctx);
@@ -302,7 +343,11 @@ describe('a clock that breaks after the call started', () => {
   it('still answers the call, with a NaN duration in its event', async () => {
     let reads = 0;
     const events: DispatchEvent[] = [];
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: async ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: async ({ n }) => n,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }), {
       onEvent: (event) => events.push(event),
       now: () => {
@@ -331,7 +376,11 @@ describe('a handler that returns a hostile proxy', () => {
     );
     const { fused, onion } = both(() => hostile as unknown as number);
     for (const form of [fused, onion]) {
-      expect(await form.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+      expect(await form.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({
+        ok: false,
+        kind: 'internal',
+        attempts: 1,
+      });
       const concurrency = form.layers[5] as Middleware & { load(): unknown };
       expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
     }
@@ -340,7 +389,11 @@ describe('a handler that returns a hostile proxy', () => {
 
 describe('the default stack as a fused tail', () => {
   it('rejects an outer layer that calls next() again while the first call runs, as compose does', async () => {
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: async ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: async ({ n }) => n,
+    });
     const seen: unknown[] = [];
     const twice: Middleware = async (_ctx, next) => {
       const first = next();
@@ -348,13 +401,21 @@ describe('the default stack as a fused tail', () => {
       await first;
     };
     const dispatcher = createDispatcher([twice, ...defaultStack({ registry })]);
-    await expect(dispatcher.dispatch('calc', { n: 3 })).resolves.toEqual({ ok: true, result: 3, attempts: 1 });
+    await expect(dispatcher.dispatch('calc', { n: 3 })).resolves.toEqual({
+      ok: true,
+      result: 3,
+      attempts: 1,
+    });
     expect(seen).toEqual(['next() called multiple times']);
   });
 
   it('lets an outer layer run the tail again once it has settled', async () => {
     let runs = 0;
-    const registry = new ToolRegistry().register({ name: 'calc', inputSchema: schema, handler: ({ n }) => n + ++runs });
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      handler: ({ n }) => n + ++runs,
+    });
     const again: Middleware = async (_ctx, next) => {
       await next();
       await next();

@@ -24,8 +24,16 @@ describe('harnessStep', () => {
     ['transient, not retried', failure('transient', 1), { hook: 'on_error', replan: false }],
     ['internal', failure('internal', 1), { hook: 'on_error', replan: true }],
     ['circuit_open', failure('circuit_open', 0, 'open', 5_000), { hook: 'on_error', replan: true }],
-    ['budget_exceeded before any attempt', failure('budget_exceeded', 0), { hook: 'on_budget_exceeded', replan: false }],
-    ['budget_exceeded mid-retry', failure('budget_exceeded', 2), { hook: 'on_budget_exceeded', replan: false }],
+    [
+      'budget_exceeded before any attempt',
+      failure('budget_exceeded', 0),
+      { hook: 'on_budget_exceeded', replan: false },
+    ],
+    [
+      'budget_exceeded mid-retry',
+      failure('budget_exceeded', 2),
+      { hook: 'on_budget_exceeded', replan: false },
+    ],
     ['cancelled', failure('cancelled', 1), { hook: 'none', replan: false }],
     ['an unknown kind', failure('rate_limited', 1), { hook: 'on_error', replan: true }],
   ];
@@ -35,7 +43,10 @@ describe('harnessStep', () => {
   });
 
   it('replans after the one attempt a non-idempotent tool gets, given maxAttempts 1', () => {
-    expect(harnessStep(failure('timeout', 1), { maxAttempts: 1 })).toEqual({ hook: 'on_error', replan: true });
+    expect(harnessStep(failure('timeout', 1), { maxAttempts: 1 })).toEqual({
+      hook: 'on_error',
+      replan: true,
+    });
   });
 
   it('compares transient attempts with the given maxAttempts', () => {
@@ -115,8 +126,19 @@ describe('toToolMessage', () => {
           throw new Error('getter');
         },
       };
-      const badToJson = { toJSON: () => { throw new Error('toJSON'); } };
-      const proxy = new Proxy({}, { ownKeys: () => { throw new Error('trap'); } });
+      const badToJson = {
+        toJSON: () => {
+          throw new Error('toJSON');
+        },
+      };
+      const proxy = new Proxy(
+        {},
+        {
+          ownKeys: () => {
+            throw new Error('trap');
+          },
+        },
+      );
       expect(toToolMessage(success(getter))).toBe('"[object Object]"');
       expect(toToolMessage(success({ nested: badToJson }))).toBe('{"nested":"[object Object]"}');
       expect(toToolMessage(success(proxy))).toBe('"[object Object]"');
@@ -225,7 +247,9 @@ describe('toToolMessage', () => {
       const message = toToolMessage(failure('schema', 0, 'y'.repeat(5_000)), { maxLength: 300 });
       expect(message).toHaveLength(300);
       expect(message.startsWith('error (schema): yyy')).toBe(true);
-      expect(message).toMatch(/y… \[truncated\] Hint: Fix the arguments to match the tool's input schema, then call it again\.$/);
+      expect(message).toMatch(
+        /y… \[truncated\] Hint: Fix the arguments to match the tool's input schema, then call it again\.$/,
+      );
     });
 
     it('truncates everything when maxLength leaves no room for the hint', () => {

@@ -79,7 +79,11 @@ describe('DeadlineScheduler on an injected clock', () => {
   it('trusts a timer that fires before the clock reads its deadline', async () => {
     vi.useRealTimers();
     const callbacks: Array<() => void> = [];
-    const clock = { now: () => 1_000, setTimeout: (callback: () => void) => callbacks.push(callback), clearTimeout: () => {} };
+    const clock = {
+      now: () => 1_000,
+      setTimeout: (callback: () => void) => callbacks.push(callback),
+      clearTimeout: () => {},
+    };
     const scheduler = new DeadlineScheduler(clock);
     const expired = vi.fn();
     startDeadline(scheduler, 30_000, expired);

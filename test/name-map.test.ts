@@ -29,7 +29,9 @@ describe('createNameMap', () => {
   });
 
   it('throws a TypeError naming both tools when two map to one wire name', () => {
-    expect(() => createNameMap(['a.b', 'a__b'])).toThrow(/Tools "a.b" and "a__b" both map to the wire name "a__b"/);
+    expect(() => createNameMap(['a.b', 'a__b'])).toThrow(
+      /Tools "a.b" and "a__b" both map to the wire name "a__b"/,
+    );
   });
 
   it('throws a TypeError naming the tool when a wire name is too long', () => {
@@ -39,12 +41,17 @@ describe('createNameMap', () => {
   });
 
   it('throws a TypeError naming the tool when a wire name breaks the pattern', () => {
-    expect(() => createNameMap(['a.b'], { encode: (name) => name })).toThrow(/Tool "a.b" maps to the wire name "a.b", which does not match/);
+    expect(() => createNameMap(['a.b'], { encode: (name) => name })).toThrow(
+      /Tool "a.b" maps to the wire name "a.b", which does not match/,
+    );
     expect(() => createNameMap(['a.b'], { encode: () => '' })).toThrow(/Tool "a.b"/);
   });
 
   it('uses a custom encode and pattern', () => {
-    const names = createNameMap(['search.web'], { encode: (name) => name.replaceAll('.', '-'), pattern: /^[a-z-]+$/ });
+    const names = createNameMap(['search.web'], {
+      encode: (name) => name.replaceAll('.', '-'),
+      pattern: /^[a-z-]+$/,
+    });
     expect(names.wireName('search.web')).toBe('search-web');
     expect(names.toolName('search-web')).toBe('search.web');
   });

@@ -69,7 +69,11 @@ describe('toObjectSchema', () => {
       toObjectSchema({
         anyOf: [
           { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
-          { type: 'object', properties: { a: { type: 'number' }, b: { type: 'string' } }, required: ['a', 'b'] },
+          {
+            type: 'object',
+            properties: { a: { type: 'number' }, b: { type: 'string' } },
+            required: ['a', 'b'],
+          },
           { type: 'string' },
         ],
         description: 'either',
@@ -92,7 +96,10 @@ describe('toObjectSchema', () => {
   });
 
   it('gives a union with no object branch an empty object schema', () => {
-    expect(toObjectSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({ type: 'object', properties: {} });
+    expect(toObjectSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({
+      type: 'object',
+      properties: {},
+    });
   });
 
   it('resolves a root $ref into its own $defs, keeping the definitions', () => {
@@ -114,11 +121,16 @@ describe('toObjectSchema', () => {
     expect(input.properties.a.type).toBe('string');
     expect(toObjectSchema(null as never)).toEqual({ type: 'object', properties: {} });
     expect(toObjectSchema([] as never)).toEqual({ type: 'object', properties: {} });
-    expect(toObjectSchema({ type: 'object', properties: { f: () => 1 } } as never)).toEqual({ type: 'object', properties: {} });
+    expect(toObjectSchema({ type: 'object', properties: { f: () => 1 } } as never)).toEqual({
+      type: 'object',
+      properties: {},
+    });
   });
 
   it('keeps a "__proto__" property a plain field', () => {
-    const input = JSON.parse('{"anyOf":[{"type":"object","properties":{"__proto__":{"type":"string"}}}]}') as Record<string, unknown>;
+    const input = JSON.parse(
+      '{"anyOf":[{"type":"object","properties":{"__proto__":{"type":"string"}}}]}',
+    ) as Record<string, unknown>;
     const out = toObjectSchema(input);
     expect(Object.keys(out.properties)).toEqual(['__proto__']);
     expect(Object.getPrototypeOf(out.properties)).toBe(Object.prototype);

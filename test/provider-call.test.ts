@@ -4,7 +4,15 @@ import { providerCallOptions } from '../index.js';
 describe('providerCallOptions', () => {
   it('uses the provider id as the call id and scopes the key', () => {
     const signal = new AbortController().signal;
-    expect(providerCallOptions({ providerId: 'call_0', signal, idempotencyScope: 'run-1', idPrefix: 'host', base: { timeoutMs: 5 } })).toEqual({
+    expect(
+      providerCallOptions({
+        providerId: 'call_0',
+        signal,
+        idempotencyScope: 'run-1',
+        idPrefix: 'host',
+        base: { timeoutMs: 5 },
+      }),
+    ).toEqual({
       timeoutMs: 5,
       callId: 'call_0',
       idempotencyKey: 'run-1:call_0',
@@ -14,7 +22,10 @@ describe('providerCallOptions', () => {
 
   it('passes no key without a scope unless keyByCallId, and cleans host quirks', () => {
     expect(providerCallOptions({ providerId: 7, signal: null, idPrefix: 'host' })).toEqual({ callId: '7' });
-    expect(providerCallOptions({ providerId: 7, keyByCallId: true, idPrefix: 'host' })).toEqual({ callId: '7', idempotencyKey: '7' });
+    expect(providerCallOptions({ providerId: 7, keyByCallId: true, idPrefix: 'host' })).toEqual({
+      callId: '7',
+      idempotencyKey: '7',
+    });
     const generated = providerCallOptions({ providerId: '', idempotencyScope: 'run-1', idPrefix: 'host' });
     expect(generated.callId).toMatch(/^host-[0-9a-f-]{36}$/);
     expect(generated.idempotencyKey).toBeUndefined();

@@ -25,14 +25,23 @@ describe('the lesson’s reference cases', () => {
 
   it('2. a transient error is retried and then succeeds', async () => {
     let failures = 1;
-    const { dispatcher } = setup({ handler: () => { if (failures-- > 0) throw new TransientError('x'); return 'ok'; } });
+    const { dispatcher } = setup({
+      handler: () => {
+        if (failures-- > 0) throw new TransientError('x');
+        return 'ok';
+      },
+    });
     const pending = dispatcher.dispatch('search.web', { query: 'x' });
     await vi.runAllTimersAsync();
     expect(await pending).toEqual({ ok: true, result: 'ok', attempts: 2 });
   });
 
   it('3. a transient error on every attempt stops after three attempts', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('x'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('x');
+      },
+    });
     const pending = dispatcher.dispatch('search.web', { query: 'x' });
     await vi.runAllTimersAsync();
     expect(await pending).toMatchObject({ kind: 'transient', attempts: 3 });
@@ -41,13 +50,19 @@ describe('the lesson’s reference cases', () => {
 
   it('4. a schema error is never retried', async () => {
     const { dispatcher, calls } = setup();
-    expect(await dispatcher.dispatch('search.web', { query: 3 })).toMatchObject({ kind: 'schema', attempts: 0 });
+    expect(await dispatcher.dispatch('search.web', { query: 3 })).toMatchObject({
+      kind: 'schema',
+      attempts: 0,
+    });
     expect(calls).toHaveLength(0);
   });
 
   it('5. an unknown tool is not_found', async () => {
     const { dispatcher } = setup();
-    expect(await dispatcher.dispatch('db.drop_everything', {})).toMatchObject({ kind: 'not_found', jsonrpcCode: -32601 });
+    expect(await dispatcher.dispatch('db.drop_everything', {})).toMatchObject({
+      kind: 'not_found',
+      jsonrpcCode: -32601,
+    });
   });
 
   it('6. two concurrent calls with the same key collapse into one handler call', async () => {
@@ -67,7 +82,9 @@ describe('the lesson’s reference cases', () => {
     const { dispatcher, calls } = setup();
     await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k' });
     await vi.advanceTimersByTimeAsync(30_000);
-    expect(await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k' })).toMatchObject({ attempts: 0 });
+    expect(await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k' })).toMatchObject({
+      attempts: 0,
+    });
     expect(calls).toHaveLength(1);
   });
 
@@ -91,7 +108,10 @@ describe('the lesson’s reference cases', () => {
         return 'ok';
       },
     });
-    const pending = dispatcher.gatherBounded(Array.from({ length: 40 }, (_, i) => ({ name: 'search.web', args: { query: `${i}` } })), { concurrency: 40 });
+    const pending = dispatcher.gatherBounded(
+      Array.from({ length: 40 }, (_, i) => ({ name: 'search.web', args: { query: `${i}` } })),
+      { concurrency: 40 },
+    );
     await vi.runAllTimersAsync();
     expect((await pending).every((o) => o.ok)).toBe(true);
     expect(peak).toBe(8);
@@ -99,7 +119,10 @@ describe('the lesson’s reference cases', () => {
 
   it('10. a spent budget fails fast before any attempt', async () => {
     const { dispatcher, calls } = setup();
-    expect(await dispatcher.dispatch('search.web', { query: 'x' }, { budget: 0 })).toMatchObject({ kind: 'budget_exceeded', attempts: 0 });
+    expect(await dispatcher.dispatch('search.web', { query: 'x' }, { budget: 0 })).toMatchObject({
+      kind: 'budget_exceeded',
+      attempts: 0,
+    });
     expect(calls).toHaveLength(0);
   });
 
@@ -112,8 +135,16 @@ describe('the lesson’s reference cases', () => {
   });
 
   it('12. any other exception is internal, code -32603, and not retried', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new RangeError('bad'); } });
-    expect(await dispatcher.dispatch('search.web', { query: 'x' })).toMatchObject({ kind: 'internal', jsonrpcCode: -32603, attempts: 1 });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new RangeError('bad');
+      },
+    });
+    expect(await dispatcher.dispatch('search.web', { query: 'x' })).toMatchObject({
+      kind: 'internal',
+      jsonrpcCode: -32603,
+      attempts: 1,
+    });
     expect(calls).toHaveLength(1);
   });
 });

@@ -30,7 +30,13 @@ describe('ToolError', () => {
     const dispatcher = createDispatcher([breaker, ...defaultStack({ registry })]);
     for (let i = 0; i < 3; i++) {
       const outcome = await dispatcher.dispatch('payments.charge', {});
-      expect(outcome).toMatchObject({ ok: false, kind: 'tool_error', attempts: 1, jsonrpcCode: -32603, message: 'The card was declined' });
+      expect(outcome).toMatchObject({
+        ok: false,
+        kind: 'tool_error',
+        attempts: 1,
+        jsonrpcCode: -32603,
+        message: 'The card was declined',
+      });
       expect(toToolMessage(outcome)).toContain('The card was declined');
     }
     expect(runs).toBe(3);
@@ -42,8 +48,18 @@ describe("a handler's deadline and progress", () => {
   it('sees its attempt deadline as epoch ms, or Infinity without one', async () => {
     const deadlines: number[] = [];
     const registry = new ToolRegistry()
-      .register({ name: 'a.timed', inputSchema: z.object({}), timeoutMs: 5_000, handler: (_a, ctx) => void deadlines.push(ctx.deadline) })
-      .register({ name: 'a.free', inputSchema: z.object({}), timeoutMs: Infinity, handler: (_a, ctx) => void deadlines.push(ctx.deadline) });
+      .register({
+        name: 'a.timed',
+        inputSchema: z.object({}),
+        timeoutMs: 5_000,
+        handler: (_a, ctx) => void deadlines.push(ctx.deadline),
+      })
+      .register({
+        name: 'a.free',
+        inputSchema: z.object({}),
+        timeoutMs: Infinity,
+        handler: (_a, ctx) => void deadlines.push(ctx.deadline),
+      });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     await dispatcher.dispatch('a.timed', {});
     await dispatcher.dispatch('a.timed', {}, { timeoutMs: 50 });
@@ -63,11 +79,25 @@ describe("a handler's deadline and progress", () => {
       },
     });
     const dispatcher = createDispatcher(defaultStack({ registry }));
-    await expect(dispatcher.dispatch('files.copy', {}, { onProgress: (u) => void updates.push(u) })).resolves.toMatchObject({ ok: true });
+    await expect(
+      dispatcher.dispatch('files.copy', {}, { onProgress: (u) => void updates.push(u) }),
+    ).resolves.toMatchObject({ ok: true });
     expect(updates).toEqual([{ progress: 1, total: 3, message: 'first' }, { progress: 2 }]);
-    await expect(dispatcher.dispatch('files.copy', {}, { onProgress: () => { throw new Error('x'); } })).resolves.toMatchObject({ ok: true });
+    await expect(
+      dispatcher.dispatch(
+        'files.copy',
+        {},
+        {
+          onProgress: () => {
+            throw new Error('x');
+          },
+        },
+      ),
+    ).resolves.toMatchObject({ ok: true });
     await expect(dispatcher.dispatch('files.copy', {})).resolves.toMatchObject({ ok: true });
-    await expect(dispatcher.dispatch('files.copy', {}, { onProgress: 'no' as never })).resolves.toMatchObject({ kind: 'schema' });
+    await expect(dispatcher.dispatch('files.copy', {}, { onProgress: 'no' as never })).resolves.toMatchObject(
+      { kind: 'schema' },
+    );
   });
 });
 
@@ -81,9 +111,19 @@ describe('dispatchJson and displayName', () => {
   it('parses JSON args inside the stack: "" is {}, bad JSON a schema outcome observers see', async () => {
     const events: DispatchEvent[] = [];
     const dispatcher = createDispatcher(defaultStack({ registry }), { onEvent: (e) => void events.push(e) });
-    await expect(dispatcher.dispatchJson('search.web', '{"query":"x"}')).resolves.toEqual({ ok: true, result: { query: 'x' }, attempts: 1 });
-    await expect(dispatcher.dispatchJson('search.web', '  ')).resolves.toEqual({ ok: true, result: {}, attempts: 1 });
-    const bad = await dispatcher.dispatchJson('search.web', '{"query": "oops', { displayName: 'search__web' });
+    await expect(dispatcher.dispatchJson('search.web', '{"query":"x"}')).resolves.toEqual({
+      ok: true,
+      result: { query: 'x' },
+      attempts: 1,
+    });
+    await expect(dispatcher.dispatchJson('search.web', '  ')).resolves.toEqual({
+      ok: true,
+      result: {},
+      attempts: 1,
+    });
+    const bad = await dispatcher.dispatchJson('search.web', '{"query": "oops', {
+      displayName: 'search__web',
+    });
     expect(bad).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
     expect(bad.ok ? '' : bad.message).toMatch(/^Arguments for "search__web" are not valid JSON: /);
     expect(events.at(-1)).toMatchObject({ type: 'dispatch.failure', kind: 'schema' });
@@ -92,16 +132,27 @@ describe('dispatchJson and displayName', () => {
   it('quotes the display name in model-facing messages', async () => {
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const outcome = await dispatcher.dispatch('search.web', { query: 1 }, { displayName: 'search__web' });
-    expect(outcome).toMatchObject({ kind: 'schema', message: expect.stringContaining('Invalid args for "search__web"') });
-    await expect(dispatcher.dispatch('nope', {}, { displayName: 'nope__x' })).resolves.toMatchObject({ message: 'No tool named "nope__x"' });
-    await expect(dispatcher.dispatch('search.web', {}, { displayName: '' })).resolves.toMatchObject({ kind: 'schema' });
+    expect(outcome).toMatchObject({
+      kind: 'schema',
+      message: expect.stringContaining('Invalid args for "search__web"'),
+    });
+    await expect(dispatcher.dispatch('nope', {}, { displayName: 'nope__x' })).resolves.toMatchObject({
+      message: 'No tool named "nope__x"',
+    });
+    await expect(dispatcher.dispatch('search.web', {}, { displayName: '' })).resolves.toMatchObject({
+      kind: 'schema',
+    });
   });
 });
 
 describe('listen()', () => {
   it('returns a function that removes the listener', async () => {
     const seen: string[] = [];
-    const registry = new ToolRegistry().register({ name: 't.x', inputSchema: z.object({}), handler: () => 1 });
+    const registry = new ToolRegistry().register({
+      name: 't.x',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
     const dispatcher = createDispatcher([
       async (ctx, next) => {
         const stop = ctx.listen((event) => void seen.push(event.type));
@@ -119,11 +170,31 @@ describe('listen()', () => {
 describe('ToolError kinds', () => {
   it('lets a tool fronting a remote one report not_found or schema, never retried, never timeout', async () => {
     const registry = new ToolRegistry()
-      .register({ name: 'remote.gone', inputSchema: z.object({}), handler: () => { throw new ToolError('Unknown tool: x', { kind: 'not_found' }); } })
-      .register({ name: 'remote.bad', inputSchema: z.object({}), handler: () => { throw new ToolError('q must be a string', { kind: 'schema' }); } });
+      .register({
+        name: 'remote.gone',
+        inputSchema: z.object({}),
+        handler: () => {
+          throw new ToolError('Unknown tool: x', { kind: 'not_found' });
+        },
+      })
+      .register({
+        name: 'remote.bad',
+        inputSchema: z.object({}),
+        handler: () => {
+          throw new ToolError('q must be a string', { kind: 'schema' });
+        },
+      });
     const dispatcher = createDispatcher(defaultStack({ registry }));
-    await expect(dispatcher.dispatch('remote.gone', {})).resolves.toMatchObject({ kind: 'not_found', attempts: 1, jsonrpcCode: -32601 });
-    await expect(dispatcher.dispatch('remote.bad', {})).resolves.toMatchObject({ kind: 'schema', attempts: 1, jsonrpcCode: -32602 });
+    await expect(dispatcher.dispatch('remote.gone', {})).resolves.toMatchObject({
+      kind: 'not_found',
+      attempts: 1,
+      jsonrpcCode: -32601,
+    });
+    await expect(dispatcher.dispatch('remote.bad', {})).resolves.toMatchObject({
+      kind: 'schema',
+      attempts: 1,
+      jsonrpcCode: -32602,
+    });
     expect(() => new ToolError('x', { kind: 'timeout' as never })).toThrow(TypeError);
   });
 });

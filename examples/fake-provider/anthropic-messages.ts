@@ -65,14 +65,22 @@ export function messagesRoute({ model }: MessagesRouteOptions): Route {
   const threads = new Map<string, Thread>();
   let turn = 0;
   return async (raw, headers, signal) => {
-    if (raw['stream'] === true) return anthropicError(400, 'invalid_request_error', 'fake provider: streaming is not emulated');
+    if (raw['stream'] === true)
+      return anthropicError(400, 'invalid_request_error', 'fake provider: streaming is not emulated');
     const resolved = resolveThread(raw, headers, threads);
     if ('status' in resolved) return resolved;
     const { body, thread } = resolved;
     const problem = toolsProblem(body.tools) ?? messagesProblem(body.messages);
     if (problem !== undefined) return problem;
 
-    const answer = await model({ body, turn: turn++, toolResults: toolResultsOf(body.messages), userText: lastUserText(body.messages), headers, signal });
+    const answer = await model({
+      body,
+      turn: turn++,
+      toolResults: toolResultsOf(body.messages),
+      userText: lastUserText(body.messages),
+      headers,
+      signal,
+    });
     if (isHttpReply(answer)) return answer;
     const content: Block[] = [];
     if (answer.text !== undefined) content.push({ type: 'text', text: answer.text, citations: null });
@@ -90,10 +98,21 @@ export function messagesRoute({ model }: MessagesRouteOptions): Route {
       stop_sequence: null,
       container: null,
       context_management: null,
-      usage: { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: null, cache_read_input_tokens: null, server_tool_use: null, service_tier: 'standard' },
+      usage: {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_creation_input_tokens: null,
+        cache_read_input_tokens: null,
+        server_tool_use: null,
+        service_tier: 'standard',
+      },
     };
     if (thread !== undefined) {
-      threads.set(message.id, { ...thread, messages: [...body.messages, { role: 'assistant', content }], continued: false });
+      threads.set(message.id, {
+        ...thread,
+        messages: [...body.messages, { role: 'assistant', content }],
+        continued: false,
+      });
     }
     return { status: 200, body: message };
   };
@@ -104,31 +123,59 @@ type Resolved = { body: MessagesBody; thread: Thread | undefined } | HttpReply;
 // `thread: { type: 'create' }` starts a thread with the request's history, tools and system;
 // `{ type: 'continue', previous_message_id }` sends only the new turn, and the thread supplies the
 // rest. Without `thread` the request is stateless, as the plain Messages API is.
-function resolveThread(raw: Record<string, unknown>, headers: IncomingHttpHeaders, threads: Map<string, Thread>): Resolved {
+function resolveThread(
+  raw: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+  threads: Map<string, Thread>,
+): Resolved {
   const messages = Array.isArray(raw['messages']) ? (raw['messages'] as MessageParam[]) : [];
   const own = { ...raw, messages } as MessagesBody;
   const thread = raw['thread'] as { type?: string; previous_message_id?: string } | undefined;
   if (thread === undefined) return { body: own, thread: undefined };
-  const betas = String(headers['anthropic-beta'] ?? '').split(',').map((beta) => beta.trim());
+  const betas = String(headers['anthropic-beta'] ?? '')
+    .split(',')
+    .map((beta) => beta.trim());
   if (!betas.includes(messageThreadsBeta)) {
-    return anthropicError(400, 'invalid_request_error', `thread: this field requires the beta header anthropic-beta: ${messageThreadsBeta}`);
+    return anthropicError(
+      400,
+      'invalid_request_error',
+      `thread: this field requires the beta header anthropic-beta: ${messageThreadsBeta}`,
+    );
   }
   if (thread.type === 'create') {
     return { body: own, thread: { messages, tools: own.tools, system: own.system, continued: false } };
   }
   if (thread.type !== 'continue' || typeof thread.previous_message_id !== 'string') {
-    return anthropicError(400, 'invalid_request_error', 'thread: Input should be a create or continue thread');
+    return anthropicError(
+      400,
+      'invalid_request_error',
+      'thread: Input should be a create or continue thread',
+    );
   }
   const earlier = threads.get(thread.previous_message_id);
   if (earlier === undefined) {
-    return anthropicError(404, 'not_found_error', `thread: no thread holds message ${thread.previous_message_id}`, { error_code: 'thread_not_found' });
+    return anthropicError(
+      404,
+      'not_found_error',
+      `thread: no thread holds message ${thread.previous_message_id}`,
+      { error_code: 'thread_not_found' },
+    );
   }
   if (earlier.continued) {
-    return anthropicError(409, 'invalid_request_error', `thread: message ${thread.previous_message_id} was already continued`, { error_code: 'thread_already_continued' });
+    return anthropicError(
+      409,
+      'invalid_request_error',
+      `thread: message ${thread.previous_message_id} was already continued`,
+      { error_code: 'thread_already_continued' },
+    );
   }
   for (const field of ['tools', 'system'] as const) {
     if (raw[field] !== undefined) {
-      return anthropicError(400, 'invalid_request_error', `${field}: cannot be set when continuing a thread; the thread keeps the ${field} it was created with`);
+      return anthropicError(
+        400,
+        'invalid_request_error',
+        `${field}: cannot be set when continuing a thread; the thread keeps the ${field} it was created with`,
+      );
     }
   }
   earlier.continued = true;
@@ -142,11 +189,19 @@ function toolsProblem(tools: Block[] | undefined): HttpReply | undefined {
   for (const [i, tool] of (tools ?? []).entries()) {
     if (tool['type'] !== undefined && tool['type'] !== 'custom') continue;
     if (typeof tool['name'] !== 'string' || !anthropicNamePattern.test(tool['name'])) {
-      return anthropicError(400, 'invalid_request_error', `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
+      return anthropicError(
+        400,
+        'invalid_request_error',
+        `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`,
+      );
     }
     const schema = tool['input_schema'] as Block | undefined;
     if (typeof schema !== 'object' || schema === null || schema['type'] !== 'object') {
-      return anthropicError(400, 'invalid_request_error', `tools.${i}.custom.input_schema.type: Input should be 'object'`);
+      return anthropicError(
+        400,
+        'invalid_request_error',
+        `tools.${i}.custom.input_schema.type: Input should be 'object'`,
+      );
     }
   }
   return undefined;
@@ -160,7 +215,10 @@ function messagesProblem(messages: MessageParam[]): HttpReply | undefined {
     const blocks = Array.isArray(message.content) ? message.content : [];
     if (message.role === 'user') {
       const previous = messages[i - 1];
-      const uses = previous?.role === 'assistant' && Array.isArray(previous.content) ? previous.content.filter((b) => b['type'] === 'tool_use').map((b) => String(b['id'])) : [];
+      const uses =
+        previous?.role === 'assistant' && Array.isArray(previous.content)
+          ? previous.content.filter((b) => b['type'] === 'tool_use').map((b) => String(b['id']))
+          : [];
       for (const [j, block] of blocks.entries()) {
         if (block['type'] === 'tool_result' && !uses.includes(String(block['tool_use_id']))) {
           return anthropicError(
@@ -174,8 +232,15 @@ function messagesProblem(messages: MessageParam[]): HttpReply | undefined {
     }
     if (message.role !== 'assistant') continue;
     for (const [j, block] of blocks.entries()) {
-      if (block['type'] === 'tool_use' && (typeof block['name'] !== 'string' || !anthropicNamePattern.test(block['name']))) {
-        return anthropicError(400, 'invalid_request_error', `messages.${i}.content.${j}.tool_use.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
+      if (
+        block['type'] === 'tool_use' &&
+        (typeof block['name'] !== 'string' || !anthropicNamePattern.test(block['name']))
+      ) {
+        return anthropicError(
+          400,
+          'invalid_request_error',
+          `messages.${i}.content.${j}.tool_use.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`,
+        );
       }
     }
     const uses = blocks.filter((block) => block['type'] === 'tool_use').map((block) => String(block['id']));
@@ -208,8 +273,16 @@ function messagesProblem(messages: MessageParam[]): HttpReply | undefined {
   return undefined;
 }
 
-function anthropicError(status: number, type: string, message: string, details?: Record<string, unknown>): HttpReply {
-  return { status, body: { type: 'error', error: { type, message, ...(details === undefined ? {} : { details }) } } };
+function anthropicError(
+  status: number,
+  type: string,
+  message: string,
+  details?: Record<string, unknown>,
+): HttpReply {
+  return {
+    status,
+    body: { type: 'error', error: { type, message, ...(details === undefined ? {} : { details }) } },
+  };
 }
 
 function toolResultsOf(messages: MessageParam[]): ToolResultView[] {
@@ -217,14 +290,22 @@ function toolResultsOf(messages: MessageParam[]): ToolResultView[] {
   if (last?.role !== 'user' || !Array.isArray(last.content)) return [];
   return last.content
     .filter((block) => block['type'] === 'tool_result')
-    .map((block) => ({ id: String(block['tool_use_id']), content: textOf(block['content']), isError: block['is_error'] === true }));
+    .map((block) => ({
+      id: String(block['tool_use_id']),
+      content: textOf(block['content']),
+      isError: block['is_error'] === true,
+    }));
 }
 
 function lastUserText(messages: MessageParam[]): string | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!;
     if (message.role !== 'user') continue;
-    const text = textOf(Array.isArray(message.content) ? message.content.filter((block) => block['type'] === 'text') : message.content);
+    const text = textOf(
+      Array.isArray(message.content)
+        ? message.content.filter((block) => block['type'] === 'text')
+        : message.content,
+    );
     if (text !== '') return text;
   }
   return undefined;

@@ -24,7 +24,11 @@ export interface RecordedRequest {
 }
 
 /** What a route answers: the reply, given the body, the headers and a signal for a client that leaves. */
-export type Route = (body: Record<string, unknown>, headers: IncomingHttpHeaders, signal: AbortSignal) => Promise<HttpReply>;
+export type Route = (
+  body: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+  signal: AbortSignal,
+) => Promise<HttpReply>;
 
 /** A started server. */
 export interface Listening {
@@ -37,7 +41,9 @@ export interface Listening {
 }
 
 /** Starts a server on a free port that answers `routes` by path and 404s anything else. */
-export async function listen(routes: Readonly<Record<string, { endpoint: RecordedRequest['endpoint']; route: Route }>>): Promise<Listening> {
+export async function listen(
+  routes: Readonly<Record<string, { endpoint: RecordedRequest['endpoint']; route: Route }>>,
+): Promise<Listening> {
   const requests: RecordedRequest[] = [];
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -57,16 +63,23 @@ export async function listen(routes: Readonly<Record<string, { endpoint: Recorde
         res.end(JSON.stringify(body));
       };
       if (entry === undefined) {
-        send({ status: 404, body: { error: { type: 'not_found_error', message: `No route ${req.method} ${path}` } } });
+        send({
+          status: 404,
+          body: { error: { type: 'not_found_error', message: `No route ${req.method} ${path}` } },
+        });
         return;
       }
       let body: Record<string, unknown>;
       try {
         const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          throw new Error('not an object');
         body = parsed as Record<string, unknown>;
       } catch {
-        send({ status: 400, body: { error: { type: 'invalid_request_error', message: 'The body is not a JSON object' } } });
+        send({
+          status: 400,
+          body: { error: { type: 'invalid_request_error', message: 'The body is not a JSON object' } },
+        });
         return;
       }
       const record: RecordedRequest = { endpoint: entry.endpoint, body, headers: req.headers, status: 0 };
@@ -74,7 +87,18 @@ export async function listen(routes: Readonly<Record<string, { endpoint: Recorde
       entry.route(body, req.headers, left.signal).then(
         (reply) => send(reply, record),
         (error: unknown) =>
-          send({ status: 500, body: { error: { type: 'api_error', message: `fake provider: ${error instanceof Error ? error.message : String(error)}` } } }, record),
+          send(
+            {
+              status: 500,
+              body: {
+                error: {
+                  type: 'api_error',
+                  message: `fake provider: ${error instanceof Error ? error.message : String(error)}`,
+                },
+              },
+            },
+            record,
+          ),
       );
     });
   });

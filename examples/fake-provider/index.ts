@@ -41,7 +41,12 @@ export { scripted, type Model, type ModelTurn, type ToolResultView } from './mod
 export type { HttpReply, RecordedRequest } from './http.js';
 export type { ChatBody, ChatReply, ChatToolCallReply } from './openai-chat.js';
 export type { ResponsesBody, ResponsesReply, ResponsesCallReply } from './openai-responses.js';
-export { messageThreadsBeta, type MessagesBody, type MessagesReply, type AnthropicToolUseReply } from './anthropic-messages.js';
+export {
+  messageThreadsBeta,
+  type MessagesBody,
+  type MessagesReply,
+  type AnthropicToolUseReply,
+} from './anthropic-messages.js';
 
 /** The scripted models, one per API; an API without one answers every request with a 500. */
 export interface FakeProviderOptions {
@@ -88,9 +93,18 @@ const unscripted: Model<unknown, never> = () => ({
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
   const callIds = options.callIds ?? 'unique';
   const server = await listen({
-    'POST /v1/chat/completions': { endpoint: 'chat', route: chatRoute({ model: options.chat ?? unscripted, callIds }) },
-    'POST /v1/responses': { endpoint: 'responses', route: responsesRoute({ model: options.responses ?? unscripted, callIds }) },
-    'POST /v1/messages': { endpoint: 'messages', route: messagesRoute({ model: options.messages ?? unscripted }) },
+    'POST /v1/chat/completions': {
+      endpoint: 'chat',
+      route: chatRoute({ model: options.chat ?? unscripted, callIds }),
+    },
+    'POST /v1/responses': {
+      endpoint: 'responses',
+      route: responsesRoute({ model: options.responses ?? unscripted, callIds }),
+    },
+    'POST /v1/messages': {
+      endpoint: 'messages',
+      route: messagesRoute({ model: options.messages ?? unscripted }),
+    },
   });
   return {
     url: server.url,

@@ -37,7 +37,12 @@ export type Model<Body, Reply> = (turn: ModelTurn<Body>) => Reply | HttpReply | 
 
 /** Whether a model's answer is a raw HTTP reply. */
 export function isHttpReply(value: unknown): value is HttpReply {
-  return typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'number' && 'body' in value;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { status?: unknown }).status === 'number' &&
+    'body' in value
+  );
 }
 
 /**
@@ -49,15 +54,25 @@ export function isHttpReply(value: unknown): value is HttpReply {
  */
 export function scripted<Body, Reply>(
   // NoInfer: the API the model is given to (its option's type) decides Body and Reply.
-  replies: ReadonlyArray<NoInfer<Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)>>,
+  replies: ReadonlyArray<
+    NoInfer<Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)>
+  >,
 ): Model<Body, Reply> {
-  type Entry = Reply | HttpReply | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>);
+  type Entry =
+    | Reply
+    | HttpReply
+    | ((turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>);
   const list = replies as ReadonlyArray<Entry>;
   let next = 0;
   return (turn) => {
     const reply = list[next++];
     if (reply === undefined) {
-      return { status: 500, body: { error: { type: 'api_error', message: `fake provider: no scripted reply for request ${next}` } } };
+      return {
+        status: 500,
+        body: {
+          error: { type: 'api_error', message: `fake provider: no scripted reply for request ${next}` },
+        },
+      };
     }
     return typeof reply === 'function'
       ? (reply as (turn: ModelTurn<Body>) => Reply | HttpReply | Promise<Reply | HttpReply>)(turn)
@@ -70,7 +85,11 @@ export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((part: unknown) => (typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+    .map((part: unknown) =>
+      typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string'
+        ? (part as { text: string }).text
+        : '',
+    )
     .filter((text) => text !== '')
     .join('\n');
 }

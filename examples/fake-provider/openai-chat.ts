@@ -1,6 +1,10 @@
 // OpenAI Chat Completions (`POST /v1/chat/completions`): the request checks, and replies built from a script.
 
-import type { ChatCompletion, ChatCompletionCreateParams, ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParams,
+  ChatCompletionMessageToolCall,
+} from 'openai/resources/chat/completions';
 import type { HttpReply, Route } from './http.js';
 import { counter, isHttpReply, textOf, type Model, type ToolResultView } from './model.js';
 import { nameProblem, openaiError, schemaProblem } from './openai-rules.js';
@@ -47,7 +51,14 @@ export function chatRoute({ model, callIds }: ChatRouteOptions): Route {
     const body = raw as unknown as ChatBody;
     const problem = chatProblem(body);
     if (problem !== undefined) return problem;
-    const answer = await model({ body, turn: turn++, toolResults: chatToolResults(body), userText: lastUserText(body), headers, signal });
+    const answer = await model({
+      body,
+      turn: turn++,
+      toolResults: chatToolResults(body),
+      userText: lastUserText(body),
+      headers,
+      signal,
+    });
     if (isHttpReply(answer)) return answer;
     const perResponse = counter('call');
     const nextId = callIds === 'per-response' ? perResponse : uniqueCallId;
@@ -59,7 +70,8 @@ export function chatRoute({ model, callIds }: ChatRouteOptions): Route {
             type: 'function',
             function: {
               name: call.name,
-              arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
+              arguments:
+                typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
             },
           },
     );
@@ -95,7 +107,12 @@ function chatProblem(body: ChatBody): HttpReply | undefined {
     if (tool.type === 'function') {
       const problem =
         nameProblem(tool.function?.name, `tools[${i}].function.name`) ??
-        schemaProblem(tool.function.name, tool.function.parameters, tool.function.strict === true, `tools[${i}].function.parameters`);
+        schemaProblem(
+          tool.function.name,
+          tool.function.parameters,
+          tool.function.strict === true,
+          `tools[${i}].function.parameters`,
+        );
       if (problem !== undefined) return problem;
     } else if (tool.type === 'custom') {
       const problem = nameProblem(tool.custom?.name, `tools[${i}].custom.name`);
@@ -115,7 +132,10 @@ function chatProblem(body: ChatBody): HttpReply | undefined {
     const ids: string[] = [];
     for (const [j, call] of message.tool_calls.entries()) {
       const name = call.type === 'custom' ? call.custom.name : call.function.name;
-      const problem = nameProblem(name, `messages[${i}].tool_calls[${j}].${call.type === 'custom' ? 'custom' : 'function'}.name`);
+      const problem = nameProblem(
+        name,
+        `messages[${i}].tool_calls[${j}].${call.type === 'custom' ? 'custom' : 'function'}.name`,
+      );
       if (problem !== undefined) return problem;
       ids.push(call.id);
     }

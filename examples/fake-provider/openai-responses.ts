@@ -1,6 +1,10 @@
 // OpenAI Responses (`POST /v1/responses`): the request checks, `previous_response_id`, and replies built from a script.
 
-import type { Response, ResponseCreateParams, ResponseOutputItem } from 'openai/resources/responses/responses';
+import type {
+  Response,
+  ResponseCreateParams,
+  ResponseOutputItem,
+} from 'openai/resources/responses/responses';
 import type { HttpReply, Route } from './http.js';
 import { counter, isHttpReply, textOf, type Model, type ToolResultView } from './model.js';
 import { nameProblem, openaiError, schemaProblem } from './openai-rules.js';
@@ -55,12 +59,25 @@ export function responsesRoute({ model, callIds }: ResponsesRouteOptions): Route
   return async (raw, headers, signal) => {
     const request = raw as unknown as ResponseCreateParams;
     if (request.stream === true) return openaiError('fake provider: streaming is not emulated', 'stream');
-    const own = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : ((request.input ?? []) as unknown as Item[]);
+    const own =
+      typeof request.input === 'string'
+        ? [{ role: 'user', content: request.input }]
+        : ((request.input ?? []) as unknown as Item[]);
     let input: Item[] = own;
     if (typeof request.previous_response_id === 'string') {
       const earlier = stored.get(request.previous_response_id);
       if (earlier === undefined) {
-        return { status: 404, body: { error: { message: `Previous response with id '${request.previous_response_id}' not found.`, type: 'invalid_request_error', param: 'previous_response_id', code: 'previous_response_not_found' } } };
+        return {
+          status: 404,
+          body: {
+            error: {
+              message: `Previous response with id '${request.previous_response_id}' not found.`,
+              type: 'invalid_request_error',
+              param: 'previous_response_id',
+              code: 'previous_response_not_found',
+            },
+          },
+        };
       }
       input = [...earlier, ...own];
     }
@@ -68,7 +85,14 @@ export function responsesRoute({ model, callIds }: ResponsesRouteOptions): Route
     const problem = toolsProblem(request) ?? inputProblem(input);
     if (problem !== undefined) return problem;
 
-    const answer = await model({ body, turn: turn++, toolResults: responsesToolResults(input), userText: lastUserText(input), headers, signal });
+    const answer = await model({
+      body,
+      turn: turn++,
+      toolResults: responsesToolResults(input),
+      userText: lastUserText(input),
+      headers,
+      signal,
+    });
     if (isHttpReply(answer)) return answer;
     const perResponse = counter('call');
     const nextCallId = callIds === 'per-response' ? perResponse : uniqueCallId;
@@ -78,13 +102,21 @@ export function responsesRoute({ model, callIds }: ResponsesRouteOptions): Route
       const namespace = call.namespace === undefined ? {} : { namespace: call.namespace };
       output.push(
         call.type === 'custom_tool_call'
-          ? { type: 'custom_tool_call', id: `ctc_${itemId()}`, call_id: call.call_id ?? nextCallId(), name: call.name, input: call.input ?? '', ...namespace }
+          ? {
+              type: 'custom_tool_call',
+              id: `ctc_${itemId()}`,
+              call_id: call.call_id ?? nextCallId(),
+              name: call.name,
+              input: call.input ?? '',
+              ...namespace,
+            }
           : {
               type: 'function_call',
               id: `fc_${itemId()}`,
               call_id: call.call_id ?? nextCallId(),
               name: call.name,
-              arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
+              arguments:
+                typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
               status: 'completed',
               ...namespace,
             },
@@ -135,12 +167,16 @@ export function responsesRoute({ model, callIds }: ResponsesRouteOptions): Route
 function toolsProblem(request: ResponseCreateParams): HttpReply | undefined {
   for (const [i, tool] of (request.tools ?? []).entries()) {
     const entry = tool as unknown as Item;
-    const members = entry['type'] === 'namespace' && Array.isArray(entry['tools']) ? (entry['tools'] as Item[]) : [];
+    const members =
+      entry['type'] === 'namespace' && Array.isArray(entry['tools']) ? (entry['tools'] as Item[]) : [];
     if (entry['type'] === 'namespace') {
       const problem = nameProblem(entry['name'], `tools[${i}].name`);
       if (problem !== undefined) return problem;
     }
-    const functions = entry['type'] === 'function' ? [[`tools[${i}]`, entry] as const] : members.map((member, j) => [`tools[${i}].tools[${j}]`, member] as const);
+    const functions =
+      entry['type'] === 'function'
+        ? [[`tools[${i}]`, entry] as const]
+        : members.map((member, j) => [`tools[${i}].tools[${j}]`, member] as const);
     for (const [param, fn] of functions) {
       if (fn['type'] !== 'function') continue;
       const problem =
@@ -178,7 +214,10 @@ function inputProblem(input: Item[]): HttpReply | undefined {
     const index = open.findIndex((call) => call.callId === callId);
     if (index === -1) {
       return answered.has(callId)
-        ? openaiError(`fake provider rule: input[${i}] answers call_id ${callId} a second time (one output per call)`, `input[${i}]`)
+        ? openaiError(
+            `fake provider rule: input[${i}] answers call_id ${callId} a second time (one output per call)`,
+            `input[${i}]`,
+          )
         : openaiError(`No tool call found for function call output with call_id ${callId}.`, 'input');
     }
     if (index !== 0) {
@@ -188,15 +227,23 @@ function inputProblem(input: Item[]): HttpReply | undefined {
       );
     }
     if (open[0]!.type !== type.replace(/_output$/, '')) {
-      return openaiError(`fake provider rule: input[${i}] is a ${type} for a ${open[0]!.type}`, `input[${i}]`);
+      return openaiError(
+        `fake provider rule: input[${i}] is a ${type} for a ${open[0]!.type}`,
+        `input[${i}]`,
+      );
     }
     if (typeof item['output'] !== 'string' && !Array.isArray(item['output'])) {
-      return openaiError(`Invalid type for 'input[${i}].output': expected one of a string or array of objects.`, `input[${i}].output`, 'invalid_type');
+      return openaiError(
+        `Invalid type for 'input[${i}].output': expected one of a string or array of objects.`,
+        `input[${i}].output`,
+        'invalid_type',
+      );
     }
     open.shift();
     answered.add(callId);
   }
-  if (open.length > 0) return openaiError(`No tool output found for function call ${open[0]!.callId}.`, 'input');
+  if (open.length > 0)
+    return openaiError(`No tool output found for function call ${open[0]!.callId}.`, 'input');
   return undefined;
 }
 

@@ -7,13 +7,22 @@ export const openaiNamePattern = /^[a-zA-Z0-9_-]+$/;
 const maxNameLength = 64;
 
 /** An OpenAI 400 in the documented `{ error: { message, type, param, code } }` shape. */
-export function openaiError(message: string, param: string | null = null, code: string | null = null): HttpReply {
+export function openaiError(
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+): HttpReply {
   return { status: 400, body: { error: { message, type: 'invalid_request_error', param, code } } };
 }
 
 /** The 400 for a tool name that breaks the pattern or the length, at `param`; or `undefined`. */
 export function nameProblem(name: unknown, param: string): HttpReply | undefined {
-  if (typeof name !== 'string') return openaiError(`Invalid type for '${param}': expected a string, but got ${typeof name} instead.`, param, 'invalid_type');
+  if (typeof name !== 'string')
+    return openaiError(
+      `Invalid type for '${param}': expected a string, but got ${typeof name} instead.`,
+      param,
+      'invalid_type',
+    );
   if (name.length > maxNameLength) {
     return openaiError(
       `Invalid '${param}': string too long. Expected a string with maximum length ${maxNameLength}, but got a string with length ${name.length} instead.`,
@@ -32,7 +41,12 @@ export function nameProblem(name: unknown, param: string): HttpReply | undefined
 }
 
 /** The 400 for a function's parameters schema (a root object; strict mode's subset when `strict`), or `undefined`. */
-export function schemaProblem(name: string, parameters: unknown, strict: boolean, param: string): HttpReply | undefined {
+export function schemaProblem(
+  name: string,
+  parameters: unknown,
+  strict: boolean,
+  param: string,
+): HttpReply | undefined {
   if (parameters === undefined || parameters === null) return undefined;
   const schema = parameters as Record<string, unknown>;
   if (typeof schema !== 'object' || schema['type'] !== 'object') {
@@ -56,7 +70,17 @@ function strictProblem(schema: unknown, path: string[]): string | undefined {
   if (typeof schema !== 'object' || schema === null) return undefined;
   const node = schema as Record<string, unknown>;
   const context = `In context=(${path.map((part) => `'${part}'`).join(', ')}${path.length === 1 ? ',' : ''})`;
-  for (const keyword of ['allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas', 'patternProperties', 'oneOf']) {
+  for (const keyword of [
+    'allOf',
+    'not',
+    'if',
+    'then',
+    'else',
+    'dependentRequired',
+    'dependentSchemas',
+    'patternProperties',
+    'oneOf',
+  ]) {
     if (keyword in node) return `${context}, '${keyword}' is not permitted.`;
   }
   if (path.length === 0 && 'anyOf' in node) return `${context}, 'anyOf' is not permitted at the root.`;

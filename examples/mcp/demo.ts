@@ -16,11 +16,22 @@ const say = (line: string) => console.log(`${stamp()}  ${line}`);
 
 // The same command a host would run (`npx tool-dispatcher mcp-proxy …`), here from source.
 const command = [
-  '--import', 'tsx', here('../../integrations/mcp/cli.ts'), 'mcp-proxy',
-  '--config', here('./proxy.config.json'), '--log-level', 'info',
-  '--', process.execPath, '--import', 'tsx', here('./flaky-server.ts'),
+  '--import',
+  'tsx',
+  here('../../integrations/mcp/cli.ts'),
+  'mcp-proxy',
+  '--config',
+  here('./proxy.config.json'),
+  '--log-level',
+  'info',
+  '--',
+  process.execPath,
+  '--import',
+  'tsx',
+  here('./flaky-server.ts'),
 ];
-const shown = (arg: string) => (arg === process.execPath ? 'node' : arg.startsWith(process.cwd()) ? relative(process.cwd(), arg) : arg);
+const shown = (arg: string) =>
+  arg === process.execPath ? 'node' : arg.startsWith(process.cwd()) ? relative(process.cwd(), arg) : arg;
 console.log(`proxy: node ${command.map(shown).join(' ')}\n`);
 
 const transport = new StdioClientTransport({
@@ -60,7 +71,11 @@ try {
 
   say('→ chargeCard {"cents":500} twice, same _meta["tool-dispatcher/idempotencyKey"]');
   const charge = () =>
-    client.callTool({ name: 'chargeCard', arguments: { cents: 500 }, _meta: { 'tool-dispatcher/idempotencyKey': 'order-42' } });
+    client.callTool({
+      name: 'chargeCard',
+      arguments: { cents: 500 },
+      _meta: { 'tool-dispatcher/idempotencyKey': 'order-42' },
+    });
   const [first, second] = await Promise.all([charge(), charge()]);
   say(`← ${text(first)}`);
   say(`← ${text(second)}   (one charge upstream)`);

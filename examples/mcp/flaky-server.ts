@@ -31,13 +31,20 @@ const server = new McpServer({ name: 'flaky-server', version: '1.0.0' });
 
 server.registerTool(
   'searchDocs',
-  { description: 'Search the docs (fast, reliable).', inputSchema: { query: z.string() }, annotations: { readOnlyHint: true } },
+  {
+    description: 'Search the docs (fast, reliable).',
+    inputSchema: { query: z.string() },
+    annotations: { readOnlyHint: true },
+  },
   async ({ query }) => json({ hits: [`${query}: getting started`, `${query}: reference`] }),
 );
 
 server.registerTool(
   'fetchPage',
-  { description: 'Fetch a page. Crashes the whole server the first time it sees a URL.', inputSchema: { url: z.string() } },
+  {
+    description: 'Fetch a page. Crashes the whole server the first time it sees a URL.',
+    inputSchema: { url: z.string() },
+  },
   async ({ url }) => {
     const state = load();
     if (!state.fetched.includes(url)) {
@@ -56,7 +63,10 @@ server.registerTool(
   async (_args, extra) => {
     const token = extra._meta?.progressToken;
     if (token !== undefined) {
-      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, message: 'building' } });
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: 0, message: 'building' },
+      });
     }
     await new Promise<void>((resolve) => {
       const cancelled = () => {
@@ -73,12 +83,16 @@ server.registerTool(
   },
 );
 
-server.registerTool('chargeCard', { description: 'Charge a card (not idempotent).', inputSchema: { cents: z.number() } }, async ({ cents }) => {
-  const state = load();
-  state.charges += 1;
-  save(state);
-  return json({ charged: cents, chargesSoFar: state.charges });
-});
+server.registerTool(
+  'chargeCard',
+  { description: 'Charge a card (not idempotent).', inputSchema: { cents: z.number() } },
+  async ({ cents }) => {
+    const state = load();
+    state.charges += 1;
+    save(state);
+    return json({ charged: cents, chargesSoFar: state.charges });
+  },
+);
 
 server.registerTool(
   'wait',

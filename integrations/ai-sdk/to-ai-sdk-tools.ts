@@ -73,7 +73,12 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
   const settings = readOptions(options);
   const listings = settings.registry.list();
   const names =
-    settings.names === false ? undefined : createNameMap(listings.map((listing) => listing.name), settings.names);
+    settings.names === false
+      ? undefined
+      : createNameMap(
+          listings.map((listing) => listing.name),
+          settings.names,
+        );
   const tools: ToolSet = {};
   for (const listing of listings) {
     const key = names === undefined ? listing.name : names.wireName(listing.name);
@@ -87,12 +92,20 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         description: listing.description,
         // No `validate`: the SDK then passes the parsed JSON through, and our schema layer
         // answers a bad call with its own envelope (and its events), not a raw zod dump.
-        inputSchema: jsonSchema<unknown>(toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0]),
+        inputSchema: jsonSchema<unknown>(
+          toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0],
+        ),
         async execute(input, { toolCallId, abortSignal }) {
           const outcome = await settings.dispatcher.dispatch(
             listing.name,
             input,
-            providerCallOptions({ providerId: toolCallId, signal: abortSignal, ...settings.keys, idPrefix: 'ai-sdk', base }),
+            providerCallOptions({
+              providerId: toolCallId,
+              signal: abortSignal,
+              ...settings.keys,
+              idPrefix: 'ai-sdk',
+              base,
+            }),
           );
           if (!outcome.ok) throw new ToolCallFailed(outcome, messageOptions);
           return outcome.result;
@@ -138,8 +151,13 @@ function readOptions(options: AiSdkToolsOptions): Settings {
   if (typeof dispatcher?.dispatch !== 'function') {
     throw new TypeError('toAiSdkTools(): dispatcher must be a Dispatcher');
   }
-  if (idempotencyScope !== undefined && (typeof idempotencyScope !== 'string' || idempotencyScope.length === 0)) {
-    throw new TypeError(`toAiSdkTools(): idempotencyScope must be a non-empty string, got ${String(idempotencyScope)}`);
+  if (
+    idempotencyScope !== undefined &&
+    (typeof idempotencyScope !== 'string' || idempotencyScope.length === 0)
+  ) {
+    throw new TypeError(
+      `toAiSdkTools(): idempotencyScope must be a non-empty string, got ${String(idempotencyScope)}`,
+    );
   }
   if (typeof keyByCallId !== 'boolean') {
     throw new TypeError(`toAiSdkTools(): keyByCallId must be a boolean, got ${String(keyByCallId)}`);
@@ -155,10 +173,14 @@ function readOptions(options: AiSdkToolsOptions): Settings {
     throw new TypeError('toAiSdkTools(): budget must be a number or a budget from createBudget()');
   }
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
-    throw new TypeError(`toAiSdkTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    throw new TypeError(
+      `toAiSdkTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
+    );
   }
   if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
-    throw new TypeError(`toAiSdkTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+    throw new TypeError(
+      `toAiSdkTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`,
+    );
   }
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;

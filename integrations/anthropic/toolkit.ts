@@ -72,7 +72,9 @@ export interface RunnableToolsOptions {
    * drop that prefix.
    * @default undefined (failures reach the model as `Error: error (kind): …`)
    */
-  toolError?: new (content: string) => Error;
+  toolError?: new (
+    content: string,
+  ) => Error;
 }
 
 /** What `runToolUses` resolves to. */
@@ -107,7 +109,10 @@ export interface AnthropicToolkit {
 }
 
 /** A Messages response (or a beta one), or an assistant message param with content blocks. */
-export type ResponseWithContent = Pick<Message, 'content'> | Pick<BetaMessage, 'content'> | { content: ReadonlyArray<unknown> };
+export type ResponseWithContent =
+  | Pick<Message, 'content'>
+  | Pick<BetaMessage, 'content'>
+  | { content: ReadonlyArray<unknown> };
 
 /**
  * The error a runnable tool throws for a failed call when no `toolError` class is given; the
@@ -150,15 +155,26 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createAnthropicToolkit() needs an options object with a registry and a dispatcher');
   }
-  const { registry, dispatcher, idempotencyScope, keyByCallId = false, names: nameOptions = {}, maxMessageLength = 2000 } = options;
-  if (typeof registry?.list !== 'function') throw new TypeError('registry must be a ToolRegistry (something with list())');
+  const {
+    registry,
+    dispatcher,
+    idempotencyScope,
+    keyByCallId = false,
+    names: nameOptions = {},
+    maxMessageLength = 2000,
+  } = options;
+  if (typeof registry?.list !== 'function')
+    throw new TypeError('registry must be a ToolRegistry (something with list())');
   if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
     throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
   }
   requireScope('idempotencyScope', idempotencyScope);
-  if (typeof keyByCallId !== 'boolean') throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  if (typeof keyByCallId !== 'boolean')
+    throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
   if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
-    throw new TypeError(`maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`);
+    throw new TypeError(
+      `maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`,
+    );
   }
 
   const listings = registry.list();
@@ -206,9 +222,13 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
         throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
       }
       const { options: base, scope } = readRunOptions(runOptions, idempotencyScope);
-      const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter((block) => block?.['type'] === 'tool_use');
+      const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter(
+        (block) => block?.['type'] === 'tool_use',
+      );
       const results = await Promise.all(
-        uses.map((use) => runOne(typeof use['name'] === 'string' ? use['name'] : '', use['input'], use['id'], base, scope)),
+        uses.map((use) =>
+          runOne(typeof use['name'] === 'string' ? use['name'] : '', use['input'], use['id'], base, scope),
+        ),
       );
       return {
         message: {
@@ -228,8 +248,12 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
         throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
       }
       const { toolError } = runnableOptions;
-      if (toolError !== undefined && typeof toolError !== 'function') throw new TypeError('toolError must be a class (the SDK\'s ToolError)');
-      const { options: base } = readRunOptions({ ...pick(runnableOptions, ['budget', 'timeoutMs']) }, undefined);
+      if (toolError !== undefined && typeof toolError !== 'function')
+        throw new TypeError("toolError must be a class (the SDK's ToolError)");
+      const { options: base } = readRunOptions(
+        { ...pick(runnableOptions, ['budget', 'timeoutMs']) },
+        undefined,
+      );
       return offered.map(({ wire, description, schema }) => ({
         name: wire,
         ...(description === '' ? {} : { description }),
@@ -238,7 +262,13 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
         parse: (input: unknown) => input,
         run: async (args: unknown, context?: BetaToolRunContext) => {
           const signal = context?.signal instanceof AbortSignal ? { signal: context.signal } : {};
-          const { outcome } = await runOne(wire, args, context?.toolUse?.id, { ...base, ...signal }, idempotencyScope);
+          const { outcome } = await runOne(
+            wire,
+            args,
+            context?.toolUse?.id,
+            { ...base, ...signal },
+            idempotencyScope,
+          );
           const text = toToolMessage(outcome, messageOptions);
           if (outcome.ok) return text;
           throw toolError === undefined ? new RunnableToolFailed(text, outcome) : new toolError(text);
@@ -256,9 +286,13 @@ function pick<T extends object, K extends keyof T>(object: T, keys: K[]): Partia
   return out;
 }
 
-function readRunOptions(options: AnthropicRunOptions | undefined, defaultScope: string | undefined): { options: DispatchOptions; scope: string | undefined } {
+function readRunOptions(
+  options: AnthropicRunOptions | undefined,
+  defaultScope: string | undefined,
+): { options: DispatchOptions; scope: string | undefined } {
   if (options === undefined) return { options: {}, scope: defaultScope };
-  if (typeof options !== 'object' || options === null) throw new TypeError(`run options must be an object, got ${String(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`run options must be an object, got ${String(options)}`);
   const { signal, budget, timeoutMs, idempotencyScope } = options;
   const out: DispatchOptions = {};
   if (signal !== undefined && signal !== null) {
@@ -268,7 +302,8 @@ function readRunOptions(options: AnthropicRunOptions | undefined, defaultScope: 
   // A number is the allowance of everything these options cover, so it becomes one shared budget.
   if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
   if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
+      throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
     out.timeoutMs = timeoutMs;
   }
   requireScope('idempotencyScope', idempotencyScope);

@@ -16,7 +16,8 @@ export function withInvalidCallsMoved(
   message: BaseMessage | undefined,
   isOurs: (wireName: string) => boolean,
 ): AIMessage | undefined {
-  if (message === undefined || !AIMessage.isInstance(message) || typeof message.id !== 'string') return undefined;
+  if (message === undefined || !AIMessage.isInstance(message) || typeof message.id !== 'string')
+    return undefined;
   const invalid = message.invalid_tool_calls ?? [];
   const moved = invalid.filter((call) => typeof call.name === 'string' && isOurs(call.name));
   if (moved.length === 0) return undefined;
@@ -31,7 +32,10 @@ export function withInvalidCallsMoved(
       ...(message.tool_calls ?? []),
       ...moved.map((call) => ({
         type: 'tool_call' as const,
-        id: typeof call.id === 'string' && call.id.length > 0 ? call.id : `langchain-${globalThis.crypto.randomUUID()}`,
+        id:
+          typeof call.id === 'string' && call.id.length > 0
+            ? call.id
+            : `langchain-${globalThis.crypto.randomUUID()}`,
         name: call.name as string,
         args: { [rawArgumentsKey]: typeof call.args === 'string' ? call.args : '' },
       })),

@@ -74,9 +74,18 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${caller}() needs an options object, got ${String(options)}`);
   }
-  const { registry, dispatcher, idempotencyScope, keyByCallId = false, names = {}, budget, timeoutMs, maxLength = 2000 } =
-    options;
-  if (typeof registry?.list !== 'function') throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
+  const {
+    registry,
+    dispatcher,
+    idempotencyScope,
+    keyByCallId = false,
+    names = {},
+    budget,
+    timeoutMs,
+    maxLength = 2000,
+  } = options;
+  if (typeof registry?.list !== 'function')
+    throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
   if (typeof dispatcher?.dispatch !== 'function' || typeof dispatcher.dispatchJson !== 'function') {
     throw new TypeError(`${caller}(): dispatcher must be a Dispatcher`);
   }
@@ -103,10 +112,14 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
     throw new TypeError(`${caller}(): budget must be a number or a budget from createBudget()`);
   }
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
-    throw new TypeError(`${caller}(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    throw new TypeError(
+      `${caller}(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
+    );
   }
   if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
-    throw new TypeError(`${caller}(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+    throw new TypeError(
+      `${caller}(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`,
+    );
   }
   const listings = registry.list();
   const base: DispatchOptions = {};
@@ -115,7 +128,13 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   return {
     dispatcher,
     listings,
-    names: names === false ? undefined : createNameMap(listings.map((listing) => listing.name), names),
+    names:
+      names === false
+        ? undefined
+        : createNameMap(
+            listings.map((listing) => listing.name),
+            names,
+          ),
     scope: scopeReader(idempotencyScope),
     keyByCallId,
     base,

@@ -3,7 +3,12 @@
 import type { ToolMessage } from '@langchain/core/messages';
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools';
 import { toObjectSchema } from '../../index.js';
-import { readOptions, type LangChainScopeRuntime, type LangChainToolsOptions, type Settings } from './options.js';
+import {
+  readOptions,
+  type LangChainScopeRuntime,
+  type LangChainToolsOptions,
+  type Settings,
+} from './options.js';
 import { runCall } from './run-call.js';
 
 /** The tool-call fields LangChain puts in a tool's runtime config. */

@@ -9,7 +9,9 @@ async function runProxy(argv: readonly string[]): Promise<void> {
   const { upstream, config, logLevel } = parseProxyArgs(argv);
   const proxy = await createMcpProxy({ upstream, config, logLevel }).catch((error: unknown) => {
     const where = 'url' in upstream ? upstream.url : [upstream.command, ...(upstream.args ?? [])].join(' ');
-    throw new Error(`The upstream MCP server (${where}) did not start: ${(error as Error).message}`, { cause: error });
+    throw new Error(`The upstream MCP server (${where}) did not start: ${(error as Error).message}`, {
+      cause: error,
+    });
   });
   let stopping = false;
   const stop = (code: number) => {
@@ -36,7 +38,8 @@ async function main(argv: readonly string[]): Promise<void> {
       process.stderr.write(usage);
       process.exit(subcommand === 'mcp-proxy' || subcommand === '-h' || subcommand === '--help' ? 0 : 2);
     }
-    const usageError = error instanceof TypeError || (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION';
+    const usageError =
+      error instanceof TypeError || (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION';
     process.stderr.write(`tool-dispatcher: ${(error as Error).message}\n${usageError ? `\n${usage}` : ''}`);
     process.exit(usageError ? 2 : 1);
   }

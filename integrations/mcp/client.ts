@@ -190,7 +190,9 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
     onChange = () => {},
   } = options;
   if (prefix !== undefined && (typeof prefix !== 'string' || !registryNamePattern.test(prefix))) {
-    throw new TypeError(`importMcpTools() prefix must be dotted lowercase segments such as "github", got ${JSON.stringify(prefix)}`);
+    throw new TypeError(
+      `importMcpTools() prefix must be dotted lowercase segments such as "github", got ${JSON.stringify(prefix)}`,
+    );
   }
   for (const [name, value] of [
     ['trustAnnotations', trustAnnotations],
@@ -218,7 +220,9 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
     throw new TypeError('importMcpTools() validator must have a getValidator(schema) method');
   }
   if (typeof timeoutSlackMs !== 'number' || !(timeoutSlackMs >= 0) || !Number.isFinite(timeoutSlackMs)) {
-    throw new TypeError(`importMcpTools() timeoutSlackMs must be a finite number >= 0, got ${String(timeoutSlackMs)}`);
+    throw new TypeError(
+      `importMcpTools() timeoutSlackMs must be a finite number >= 0, got ${String(timeoutSlackMs)}`,
+    );
   }
   return {
     prefix,
@@ -293,7 +297,8 @@ class Importer {
 
   reconnect(): Promise<Client> {
     const { reconnect } = this.settings;
-    if (reconnect === undefined) return Promise.reject(new TypeError('importMcpTools() has no reconnect option'));
+    if (reconnect === undefined)
+      return Promise.reject(new TypeError('importMcpTools() has no reconnect option'));
     if (this.#reconnecting === undefined) {
       const reconnecting = (async () => {
         const client = await reconnect();
@@ -306,10 +311,7 @@ class Importer {
       });
       this.#reconnecting = reconnecting;
       // The remote may have other tools after a restart; nobody waits for this listing.
-      reconnecting.then(
-        () => this.refresh().catch(this.settings.onError),
-        this.settings.onError,
-      );
+      reconnecting.then(() => this.refresh().catch(this.settings.onError), this.settings.onError);
     }
     return this.#reconnecting;
   }
@@ -317,7 +319,8 @@ class Importer {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    if (this.settings.watchListChanged) this.#client.removeNotificationHandler('notifications/tools/list_changed');
+    if (this.settings.watchListChanged)
+      this.#client.removeNotificationHandler('notifications/tools/list_changed');
     for (const name of this.names.keys()) this.registry.unregister(name);
     this.names.clear();
     this.tools.clear();
@@ -404,7 +407,8 @@ class Importer {
       inputSchema: this.#schemaOf(local, tool),
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
-      handler: (args: Record<string, unknown>, ctx: ToolContext) => this.#call(tool.name, idempotent, args, ctx),
+      handler: (args: Record<string, unknown>, ctx: ToolContext) =>
+        this.#call(tool.name, idempotent, args, ctx),
     };
   }
 
@@ -417,7 +421,12 @@ class Importer {
     return schema;
   }
 
-  async #call(remoteName: string, idempotent: boolean, args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
+  async #call(
+    remoteName: string,
+    idempotent: boolean,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+  ): Promise<unknown> {
     ctx.signal.throwIfAborted();
     // Our own controller per call: the SDK never removes its listener from the signal it gets,
     // and aborting a shared signal later would cancel requests that already finished.
@@ -459,7 +468,11 @@ class Importer {
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
   async #connection(signal: AbortSignal | undefined): Promise<Client> {
-    if (this.#reconnecting === undefined && this.#client.transport === undefined && this.settings.reconnect !== undefined) {
+    if (
+      this.#reconnecting === undefined &&
+      this.#client.transport === undefined &&
+      this.settings.reconnect !== undefined
+    ) {
       this.reconnect().catch(() => {
         // Whoever waits below gets this failure; the reconnect itself already reported it.
       });
@@ -470,7 +483,9 @@ class Importer {
       return await untilAborted(reconnecting, signal);
     } catch (error) {
       if (signal?.aborted === true) throw error;
-      throw new TransientError(`The MCP server could not be reached again: ${messageOf(error)}`, { cause: error });
+      throw new TransientError(`The MCP server could not be reached again: ${messageOf(error)}`, {
+        cause: error,
+      });
     }
   }
 
@@ -494,15 +509,23 @@ class Importer {
       switch (error.code) {
         case ErrorCode.ConnectionClosed:
           this.#reconnectAfterLoss(client);
-          return new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error });
+          return new TransientError(`The MCP connection closed during the call: ${message}`, {
+            cause: error,
+          });
         case ErrorCode.RequestTimeout:
           // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
           return idempotent
             ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
-            : new ToolError(`The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`, { cause: error });
+            : new ToolError(
+                `The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`,
+                { cause: error },
+              );
         case ErrorCode.InvalidParams:
           if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
-          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, { cause: error, kind: 'schema' });
+          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, {
+            cause: error,
+            kind: 'schema',
+          });
         default:
           return new Error(message, { cause: error });
       }
@@ -516,7 +539,8 @@ class Importer {
   }
 
   #reconnectAfterLoss(client: Client | undefined): void {
-    if (this.settings.reconnect === undefined || client !== this.#client || client.transport !== undefined) return;
+    if (this.settings.reconnect === undefined || client !== this.#client || client.transport !== undefined)
+      return;
     this.reconnect().catch(() => {
       // Reported through onError by reconnect(); the next call tries again.
     });

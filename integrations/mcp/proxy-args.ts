@@ -72,7 +72,8 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   const file = values.config === undefined ? {} : readConfig(values.config);
   const defaults = { ...file.defaults };
   if (values['timeout-ms'] !== undefined) defaults.timeoutMs = numberFlag('timeout-ms', values['timeout-ms']);
-  if (values['max-attempts'] !== undefined) defaults.maxAttempts = numberFlag('max-attempts', values['max-attempts']);
+  if (values['max-attempts'] !== undefined)
+    defaults.maxAttempts = numberFlag('max-attempts', values['max-attempts']);
   if (values.idempotent === true) defaults.idempotent = true;
   const breaker = { ...file.breaker };
   if (values['breaker-failure-threshold'] !== undefined) {
@@ -85,7 +86,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     ...file,
     defaults,
     breaker,
-    ...(values.concurrency === undefined ? {} : { concurrency: numberFlag('concurrency', values.concurrency) }),
+    ...(values.concurrency === undefined
+      ? {}
+      : { concurrency: numberFlag('concurrency', values.concurrency) }),
   };
   try {
     checkConfig(config);
@@ -100,7 +103,8 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   const [program, ...args] = command;
   const upstream: McpUpstream | undefined =
     url !== undefined ? { url } : program !== undefined ? { command: program, args } : undefined;
-  if (upstream === undefined) throw new TypeError('No upstream: give a command after -- or --upstream-url <url>');
+  if (upstream === undefined)
+    throw new TypeError('No upstream: give a command after -- or --upstream-url <url>');
 
   const logLevel = values['log-level'] ?? 'warn';
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
@@ -129,7 +133,7 @@ function readConfig(path: string): McpProxyConfig {
 
 function numberFlag(name: string, text: string): number {
   const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value)) throw new TypeError(`--${name} must be a number, got "${text}"`);
+  if (text.trim() === '' || !Number.isFinite(value))
+    throw new TypeError(`--${name} must be a number, got "${text}"`);
   return value;
 }
-

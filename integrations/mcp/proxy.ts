@@ -119,13 +119,17 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   checkConfig(config);
   if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
   if (logLevel !== 'silent' && !levels.includes(logLevel)) {
-    throw new TypeError(`createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`);
+    throw new TypeError(
+      `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
+    );
   }
   // Log lines name tools as the host knows them: by their upstream names.
   const logger = lineLogger(log, logLevel, (toolName) => imported?.names.get(toolName) ?? toolName);
   const settingsOf = (upstreamName: string): McpProxyToolConfig => ({
     ...config.defaults,
-    ...(config.tools !== undefined && Object.hasOwn(config.tools, upstreamName) ? config.tools[upstreamName] : {}),
+    ...(config.tools !== undefined && Object.hasOwn(config.tools, upstreamName)
+      ? config.tools[upstreamName]
+      : {}),
   });
 
   let closing = false;
@@ -163,7 +167,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   const restart = async (): Promise<Client> => {
     for (;;) {
       if (closing) throw new Error('The proxy is closing');
-      const delayMs = quickCrashes <= 1 ? 0 : Math.min(maxBackoffMs, firstBackoffMs * 2 ** (quickCrashes - 2));
+      const delayMs =
+        quickCrashes <= 1 ? 0 : Math.min(maxBackoffMs, firstBackoffMs * 2 ** (quickCrashes - 2));
       if (delayMs > 0) {
         logger.warn({ event: 'upstream.backoff', delayMs, crashes: quickCrashes });
         await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
@@ -172,7 +177,10 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
         return await start();
       } catch (error) {
         quickCrashes += 1;
-        logger.error({ event: 'upstream.start_failed', message: error instanceof Error ? error.message : String(error) });
+        logger.error({
+          event: 'upstream.start_failed',
+          message: error instanceof Error ? error.message : String(error),
+        });
       }
     }
   };
@@ -185,10 +193,16 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     // Every upstream name must survive as a registry name; the wire keeps the upstream's own.
     configure: (tool) => {
       const { timeoutMs, idempotent } = settingsOf(tool.name);
-      return { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(idempotent === undefined ? {} : { idempotent }) };
+      return {
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        ...(idempotent === undefined ? {} : { idempotent }),
+      };
     },
     onError: (error) =>
-      logger.error({ event: 'upstream.refresh_failed', message: error instanceof Error ? error.message : String(error) }),
+      logger.error({
+        event: 'upstream.refresh_failed',
+        message: error instanceof Error ? error.message : String(error),
+      }),
     onChange: () => {
       server?.sendToolListChanged().catch(() => {
         // Not connected yet, or the host has gone: nobody to tell.
@@ -213,11 +227,18 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
   });
   const breaker = circuitBreaker({
-    ...(config.breaker?.failureThreshold === undefined ? {} : { failureThreshold: config.breaker.failureThreshold }),
+    ...(config.breaker?.failureThreshold === undefined
+      ? {}
+      : { failureThreshold: config.breaker.failureThreshold }),
     ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
   });
-  stack.splice(stack.findIndex((layer) => layer.name === 'concurrencyLimit'), 0, breaker);
-  const layers: Middleware[] = logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
+  stack.splice(
+    stack.findIndex((layer) => layer.name === 'concurrencyLimit'),
+    0,
+    breaker,
+  );
+  const layers: Middleware[] =
+    logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
   const dispatcher = createDispatcher(layers);
 
   const upstreamInfo = first.getServerVersion();
@@ -333,7 +354,8 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   const tool = (value: unknown, where: string): void => {
     const settings = object(value, where);
     for (const key of Object.keys(settings)) {
-      if (!toolKeys.has(key)) throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
+      if (!toolKeys.has(key))
+        throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
     }
     const { timeoutMs, maxAttempts, idempotent } = settings;
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
@@ -365,12 +387,20 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   if (breaker !== undefined) {
     const { failureThreshold, cooldownMs, ...rest } = object(breaker, 'config.breaker');
     const extra = Object.keys(rest)[0];
-    if (extra !== undefined) throw new TypeError(`config.breaker.${extra} is not a setting (use failureThreshold, cooldownMs)`);
-    if (failureThreshold !== undefined && !(Number.isInteger(failureThreshold) && (failureThreshold as number) >= 1)) {
-      throw new TypeError(`config.breaker.failureThreshold must be an integer >= 1, got ${JSON.stringify(failureThreshold)}`);
+    if (extra !== undefined)
+      throw new TypeError(`config.breaker.${extra} is not a setting (use failureThreshold, cooldownMs)`);
+    if (
+      failureThreshold !== undefined &&
+      !(Number.isInteger(failureThreshold) && (failureThreshold as number) >= 1)
+    ) {
+      throw new TypeError(
+        `config.breaker.failureThreshold must be an integer >= 1, got ${JSON.stringify(failureThreshold)}`,
+      );
     }
     if (cooldownMs !== undefined && !(typeof cooldownMs === 'number' && cooldownMs >= 0)) {
-      throw new TypeError(`config.breaker.cooldownMs must be a number >= 0, got ${JSON.stringify(cooldownMs)}`);
+      throw new TypeError(
+        `config.breaker.cooldownMs must be a number >= 0, got ${JSON.stringify(cooldownMs)}`,
+      );
     }
   }
 }
@@ -378,7 +408,11 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
 // A logger that writes each record as one readable line: `level event key=value …`.
 type LineLogger = Logger & Record<LogLevel, (record: Record<string, unknown>) => void>;
 
-function lineLogger(log: (line: string) => void, level: LogLevel | 'silent', upstreamName: (toolName: string) => string): LineLogger {
+function lineLogger(
+  log: (line: string) => void,
+  level: LogLevel | 'silent',
+  upstreamName: (toolName: string) => string,
+): LineLogger {
   const lowest = level === 'silent' ? levels.length : levels.indexOf(level);
   const show = (key: string, value: unknown): string => {
     if (key === 'tool' && typeof value === 'string') return upstreamName(value);

@@ -107,7 +107,12 @@ const defaultPageSize = 100;
 export function createMcpServer(options: CreateMcpServerOptions): Server {
   requireObject('createMcpServer', options);
   const { info, instructions } = options;
-  if (typeof info !== 'object' || info === null || typeof info.name !== 'string' || typeof info.version !== 'string') {
+  if (
+    typeof info !== 'object' ||
+    info === null ||
+    typeof info.name !== 'string' ||
+    typeof info.version !== 'string'
+  ) {
     throw new TypeError('createMcpServer() info must be { name: string, version: string }');
   }
   if (instructions !== undefined && typeof instructions !== 'string') {
@@ -150,14 +155,19 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     throw new TypeError(`registerMcpTools() pageSize must be an integer >= 1, got ${String(pageSize)}`);
   }
   if (maxMessageLength !== Infinity && (!Number.isInteger(maxMessageLength) || maxMessageLength < 1)) {
-    throw new TypeError(`registerMcpTools() maxMessageLength must be an integer >= 1, got ${String(maxMessageLength)}`);
+    throw new TypeError(
+      `registerMcpTools() maxMessageLength must be an integer >= 1, got ${String(maxMessageLength)}`,
+    );
   }
-  if (typeof formatResult !== 'function') throw new TypeError('registerMcpTools() formatResult must be a function');
+  if (typeof formatResult !== 'function')
+    throw new TypeError('registerMcpTools() formatResult must be a function');
   if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
     throw new TypeError('registerMcpTools() dispatchOptions must be an object');
   }
   if (server.transport !== undefined) {
-    throw new TypeError('registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected');
+    throw new TypeError(
+      'registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected',
+    );
   }
   server.registerCapabilities({ tools: {} });
 
@@ -261,7 +271,10 @@ function defaultFormat(result: unknown): CallToolResult {
   const text = toToolMessage({ ok: true, result, attempts: 1 }, { maxLength: Infinity });
   if (!isPlainObject(result)) return { content: [{ type: 'text', text }] };
   // The text is the JSON-safe rendering of the result, so parsing it gives a plain-data copy.
-  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: JSON.parse(text) as Record<string, unknown>,
+  };
 }
 
 interface Lookup {
@@ -274,12 +287,17 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
   if (typeof registry !== 'object' || registry === null || typeof registry.list !== 'function') {
     throw new TypeError(`${caller}() registry must be a ToolRegistry`);
   }
-  if (!(names instanceof Map)) throw new TypeError(`${caller}() names must be a Map of registry name to wire name`);
+  if (!(names instanceof Map))
+    throw new TypeError(`${caller}() names must be a Map of registry name to wire name`);
   if (typeof hints !== 'function' && (typeof hints !== 'object' || hints === null)) {
     throw new TypeError(`${caller}() hints must be an object or a function`);
   }
   const hintsFor = (toolName: string): McpToolHints | undefined =>
-    typeof hints === 'function' ? hints(toolName) : Object.hasOwn(hints, toolName) ? hints[toolName] : undefined;
+    typeof hints === 'function'
+      ? hints(toolName)
+      : Object.hasOwn(hints, toolName)
+        ? hints[toolName]
+        : undefined;
   return {
     tools: () =>
       registry.list().map((listing) => {

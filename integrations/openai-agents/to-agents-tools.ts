@@ -84,7 +84,12 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
   const settings = readOptions(options);
   const listings = settings.registry.list();
   const names =
-    settings.names === false ? undefined : createNameMap(listings.map((listing) => listing.name), settings.names);
+    settings.names === false
+      ? undefined
+      : createNameMap(
+          listings.map((listing) => listing.name),
+          settings.names,
+        );
   return listings.map((listing) => {
     const wireName = names === undefined ? listing.name : names.wireName(listing.name);
     const base: DispatchOptions = { ...settings.base, displayName: wireName };
@@ -147,8 +152,10 @@ function readOptions(options: AgentsToolsOptions): Settings {
     maxLength = 2000,
     onOutcome,
   } = options;
-  if (typeof registry?.list !== 'function') throw new TypeError('toAgentsTools(): registry must be a ToolRegistry');
-  if (typeof dispatcher?.dispatch !== 'function') throw new TypeError('toAgentsTools(): dispatcher must be a Dispatcher');
+  if (typeof registry?.list !== 'function')
+    throw new TypeError('toAgentsTools(): registry must be a ToolRegistry');
+  if (typeof dispatcher?.dispatch !== 'function')
+    throw new TypeError('toAgentsTools(): dispatcher must be a Dispatcher');
   if (
     idempotencyScope !== undefined &&
     typeof idempotencyScope !== 'function' &&
@@ -162,7 +169,9 @@ function readOptions(options: AgentsToolsOptions): Settings {
     throw new TypeError(`toAgentsTools(): keyByCallId must be a boolean, got ${String(keyByCallId)}`);
   }
   if (names !== false && (typeof names !== 'object' || names === null)) {
-    throw new TypeError(`toAgentsTools(): names must be createNameMap options or false, got ${String(names)}`);
+    throw new TypeError(
+      `toAgentsTools(): names must be createNameMap options or false, got ${String(names)}`,
+    );
   }
   if (
     budget !== undefined &&
@@ -172,10 +181,14 @@ function readOptions(options: AgentsToolsOptions): Settings {
     throw new TypeError('toAgentsTools(): budget must be a number or a budget from createBudget()');
   }
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
-    throw new TypeError(`toAgentsTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    throw new TypeError(
+      `toAgentsTools(): timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
+    );
   }
   if (maxLength !== Infinity && !(Number.isInteger(maxLength) && maxLength >= 1)) {
-    throw new TypeError(`toAgentsTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`);
+    throw new TypeError(
+      `toAgentsTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`,
+    );
   }
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new TypeError(`toAgentsTools(): onOutcome must be a function, got ${String(onOutcome)}`);

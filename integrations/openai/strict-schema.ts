@@ -64,7 +64,17 @@ const dropped = new Set([
   'uniqueItems',
 ]);
 
-const strictFormats = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
+const strictFormats = new Set([
+  'date-time',
+  'time',
+  'date',
+  'duration',
+  'email',
+  'hostname',
+  'ipv4',
+  'ipv6',
+  'uuid',
+]);
 
 /**
  * Rewrites `schema` to OpenAI's strict subset: every object closed (`additionalProperties:
@@ -124,7 +134,8 @@ function strictNode(value: unknown, path: string, plan: MutablePlan, tool: strin
     const defs = node[key];
     if (typeof defs !== 'object' || defs === null) continue;
     const copy: Schema = {};
-    for (const [name, item] of Object.entries(defs)) define(copy, name, strictNode(item, `${path}/${key}/${name}`, emptyPlan(), tool));
+    for (const [name, item] of Object.entries(defs))
+      define(copy, name, strictNode(item, `${path}/${key}/${name}`, emptyPlan(), tool));
     out[key] = copy;
   }
   return out;
@@ -132,7 +143,11 @@ function strictNode(value: unknown, path: string, plan: MutablePlan, tool: strin
 
 function isObjectNode(node: Schema): boolean {
   const { type } = node;
-  return type === 'object' || (Array.isArray(type) && type.includes('object')) || (type === undefined && 'properties' in node);
+  return (
+    type === 'object' ||
+    (Array.isArray(type) && type.includes('object')) ||
+    (type === undefined && 'properties' in node)
+  );
 }
 
 function closeObject(node: Schema, out: Schema, path: string, plan: MutablePlan, tool: string): void {
@@ -142,8 +157,14 @@ function closeObject(node: Schema, out: Schema, path: string, plan: MutablePlan,
     refuse(tool, path, "'additionalProperties' other than false (a record or a loose object)");
   }
   out['additionalProperties'] = false;
-  const properties = (typeof node['properties'] === 'object' && node['properties'] !== null ? node['properties'] : {}) as Schema;
-  const required = new Set(Array.isArray(node['required']) ? node['required'].filter((key): key is string => typeof key === 'string') : []);
+  const properties = (
+    typeof node['properties'] === 'object' && node['properties'] !== null ? node['properties'] : {}
+  ) as Schema;
+  const required = new Set(
+    Array.isArray(node['required'])
+      ? node['required'].filter((key): key is string => typeof key === 'string')
+      : [],
+  );
   const props: Schema = {};
   for (const [key, item] of Object.entries(properties)) {
     const childPlan = emptyPlan();
@@ -175,9 +196,13 @@ function nullable(value: unknown): unknown {
   const node = value as Schema;
   const { type } = node;
   const simple = typeof type === 'string' && !('anyOf' in node) && !('$ref' in node);
-  if (simple && Array.isArray(node['enum'])) return { ...node, type: [type, 'null'], enum: [...node['enum'], null] };
+  if (simple && Array.isArray(node['enum']))
+    return { ...node, type: [type, 'null'], enum: [...node['enum'], null] };
   if (simple && !('const' in node)) return { ...node, type: [type, 'null'] };
-  if (Array.isArray(node['anyOf']) && Object.keys(node).every((key) => key === 'anyOf' || key === 'description')) {
+  if (
+    Array.isArray(node['anyOf']) &&
+    Object.keys(node).every((key) => key === 'anyOf' || key === 'description')
+  ) {
     return { ...node, anyOf: [...node['anyOf'], { type: 'null' }] };
   }
   return { anyOf: [node, { type: 'null' }] };
@@ -199,7 +224,8 @@ function define(target: Schema, key: string, value: unknown): void {
  * made them nullable) removed, so the tool's own validator sees them absent.
  */
 export function stripOptionalNulls(args: unknown, plan: NullPlan): unknown {
-  if (Array.isArray(args)) return plan.items === undefined ? args : args.map((item) => stripOptionalNulls(item, plan.items!));
+  if (Array.isArray(args))
+    return plan.items === undefined ? args : args.map((item) => stripOptionalNulls(item, plan.items!));
   if (typeof args !== 'object' || args === null) return args;
   const out: Schema = {};
   for (const [key, value] of Object.entries(args)) {

@@ -109,7 +109,10 @@ export interface OpenAIToolkit {
   /** Runs an assistant message's tool calls, all at once (the dispatcher's concurrency layer caps them). */
   runChatToolCalls(message: ChatMessageWithCalls, options?: OpenAIRunOptions): Promise<ChatToolCallsResult>;
   /** Runs the `function_call` and `custom_tool_call` items of a response's output. */
-  runResponsesCalls(output: ReadonlyArray<ResponseOutputItem | ResponseInputItem>, options?: OpenAIRunOptions): Promise<ResponsesCallsResult>;
+  runResponsesCalls(
+    output: ReadonlyArray<ResponseOutputItem | ResponseInputItem>,
+    options?: OpenAIRunOptions,
+  ): Promise<ResponsesCallsResult>;
   /** The wire name the model knows a registry tool by. */
   wireName(toolName: string): string;
   /** The registry name behind a wire name (an unknown one comes back unchanged). */
@@ -117,7 +120,9 @@ export interface OpenAIToolkit {
 }
 
 /** An assistant message as the SDK returns it or as it is sent back. */
-export type ChatMessageWithCalls = Pick<ChatCompletionMessage, 'tool_calls'> | Pick<ChatCompletionAssistantMessageParam, 'tool_calls'>;
+export type ChatMessageWithCalls =
+  | Pick<ChatCompletionMessage, 'tool_calls'>
+  | Pick<ChatCompletionAssistantMessageParam, 'tool_calls'>;
 
 interface Offered {
   wire: string;
@@ -150,16 +155,28 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createOpenAIToolkit() needs an options object with a registry and a dispatcher');
   }
-  const { registry, dispatcher, idempotencyScope, keyByCallId = false, strict = false, names: nameOptions = {}, maxMessageLength = 2000 } = options;
-  if (typeof registry?.list !== 'function') throw new TypeError('registry must be a ToolRegistry (something with list())');
+  const {
+    registry,
+    dispatcher,
+    idempotencyScope,
+    keyByCallId = false,
+    strict = false,
+    names: nameOptions = {},
+    maxMessageLength = 2000,
+  } = options;
+  if (typeof registry?.list !== 'function')
+    throw new TypeError('registry must be a ToolRegistry (something with list())');
   if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
     throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
   }
   requireScope('idempotencyScope', idempotencyScope);
-  if (typeof keyByCallId !== 'boolean') throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
+  if (typeof keyByCallId !== 'boolean')
+    throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
   if (typeof strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(strict)}`);
   if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
-    throw new TypeError(`maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`);
+    throw new TypeError(
+      `maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`,
+    );
   }
 
   const listings = registry.list();
@@ -178,7 +195,10 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
 
   // One promise per call (the dispatch's own) and one for the batch: the toolkit's share of a
   // turn's cost stays small next to the dispatches (bench/integrations-openai.ts).
-  const runCalls = async (calls: Call[], runOptions: OpenAIRunOptions | undefined): Promise<Array<{ id: string; outcome: Outcome; text: string }>> => {
+  const runCalls = async (
+    calls: Call[],
+    runOptions: OpenAIRunOptions | undefined,
+  ): Promise<Array<{ id: string; outcome: Outcome; text: string }>> => {
     const base = readRunOptions(runOptions, idempotencyScope);
     const ids: string[] = [];
     const running: Array<Promise<Outcome> | Outcome> = [];
@@ -188,7 +208,11 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
       running.push(runCall(call, id, provided, base));
     }
     const outcomes = await Promise.all(running);
-    return outcomes.map((outcome, i) => ({ id: ids[i]!, outcome, text: toToolMessage(outcome, messageOptions) }));
+    return outcomes.map((outcome, i) => ({
+      id: ids[i]!,
+      outcome,
+      text: toToolMessage(outcome, messageOptions),
+    }));
   };
 
   const runCall = (call: Call, id: string, provided: boolean, base: BaseRun): Promise<Outcome> | Outcome => {
@@ -205,7 +229,8 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     if (plan !== undefined) {
       const parsed = parseJson(call.args);
       // Text that is not JSON still goes in as text, so its schema failure comes from the stack.
-      if (parsed.ok) return dispatcher.dispatch(name, stripOptionalNulls(parsed.value, plan), dispatchOptions);
+      if (parsed.ok)
+        return dispatcher.dispatch(name, stripOptionalNulls(parsed.value, plan), dispatchOptions);
     }
     return dispatcher.dispatchJson(name, call.args, dispatchOptions);
   };
@@ -214,7 +239,12 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     chatTools() {
       return [...offered.values()].map(({ wire, description, parameters }) => ({
         type: 'function',
-        function: { name: wire, ...(description === '' ? {} : { description }), parameters: structuredClone(parameters), strict },
+        function: {
+          name: wire,
+          ...(description === '' ? {} : { description }),
+          parameters: structuredClone(parameters),
+          strict,
+        },
       }));
     },
     responsesTools() {
@@ -239,7 +269,8 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
       };
     },
     async runResponsesCalls(output, runOptions) {
-      if (!Array.isArray(output)) throw new TypeError(`runResponsesCalls() needs a response's output array, got ${String(output)}`);
+      if (!Array.isArray(output))
+        throw new TypeError(`runResponsesCalls() needs a response's output array, got ${String(output)}`);
       const items = (output as ReadonlyArray<Record<string, unknown>>).filter(
         (item) => item?.['type'] === 'function_call' || item?.['type'] === 'custom_tool_call',
       );
@@ -247,7 +278,8 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
       return {
         items: results.map(({ id, text }, i) => {
           const item = items[i]!;
-          const caller = item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
+          const caller =
+            item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
           return (
             item['type'] === 'custom_tool_call'
               ? { type: 'custom_tool_call_output', call_id: id, output: text, ...caller }
@@ -263,10 +295,12 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
 
   function responsesCall(item: Record<string, unknown>): Call {
     const name = typeof item['name'] === 'string' ? item['name'] : '';
-    const namespace = typeof item['namespace'] === 'string' && item['namespace'] !== '' ? item['namespace'] : undefined;
+    const namespace =
+      typeof item['namespace'] === 'string' && item['namespace'] !== '' ? item['namespace'] : undefined;
     // A call to a tool inside a `namespace` tool: the model knows it as namespace + name.
     const wire = namespace === undefined ? name : namespacedWire(namespace, name);
-    if (item['type'] === 'custom_tool_call') return { id: item['call_id'], kind: 'custom', wire, args: item['input'], type: 'custom_tool_call' };
+    if (item['type'] === 'custom_tool_call')
+      return { id: item['call_id'], kind: 'custom', wire, args: item['input'], type: 'custom_tool_call' };
     return { id: item['call_id'], kind: 'function', wire, args: item['arguments'], type: 'function_call' };
   }
 
@@ -282,10 +316,22 @@ function chatCall(call: unknown): Call {
   const fn = entry['function'] as { name?: unknown; arguments?: unknown } | undefined;
   const custom = entry['custom'] as { name?: unknown; input?: unknown } | undefined;
   if (type === 'function' && fn !== undefined) {
-    return { id: entry['id'], kind: 'function', wire: typeof fn.name === 'string' ? fn.name : '', args: fn.arguments, type };
+    return {
+      id: entry['id'],
+      kind: 'function',
+      wire: typeof fn.name === 'string' ? fn.name : '',
+      args: fn.arguments,
+      type,
+    };
   }
   if (type === 'custom') {
-    return { id: entry['id'], kind: 'custom', wire: typeof custom?.name === 'string' ? custom.name : '', args: custom?.input, type };
+    return {
+      id: entry['id'],
+      kind: 'custom',
+      wire: typeof custom?.name === 'string' ? custom.name : '',
+      args: custom?.input,
+      type,
+    };
   }
   return { id: entry['id'], kind: 'unsupported', wire: type, args: undefined, type };
 }
@@ -297,7 +343,8 @@ interface BaseRun {
 
 function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: string | undefined): BaseRun {
   if (options === undefined) return { options: {}, scope: defaultScope };
-  if (typeof options !== 'object' || options === null) throw new TypeError(`run options must be an object, got ${String(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`run options must be an object, got ${String(options)}`);
   const { signal, budget, timeoutMs, idempotencyScope } = options;
   const out: DispatchOptions = {};
   if (signal !== undefined && signal !== null) {
@@ -307,7 +354,8 @@ function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: str
   // A number is the batch's allowance, so it becomes one budget all of the batch's calls share.
   if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
   if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
+      throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
     out.timeoutMs = timeoutMs;
   }
   requireScope('idempotencyScope', idempotencyScope);

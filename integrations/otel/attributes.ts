@@ -72,7 +72,17 @@ const detailAttributes: Readonly<Record<string, string>> = {
 
 // Never recorded: an idempotency key (the conventions forbid raw keys), the envelope fields
 // every event carries, and anything that may hold content or a stack.
-const skippedDetails = new Set(['type', 'tool', 'callId', 'attempt', 'key', 'message', 'cause', 'stack', 'error']);
+const skippedDetails = new Set([
+  'type',
+  'tool',
+  'callId',
+  'attempt',
+  'key',
+  'message',
+  'cause',
+  'stack',
+  'error',
+]);
 
 /**
  * The span event for a dispatch event: `tool_dispatcher.<type>`, with the attempt number and the

@@ -49,7 +49,9 @@ export const metricNames = {
 } as const;
 
 // The conventions' advice for gen_ai.execute_tool.duration.
-const durationBuckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+const durationBuckets = [
+  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
 
 /**
  * Records every dispatch in `gen_ai.execute_tool.duration` (seconds, with `gen_ai.tool.name`,
@@ -68,7 +70,10 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
     throw new TypeError(`otelMetrics() options must be an object, got ${String(options)}`);
   }
   const { meter, toolType = 'function' } = options ?? {};
-  if (meter !== undefined && (typeof meter !== 'object' || meter === null || typeof meter.createHistogram !== 'function')) {
+  if (
+    meter !== undefined &&
+    (typeof meter !== 'object' || meter === null || typeof meter.createHistogram !== 'function')
+  ) {
     throw new TypeError('meter must be an OpenTelemetry Meter (with createHistogram() and createCounter())');
   }
   if (typeof toolType !== 'string' || toolType === '') {
@@ -150,18 +155,27 @@ class MeterState {
       unit: '{transition}',
       description: 'Circuit breaker state changes.',
     });
-    this.observe(meter.createObservableCounter(metricNames.attempts, {
-      unit: '{attempt}',
-      description: 'Handler attempts started.',
-    }), this.attempts);
-    this.observe(meter.createObservableUpDownCounter(metricNames.inFlight, {
-      unit: '{call}',
-      description: 'Dispatches running now, queued ones included.',
-    }), this.inFlight);
-    this.observe(meter.createObservableUpDownCounter(metricNames.queued, {
-      unit: '{call}',
-      description: 'Dispatches waiting for a concurrency slot now.',
-    }), this.queued);
+    this.observe(
+      meter.createObservableCounter(metricNames.attempts, {
+        unit: '{attempt}',
+        description: 'Handler attempts started.',
+      }),
+      this.attempts,
+    );
+    this.observe(
+      meter.createObservableUpDownCounter(metricNames.inFlight, {
+        unit: '{call}',
+        description: 'Dispatches running now, queued ones included.',
+      }),
+      this.inFlight,
+    );
+    this.observe(
+      meter.createObservableUpDownCounter(metricNames.queued, {
+        unit: '{call}',
+        description: 'Dispatches waiting for a concurrency slot now.',
+      }),
+      this.queued,
+    );
   }
 
   private observe(instrument: Observable, counts: Map<string, number>): void {
@@ -273,7 +287,8 @@ class MeteredDispatch {
   private record(event: DispatchEvent): void {
     const { type } = event;
     if (isTerminal(type)) {
-      const kind = type === 'dispatch.failure' ? (typeof event.kind === 'string' ? event.kind : 'internal') : undefined;
+      const kind =
+        type === 'dispatch.failure' ? (typeof event.kind === 'string' ? event.kind : 'internal') : undefined;
       this.end(kind, typeof event.durationMs === 'number' ? event.durationMs : Number.NaN);
       return;
     }
@@ -338,7 +353,10 @@ class MeteredDispatch {
     // A broken injected clock gives no duration; the point is left out rather than made up.
     if (!Number.isFinite(durationMs)) return;
     try {
-      state.duration.record(Math.max(0, durationMs) / 1000, state.durationAttributes(this.toolName(), this.toolType, kind));
+      state.duration.record(
+        Math.max(0, durationMs) / 1000,
+        state.durationAttributes(this.toolName(), this.toolType, kind),
+      );
     } catch {
       // A meter that throws costs its data point, never the dispatch.
     }

@@ -107,7 +107,11 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
   if (typeof toolType !== 'string' || toolType === '') {
     throw new TypeError(`toolType must be a non-empty string, got ${String(toolType)}`);
   }
-  if (typeof maxAttributeLength !== 'number' || !Number.isInteger(maxAttributeLength) || maxAttributeLength < 16) {
+  if (
+    typeof maxAttributeLength !== 'number' ||
+    !Number.isInteger(maxAttributeLength) ||
+    maxAttributeLength < 16
+  ) {
     throw new TypeError(`maxAttributeLength must be an integer >= 16, got ${String(maxAttributeLength)}`);
   }
   if (mode !== 'child' && mode !== 'enrich') {
@@ -151,12 +155,14 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
 
     const traceOfCall = new TracedDispatch(ctx, span, owned, settings);
     try {
-      if (recordArguments) span.setAttribute(genAi.toolCallArguments, attributeText(ctx.args, maxAttributeLength));
+      if (recordArguments)
+        span.setAttribute(genAi.toolCallArguments, attributeText(ctx.args, maxAttributeLength));
     } catch {
       // A broken span loses its attributes, never the call.
     }
     const key = ctx.options.idempotencyKey;
-    const leading = typeof key === 'string' && !leaders.has(key) && traceOfCall.registerAsLeader(key, leaders);
+    const leading =
+      typeof key === 'string' && !leaders.has(key) && traceOfCall.registerAsLeader(key, leaders);
     traceOfCall.followLeader = (joined) => {
       if (typeof key !== 'string') return;
       const leader = leaders.get(key);
@@ -248,7 +254,10 @@ class TracedDispatch {
         return;
       }
       this.note(event);
-      this.span.addEvent(`tool_dispatcher.${type}`, spanEventAttributes(event, this.settings.maxAttributeLength));
+      this.span.addEvent(
+        `tool_dispatcher.${type}`,
+        spanEventAttributes(event, this.settings.maxAttributeLength),
+      );
     } catch {
       // A broken span or an odd event loses this event only.
     }
@@ -364,10 +373,12 @@ class TracedDispatch {
     if (this.queuedAt !== undefined) this.addQueueWait(undefined);
     if (this.queueWaitMs !== undefined) attributes[ours.queueWaitMs] = this.queueWaitMs;
     if (this.idempotencySource !== undefined) attributes[ours.idempotencySource] = this.idempotencySource;
-    const circuitState = this.circuitState ?? (!ending.ok && ending.kind === 'circuit_open' ? 'open' : undefined);
+    const circuitState =
+      this.circuitState ?? (!ending.ok && ending.kind === 'circuit_open' ? 'open' : undefined);
     if (circuitState !== undefined) attributes[ours.circuitState] = circuitState;
     const remaining = ctx.budget?.remaining;
-    if (typeof remaining === 'number' && Number.isFinite(remaining)) attributes[ours.budgetRemaining] = remaining;
+    if (typeof remaining === 'number' && Number.isFinite(remaining))
+      attributes[ours.budgetRemaining] = remaining;
     return attributes;
   }
 }

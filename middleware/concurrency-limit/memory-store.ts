@@ -44,7 +44,8 @@ class MemoryPermit implements SlotPermit {
  */
 export function memorySlotStore(options: MemorySlotStoreOptions = {}): SlotStore {
   const { max = 8, pool = 'default' } = options;
-  if (!Number.isInteger(max) || max < 1) throw new TypeError(`max must be an integer >= 1, got ${String(max)}`);
+  if (!Number.isInteger(max) || max < 1)
+    throw new TypeError(`max must be an integer >= 1, got ${String(max)}`);
   if (typeof pool !== 'string' || pool === '') throw new TypeError('pool must be a non-empty string');
   const semaphore = new FifoSemaphore(max);
   let tokens = 0;

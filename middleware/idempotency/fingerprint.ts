@@ -76,7 +76,10 @@ function canonicalObject(value: object, ancestors: object[]): string {
   }
   if (value instanceof Date) return `Date(${value.getTime()})`;
   if (value instanceof Map) {
-    const entries = Array.from(value, ([key, item]) => `${canonical(key, ancestors)}=>${canonical(item, ancestors)}`);
+    const entries = Array.from(
+      value,
+      ([key, item]) => `${canonical(key, ancestors)}=>${canonical(item, ancestors)}`,
+    );
     return `Map{${entries.sort().join(',')}}`;
   }
   if (value instanceof Set) {
@@ -90,7 +93,8 @@ function canonicalObject(value: object, ancestors: object[]): string {
     // constructor and its JSON or string form tell two of them apart.
     const name = String((value as { constructor?: { name?: unknown } }).constructor?.name);
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    const form = typeof toJSON === 'function' ? canonical(toJSON.call(value), ancestors) : JSON.stringify(String(value));
+    const form =
+      typeof toJSON === 'function' ? canonical(toJSON.call(value), ancestors) : JSON.stringify(String(value));
     text = `${name}(${form})`;
   }
   const record = value as Record<string, unknown>;

@@ -66,7 +66,10 @@ class MemoryLease implements IdempotencyLease {
   lose(): void {
     if (this.#controller === undefined || this.#controller.signal.aborted) return;
     this.#controller.abort(
-      new DispatchError('lease_lost', `The lease on idempotency key "${this.key}" was lost to another holder`),
+      new DispatchError(
+        'lease_lost',
+        `The lease on idempotency key "${this.key}" was lost to another holder`,
+      ),
     );
   }
 }
@@ -140,7 +143,11 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     cache.set(lease.key, lease.fingerprint, result, now);
   };
 
-  const claim = (key: string, fingerprint: StoreFingerprint, claimOptions?: { token?: string }): IdempotencyClaim => {
+  const claim = (
+    key: string,
+    fingerprint: StoreFingerprint,
+    claimOptions?: { token?: string },
+  ): IdempotencyClaim => {
     const now = clock.now();
     const hit = cached(key, now);
     if (hit !== undefined) {

@@ -45,9 +45,7 @@ export function createSchemaValidation(options?: SchemaValidationOptions): {
   requireInteger('maxDepth', maxDepth, 1);
 
   // Validates and replaces ctx.args; only an asynchronous validator costs a promise.
-  const check = (
-    ctx: DispatchContext,
-  ): DispatchError | undefined | Promise<DispatchError | undefined> => {
+  const check = (ctx: DispatchContext): DispatchError | undefined | Promise<DispatchError | undefined> => {
     const { tool } = ctx;
     if (tool === undefined) {
       return new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
@@ -99,11 +97,7 @@ function accept(
   return undefined;
 }
 
-function readableShapeProblem(
-  toolName: string,
-  args: unknown,
-  maxDepth: number,
-): DispatchError | undefined {
+function readableShapeProblem(toolName: string, args: unknown, maxDepth: number): DispatchError | undefined {
   let problem: string | undefined;
   try {
     problem = argsShapeProblem(args, maxDepth);
@@ -127,9 +121,7 @@ function describeIssue(issue: StandardSchemaV1.Issue): string {
   );
   if (path.length === 0) return issue.message;
   const where = path
-    .map((key, i) =>
-      typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`,
-    )
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
     .join('');
   return `${where}: ${issue.message}`;
 }

@@ -140,10 +140,7 @@ export class DeadlineScheduler {
   #setTimer(list: DeadlineList): void {
     const first = list.first as DeadlineNode;
     list.timerAt = first.at;
-    list.timer = this.clock.setTimeout(
-      () => this.#fire(list),
-      Math.max(0, first.at - this.clock.now()),
-    );
+    list.timer = this.clock.setTimeout(() => this.#fire(list), Math.max(0, first.at - this.clock.now()));
   }
 
   #fire(list: DeadlineList): void {

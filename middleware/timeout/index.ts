@@ -50,7 +50,11 @@ export interface TimeoutParts {
    * Starts the attempt's deadline, measured from `startedAt` (by default the clock's now), or
    * says why the attempt cannot start.
    */
-  readonly startDeadline: (ctx: DispatchContext, ms: number, startedAt?: number) => AttemptAbort | DispatchError;
+  readonly startDeadline: (
+    ctx: DispatchContext,
+    ms: number,
+    startedAt?: number,
+  ) => AttemptAbort | DispatchError;
 }
 
 /**
@@ -180,6 +184,4 @@ class TimedAttempt extends AttemptAbort implements DeadlineNode {
     if (this.ctx.attempt > this.attemptsBefore) failedAttempt(this.ctx, error);
     this.interrupt(error, reason);
   }
-
 }
-

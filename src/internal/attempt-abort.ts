@@ -104,4 +104,3 @@ export function hasLazySignal(ctx: DispatchContext): ctx is LazySignalContext {
 export function abortSourceOf(ctx: DispatchContext): AbortSource {
   return hasLazySignal(ctx) ? ctx.abortSource() : ctx.signal;
 }
-

@@ -10,8 +10,10 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== 'object' || options === null) {
     return `options must be an object, got ${options === null ? 'null' : typeof options}`;
   }
-  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress } =
-    options as Record<string, unknown>;
+  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress } = options as Record<
+    string,
+    unknown
+  >;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
   }
@@ -23,11 +25,7 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
       return `idempotencyKey must be at most ${maxIdempotencyKeyLength} characters, got ${idempotencyKey.length}`;
     }
   }
-  if (
-    budget !== undefined &&
-    !(typeof budget === 'number' && !Number.isNaN(budget)) &&
-    !isBudget(budget)
-  ) {
+  if (budget !== undefined && !(typeof budget === 'number' && !Number.isNaN(budget)) && !isBudget(budget)) {
     return 'budget must be a number or a budget from createBudget()';
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {

@@ -46,12 +46,18 @@ export function optionsObject<T extends object>(factory: string, value: T | unde
 }
 
 /** Throws unless `clock` has every one of `methods` as a function. */
-export function requireClock(clock: unknown, methods: ReadonlyArray<'now' | 'setTimeout' | 'clearTimeout'>): void {
+export function requireClock(
+  clock: unknown,
+  methods: ReadonlyArray<'now' | 'setTimeout' | 'clearTimeout'>,
+): void {
   const missing = methods.some(
     (method) => typeof (clock as Record<string, unknown> | null | undefined)?.[method] !== 'function',
   );
   if (!missing) return;
   const names = methods.map((method) => `${method}()`);
-  const list = names.length === 1 ? `a ${names[0]} method` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)} methods`;
+  const list =
+    names.length === 1
+      ? `a ${names[0]} method`
+      : `${names.slice(0, -1).join(', ')} and ${names.at(-1)} methods`;
   throw new TypeError(`clock must have ${list}`);
 }

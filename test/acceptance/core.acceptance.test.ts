@@ -17,7 +17,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 describe('registry', () => {
   it('register returns the registry, description defaults to empty, get/has work', () => {
     const registry = new ToolRegistry();
@@ -39,8 +38,13 @@ describe('registry', () => {
     const registry = new ToolRegistry();
     const schema = z.object({});
     registry.register({ name: 'a.b', inputSchema: schema, handler: async () => 'first' });
-    expect(() => registry.register({ name: 'a.b', inputSchema: schema, handler: async () => 'dup' })).toThrow();
-    registry.register({ name: 'a.b', inputSchema: schema, handler: async () => 'second' }, { override: true });
+    expect(() =>
+      registry.register({ name: 'a.b', inputSchema: schema, handler: async () => 'dup' }),
+    ).toThrow();
+    registry.register(
+      { name: 'a.b', inputSchema: schema, handler: async () => 'second' },
+      { override: true },
+    );
     const d = createDispatcher(defaultStack({ registry }));
     const out = await d.dispatch('a.b', {});
     expect(out).toMatchObject({ ok: true, result: 'second', attempts: 1 });
@@ -94,13 +98,20 @@ describe('one dispatch: success, context, events', () => {
     const seen: unknown[] = [];
     registry.register({
       name: 'search.web',
-      inputSchema: z.object({ query: z.string().transform((s) => s.toUpperCase()), limit: z.number().default(5) }),
+      inputSchema: z.object({
+        query: z.string().transform((s) => s.toUpperCase()),
+        limit: z.number().default(5),
+      }),
       handler: async (args, ctx) => {
         seen.push(args, ctx.attempt, ctx.idempotencyKey, ctx.callId, ctx.signal instanceof AbortSignal);
         return { hits: args.limit };
       },
     });
-    const out = await make().dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k1', callId: 'call-42' });
+    const out = await make().dispatch(
+      'search.web',
+      { query: 'x' },
+      { idempotencyKey: 'k1', callId: 'call-42' },
+    );
     expect(out).toEqual(expect.objectContaining({ ok: true, result: { hits: 5 }, attempts: 1 }));
     expect(seen).toEqual([{ query: 'X', limit: 5 }, 1, 'k1', 'call-42', true]);
     const types = log.types();
@@ -120,7 +131,11 @@ describe('one dispatch: success, context, events', () => {
   });
 
   it('a throwing onEvent never breaks a dispatch', async () => {
-    const registry = new ToolRegistry().register({ name: 't.ok', inputSchema: z.object({}), handler: async () => 7 });
+    const registry = new ToolRegistry().register({
+      name: 't.ok',
+      inputSchema: z.object({}),
+      handler: async () => 7,
+    });
     const d = createDispatcher(defaultStack({ registry }), {
       onEvent: () => {
         throw new Error('listener boom');
@@ -133,7 +148,11 @@ describe('one dispatch: success, context, events', () => {
   it('no timers and no abort listeners are left behind after a success', async () => {
     const { EventEmitter } = await import('node:events');
     const getEventListeners = EventEmitter.getEventListeners;
-    const registry = new ToolRegistry().register({ name: 't.ok', inputSchema: z.object({}), handler: async () => 7 });
+    const registry = new ToolRegistry().register({
+      name: 't.ok',
+      inputSchema: z.object({}),
+      handler: async () => 7,
+    });
     const d = createDispatcher(defaultStack({ registry }));
     const ac = new AbortController();
     const out = await d.dispatch('t.ok', {}, { signal: ac.signal, idempotencyKey: 'k' });
@@ -150,7 +169,11 @@ describe('schema layer', () => {
     const handler = vi.fn(async () => 1);
     registry.register({
       name: 'db.put',
-      inputSchema: z.object({ query: z.string(), limit: z.number(), nested: z.object({ inner: z.string() }) }),
+      inputSchema: z.object({
+        query: z.string(),
+        limit: z.number(),
+        nested: z.object({ inner: z.string() }),
+      }),
       handler,
     });
     const out = await make().dispatch('db.put', { query: 1, limit: 'x', nested: { inner: 2 } });
@@ -208,7 +231,9 @@ describe('schema layer', () => {
         vendor: 'hand-rolled-async',
         validate: async (value: unknown) => {
           const v = value as { s?: unknown };
-          return typeof v?.s === 'string' ? { value: { s: v.s + '!' } } : { issues: [{ message: 'need s', path: [{ key: 's' }] }] };
+          return typeof v?.s === 'string'
+            ? { value: { s: v.s + '!' } }
+            : { issues: [{ message: 'need s', path: [{ key: 's' }] }] };
         },
       },
     };
@@ -245,13 +270,19 @@ describe('schema layer', () => {
 describe('handler errors map to envelopes', () => {
   it.each([
     ['an Error', () => Promise.reject(new Error('boom'))],
-    ['a sync throw', () => {
-      throw new Error('sync boom');
-    }],
+    [
+      'a sync throw',
+      () => {
+        throw new Error('sync boom');
+      },
+    ],
     ['a string', () => Promise.reject('just a string')],
     ['undefined', () => Promise.reject(undefined)],
     ['a plain object', () => Promise.reject({ code: 42 })],
-    ['a rejected thenable', () => ({ then: (_: unknown, rej: (e: unknown) => void) => rej(new Error('thenable')) })],
+    [
+      'a rejected thenable',
+      () => ({ then: (_: unknown, rej: (e: unknown) => void) => rej(new Error('thenable')) }),
+    ],
   ])('%s → internal, attempts 1, never retried, no stack in message', async (_label, h) => {
     const { registry, make } = setup();
     const handler = vi.fn(h as () => Promise<unknown>);
@@ -330,14 +361,24 @@ describe('DispatchError and the JSON-RPC shape', () => {
 
   it('toJsonRpcError() is { code, message, data: { kind, attempts } }', () => {
     const e = new DispatchError('transient', 'gave up', { attempts: 3 });
-    expect(e.toJsonRpcError()).toEqual({ code: -32603, message: 'gave up', data: { kind: 'transient', attempts: 3 } });
+    expect(e.toJsonRpcError()).toEqual({
+      code: -32603,
+      message: 'gave up',
+      data: { kind: 'transient', attempts: 3 },
+    });
     expect(JSON.parse(JSON.stringify(e.toJsonRpcError()))).toEqual(e.toJsonRpcError());
   });
 
   it('a dispatched envelope is a DispatchError with a cause', async () => {
     const { registry, make } = setup();
     const root = new Error('root cause');
-    registry.register({ name: 't.bad', inputSchema: z.object({}), handler: async () => { throw root; } });
+    registry.register({
+      name: 't.bad',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw root;
+      },
+    });
     const out = await make().dispatch('t.bad', {});
     expect(out).toBeInstanceOf(DispatchError);
     expect(isDispatchError(out)).toBe(true);
@@ -383,7 +424,7 @@ describe('budget', () => {
     expect(budget.remaining).toBe(0);
   });
 
-  it('a number budget is this dispatch\'s own and each attempt uses a unit', async () => {
+  it("a number budget is this dispatch's own and each attempt uses a unit", async () => {
     const { registry, make } = setup();
     let n = 0;
     registry.register({

@@ -18,7 +18,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 /** A tool whose every call waits on its own gate. */
 function gatedTool(registry: ToolRegistry, name: string, opts: { idempotent?: boolean } = {}) {
   const gates: Gate<unknown>[] = [];
@@ -160,9 +159,15 @@ describe('idempotency', () => {
     await flush();
     expect(first.value).toMatchObject({ ok: true, result: 'run-1' });
     await vi.advanceTimersByTimeAsync(59_999);
-    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({ result: 'run-1', attempts: 0 });
+    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({
+      result: 'run-1',
+      attempts: 0,
+    });
     await vi.advanceTimersByTimeAsync(1);
-    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({ result: 'run-2', attempts: 1 });
+    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({
+      result: 'run-2',
+      attempts: 1,
+    });
     expect(n).toBe(2);
   });
 
@@ -181,12 +186,21 @@ describe('idempotency', () => {
   it('conflict: same key, other args or other tool → idempotency_conflict (-32602, attempts 0), in flight and cached', async () => {
     const { registry, d } = setup();
     const t = gatedTool(registry, 'payments.charge');
-    registry.register({ name: 'payments.refund', inputSchema: z.object({}).passthrough(), handler: async () => 'refund' });
+    registry.register({
+      name: 'payments.refund',
+      inputSchema: z.object({}).passthrough(),
+      handler: async () => 'refund',
+    });
     const disp = d();
     const a = track(disp.dispatch('payments.charge', { amount: 5 }, { idempotencyKey: 'k' }));
     await flush();
     const inflightConflict = await disp.dispatch('payments.charge', { amount: 6 }, { idempotencyKey: 'k' });
-    expect(inflightConflict).toMatchObject({ ok: false, kind: 'idempotency_conflict', jsonrpcCode: -32602, attempts: 0 });
+    expect(inflightConflict).toMatchObject({
+      ok: false,
+      kind: 'idempotency_conflict',
+      jsonrpcCode: -32602,
+      attempts: 0,
+    });
     const toolConflict = await disp.dispatch('payments.refund', { amount: 5 }, { idempotencyKey: 'k' });
     expect(toolConflict).toMatchObject({ ok: false, kind: 'idempotency_conflict' });
     t.gates[0]!.resolve('charged');
@@ -194,7 +208,9 @@ describe('idempotency', () => {
     expect(a.value).toMatchObject({ ok: true });
     const cachedConflict = await disp.dispatch('payments.charge', { amount: 7 }, { idempotencyKey: 'k' });
     expect(cachedConflict).toMatchObject({ ok: false, kind: 'idempotency_conflict' });
-    expect(await disp.dispatch('payments.refund', {}, { idempotencyKey: 'k' })).toMatchObject({ kind: 'idempotency_conflict' });
+    expect(await disp.dispatch('payments.refund', {}, { idempotencyKey: 'k' })).toMatchObject({
+      kind: 'idempotency_conflict',
+    });
     expect(t.calls).toHaveLength(1);
   });
 
@@ -207,9 +223,19 @@ describe('idempotency', () => {
       handler: async () => ++n,
     });
     const disp = d();
-    expect(await disp.dispatch('t.x', { a: 1, b: 2 }, { idempotencyKey: 'k' })).toMatchObject({ ok: true, result: 1 });
-    expect(await disp.dispatch('t.x', { b: 2, a: 1 }, { idempotencyKey: 'k' })).toMatchObject({ ok: true, result: 1, attempts: 0 });
-    expect(await disp.dispatch('t.x', { b: 2, a: 1, limit: 5 }, { idempotencyKey: 'k' })).toMatchObject({ ok: true, result: 1 });
+    expect(await disp.dispatch('t.x', { a: 1, b: 2 }, { idempotencyKey: 'k' })).toMatchObject({
+      ok: true,
+      result: 1,
+    });
+    expect(await disp.dispatch('t.x', { b: 2, a: 1 }, { idempotencyKey: 'k' })).toMatchObject({
+      ok: true,
+      result: 1,
+      attempts: 0,
+    });
+    expect(await disp.dispatch('t.x', { b: 2, a: 1, limit: 5 }, { idempotencyKey: 'k' })).toMatchObject({
+      ok: true,
+      result: 1,
+    });
     expect(n).toBe(1);
   });
 
@@ -338,7 +364,9 @@ describe('concurrency', () => {
     for (let i = 0; i < 5; i++) disp.dispatch('t.g', { v: i });
     for (let i = 0; i < 5; i++) {
       await flush();
-      expect(t.calls.map((c) => (c.args as { v: number }).v)).toEqual(Array.from({ length: i + 1 }, (_, j) => j));
+      expect(t.calls.map((c) => (c.args as { v: number }).v)).toEqual(
+        Array.from({ length: i + 1 }, (_, j) => j),
+      );
       t.gates[i]!.resolve(i);
     }
   });
@@ -365,7 +393,12 @@ describe('concurrency', () => {
 
   it('a timed-out handler that never settles frees its slot', async () => {
     const { registry, d } = setup({ concurrency: { max: 1 } });
-    registry.register({ name: 't.hang', inputSchema: z.object({}), timeoutMs: 100, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      timeoutMs: 100,
+      handler: () => new Promise(() => {}),
+    });
     registry.register({ name: 't.ok', inputSchema: z.object({}), handler: async () => 'ok' });
     const disp = d();
     const a = disp.dispatch('t.hang', {});
@@ -437,7 +470,9 @@ describe('gatherBounded', () => {
     const registry = new ToolRegistry();
     const t = gatedTool(registry, 't.g');
     const disp = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
-    const p = track(disp.gatherBounded(Array.from({ length: 40 }, (_, i) => ({ name: 't.g', args: { v: i } }))));
+    const p = track(
+      disp.gatherBounded(Array.from({ length: 40 }, (_, i) => ({ name: 't.g', args: { v: i } }))),
+    );
     for (let round = 0; round < 40; round++) {
       await flush();
       expect(t.running).toBeLessThanOrEqual(8);
@@ -455,7 +490,12 @@ describe('gatherBounded', () => {
     const registry = new ToolRegistry();
     const t = gatedTool(registry, 't.g');
     const disp = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
-    const p = track(disp.gatherBounded(Array.from({ length: 10 }, (_, i) => ({ name: 't.g', args: { v: i } })), { concurrency: 3 }));
+    const p = track(
+      disp.gatherBounded(
+        Array.from({ length: 10 }, (_, i) => ({ name: 't.g', args: { v: i } })),
+        { concurrency: 3 },
+      ),
+    );
     await flush();
     expect(t.running).toBe(3);
     for (let i = 0; i < 10; i++) {
@@ -471,24 +511,27 @@ describe('gatherBounded', () => {
     expect(await d().gatherBounded([])).toEqual([]);
   });
 
-  it.each([0, -1, 1.5])('gatherBounded concurrency %s is rejected as a programmer error or clamped, never hangs', async (concurrency) => {
-    const registry = new ToolRegistry();
-    registry.register({ name: 't.x', inputSchema: z.object({}), handler: async () => 1 });
-    const disp = createDispatcher(defaultStack({ registry }));
-    let threw: unknown;
-    let out: unknown;
-    try {
-      const p = disp.gatherBounded([{ name: 't.x', args: {} }], { concurrency });
-      const tr = track(p);
-      await flush(200);
-      expect(tr.settled).toBe(true);
-      out = await p;
-    } catch (e) {
-      threw = e;
-    }
-    if (threw) expect(threw).toBeInstanceOf(TypeError);
-    else expect(out).toHaveLength(1);
-  });
+  it.each([0, -1, 1.5])(
+    'gatherBounded concurrency %s is rejected as a programmer error or clamped, never hangs',
+    async (concurrency) => {
+      const registry = new ToolRegistry();
+      registry.register({ name: 't.x', inputSchema: z.object({}), handler: async () => 1 });
+      const disp = createDispatcher(defaultStack({ registry }));
+      let threw: unknown;
+      let out: unknown;
+      try {
+        const p = disp.gatherBounded([{ name: 't.x', args: {} }], { concurrency });
+        const tr = track(p);
+        await flush(200);
+        expect(tr.settled).toBe(true);
+        out = await p;
+      } catch (e) {
+        threw = e;
+      }
+      if (threw) expect(threw).toBeInstanceOf(TypeError);
+      else expect(out).toHaveLength(1);
+    },
+  );
 });
 
 describe('idempotency fingerprint edge cases', () => {
@@ -499,12 +542,19 @@ describe('idempotency fingerprint edge cases', () => {
     ['Map values differ', { x: new Map([['a', 1]]) }, { x: new Map([['a', 2]]) }],
     ['"1" vs 1', { x: '1' }, { x: 1 }],
     ['toJSON object vs its JSON', { x: { toJSON: () => 1 } }, { x: 1 }],
-  ])('%s under one key is a conflict, not the other call\'s result', async (_l, a, b) => {
+  ])("%s under one key is a conflict, not the other call's result", async (_l, a, b) => {
     let n = 0;
-    const registry = new ToolRegistry().register({ name: 't.any', inputSchema: z.any(), handler: async () => ++n });
+    const registry = new ToolRegistry().register({
+      name: 't.any',
+      inputSchema: z.any(),
+      handler: async () => ++n,
+    });
     const disp = createDispatcher(defaultStack({ registry }));
     expect(await disp.dispatch('t.any', a, { idempotencyKey: 'k' })).toMatchObject({ ok: true });
-    expect(await disp.dispatch('t.any', b, { idempotencyKey: 'k' })).toMatchObject({ ok: false, kind: 'idempotency_conflict' });
+    expect(await disp.dispatch('t.any', b, { idempotencyKey: 'k' })).toMatchObject({
+      ok: false,
+      kind: 'idempotency_conflict',
+    });
   });
 
   it('shared (non-cyclic) references are not mistaken for cycles', async () => {
@@ -516,6 +566,9 @@ describe('idempotency fingerprint edge cases', () => {
     const disp = createDispatcher(defaultStack({ registry }));
     const s = { v: 1 };
     expect(await disp.dispatch('t.obj', { a: s, b: s })).toMatchObject({ ok: true, result: 2 });
-    expect(await disp.dispatch('t.obj', { a: s, b: s }, { idempotencyKey: 'dag' })).toMatchObject({ ok: true, result: 2 });
+    expect(await disp.dispatch('t.obj', { a: s, b: s }, { idempotencyKey: 'dag' })).toMatchObject({
+      ok: true,
+      result: 2,
+    });
   });
 });

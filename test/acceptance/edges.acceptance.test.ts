@@ -25,7 +25,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 describe('registry edges', () => {
   it('list() copes with schemas JSON Schema cannot express fully (transforms, defaults)', () => {
     const registry = new ToolRegistry();
@@ -47,7 +46,12 @@ describe('registry edges', () => {
     registry.register({ name: 't.date', inputSchema: z.object({ when: z.date() }), handler: async () => 1 });
     registry.register({ name: 't.ok', inputSchema: z.object({ q: z.string() }), handler: async () => 1 });
     expect(() => registry.list()).not.toThrow();
-    expect(registry.list().map((t) => t.name).sort()).toEqual(['t.date', 't.ok']);
+    expect(
+      registry
+        .list()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(['t.date', 't.ok']);
   });
 
   it('a non-zod Standard Schema lists with some JSON Schema object', () => {
@@ -64,10 +68,18 @@ describe('registry edges', () => {
 
   it('registration rejects obviously broken definitions with a TypeError', () => {
     const registry = new ToolRegistry();
-    expect(() => registry.register({ name: 't.x', inputSchema: z.object({}), handler: 5 as never })).toThrow(TypeError);
-    expect(() => registry.register({ name: 't.y', inputSchema: {} as never, handler: async () => 1 })).toThrow(TypeError);
-    expect(() => registry.register({ name: 't.z', inputSchema: z.object({}), timeoutMs: -1, handler: async () => 1 })).toThrow(TypeError);
-    expect(() => registry.register({ name: '', inputSchema: z.object({}), handler: async () => 1 })).toThrow();
+    expect(() => registry.register({ name: 't.x', inputSchema: z.object({}), handler: 5 as never })).toThrow(
+      TypeError,
+    );
+    expect(() =>
+      registry.register({ name: 't.y', inputSchema: {} as never, handler: async () => 1 }),
+    ).toThrow(TypeError);
+    expect(() =>
+      registry.register({ name: 't.z', inputSchema: z.object({}), timeoutMs: -1, handler: async () => 1 }),
+    ).toThrow(TypeError);
+    expect(() =>
+      registry.register({ name: '', inputSchema: z.object({}), handler: async () => 1 }),
+    ).toThrow();
   });
 
   it('unregister removes a tool', async () => {
@@ -82,7 +94,12 @@ describe('registry edges', () => {
 describe('timeout edges', () => {
   it('per-call override larger than the tool timeout wins', async () => {
     const { registry, d } = setup();
-    registry.register({ name: 't.hang', inputSchema: z.object({}), timeoutMs: 100, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      timeoutMs: 100,
+      handler: () => new Promise(() => {}),
+    });
     const p = track(d().dispatch('t.hang', {}, { timeoutMs: 500 }));
     await vi.advanceTimersByTimeAsync(499);
     expect(p.settled).toBe(false);
@@ -94,7 +111,12 @@ describe('timeout edges', () => {
   it('a timeout above 2^31−1 ms does not fire at once (Node clamps such timers to 1 ms)', async () => {
     const { registry, d } = setup();
     const g = gate<string>();
-    registry.register({ name: 't.slow', inputSchema: z.object({}), timeoutMs: 3_000_000_000, handler: () => g.promise });
+    registry.register({
+      name: 't.slow',
+      inputSchema: z.object({}),
+      timeoutMs: 3_000_000_000,
+      handler: () => g.promise,
+    });
     const p = track(d().dispatch('t.slow', {}));
     await vi.advanceTimersByTimeAsync(10);
     expect(p.settled).toBe(false);
@@ -126,7 +148,13 @@ describe('timeout edges', () => {
 describe('events payloads', () => {
   it('dispatch.retry carries attempt, delayMs, kind; attempts count; failure carries kind', async () => {
     const { registry, log, d } = setup({ retry: { random: () => 0 } });
-    registry.register({ name: 't.f', inputSchema: z.object({}), handler: async () => { throw new TransientError('x'); } });
+    registry.register({
+      name: 't.f',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('x');
+      },
+    });
     const p = d().dispatch('t.f', {});
     await vi.advanceTimersByTimeAsync(1_000);
     await p;
@@ -163,7 +191,10 @@ describe('budget edges', () => {
     const { registry, d } = setup();
     const handler = vi.fn(async () => 1);
     registry.register({ name: 't.x', inputSchema: z.object({}), handler });
-    expect(await d().dispatch('t.x', {}, { budget: createBudget(0) })).toMatchObject({ kind: 'budget_exceeded', attempts: 0 });
+    expect(await d().dispatch('t.x', {}, { budget: createBudget(0) })).toMatchObject({
+      kind: 'budget_exceeded',
+      attempts: 0,
+    });
     expect(handler).not.toHaveBeenCalled();
   });
 
@@ -201,7 +232,10 @@ describe('budget edges', () => {
     const disp = d();
     expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({ ok: true, attempts: 1 });
     const budget = createBudget(1);
-    expect(await disp.dispatch('t.x', {}, { budget, idempotencyKey: 'k' })).toMatchObject({ ok: true, attempts: 0 });
+    expect(await disp.dispatch('t.x', {}, { budget, idempotencyKey: 'k' })).toMatchObject({
+      ok: true,
+      attempts: 0,
+    });
     expect(budget.remaining).toBe(1);
     expect(await disp.dispatch('t.x', {}, { budget: createBudget(0), idempotencyKey: 'k' })).toMatchObject({
       kind: 'budget_exceeded',
@@ -212,7 +246,13 @@ describe('budget edges', () => {
 
 describe('circuit breaker edges', () => {
   function open(breaker: ReturnType<typeof circuitBreaker>, registry: ToolRegistry) {
-    return createDispatcher([errorMapping(), breaker, toolLookup(registry), schemaValidation(), budgetGuard()]);
+    return createDispatcher([
+      errorMapping(),
+      breaker,
+      toolLookup(registry),
+      schemaValidation(),
+      budgetGuard(),
+    ]);
   }
 
   it('a half-open probe whose caller aborts does not wedge the circuit', async () => {
@@ -270,7 +310,13 @@ describe('circuit breaker edges', () => {
 
   it('retryAfterMs reflects the remaining cool-down', async () => {
     const registry = new ToolRegistry();
-    registry.register({ name: 'db.q', inputSchema: z.object({}), handler: async () => { throw new Error('down'); } });
+    registry.register({
+      name: 'db.q',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new Error('down');
+      },
+    });
     const breaker = circuitBreaker({ failureThreshold: 1, cooldownMs: 1_000 });
     const disp = open(breaker, registry);
     await disp.dispatch('db.q', {});
@@ -331,13 +377,21 @@ describe('logging edges', () => {
     const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
     const registry = new ToolRegistry();
     registry.register({ name: 't.x', inputSchema: z.object({}), handler: async () => 1 });
-    const odd = async (ctx: Parameters<Parameters<typeof createDispatcher>[0][number]>[0], next: () => Promise<void>) => {
+    const odd = async (
+      ctx: Parameters<Parameters<typeof createDispatcher>[0][number]>[0],
+      next: () => Promise<void>,
+    ) => {
       ctx.emit('custom.thing', { big: 10n, err: new Error('e') });
       await next();
     };
     const disp = createDispatcher([logging({ logger }), odd, ...defaultStack({ registry })]);
     expect(await disp.dispatch('t.x', {})).toMatchObject({ ok: true });
-    const all = [...logger.debug.mock.calls, ...logger.info.mock.calls, ...logger.warn.mock.calls, ...logger.error.mock.calls].map((c) => c[0]);
+    const all = [
+      ...logger.debug.mock.calls,
+      ...logger.info.mock.calls,
+      ...logger.warn.mock.calls,
+      ...logger.error.mock.calls,
+    ].map((c) => c[0]);
     for (const r of all) expect(() => JSON.stringify(r)).not.toThrow();
   });
 
@@ -364,20 +418,38 @@ describe('idempotency memory bound', () => {
 
   it('huge args with a key are fingerprinted without blowing up', async () => {
     const { registry, d } = setup();
-    registry.register({ name: 't.x', inputSchema: z.object({ rows: z.array(z.number()) }), handler: async (a) => a.rows.length });
+    registry.register({
+      name: 't.x',
+      inputSchema: z.object({ rows: z.array(z.number()) }),
+      handler: async (a) => a.rows.length,
+    });
     const rows = Array.from({ length: 200_000 }, (_, i) => i);
     const disp = d();
-    expect(await disp.dispatch('t.x', { rows }, { idempotencyKey: 'h' })).toMatchObject({ ok: true, result: 200_000 });
-    expect(await disp.dispatch('t.x', { rows: [...rows] }, { idempotencyKey: 'h' })).toMatchObject({ ok: true, attempts: 0 });
+    expect(await disp.dispatch('t.x', { rows }, { idempotencyKey: 'h' })).toMatchObject({
+      ok: true,
+      result: 200_000,
+    });
+    expect(await disp.dispatch('t.x', { rows: [...rows] }, { idempotencyKey: 'h' })).toMatchObject({
+      ok: true,
+      attempts: 0,
+    });
     const other = [...rows];
     other[199_999] = -1;
-    expect(await disp.dispatch('t.x', { rows: other }, { idempotencyKey: 'h' })).toMatchObject({ kind: 'idempotency_conflict' });
+    expect(await disp.dispatch('t.x', { rows: other }, { idempotencyKey: 'h' })).toMatchObject({
+      kind: 'idempotency_conflict',
+    });
   });
 
   it('prototype-pollution keys in args do not pollute anything', async () => {
     const { registry, d } = setup();
-    registry.register({ name: 't.x', inputSchema: z.object({}).passthrough(), handler: async (a) => Object.keys(a) });
-    const evil = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted2": true}}}');
+    registry.register({
+      name: 't.x',
+      inputSchema: z.object({}).passthrough(),
+      handler: async (a) => Object.keys(a),
+    });
+    const evil = JSON.parse(
+      '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted2": true}}}',
+    );
     const out = await d().dispatch('t.x', evil, { idempotencyKey: 'evil' });
     expect(out.ok).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();

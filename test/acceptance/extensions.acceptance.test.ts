@@ -47,10 +47,17 @@ describe('circuitBreaker', () => {
       if (mode === 'gate') return g.promise;
       return 'ok';
     });
-    registry.register({ name: 'db.query', inputSchema: z.object({ backend: z.string().default('a') }), handler });
-    const disp = createDispatcher([errorMapping(), breaker, toolLookup(registry), schemaValidation(), budgetGuard()], {
-      onEvent: log.onEvent,
+    registry.register({
+      name: 'db.query',
+      inputSchema: z.object({ backend: z.string().default('a') }),
+      handler,
     });
+    const disp = createDispatcher(
+      [errorMapping(), breaker, toolLookup(registry), schemaValidation(), budgetGuard()],
+      {
+        onEvent: log.onEvent,
+      },
+    );
     return {
       registry,
       log,
@@ -70,7 +77,8 @@ describe('circuitBreaker', () => {
   it('closed → open after N consecutive failures; open fails fast with circuit_open and retryAfterMs; no timers', async () => {
     const s = breakerSetup();
     expect(s.breaker.state('db.query')).toBe('closed');
-    for (let i = 0; i < 2; i++) expect(await s.disp.dispatch('db.query', {})).toMatchObject({ kind: 'internal' });
+    for (let i = 0; i < 2; i++)
+      expect(await s.disp.dispatch('db.query', {})).toMatchObject({ kind: 'internal' });
     expect(s.breaker.state('db.query')).toBe('closed');
     await s.disp.dispatch('db.query', {});
     expect(s.breaker.state('db.query')).toBe('open');
@@ -191,7 +199,9 @@ describe('circuitBreaker', () => {
   });
 
   it('key(ctx) partitions circuits (e.g. per backend)', async () => {
-    const s = breakerSetup({ key: (ctx) => `${ctx.toolName}:${(ctx.args as { backend?: string }).backend ?? 'a'}` });
+    const s = breakerSetup({
+      key: (ctx) => `${ctx.toolName}:${(ctx.args as { backend?: string }).backend ?? 'a'}`,
+    });
     // breaker sits before schema, so args are raw here
     for (let i = 0; i < 3; i++) await s.disp.dispatch('db.query', { backend: 'a' });
     expect(s.breaker.state('db.query:a')).toBe('open');
@@ -212,17 +222,29 @@ describe('logging', () => {
   it('one JSON-serialisable record per event; retries warn, final failure error', async () => {
     const logger = fakeLogger();
     const registry = new ToolRegistry();
-    registry.register({ name: 't.flaky', inputSchema: z.object({}), handler: async () => { throw new TransientError('busy'); } });
-    const log = eventLog();
-    const disp = createDispatcher([logging({ logger }), ...defaultStack({ registry, retry: { random: () => 0 } })], {
-      onEvent: log.onEvent,
+    registry.register({
+      name: 't.flaky',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('busy');
+      },
     });
+    const log = eventLog();
+    const disp = createDispatcher(
+      [logging({ logger }), ...defaultStack({ registry, retry: { random: () => 0 } })],
+      {
+        onEvent: log.onEvent,
+      },
+    );
     const p = disp.dispatch('t.flaky', {}, { callId: 'c-1' });
     await vi.advanceTimersByTimeAsync(1_000);
     await p;
-    const all = [...logger.debug.mock.calls, ...logger.info.mock.calls, ...logger.warn.mock.calls, ...logger.error.mock.calls].map(
-      (c) => c[0],
-    );
+    const all = [
+      ...logger.debug.mock.calls,
+      ...logger.info.mock.calls,
+      ...logger.warn.mock.calls,
+      ...logger.error.mock.calls,
+    ].map((c) => c[0]);
     expect(all.length).toBe(log.events.length);
     for (const r of all) {
       expect(JSON.parse(JSON.stringify(r))).toEqual(r);
@@ -250,7 +272,9 @@ describe('logging', () => {
     await p;
     expect(logger.warn).not.toHaveBeenCalled();
     expect(logger.error).not.toHaveBeenCalled();
-    const success = [...logger.info.mock.calls, ...logger.debug.mock.calls].map((c) => c[0]).find((r) => r.event === 'dispatch.success');
+    const success = [...logger.info.mock.calls, ...logger.debug.mock.calls]
+      .map((c) => c[0])
+      .find((r) => r.event === 'dispatch.success');
     expect(success).toBeDefined();
     expect(success.durationMs).toBe(250);
   });
@@ -269,7 +293,13 @@ describe('logging', () => {
   it('logging works placed anywhere in the stack (innermost too) and sees the final failure', async () => {
     const logger = fakeLogger();
     const registry = new ToolRegistry();
-    registry.register({ name: 't.bad', inputSchema: z.object({}), handler: async () => { throw new Error('x'); } });
+    registry.register({
+      name: 't.bad',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new Error('x');
+      },
+    });
     const disp = createDispatcher([...defaultStack({ registry }), logging({ logger })]);
     await disp.dispatch('t.bad', {});
     expect(logger.error.mock.calls.map((c) => c[0].event)).toContain('dispatch.failure');
@@ -278,11 +308,19 @@ describe('logging', () => {
 
 describe('harnessStep / toToolMessage', () => {
   it('maps each outcome to the SPEC §4 hook', () => {
-    expect(harnessStep({ ok: true, result: 1, attempts: 1 }, { maxAttempts: 3 })).toEqual({ hook: 'none', replan: false });
+    expect(harnessStep({ ok: true, result: 1, attempts: 1 }, { maxAttempts: 3 })).toEqual({
+      hook: 'none',
+      replan: false,
+    });
     for (const kind of ['schema', 'not_found']) {
-      expect(harnessStep(new DispatchError(kind, 'x'), { maxAttempts: 3 })).toEqual({ hook: 'on_error', replan: true });
+      expect(harnessStep(new DispatchError(kind, 'x'), { maxAttempts: 3 })).toEqual({
+        hook: 'on_error',
+        replan: true,
+      });
     }
-    expect(harnessStep(new DispatchError('budget_exceeded', 'x'), { maxAttempts: 3 }).hook).toBe('on_budget_exceeded');
+    expect(harnessStep(new DispatchError('budget_exceeded', 'x'), { maxAttempts: 3 }).hook).toBe(
+      'on_budget_exceeded',
+    );
     for (const kind of ['timeout', 'transient']) {
       const exhausted = harnessStep(new DispatchError(kind, 'x', { attempts: 3 }), { maxAttempts: 3 });
       expect(exhausted).toEqual({ hook: 'on_error', replan: true });
@@ -363,16 +401,37 @@ describe('custom stacks, compose and Koa compatibility', () => {
     const rateLimit: Middleware = async () => {
       throw new DispatchError('rate_limited', 'too many calls', { cause: new Error('quota') });
     };
-    const disp = createDispatcher([...defaultStack({ registry }).slice(0, 2), rateLimit, ...defaultStack({ registry }).slice(2)]);
+    const disp = createDispatcher([
+      ...defaultStack({ registry }).slice(0, 2),
+      rateLimit,
+      ...defaultStack({ registry }).slice(2),
+    ]);
     const out = await disp.dispatch('t.ok', {});
-    expect(out).toMatchObject({ ok: false, kind: 'rate_limited', message: 'too many calls', jsonrpcCode: -32603, attempts: 0 });
-    if (!out.ok) expect(out.toJsonRpcError()).toEqual({ code: -32603, message: 'too many calls', data: { kind: 'rate_limited', attempts: 0 } });
+    expect(out).toMatchObject({
+      ok: false,
+      kind: 'rate_limited',
+      message: 'too many calls',
+      jsonrpcCode: -32603,
+      attempts: 0,
+    });
+    if (!out.ok)
+      expect(out.toJsonRpcError()).toEqual({
+        code: -32603,
+        message: 'too many calls',
+        data: { kind: 'rate_limited', attempts: 0 },
+      });
     expect(handler).not.toHaveBeenCalled();
   });
 
   it('anything thrown by a custom stack without errorMapping still becomes a DispatchError', async () => {
     const registry = new ToolRegistry();
-    registry.register({ name: 't.bad', inputSchema: z.object({}), handler: async () => { throw new Error('x'); } });
+    registry.register({
+      name: 't.bad',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new Error('x');
+      },
+    });
     const boom: Middleware = async () => {
       throw 'not an error';
     };
@@ -459,7 +518,11 @@ describe('custom stacks, compose and Koa compatibility', () => {
 
     // final next passed to the composed function is called
     const last = vi.fn(async () => {});
-    await compose<object>([async (_c, next) => { await next(); }])({}, last);
+    await compose<object>([
+      async (_c, next) => {
+        await next();
+      },
+    ])({}, last);
     expect(last).toHaveBeenCalledTimes(1);
     expect(() => compose([1 as never])).toThrow(TypeError);
   });
@@ -479,7 +542,11 @@ describe('custom stacks, compose and Koa compatibility', () => {
       budgetGuard(),
     ]);
     expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({ ok: true, result: 1 });
-    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({ ok: true, result: 1, attempts: 0 });
+    expect(await disp.dispatch('t.x', {}, { idempotencyKey: 'k' })).toMatchObject({
+      ok: true,
+      result: 1,
+      attempts: 0,
+    });
   });
 });
 
@@ -487,7 +554,13 @@ describe('more third-party middleware shapes', () => {
   function reg() {
     return new ToolRegistry()
       .register({ name: 't.x', inputSchema: z.object({}), handler: async () => 'real' })
-      .register({ name: 't.bad', inputSchema: z.object({}), handler: async () => { throw new Error('x'); } });
+      .register({
+        name: 't.bad',
+        inputSchema: z.object({}),
+        handler: async () => {
+          throw new Error('x');
+        },
+      });
   }
 
   it('a caching middleware can short-circuit by setting ctx.outcome without calling next()', async () => {
@@ -495,12 +568,21 @@ describe('more third-party middleware shapes', () => {
     const cache: Middleware = async (ctx) => {
       ctx.outcome = { ok: true, result: 'cached', attempts: 0 };
     };
-    expect(await createDispatcher([cache, ...defaultStack({ registry })]).dispatch('t.x', {})).toEqual({ ok: true, result: 'cached', attempts: 0 });
-    expect(await createDispatcher([...defaultStack({ registry }).slice(0, 3), cache]).dispatch('t.x', {})).toMatchObject({ result: 'cached' });
+    expect(await createDispatcher([cache, ...defaultStack({ registry })]).dispatch('t.x', {})).toEqual({
+      ok: true,
+      result: 'cached',
+      attempts: 0,
+    });
+    expect(
+      await createDispatcher([...defaultStack({ registry }).slice(0, 3), cache]).dispatch('t.x', {}),
+    ).toMatchObject({ result: 'cached' });
   });
 
   it('a middleware that neither calls next() nor sets an outcome yields an internal envelope', async () => {
-    const out = await createDispatcher([async () => {}, ...defaultStack({ registry: reg() })]).dispatch('t.x', {});
+    const out = await createDispatcher([async () => {}, ...defaultStack({ registry: reg() })]).dispatch(
+      't.x',
+      {},
+    );
     expect(out).toMatchObject({ ok: false, kind: 'internal' });
   });
 
@@ -510,11 +592,15 @@ describe('more third-party middleware shapes', () => {
       ctx.state.x = 1;
       return next();
     }) as unknown as Middleware;
-    expect(await createDispatcher([syncMw, ...defaultStack({ registry })]).dispatch('t.x', {})).toMatchObject({ ok: true, result: 'real' });
+    expect(await createDispatcher([syncMw, ...defaultStack({ registry })]).dispatch('t.x', {})).toMatchObject(
+      { ok: true, result: 'real' },
+    );
     const syncThrow = (() => {
       throw new Error('sync mw');
     }) as unknown as Middleware;
-    expect(await createDispatcher([syncThrow, ...defaultStack({ registry })]).dispatch('t.x', {})).toMatchObject({ ok: false, kind: 'internal' });
+    expect(
+      await createDispatcher([syncThrow, ...defaultStack({ registry })]).dispatch('t.x', {}),
+    ).toMatchObject({ ok: false, kind: 'internal' });
   });
 
   it('a fallback middleware inside errorMapping can catch and replace a failure', async () => {

@@ -44,7 +44,11 @@ export function track<T>(p: Promise<T>): { readonly settled: boolean; value: T |
   return state;
 }
 
-export function eventLog(): { events: DispatchEvent[]; onEvent: (e: DispatchEvent) => void; types(): string[] } {
+export function eventLog(): {
+  events: DispatchEvent[];
+  onEvent: (e: DispatchEvent) => void;
+  types(): string[];
+} {
   const events: DispatchEvent[] = [];
   return {
     events,

@@ -17,7 +17,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 describe('never rejects on garbage input', () => {
   it.each([
     ['undefined name', undefined, {}, undefined],
@@ -84,7 +83,13 @@ describe('never rejects on garbage input', () => {
 
   it('JSON.stringify of an envelope carries no stack trace', async () => {
     const { registry, d } = setup();
-    registry.register({ name: 't.bad', inputSchema: z.object({}), handler: async () => { throw new Error('boom'); } });
+    registry.register({
+      name: 't.bad',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new Error('boom');
+      },
+    });
     const out = await d().dispatch('t.bad', {});
     const text = JSON.stringify(out);
     expect(text).not.toMatch(/\n\s+at |\\n\s+at /);
@@ -136,7 +141,13 @@ describe('retry classification', () => {
 
   it('circuit_open inside retry is not retried', async () => {
     const registry = new ToolRegistry();
-    registry.register({ name: 'db.q', inputSchema: z.object({}), handler: async () => { throw new Error('down'); } });
+    registry.register({
+      name: 'db.q',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new Error('down');
+      },
+    });
     const breaker = circuitBreaker({ failureThreshold: 1 });
     const stack = defaultStack({ registry });
     stack.splice(stack.length - 1, 0, breaker);
@@ -150,7 +161,9 @@ describe('retry classification', () => {
   });
 
   it('retry shouldRetry can widen what is retried', async () => {
-    const { registry, d } = setup({ retry: { random: () => 0, shouldRetry: (e) => e.kind === 'internal' || e.kind === 'transient' } });
+    const { registry, d } = setup({
+      retry: { random: () => 0, shouldRetry: (e) => e.kind === 'internal' || e.kind === 'transient' },
+    });
     let n = 0;
     registry.register({
       name: 't.f',
@@ -259,7 +272,12 @@ describe('fake timers variants a user might pick', () => {
         return 'ok';
       },
     });
-    registry.register({ name: 't.hang', inputSchema: z.object({}), timeoutMs: 1_000, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      timeoutMs: 1_000,
+      handler: () => new Promise(() => {}),
+    });
     const disp = d();
     const p = disp.dispatch('t.f', {});
     const q = disp.dispatch('t.hang', {});
@@ -270,7 +288,13 @@ describe('fake timers variants a user might pick', () => {
 
   it('vi.runAllTimersAsync settles a retrying dispatch', async () => {
     const { registry, d } = setup();
-    registry.register({ name: 't.f', inputSchema: z.object({}), handler: async () => { throw new TransientError('x'); } });
+    registry.register({
+      name: 't.f',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('x');
+      },
+    });
     const p = d().dispatch('t.f', {});
     await vi.runAllTimersAsync();
     expect(await p).toMatchObject({ kind: 'transient', attempts: 3 });
@@ -281,8 +305,17 @@ describe('logging levels', () => {
   it('an intermediate timeout is a warning, the final timeout failure an error', async () => {
     const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
     const registry = new ToolRegistry();
-    registry.register({ name: 's.w', inputSchema: z.object({}), idempotent: true, timeoutMs: 100, handler: () => new Promise(() => {}) });
-    const disp = createDispatcher([logging({ logger }), ...defaultStack({ registry, retry: { maxAttempts: 2, random: () => 0 } })]);
+    registry.register({
+      name: 's.w',
+      inputSchema: z.object({}),
+      idempotent: true,
+      timeoutMs: 100,
+      handler: () => new Promise(() => {}),
+    });
+    const disp = createDispatcher([
+      logging({ logger }),
+      ...defaultStack({ registry, retry: { maxAttempts: 2, random: () => 0 } }),
+    ]);
     const p = disp.dispatch('s.w', {});
     await vi.advanceTimersByTimeAsync(1_000);
     await p;

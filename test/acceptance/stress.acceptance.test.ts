@@ -2,7 +2,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { EventEmitter } from 'node:events';
-import { ToolRegistry, TransientError, createBudget, createDispatcher, defaultStack, type Outcome } from '../../index.js';
+import {
+  ToolRegistry,
+  TransientError,
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  type Outcome,
+} from '../../index.js';
 import { useFake } from './helpers.js';
 
 beforeEach(() => useFake());
@@ -41,7 +48,8 @@ describe('seeded random schedules keep the invariants', () => {
         timeoutMs: 200,
         handler: async (args, ctx) => {
           const key = ctx.idempotencyKey;
-          if (!idempotent && ctx.attempt > 1 && nonIdemTimedOut.has(ctx.callId)) violations.push(`re-ran timed out write ${ctx.callId}`);
+          if (!idempotent && ctx.attempt > 1 && nonIdemTimedOut.has(ctx.callId))
+            violations.push(`re-ran timed out write ${ctx.callId}`);
           if (key !== undefined) {
             const n = (runningPerKey.get(key) ?? 0) + 1;
             runningPerKey.set(key, n);
@@ -135,7 +143,15 @@ describe('seeded random schedules keep the invariants', () => {
     expect(results.every((x) => x.settled && x.count === 1)).toBe(true);
     for (const o of outs) {
       expect(o.attempts).toBeLessThanOrEqual(3);
-      if (!o.ok) expect(['transient', 'internal', 'timeout', 'cancelled', 'budget_exceeded', 'idempotency_conflict']).toContain(o.kind);
+      if (!o.ok)
+        expect([
+          'transient',
+          'internal',
+          'timeout',
+          'cancelled',
+          'budget_exceeded',
+          'idempotency_conflict',
+        ]).toContain(o.kind);
     }
     expect(budget.limit - budget.remaining).toBeLessThanOrEqual(40);
     expect(budget.remaining).toBeGreaterThanOrEqual(0);

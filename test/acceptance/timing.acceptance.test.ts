@@ -1,17 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  TransientError,
-  retry,
-  timeout,
-} from '../../index.js';
+import { TransientError, retry, timeout } from '../../index.js';
 import { flush, gate, track, useFake, setup } from './helpers.js';
 
 beforeEach(() => useFake());
 afterEach(() => {
   vi.useRealTimers();
 });
-
 
 describe('retry backoff schedule', () => {
   it('attempt 1 at once, attempt 2 after 100 ms, attempt 3 after a further 400 ms (random = 0)', async () => {
@@ -49,7 +44,13 @@ describe('retry backoff schedule', () => {
 
   it('jitter upper end: random ≈ 1 gives just under 150 ms and 600 ms', async () => {
     const { registry, log, make } = setup({ retry: { random: () => 0.9999 } });
-    registry.register({ name: 't.flaky', inputSchema: z.object({}), handler: async () => { throw new TransientError('x'); } });
+    registry.register({
+      name: 't.flaky',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('x');
+      },
+    });
     const p = make().dispatch('t.flaky', {});
     await vi.advanceTimersByTimeAsync(1_000);
     await p;
@@ -62,7 +63,13 @@ describe('retry backoff schedule', () => {
 
   it('default random: delays fall in [100,150) and [400,600)', async () => {
     const { registry, log, make } = setup();
-    registry.register({ name: 't.flaky', inputSchema: z.object({}), handler: async () => { throw new TransientError('x'); } });
+    registry.register({
+      name: 't.flaky',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('x');
+      },
+    });
     const d = make();
     for (let i = 0; i < 5; i++) {
       const p = d.dispatch('t.flaky', {});
@@ -91,7 +98,9 @@ describe('retry backoff schedule', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(await p).toMatchObject({ kind: 'transient', attempts: 5 });
     expect(handler).toHaveBeenCalledTimes(5);
-    expect(log.events.filter((e) => e.type === 'dispatch.retry').map((e) => e.delayMs)).toEqual([10, 20, 30, 30]);
+    expect(log.events.filter((e) => e.type === 'dispatch.retry').map((e) => e.delayMs)).toEqual([
+      10, 20, 30, 30,
+    ]);
   });
 
   it('TransientError retryAfterMs raises the next backoff; maxDelayMs caps it', async () => {
@@ -148,10 +157,13 @@ describe('retry backoff schedule', () => {
     expect(await p).toMatchObject({ ok: true, result: 'ok', attempts: 3 });
   });
 
-  it.each([0, -1, 1.5, Number.NaN])('retry({ maxAttempts: %s }) is a TypeError naming the option', (maxAttempts) => {
-    expect(() => retry({ maxAttempts })).toThrow(TypeError);
-    expect(() => retry({ maxAttempts })).toThrow(/maxAttempts/);
-  });
+  it.each([0, -1, 1.5, Number.NaN])(
+    'retry({ maxAttempts: %s }) is a TypeError naming the option',
+    (maxAttempts) => {
+      expect(() => retry({ maxAttempts })).toThrow(TypeError);
+      expect(() => retry({ maxAttempts })).toThrow(/maxAttempts/);
+    },
+  );
 
   it('maxAttempts: 1 means no retry', async () => {
     const { registry, make } = setup({ retry: { maxAttempts: 1 } });
@@ -192,7 +204,13 @@ describe('timeout', () => {
   it('idempotent tools are retried after a timeout (3 attempts)', async () => {
     const { registry, make } = setup({ retry: { random: () => 0 } });
     const handler = vi.fn(() => new Promise(() => {}));
-    registry.register({ name: 'search.web', inputSchema: z.object({}), idempotent: true, timeoutMs: 1_000, handler });
+    registry.register({
+      name: 'search.web',
+      inputSchema: z.object({}),
+      idempotent: true,
+      timeoutMs: 1_000,
+      handler,
+    });
     const p = make().dispatch('search.web', {});
     await vi.advanceTimersByTimeAsync(1_000 + 100 + 1_000 + 400 + 1_000);
     expect(await p).toMatchObject({ ok: false, kind: 'timeout', attempts: 3 });
@@ -202,7 +220,12 @@ describe('timeout', () => {
   it('default tool timeout is 30 s; per-call override wins; defaultStack timeout.defaultMs applies', async () => {
     const { registry, make } = setup();
     registry.register({ name: 't.hang', inputSchema: z.object({}), handler: () => new Promise(() => {}) });
-    registry.register({ name: 't.hang5', inputSchema: z.object({}), timeoutMs: 5_000, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.hang5',
+      inputSchema: z.object({}),
+      timeoutMs: 5_000,
+      handler: () => new Promise(() => {}),
+    });
     const d = make();
     const a = track(d.dispatch('t.hang', {}));
     const b = track(d.dispatch('t.hang5', {}, { timeoutMs: 200 }));
@@ -216,7 +239,11 @@ describe('timeout', () => {
     expect(a.value).toMatchObject({ kind: 'timeout' });
 
     const other = setup({ timeout: { defaultMs: 500 } });
-    other.registry.register({ name: 't.hang', inputSchema: z.object({}), handler: () => new Promise(() => {}) });
+    other.registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      handler: () => new Promise(() => {}),
+    });
     const c = track(other.make().dispatch('t.hang', {}));
     await vi.advanceTimersByTimeAsync(500);
     await flush();
@@ -287,7 +314,12 @@ describe('timeout', () => {
 
   it('sync vi.advanceTimersByTime right after dispatch() drives a timeout', async () => {
     const { registry, make } = setup();
-    registry.register({ name: 't.hang', inputSchema: z.object({}), timeoutMs: 1_000, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      timeoutMs: 1_000,
+      handler: () => new Promise(() => {}),
+    });
     const p = track(make().dispatch('t.hang', {}));
     vi.advanceTimersByTime(1_000);
     await flush(200);
@@ -381,8 +413,19 @@ describe('caller cancellation', () => {
     const { EventEmitter } = await import('node:events');
     const getEventListeners = EventEmitter.getEventListeners;
     const { registry, make } = setup({ retry: { random: () => 0 } });
-    registry.register({ name: 't.flaky', inputSchema: z.object({}), handler: async () => { throw new TransientError('x'); } });
-    registry.register({ name: 't.hang', inputSchema: z.object({}), timeoutMs: 50, handler: () => new Promise(() => {}) });
+    registry.register({
+      name: 't.flaky',
+      inputSchema: z.object({}),
+      handler: async () => {
+        throw new TransientError('x');
+      },
+    });
+    registry.register({
+      name: 't.hang',
+      inputSchema: z.object({}),
+      timeoutMs: 50,
+      handler: () => new Promise(() => {}),
+    });
     const d = make();
     const ac = new AbortController();
     const p = d.dispatch('t.flaky', {}, { signal: ac.signal });

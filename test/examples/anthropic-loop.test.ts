@@ -17,7 +17,9 @@ describe('examples/anthropic-loop', () => {
       outcomes: ['ok', 'tool_error', 'not_found', 'ok'],
     });
     const transcript = lines.join('\n');
-    expect(transcript).toMatch(/← \[toolu_1\] is_error error \(tool_error, after 1 attempt\): Refund of 95 exceeds the order total of 80/);
+    expect(transcript).toMatch(
+      /← \[toolu_1\] is_error error \(tool_error, after 1 attempt\): Refund of 95 exceeds the order total of 80/,
+    );
     expect(transcript).toMatch(/← \[toolu_2\] is_error error \(not_found\): No tool named "loyalty__points"/);
     // Through the runner: the runner answers the unknown tool itself, and prefixes our failure text.
     expect(transcript).toMatch(/← \[toolu_5\] is_error Error: error \(tool_error, after 1 attempt\)/);
@@ -25,11 +27,16 @@ describe('examples/anthropic-loop', () => {
   });
 
   it('runs as a script and prints both transcripts', async () => {
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', 'examples/anthropic-loop.ts'], { cwd: root, timeout: 30_000 }, (error, out, err) =>
-        resolve({ code: error ? 1 : 0, stdout: out, stderr: err }),
-      );
-    });
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'examples/anthropic-loop.ts'],
+          { cwd: root, timeout: 30_000 },
+          (error, out, err) => resolve({ code: error ? 1 : 0, stdout: out, stderr: err }),
+        );
+      },
+    );
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toContain('— hand-written loop (runToolUses)');

@@ -12,7 +12,8 @@ function runExample(file: string): Promise<{ code: number | null; stdout: string
       process.execPath,
       ['--import', 'tsx', file],
       { cwd: root, env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (error.code as number | null) ?? 1 : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error.code as number | null) ?? 1) : 0, stdout, stderr }),
     );
   });
 }

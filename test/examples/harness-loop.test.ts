@@ -72,7 +72,9 @@ describe('examples/harness-loop runDemo', () => {
   it('does not retry the timed-out write, replans, and a later write succeeds', () => {
     expect(row(summary, 'db.write')).toMatchObject({ calls: 2, ok: 1, attempts: 2, retries: 0, timeouts: 1 });
     const writes = summary.calls.filter((call) => call.tool === 'db.write');
-    expect(writes.map(({ ok, kind, attempts, hook, replan }) => ({ ok, kind, attempts, hook, replan }))).toEqual([
+    expect(
+      writes.map(({ ok, kind, attempts, hook, replan }) => ({ ok, kind, attempts, hook, replan })),
+    ).toEqual([
       { ok: false, kind: 'timeout', attempts: 1, hook: 'on_error', replan: true },
       { ok: true, kind: undefined, attempts: 1, hook: 'none', replan: false },
     ]);
@@ -96,7 +98,12 @@ describe('examples/harness-loop runDemo', () => {
 
   it('reports the schema and not_found failures and replans after each', () => {
     expect(row(summary, 'search.web').failures.schema).toBe(1);
-    expect(row(summary, 'files.delete')).toMatchObject({ known: false, calls: 1, attempts: 0, failures: { not_found: 1 } });
+    expect(row(summary, 'files.delete')).toMatchObject({
+      known: false,
+      calls: 1,
+      attempts: 0,
+      failures: { not_found: 1 },
+    });
     for (const kind of ['schema', 'not_found']) {
       expect(summary.calls.find((call) => call.kind === kind)).toMatchObject({
         attempts: 0,
@@ -140,7 +147,11 @@ describe('examples/harness-loop as a script', () => {
         ['--import', 'tsx', 'examples/harness-loop.ts'],
         { cwd: root, timeout: 30_000, env: { ...process.env, NO_COLOR: '1' } },
         (error, out, err) => {
-          resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout: out, stderr: err });
+          resolve({
+            code: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
+            stdout: out,
+            stderr: err,
+          });
         },
       );
     });

@@ -12,30 +12,49 @@ import { parseProxyArgs } from '../../integrations/mcp/proxy-args.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const page = readFileSync(new URL('../../examples/mcp-proxy.md', import.meta.url), 'utf8');
-const jsonBlocks = [...page.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => JSON.parse(match[1] ?? '') as unknown);
+const jsonBlocks = [...page.matchAll(/```json\n([\s\S]*?)```/g)].map(
+  (match) => JSON.parse(match[1] ?? '') as unknown,
+);
 
 interface HostConfig {
   mcpServers: Record<string, { command: string; args: string[] }>;
 }
-const hostConfigs = jsonBlocks.filter((block): block is HostConfig => typeof block === 'object' && block !== null && 'mcpServers' in block);
+const hostConfigs = jsonBlocks.filter(
+  (block): block is HostConfig => typeof block === 'object' && block !== null && 'mcpServers' in block,
+);
 
 describe('examples/mcp-proxy.md', () => {
   it('holds host configs whose proxy arguments parse, and a proxy.json the proxy accepts', () => {
-    const proxied = hostConfigs.flatMap((config) => Object.values(config.mcpServers)).filter((server) => server.args.includes('mcp-proxy'));
+    const proxied = hostConfigs
+      .flatMap((config) => Object.values(config.mcpServers))
+      .filter((server) => server.args.includes('mcp-proxy'));
     expect(proxied).toHaveLength(2);
     for (const server of proxied) {
-      const args = server.args.slice(server.args.indexOf('mcp-proxy') + 1).map((arg) => arg.replace('proxy.json', 'examples/mcp/proxy.config.json'));
-      expect(() => parseProxyArgs(args.map((arg) => (arg.endsWith('.json') ? `${root}${arg}` : arg)))).not.toThrow();
+      const args = server.args
+        .slice(server.args.indexOf('mcp-proxy') + 1)
+        .map((arg) => arg.replace('proxy.json', 'examples/mcp/proxy.config.json'));
+      expect(() =>
+        parseProxyArgs(args.map((arg) => (arg.endsWith('.json') ? `${root}${arg}` : arg))),
+      ).not.toThrow();
     }
-    const proxyJson = jsonBlocks.find((block) => typeof block === 'object' && block !== null && 'defaults' in block);
+    const proxyJson = jsonBlocks.find(
+      (block) => typeof block === 'object' && block !== null && 'defaults' in block,
+    );
     expect(() => checkConfig(proxyJson)).not.toThrow();
-    expect(proxyJson).toEqual(JSON.parse(readFileSync(new URL('../../examples/mcp/proxy.config.json', import.meta.url), 'utf8')));
+    expect(proxyJson).toEqual(
+      JSON.parse(readFileSync(new URL('../../examples/mcp/proxy.config.json', import.meta.url), 'utf8')),
+    );
   });
 
   it('runs the "from this repository" entry as a host would, and its tools answer through the proxy', async () => {
     const entry = hostConfigs.at(-1)?.mcpServers['flaky-demo'];
     expect(entry?.command).toBe('node');
-    const transport = new StdioClientTransport({ command: process.execPath, args: entry?.args ?? [], cwd: root, stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: entry?.args ?? [],
+      cwd: root,
+      stderr: 'ignore',
+    });
     const client = new Client({ name: 'host', version: '1.0.0' });
     await client.connect(transport);
     try {
@@ -51,8 +70,11 @@ describe('examples/mcp-proxy.md', () => {
 describe('examples/mcp/demo.ts', () => {
   it('prints a timeline with a restart and retry, a timeout cancelled upstream, one charge and a cancellation', async () => {
     const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', 'examples/mcp/demo.ts'], { cwd: root, timeout: 60_000 }, (error, out) =>
-        resolve({ code: error === null ? 0 : 1, stdout: out }),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'examples/mcp/demo.ts'],
+        { cwd: root, timeout: 60_000 },
+        (error, out) => resolve({ code: error === null ? 0 : 1, stdout: out }),
       );
     });
     expect(code).toBe(0);

@@ -34,7 +34,9 @@ describe('examples/mcp-server.ts', () => {
 
     for (let i = 0; i < 3; i++) {
       // The third search fails once inside the server and is retried there.
-      expect(await client.callTool({ name: 'docs.search', arguments: { query: 'mcp', limit: 1 } })).toMatchObject({
+      expect(
+        await client.callTool({ name: 'docs.search', arguments: { query: 'mcp', limit: 1 } }),
+      ).toMatchObject({
         structuredContent: { hits: ['mcp: page 1'] },
       });
     }
@@ -56,7 +58,10 @@ describe('examples/mcp-server.ts', () => {
       { progress: 1, total: 2, message: 'step 2 of 2' },
     ]);
 
-    const invalid = await client.callTool({ name: 'billing.charge', arguments: { customer: 'c1', cents: -1 } });
+    const invalid = await client.callTool({
+      name: 'billing.charge',
+      arguments: { customer: 'c1', cents: -1 },
+    });
     expect(invalid.isError).toBe(true);
     expect(protocolErrors).toEqual([]);
     expect(logged).toContain('dispatch.retry');

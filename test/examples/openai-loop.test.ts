@@ -19,16 +19,23 @@ describe('examples/openai-loop', () => {
     const transcript = lines.join('\n');
     expect(transcript).toContain('assistant  → flights__search({"from":"BER","to":"LIS"})  [call_0]');
     expect(transcript).toMatch(/tool {7}← \[call_1\] \(2 attempts\) Lisbon: sunny/);
-    expect(transcript).toMatch(/\[call_2\] error \(schema\): Arguments for "flights__search" are not valid JSON/);
+    expect(transcript).toMatch(
+      /\[call_2\] error \(schema\): Arguments for "flights__search" are not valid JSON/,
+    );
     expect(transcript).toMatch(/\[call_4\] error \(not_found\): No tool named "hotels__search"/);
   });
 
   it('runs as a script and prints the transcript', async () => {
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', 'examples/openai-loop.ts'], { cwd: root, timeout: 30_000 }, (error, out, err) =>
-        resolve({ code: error ? 1 : 0, stdout: out, stderr: err }),
-      );
-    });
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'examples/openai-loop.ts'],
+          { cwd: root, timeout: 30_000 },
+          (error, out, err) => resolve({ code: error ? 1 : 0, stdout: out, stderr: err }),
+        );
+      },
+    );
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toMatch(/^user {7}Fly me from Berlin to Lisbon/);

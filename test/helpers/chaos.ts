@@ -308,9 +308,7 @@ export function chaos<Args = unknown, Result = unknown>(
         case 'throw-value':
           throw 'value' in fault ? fault.value : `chaos: thrown string in attempt ${ctx.attempt}`;
         default:
-          return wrapped === undefined
-            ? (receipt(ctx) as Result)
-            : await wrapped(args, ctx);
+          return wrapped === undefined ? (receipt(ctx) as Result) : await wrapped(args, ctx);
       }
     };
     let settled = settle();

@@ -33,7 +33,14 @@ export interface StackFormOptions {
 
 /** A dispatcher for a `calc` tool, the events it emitted, listeners to add, and its slot load. */
 export function buildStack(handler: ToolHandler<CalcArgs>, options: StackFormOptions = {}) {
-  const { onion = false, tail = false, stack = {}, idempotent = false, timeoutMs, inputSchema = calcSchema } = options;
+  const {
+    onion = false,
+    tail = false,
+    stack = {},
+    idempotent = false,
+    timeoutMs,
+    inputSchema = calcSchema,
+  } = options;
   const registry = new ToolRegistry().register({
     name: 'calc',
     inputSchema,

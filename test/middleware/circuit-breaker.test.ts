@@ -144,16 +144,86 @@ describe('circuitBreaker: the state machine', () => {
     runsHandler: boolean;
     after: CircuitState;
   }> = [
-    { step: 'a first failure starts a streak', wait: 0, handler: 'transient', outcome: 'transient', runsHandler: true, after: 'closed' },
-    { step: 'a success resets the streak', wait: 0, handler: 'ok', outcome: 'ok', runsHandler: true, after: 'closed' },
-    { step: 'so the next failure is the first again', wait: 0, handler: 'internal', outcome: 'internal', runsHandler: true, after: 'closed' },
-    { step: 'a failure 1 001 ms later starts a new streak', wait: 1_001, handler: 'transient', outcome: 'transient', runsHandler: true, after: 'closed' },
-    { step: 'a failure 1 000 ms later opens it (closed → open)', wait: 1_000, handler: 'transient', outcome: 'transient', runsHandler: true, after: 'open' },
-    { step: 'an open circuit fails fast', wait: 4_999, handler: 'ok', outcome: 'circuit_open', runsHandler: false, after: 'open' },
-    { step: 'after the cooldown a probe runs and its failure reopens it (half_open → open)', wait: 1, handler: 'transient', outcome: 'transient', runsHandler: true, after: 'open' },
-    { step: 'the new cooldown fails fast again', wait: 4_999, handler: 'ok', outcome: 'circuit_open', runsHandler: false, after: 'open' },
-    { step: 'a probe success closes it (half_open → closed)', wait: 1, handler: 'ok', outcome: 'ok', runsHandler: true, after: 'closed' },
-    { step: 'a closed circuit starts from zero', wait: 0, handler: 'transient', outcome: 'transient', runsHandler: true, after: 'closed' },
+    {
+      step: 'a first failure starts a streak',
+      wait: 0,
+      handler: 'transient',
+      outcome: 'transient',
+      runsHandler: true,
+      after: 'closed',
+    },
+    {
+      step: 'a success resets the streak',
+      wait: 0,
+      handler: 'ok',
+      outcome: 'ok',
+      runsHandler: true,
+      after: 'closed',
+    },
+    {
+      step: 'so the next failure is the first again',
+      wait: 0,
+      handler: 'internal',
+      outcome: 'internal',
+      runsHandler: true,
+      after: 'closed',
+    },
+    {
+      step: 'a failure 1 001 ms later starts a new streak',
+      wait: 1_001,
+      handler: 'transient',
+      outcome: 'transient',
+      runsHandler: true,
+      after: 'closed',
+    },
+    {
+      step: 'a failure 1 000 ms later opens it (closed → open)',
+      wait: 1_000,
+      handler: 'transient',
+      outcome: 'transient',
+      runsHandler: true,
+      after: 'open',
+    },
+    {
+      step: 'an open circuit fails fast',
+      wait: 4_999,
+      handler: 'ok',
+      outcome: 'circuit_open',
+      runsHandler: false,
+      after: 'open',
+    },
+    {
+      step: 'after the cooldown a probe runs and its failure reopens it (half_open → open)',
+      wait: 1,
+      handler: 'transient',
+      outcome: 'transient',
+      runsHandler: true,
+      after: 'open',
+    },
+    {
+      step: 'the new cooldown fails fast again',
+      wait: 4_999,
+      handler: 'ok',
+      outcome: 'circuit_open',
+      runsHandler: false,
+      after: 'open',
+    },
+    {
+      step: 'a probe success closes it (half_open → closed)',
+      wait: 1,
+      handler: 'ok',
+      outcome: 'ok',
+      runsHandler: true,
+      after: 'closed',
+    },
+    {
+      step: 'a closed circuit starts from zero',
+      wait: 0,
+      handler: 'transient',
+      outcome: 'transient',
+      runsHandler: true,
+      after: 'closed',
+    },
   ];
 
   it('walks every transition in order', async () => {
@@ -350,9 +420,9 @@ describe('circuitBreaker: what counts', () => {
     for (let i = 0; i < 3; i++) {
       expect(kindOf(await h.call('no.such_tool'))).toBe('not_found');
       expect(kindOf(await h.dispatcher.dispatch('search.web', { query: 42 }))).toBe('schema');
-      expect(
-        kindOf(await h.dispatcher.dispatch('search.web', { query: 'q' }, { budget: 0 })),
-      ).toBe('budget_exceeded');
+      expect(kindOf(await h.dispatcher.dispatch('search.web', { query: 'q' }, { budget: 0 }))).toBe(
+        'budget_exceeded',
+      );
       h.behaviour['search.web'] = 'gated';
       const controller = new AbortController();
       const cancelledCall = h.call('search.web', 'q', controller.signal);
@@ -401,13 +471,7 @@ describe('circuitBreaker: what counts', () => {
   it('counts a failure shared by same-key idempotent calls once', async () => {
     const h = harness({
       breaker: { failureThreshold: 2 },
-      stack: (breaker, registry) => [
-        errorMapping(),
-        toolLookup(registry),
-        breaker,
-        idempotency(),
-        timeout(),
-      ],
+      stack: (breaker, registry) => [errorMapping(), toolLookup(registry), breaker, idempotency(), timeout()],
     });
     h.behaviour['search.web'] = 'gated';
     const sameKey = { idempotencyKey: 'k1' };
@@ -424,20 +488,26 @@ describe('circuitBreaker: what counts', () => {
 describe('circuitBreaker: counting each attempt, outside or inside retry', () => {
   const placements: Placement[] = ['outside retry', 'inside retry'];
 
-  it.each(placements)('opens after one dispatch of 3 failed attempts with threshold 3 (%s)', async (placement) => {
-    const h = harness({ breaker: { failureThreshold: 3 }, placement, maxAttempts: 3 });
-    h.behaviour['search.web'] = 'transient';
-    expect(failure(await h.call())).toMatchObject({ kind: 'transient', attempts: 3 });
-    expect(h.breaker.state('search.web')).toBe('open');
-    expect(h.breaker.snapshot()['search.web']).toMatchObject({ state: 'open', failures: 3 });
-  });
+  it.each(placements)(
+    'opens after one dispatch of 3 failed attempts with threshold 3 (%s)',
+    async (placement) => {
+      const h = harness({ breaker: { failureThreshold: 3 }, placement, maxAttempts: 3 });
+      h.behaviour['search.web'] = 'transient';
+      expect(failure(await h.call())).toMatchObject({ kind: 'transient', attempts: 3 });
+      expect(h.breaker.state('search.web')).toBe('open');
+      expect(h.breaker.snapshot()['search.web']).toMatchObject({ state: 'open', failures: 3 });
+    },
+  );
 
-  it.each(placements)('stays closed after 3 failed attempts with threshold 4, counting each once (%s)', async (placement) => {
-    const h = harness({ breaker: { failureThreshold: 4 }, placement, maxAttempts: 3 });
-    h.behaviour['search.web'] = 'transient';
-    await h.call();
-    expect(h.breaker.snapshot()['search.web']).toEqual({ state: 'closed', failures: 3 });
-  });
+  it.each(placements)(
+    'stays closed after 3 failed attempts with threshold 4, counting each once (%s)',
+    async (placement) => {
+      const h = harness({ breaker: { failureThreshold: 4 }, placement, maxAttempts: 3 });
+      h.behaviour['search.web'] = 'transient';
+      await h.call();
+      expect(h.breaker.snapshot()['search.web']).toEqual({ state: 'closed', failures: 3 });
+    },
+  );
 
   it.each(placements)('resets the streak when a retried call finally succeeds (%s)', async (placement) => {
     const h = harness({ breaker: { failureThreshold: 3 }, placement, maxAttempts: 3 });

@@ -52,7 +52,9 @@ describe('concurrencyLimit alone', () => {
     const registry = new ToolRegistry().register({
       name: 'bad.op',
       inputSchema: z.object({}),
-      handler: () => { throw new Error('x'); },
+      handler: () => {
+        throw new Error('x');
+      },
     });
     const layer = concurrencyLimit({ max: 1 });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), layer]);

@@ -74,7 +74,9 @@ describe('idempotency alone', () => {
 describe('idempotency in the default stack', () => {
   it('serves a recent success again without running the handler (attempts 0)', async () => {
     const { dispatcher, calls, eventTypes } = setup();
-    await expect(dispatcher.dispatch('search.web', { query: 'x' }, key)).resolves.toMatchObject({ attempts: 1 });
+    await expect(dispatcher.dispatch('search.web', { query: 'x' }, key)).resolves.toMatchObject({
+      attempts: 1,
+    });
     await expect(dispatcher.dispatch('search.web', { query: 'x' }, key)).resolves.toEqual({
       ok: true,
       result: 'result:x',
@@ -108,7 +110,11 @@ describe('idempotency in the default stack', () => {
   });
 
   it('gives followers the leader’s failure with the leader’s attempts, and caches nothing', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('down'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('down');
+      },
+    });
     const leader = dispatcher.dispatch('search.web', { query: 'x' }, key);
     const follower = dispatcher.dispatch('search.web', { query: 'x' }, key);
     await vi.runAllTimersAsync();
@@ -146,7 +152,11 @@ describe('idempotency in the default stack', () => {
   it('reports the same key with another tool as idempotency_conflict, in flight too', async () => {
     const release = gate<string>();
     const { registry, dispatcher } = setup({ handler: () => release.promise });
-    registry.register({ name: 'other.tool', inputSchema: z.object({ query: z.string() }), handler: () => 'o' });
+    registry.register({
+      name: 'other.tool',
+      inputSchema: z.object({ query: z.string() }),
+      handler: () => 'o',
+    });
     const leader = dispatcher.dispatch('search.web', { query: 'x' }, key);
     await flush();
     const outcome = failure(await dispatcher.dispatch('other.tool', { query: 'x' }, key));
@@ -158,14 +168,19 @@ describe('idempotency in the default stack', () => {
   it('compares parsed args by a key-sorted fingerprint', async () => {
     const { dispatcher, calls } = setup();
     await dispatcher.dispatch('search.web', { query: 'x', limit: 2 }, key);
-    await expect(dispatcher.dispatch('search.web', { limit: 2, query: 'x' }, key)).resolves.toMatchObject({ attempts: 0 });
-    await expect(dispatcher.dispatch('search.web', { limit: 2, query: 'x', ignored: 1 }, key)).resolves.toMatchObject({ attempts: 0 });
+    await expect(dispatcher.dispatch('search.web', { limit: 2, query: 'x' }, key)).resolves.toMatchObject({
+      attempts: 0,
+    });
+    await expect(
+      dispatcher.dispatch('search.web', { limit: 2, query: 'x', ignored: 1 }, key),
+    ).resolves.toMatchObject({ attempts: 0 });
     expect(calls).toHaveLength(1);
   });
 
   it('keeps at most maxEntries successes, evicting the oldest first', async () => {
     const { dispatcher, calls } = setup({ stack: { idempotency: { maxEntries: 2 } } });
-    for (const k of ['a', 'b', 'c']) await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: k });
+    for (const k of ['a', 'b', 'c'])
+      await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: k });
     await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'c' });
     await dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'b' });
     expect(calls).toHaveLength(3);
@@ -175,7 +190,11 @@ describe('idempotency in the default stack', () => {
 
   it('evicts expired entries on access, with no timer of its own', async () => {
     const layer = idempotency({ ttlMs: 1_000 });
-    const registry = new ToolRegistry().register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 });
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), layer]);
     for (let i = 0; i < 50; i++) await dispatcher.dispatch('a.b', {}, { idempotencyKey: `k${i}` });
     expect(layer.size().cached).toBe(50);
@@ -215,7 +234,9 @@ describe('idempotency in the default stack', () => {
       },
     });
     const callers = [new AbortController(), new AbortController()];
-    const pending = callers.map((c) => dispatcher.dispatch('search.web', { query: 'x' }, { ...key, signal: c.signal }));
+    const pending = callers.map((c) =>
+      dispatcher.dispatch('search.web', { query: 'x' }, { ...key, signal: c.signal }),
+    );
     await flush();
     callers[1]?.abort();
     await flush();
@@ -237,7 +258,9 @@ describe('idempotency in the default stack', () => {
     caller.abort();
     await first;
     await flush();
-    await expect(dispatcher.dispatch('search.web', { query: 'x' }, key)).resolves.toMatchObject({ result: 'second' });
+    await expect(dispatcher.dispatch('search.web', { query: 'x' }, key)).resolves.toMatchObject({
+      result: 'second',
+    });
   });
 
   it('leaves no abort listener on a caller signal after the call', async () => {
@@ -275,7 +298,11 @@ describe('idempotency fingerprint', () => {
   });
 
   it('works inside any stack order that has the tool resolved', async () => {
-    const registry = new ToolRegistry().register({ name: 'a.b', inputSchema: z.object({}), handler: () => 'ok' });
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({}),
+      handler: () => 'ok',
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     await dispatcher.dispatch('a.b', {}, key);
     await expect(dispatcher.dispatch('a.b', {}, key)).resolves.toMatchObject({ attempts: 0 });
@@ -285,13 +312,24 @@ describe('idempotency fingerprint', () => {
 describe('idempotency at scale', () => {
   it('keeps maxEntries across its shards and serves every live key', async () => {
     const layer = idempotency({ maxEntries: 20_000, ttlMs: 1_000_000 });
-    const registry = new ToolRegistry().register({ name: 'a.b', inputSchema: z.object({ n: z.number() }), handler: ({ n }) => n });
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({ n: z.number() }),
+      handler: ({ n }) => n,
+    });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), layer]);
     for (let n = 0; n < 25_000; n++) await dispatcher.dispatch('a.b', { n }, { idempotencyKey: `k${n}` });
     expect(layer.size().cached).toBe(20_000);
-    expect(await dispatcher.dispatch('a.b', { n: 24_999 }, { idempotencyKey: 'k24999' })).toMatchObject({ attempts: 0, result: 24_999 });
-    expect(await dispatcher.dispatch('a.b', { n: 5_000 }, { idempotencyKey: 'k5000' })).toMatchObject({ attempts: 0 });
-    expect(await dispatcher.dispatch('a.b', { n: 4_999 }, { idempotencyKey: 'k4999' })).toMatchObject({ attempts: 1 });
+    expect(await dispatcher.dispatch('a.b', { n: 24_999 }, { idempotencyKey: 'k24999' })).toMatchObject({
+      attempts: 0,
+      result: 24_999,
+    });
+    expect(await dispatcher.dispatch('a.b', { n: 5_000 }, { idempotencyKey: 'k5000' })).toMatchObject({
+      attempts: 0,
+    });
+    expect(await dispatcher.dispatch('a.b', { n: 4_999 }, { idempotencyKey: 'k4999' })).toMatchObject({
+      attempts: 1,
+    });
   });
 
   it('tells args apart by content, not by identity or key order, including nested values', async () => {
@@ -300,8 +338,14 @@ describe('idempotency at scale', () => {
     const registry2 = new ToolRegistry().register({ name: 'n.t', inputSchema: z.any(), handler: () => 'ok' });
     const d = createDispatcher([errorMapping(), toolLookup(registry2), idempotency()]);
     await d.dispatch('n.t', { a: [1, { b: 'x', c: null }], d: 1n, e: new Date(5) }, k);
-    expect(await d.dispatch('n.t', { e: new Date(5), d: 1n, a: [1, { c: null, b: 'x' }] }, k)).toMatchObject({ attempts: 0 });
-    for (const other of [{ a: [1, { b: 'x', c: 0 }], d: 1n, e: new Date(5) }, { a: ['1', { b: 'x', c: null }], d: 1n, e: new Date(5) }, { a: [1, { b: 'x', c: null }], d: 2n, e: new Date(5) }]) {
+    expect(await d.dispatch('n.t', { e: new Date(5), d: 1n, a: [1, { c: null, b: 'x' }] }, k)).toMatchObject({
+      attempts: 0,
+    });
+    for (const other of [
+      { a: [1, { b: 'x', c: 0 }], d: 1n, e: new Date(5) },
+      { a: ['1', { b: 'x', c: null }], d: 1n, e: new Date(5) },
+      { a: [1, { b: 'x', c: null }], d: 2n, e: new Date(5) },
+    ]) {
       expect(await d.dispatch('n.t', other, k)).toMatchObject({ kind: 'idempotency_conflict' });
     }
     expect(calls).toHaveLength(0);

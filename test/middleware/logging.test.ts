@@ -35,7 +35,10 @@ function fakeLogger() {
   return { logger, lines, summary };
 }
 
-function registryWith(handler: ToolHandler<{ query: string }>, tool: { idempotent?: boolean; timeoutMs?: number } = {}) {
+function registryWith(
+  handler: ToolHandler<{ query: string }>,
+  tool: { idempotent?: boolean; timeoutMs?: number } = {},
+) {
   return new ToolRegistry().register({
     name: 'search.web',
     inputSchema: z.object({ query: z.string() }),
@@ -166,11 +169,7 @@ describe('logging', () => {
     const { dispatcher, lines } = setup(() => held.promise, { concurrency: 1 });
     const first = dispatcher.dispatch('search.web', { query: 'a' }, { callId: 'a', idempotencyKey: 'k' });
     const second = dispatcher.dispatch('search.web', { query: 'b' }, { callId: 'b' });
-    const follower = dispatcher.dispatch(
-      'search.web',
-      { query: 'a' },
-      { callId: 'a2', idempotencyKey: 'k' },
-    );
+    const follower = dispatcher.dispatch('search.web', { query: 'a' }, { callId: 'a2', idempotencyKey: 'k' });
     await flush();
     held.open('ok');
     await Promise.all([first, second, follower]);

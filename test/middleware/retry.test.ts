@@ -22,7 +22,11 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-function withRetry(handler: ToolHandler<Record<string, never>>, options: RetryOptions = {}, idempotent = false) {
+function withRetry(
+  handler: ToolHandler<Record<string, never>>,
+  options: RetryOptions = {},
+  idempotent = false,
+) {
   const events: DispatchEvent[] = [];
   const startedAt: number[] = [];
   const registry = new ToolRegistry().register({
@@ -34,9 +38,12 @@ function withRetry(handler: ToolHandler<Record<string, never>>, options: RetryOp
       return handler(args, ctx);
     },
   });
-  const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), retry(options), timeout({ defaultMs: 1_000 })], {
-    onEvent: (event) => events.push(event),
-  });
+  const dispatcher = createDispatcher(
+    [errorMapping(), toolLookup(registry), retry(options), timeout({ defaultMs: 1_000 })],
+    {
+      onEvent: (event) => events.push(event),
+    },
+  );
   return { dispatcher, events, startedAt };
 }
 
@@ -91,16 +98,34 @@ describe('retry', () => {
   });
 
   it('caps every wait at maxDelayMs', async () => {
-    const { dispatcher, events } = withRetry(alwaysTransient, { maxAttempts: 4, baseDelayMs: 1_000, factor: 10, maxDelayMs: 5_000, random: () => 0 });
+    const { dispatcher, events } = withRetry(alwaysTransient, {
+      maxAttempts: 4,
+      baseDelayMs: 1_000,
+      factor: 10,
+      maxDelayMs: 5_000,
+      random: () => 0,
+    });
     const pending = dispatcher.dispatch('flaky.op', {});
     await vi.runAllTimersAsync();
     await pending;
-    expect(events.filter((e) => e.type === 'dispatch.retry').map((e) => e.delayMs)).toEqual([1_000, 5_000, 5_000]);
+    expect(events.filter((e) => e.type === 'dispatch.retry').map((e) => e.delayMs)).toEqual([
+      1_000, 5_000, 5_000,
+    ]);
   });
 
   it.each([
-    ['internal', () => { throw new Error('bug'); }],
-    ['internal', () => { throw 'a string'; }],
+    [
+      'internal',
+      () => {
+        throw new Error('bug');
+      },
+    ],
+    [
+      'internal',
+      () => {
+        throw 'a string';
+      },
+    ],
   ])('does not retry %s failures', async (kind, handler) => {
     const { dispatcher, startedAt } = withRetry(handler);
     expect(await dispatcher.dispatch('flaky.op', {})).toMatchObject({ kind, attempts: 1 });
@@ -119,10 +144,15 @@ describe('retry', () => {
   });
 
   it('takes a custom shouldRetry', async () => {
-    const { dispatcher, startedAt } = withRetry(() => { throw new Error('retry me anyway'); }, {
-      baseDelayMs: 0,
-      shouldRetry: (error) => error.kind === 'internal',
-    });
+    const { dispatcher, startedAt } = withRetry(
+      () => {
+        throw new Error('retry me anyway');
+      },
+      {
+        baseDelayMs: 0,
+        shouldRetry: (error) => error.kind === 'internal',
+      },
+    );
     await dispatcher.dispatch('flaky.op', {});
     expect(startedAt).toHaveLength(3);
   });

@@ -72,11 +72,17 @@ describe('schemaValidation', () => {
   const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
 
   it('hands the handler the parsed value', async () => {
-    expect(await dispatcher.dispatch('echo.args', { text: '  hi  ' })).toMatchObject({ result: { text: 'hi' } });
+    expect(await dispatcher.dispatch('echo.args', { text: '  hi  ' })).toMatchObject({
+      result: { text: 'hi' },
+    });
   });
 
   it('rejects args nesting deeper than maxDepth', async () => {
-    const shallow = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation({ maxDepth: 3 })]);
+    const shallow = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      schemaValidation({ maxDepth: 3 }),
+    ]);
     const outcome = await shallow.dispatch('echo.args', { text: 'a', deep: { a: { b: { c: 1 } } } });
     expect(outcome).toMatchObject({ kind: 'schema' });
     expect(outcome.ok ? '' : outcome.message).toMatch(/deeper than 3/);
@@ -95,15 +101,28 @@ describe('schemaValidation', () => {
         },
       },
     };
-    const custom = new ToolRegistry().register({ name: 'even.n', inputSchema: evenOnly, handler: ({ n }) => n / 2 });
+    const custom = new ToolRegistry().register({
+      name: 'even.n',
+      inputSchema: evenOnly,
+      handler: ({ n }) => n / 2,
+    });
     const d = createDispatcher([errorMapping(), toolLookup(custom), schemaValidation()]);
     expect(await d.dispatch('even.n', { n: 4 })).toMatchObject({ result: 2 });
-    expect(await d.dispatch('even.n', { n: 3 })).toMatchObject({ kind: 'schema', message: 'Invalid args for "even.n": n: must be even' });
+    expect(await d.dispatch('even.n', { n: 3 })).toMatchObject({
+      kind: 'schema',
+      message: 'Invalid args for "even.n": n: must be even',
+    });
   });
 
   it('turns a validator that throws into a schema error', async () => {
     const broken: StandardSchemaV1 = {
-      '~standard': { version: 1, vendor: 'broken', validate: () => { throw new Error('validator bug'); } },
+      '~standard': {
+        version: 1,
+        vendor: 'broken',
+        validate: () => {
+          throw new Error('validator bug');
+        },
+      },
     };
     const custom = new ToolRegistry().register({ name: 'broken.v', inputSchema: broken, handler: () => 1 });
     const d = createDispatcher([errorMapping(), toolLookup(custom), schemaValidation()]);
@@ -119,7 +138,10 @@ describe('budgetGuard', () => {
   const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), budgetGuard()]);
 
   it('fails fast for a spent shared budget and lets a live one through', async () => {
-    expect(await dispatcher.dispatch('echo.args', { text: 'a' }, { budget: createBudget(0) })).toMatchObject({ kind: 'budget_exceeded', attempts: 0 });
+    expect(await dispatcher.dispatch('echo.args', { text: 'a' }, { budget: createBudget(0) })).toMatchObject({
+      kind: 'budget_exceeded',
+      attempts: 0,
+    });
     const budget = createBudget(1);
     expect(await dispatcher.dispatch('echo.args', { text: 'a' }, { budget })).toMatchObject({ ok: true });
     expect(budget.remaining).toBe(0);

@@ -1,7 +1,16 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, errorMapping, timeout, ToolRegistry, toolLookup, type DispatchEvent, type TimeoutOptions, type ToolHandler } from '../../index.js';
+import {
+  createDispatcher,
+  errorMapping,
+  timeout,
+  ToolRegistry,
+  toolLookup,
+  type DispatchEvent,
+  type TimeoutOptions,
+  type ToolHandler,
+} from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 
 beforeEach(() => {
@@ -11,7 +20,11 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-function withTimeout(handler: ToolHandler<Record<string, never>>, options: TimeoutOptions = {}, toolTimeoutMs?: number) {
+function withTimeout(
+  handler: ToolHandler<Record<string, never>>,
+  options: TimeoutOptions = {},
+  toolTimeoutMs?: number,
+) {
   const events: DispatchEvent[] = [];
   const registry = new ToolRegistry().register({
     name: 'slow.op',
@@ -31,7 +44,9 @@ describe('timeout', () => {
     const pending = dispatcher.dispatch('slow.op', {});
     await vi.advanceTimersByTimeAsync(29_999);
     let settled = false;
-    void pending.then(() => { settled = true; });
+    void pending.then(() => {
+      settled = true;
+    });
     await flush();
     expect(settled).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
@@ -48,10 +63,13 @@ describe('timeout', () => {
 
   it('aborts the handler’s signal with the timeout as the reason', async () => {
     let signal: AbortSignal | undefined;
-    const { dispatcher } = withTimeout((_args, ctx) => {
-      signal = ctx.signal;
-      return new Promise<never>(() => {});
-    }, { defaultMs: 50 });
+    const { dispatcher } = withTimeout(
+      (_args, ctx) => {
+        signal = ctx.signal;
+        return new Promise<never>(() => {});
+      },
+      { defaultMs: 50 },
+    );
     const pending = dispatcher.dispatch('slow.op', {});
     await vi.advanceTimersByTimeAsync(50);
     await pending;
@@ -97,9 +115,12 @@ describe('timeout', () => {
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
-  it.each([[0], [-1], [Number.NaN], ['5']])('rejects defaultMs %s with a TypeError naming it', (defaultMs) => {
-    expect(() => timeout({ defaultMs } as never)).toThrow(/defaultMs/);
-  });
+  it.each([[0], [-1], [Number.NaN], ['5']])(
+    'rejects defaultMs %s with a TypeError naming it',
+    (defaultMs) => {
+      expect(() => timeout({ defaultMs } as never)).toThrow(/defaultMs/);
+    },
+  );
 });
 
 describe('timeout under fake timers advanced synchronously', () => {

@@ -39,7 +39,9 @@ interface ModelCircuit {
   trial: number;
 }
 
-type Admission = { admitted: true; trial: number | undefined } | { admitted: false; retryAfterMs: number | undefined };
+type Admission =
+  | { admitted: true; trial: number | undefined }
+  | { admitted: false; retryAfterMs: number | undefined };
 
 class Model {
   now = 0;
@@ -85,8 +87,7 @@ class Model {
       else if (circuit.state === 'half_open' && trial === circuit.trial) this.circuits.delete(key);
       return;
     }
-    const counted =
-      result === 'transient' || (result === 'internal' && !this.config.transientOnly);
+    const counted = result === 'transient' || (result === 'internal' && !this.config.transientOnly);
     if (!counted) return;
     let circuit = this.circuits.get(key);
     if (circuit === undefined) {
@@ -134,9 +135,7 @@ class Real {
       windowMs: config.windowMs,
       cooldownMs: config.cooldownMs,
       halfOpenMaxCalls: config.halfOpenMaxCalls,
-      ...(config.transientOnly
-        ? { isFailure: (error: DispatchError) => error.kind === 'transient' }
-        : {}),
+      ...(config.transientOnly ? { isFailure: (error: DispatchError) => error.kind === 'transient' } : {}),
       clock: { now: () => this.now },
     });
     const registry = new ToolRegistry();
@@ -155,7 +154,12 @@ class Real {
       });
     }
     // Breaker before schema validation, so calls with bad args pass through it without an attempt.
-    this.dispatcher = createDispatcher([errorMapping(), toolLookup(registry), this.breaker, schemaValidation()]);
+    this.dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      this.breaker,
+      schemaValidation(),
+    ]);
   }
 
   begin(key: string, result: Result, gated: boolean): { id: string; outcome: Promise<Outcome> } {
@@ -287,10 +291,16 @@ const toolArb = fc.integer({ min: 0, max: tools.length - 1 });
 const commandsArb = fc.commands(
   [
     fc
-      .tuple(toolArb, fc.constantFrom<Exclude<Result, 'cancelled'>>('ok', 'transient', 'transient', 'internal', 'bad-args'))
+      .tuple(
+        toolArb,
+        fc.constantFrom<Exclude<Result, 'cancelled'>>('ok', 'transient', 'transient', 'internal', 'bad-args'),
+      )
       .map(([tool, result]) => new CallCommand(tool, result)),
     fc
-      .tuple(toolArb, fc.constantFrom<Exclude<Result, 'cancelled' | 'bad-args'>>('ok', 'transient', 'internal'))
+      .tuple(
+        toolArb,
+        fc.constantFrom<Exclude<Result, 'cancelled' | 'bad-args'>>('ok', 'transient', 'internal'),
+      )
       .map(([tool, result]) => new BeginCommand(tool, result)),
     fc.tuple(fc.nat(), fc.boolean()).map(([index, cancel]) => new EndCommand(index, cancel)),
     fc.constantFrom(1, 5, 9, 20, 30, 60).map((ms) => new AdvanceCommand(ms)),
@@ -315,7 +325,14 @@ describe('circuit breaker against a reference state machine', () => {
     for (const kind of ['timeout', 'transient', 'internal']) {
       expect(isCircuitFailure(new DispatchError(kind, kind))).toBe(true);
     }
-    for (const kind of ['schema', 'not_found', 'budget_exceeded', 'cancelled', 'idempotency_conflict', 'circuit_open']) {
+    for (const kind of [
+      'schema',
+      'not_found',
+      'budget_exceeded',
+      'cancelled',
+      'idempotency_conflict',
+      'circuit_open',
+    ]) {
       expect(isCircuitFailure(new DispatchError(kind, kind))).toBe(false);
     }
   });

@@ -101,7 +101,11 @@ const faultArb: fc.Arbitrary<Fault> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('error' as const), delayMs: delayArb, honorSignal: fc.boolean() }),
+    arbitrary: fc.record({
+      kind: fc.constant('error' as const),
+      delayMs: delayArb,
+      honorSignal: fc.boolean(),
+    }),
   },
   {
     weight: 1,
@@ -162,10 +166,10 @@ const callArb = (weights: Weights): fc.Arbitrary<CallSpec> =>
     timeoutMs: fc.constantFrom<number | undefined>(undefined, undefined, 40, 150),
     signal: signalArb,
     budget: fc.constantFrom<CallSpec['budget']>('none', 'none', 'none', 'shared', 'shared', 0, 1, 2, -1),
-    faults: fc.array(
-      weights.hang ? faultArb : faultArb.filter((fault) => fault.kind !== 'hang'),
-      { minLength: 4, maxLength: 4 },
-    ),
+    faults: fc.array(weights.hang ? faultArb : faultArb.filter((fault) => fault.kind !== 'hang'), {
+      minLength: 4,
+      maxLength: 4,
+    }),
   });
 
 const scheduleArb = (weights: Weights = { keyedPercent: 50, hang: true }): fc.Arbitrary<Schedule> =>
@@ -255,7 +259,11 @@ function trackAbortListeners(signal: AbortSignal): () => number {
   });
   Object.defineProperty(signal, 'removeEventListener', {
     configurable: true,
-    value: (type: string, listener: Listener, options?: Parameters<AbortSignal['removeEventListener']>[2]) => {
+    value: (
+      type: string,
+      listener: Listener,
+      options?: Parameters<AbortSignal['removeEventListener']>[2],
+    ) => {
       if (type === 'abort') live.delete(listener);
       remove(type, listener, options);
     },
@@ -323,7 +331,8 @@ function describeOutcome({ outcome, abortedAt, settledAt }: Call): string {
 }
 
 // The default stack as defaultStack() builds it: the dispatcher runs it fused.
-const defaultOrder = ({ registry, options }: StackParts): Middleware[] => defaultStack({ registry, ...options });
+const defaultOrder = ({ registry, options }: StackParts): Middleware[] =>
+  defaultStack({ registry, ...options });
 
 // The same, behind a pass-through layer of the caller's own: the default stack then runs fused as
 // the stack's tail, with the layer before it as an onion around it.
@@ -587,7 +596,11 @@ async function runSchedule(
           );
         }
       }
-      if (!outcome.ok && outcome.kind === 'cancelled' && !((call.abortSeq ?? Infinity) < (call.settleSeq ?? 0))) {
+      if (
+        !outcome.ok &&
+        outcome.kind === 'cancelled' &&
+        !((call.abortSeq ?? Infinity) < (call.settleSeq ?? 0))
+      ) {
         v.settle.push(`${callId} got "cancelled" though its caller had not aborted`);
       }
       if (call.abortedBeforeStart) {
@@ -606,7 +619,8 @@ async function runSchedule(
               : undefined;
       if (expectedEarly !== undefined) {
         // A caller that aborts before the doomed call has failed is answered `cancelled` at once.
-        const cancelledFirst = !outcome.ok && outcome.kind === 'cancelled' && call.spec.signal.kind === 'abort';
+        const cancelledFirst =
+          !outcome.ok && outcome.kind === 'cancelled' && call.spec.signal.kind === 'abort';
         const kindOk = !outcome.ok && (outcome.kind === expectedEarly || cancelledFirst);
         if (!kindOk || outcome.attempts !== 0 || own.length > 0) {
           v.settle.push(
@@ -658,14 +672,19 @@ async function runSchedule(
         v.retry.push(`${callId} succeeded with attempts ${outcome.attempts} without running its handler`);
       }
       own.forEach((attempt, i) => {
-        if (attempt.attempt !== i + 1) v.retry.push(`${callId} attempt numbers skip: ${attempt.attempt} at ${i + 1}`);
+        if (attempt.attempt !== i + 1)
+          v.retry.push(`${callId} attempt numbers skip: ${attempt.attempt} at ${i + 1}`);
         const following = own[i + 1];
         if (following === undefined) return;
         if (attempt.closing === 'timeout' && tool?.idempotent === false) {
-          v.retry.push(`${callId} re-ran non-idempotent ${tool.name} after attempt ${attempt.attempt} timed out`);
+          v.retry.push(
+            `${callId} re-ran non-idempotent ${tool.name} after attempt ${attempt.attempt} timed out`,
+          );
         }
         if (attempt.closing === 'ok' || attempt.closing === 'failure' || attempt.closing === 'cancelled') {
-          v.retry.push(`${callId} ran attempt ${following.attempt} after attempt ${attempt.attempt} ended with ${attempt.closing}`);
+          v.retry.push(
+            `${callId} ran attempt ${following.attempt} after attempt ${attempt.attempt} ended with ${attempt.closing}`,
+          );
         }
         const retryAfter = attempt.closing === 'transient' ? attempt.fault.retryAfterMs : undefined;
         const [lo, hi] = backoffRange(attempt.attempt, schedule.baseDelayMs, retryAfter);
@@ -719,7 +738,13 @@ async function runSchedule(
       ) {
         v.budget.push(`${call.callId} got budget_exceeded with ${call.sharedRemainingAtSettle} units left`);
       }
-      if (outcome !== undefined && !outcome.ok && outcome.kind === 'budget_exceeded' && call.spec.budget === 'none' && call.key === undefined) {
+      if (
+        outcome !== undefined &&
+        !outcome.ok &&
+        outcome.kind === 'budget_exceeded' &&
+        call.spec.budget === 'none' &&
+        call.key === undefined
+      ) {
         v.budget.push(`${call.callId} got budget_exceeded without a budget`);
       }
     }
@@ -815,14 +840,18 @@ async function runSchedule(
             (other.startedAt ?? Infinity) <= (call.startedAt ?? -Infinity) &&
             (other.toolIndex !== call.toolIndex || (other.args as Args).id !== (call.args as Args).id),
         );
-        if (!clash) v.idempotency.push(`${call.callId} got idempotency_conflict with no conflicting earlier call`);
-        if (outcome.jsonrpcCode !== -32602) v.idempotency.push(`idempotency_conflict has code ${outcome.jsonrpcCode}`);
+        if (!clash)
+          v.idempotency.push(`${call.callId} got idempotency_conflict with no conflicting earlier call`);
+        if (outcome.jsonrpcCode !== -32602)
+          v.idempotency.push(`idempotency_conflict has code ${outcome.jsonrpcCode}`);
       }
     }
     // Probe every key: a success within the TTL is served again; anything else (a failure, an
     // expired success) left nothing behind, so the handler runs.
     const probeAt = now();
-    const keys = new Set(calls.filter((c) => c.key !== undefined && c.spec.flaw === 'none').map((c) => c.key as string));
+    const keys = new Set(
+      calls.filter((c) => c.key !== undefined && c.spec.flaw === 'none').map((c) => c.key as string),
+    );
     for (const key of keys) {
       const executions = executionsByKey.get(key) ?? [];
       const lastExecution = executions[executions.length - 1];
@@ -876,18 +905,18 @@ async function runSchedule(
 const seed = process.env['FC_SEED'] === undefined ? 20_261_129 : Number(process.env['FC_SEED']);
 const numRuns = process.env['FC_RUNS'] === undefined ? 100 : Number(process.env['FC_RUNS']);
 
-function check(
-  category: Category,
-  weights?: Weights,
-  makeStack?: (parts: StackParts) => Middleware[],
-) {
+function check(category: Category, weights?: Weights, makeStack?: (parts: StackParts) => Middleware[]) {
   return fc.assert(
     fc.asyncProperty(scheduleArb(weights), async (schedule) => {
       const { violations } = await runSchedule(schedule, makeStack);
       expect(violations[category]).toEqual([]);
     }),
     // A broken stack only has to be caught, not shrunk.
-    { numRuns, seed, endOnFailure: makeStack !== undefined && makeStack !== onionOrder && makeStack !== tailOrder },
+    {
+      numRuns,
+      seed,
+      endOnFailure: makeStack !== undefined && makeStack !== onionOrder && makeStack !== tailOrder,
+    },
   );
 }
 
@@ -957,7 +986,10 @@ describe('the same schedules through the onion and the fused tail', () => {
 
 // Each check must catch a stack that breaks its invariant; otherwise a green run proves nothing.
 describe('the checks themselves', () => {
-  const stackWith = (parts: StackParts, swap: Partial<Record<'idem' | 'slots' | 'retry' | 'timeout', Middleware>>) => [
+  const stackWith = (
+    parts: StackParts,
+    swap: Partial<Record<'idem' | 'slots' | 'retry' | 'timeout', Middleware>>,
+  ) => [
     errorMapping(),
     toolLookup(parts.registry),
     schemaValidation(),
@@ -970,7 +1002,9 @@ describe('the checks themselves', () => {
 
   it('catches a stack without timeouts', async () => {
     const noTimeout: Middleware = (_ctx, next) => next();
-    await expect(check('settle', undefined, (parts) => stackWith(parts, { timeout: noTimeout }))).rejects.toThrow();
+    await expect(
+      check('settle', undefined, (parts) => stackWith(parts, { timeout: noTimeout })),
+    ).rejects.toThrow();
   });
 
   it('catches a concurrency cap that is too high', async () => {
@@ -1063,7 +1097,9 @@ describe('the checks themselves', () => {
 
   it('catches a retry layer that retries timed-out writes', async () => {
     const retriesAll = retry({ maxAttempts: 3, baseDelayMs: 0, shouldRetry: () => true });
-    await expect(check('retry', undefined, (parts) => stackWith(parts, { retry: retriesAll }))).rejects.toThrow();
+    await expect(
+      check('retry', undefined, (parts) => stackWith(parts, { retry: retriesAll })),
+    ).rejects.toThrow();
   });
 
   it('catches a layer that spends budget twice', async () => {
@@ -1106,7 +1142,11 @@ describe('regressions found by the properties', () => {
     });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const controller = new AbortController();
-    const first = dispatcher.dispatch('kv.get', { id: 1 }, { idempotencyKey: 'k', signal: controller.signal });
+    const first = dispatcher.dispatch(
+      'kv.get',
+      { id: 1 },
+      { idempotencyKey: 'k', signal: controller.signal },
+    );
     await vi.advanceTimersByTimeAsync(0);
     controller.abort();
     // Same turn as the abort: the aborted execution is still winding down.
@@ -1129,7 +1169,11 @@ describe('regressions found by the properties', () => {
     });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const controller = new AbortController();
-    const leader = dispatcher.dispatch('kv.get', { id: 1 }, { idempotencyKey: 'k', signal: controller.signal });
+    const leader = dispatcher.dispatch(
+      'kv.get',
+      { id: 1 },
+      { idempotencyKey: 'k', signal: controller.signal },
+    );
     const follower = dispatcher.dispatch('kv.get', { id: 1 }, { idempotencyKey: 'k' });
     controller.abort();
     expect(await leader).toMatchObject({ ok: false, kind: 'cancelled' });
@@ -1145,7 +1189,11 @@ describe('regressions found by the properties', () => {
   it('adds no listener to the shared never-aborted signal while calls without a signal queue', async () => {
     vi.useFakeTimers();
     const gate = chaos<Args>({ delayMs: 10 });
-    const registry = new ToolRegistry().register({ name: 'kv.get', inputSchema: argsSchema, handler: gate.handler });
+    const registry = new ToolRegistry().register({
+      name: 'kv.get',
+      inputSchema: argsSchema,
+      handler: gate.handler,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry, concurrency: { max: 1 } }));
     // Node warns "Possible EventTarget memory leak detected" past 10 listeners on one signal.
     // (Counted as a difference: broken stacks above may have left calls queued forever.)

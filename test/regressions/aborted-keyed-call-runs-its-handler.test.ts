@@ -1,7 +1,13 @@
 // Regression (issue 9, item 1): a keyed call whose caller aborted while an async validator ran
 // still led, ran its handler and spent a budget unit; the same key sent again then ran it twice.
 import { expect, it } from 'vitest';
-import { createBudget, createDispatcher, defaultStack, ToolRegistry, type StandardSchemaV1 } from '../../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  type StandardSchemaV1,
+} from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 
 it('never starts an attempt for a keyed call whose caller aborted before it began', async () => {
@@ -25,11 +31,15 @@ it('never starts an attempt for a keyed call whose caller aborted before it bega
   const dispatcher = createDispatcher(defaultStack({ registry }));
   const budget = createBudget(5);
   const controller = new AbortController();
-  const first = dispatcher.dispatch('payments.charge', { amount: 10 }, {
-    idempotencyKey: 'order-1',
-    signal: controller.signal,
-    budget,
-  });
+  const first = dispatcher.dispatch(
+    'payments.charge',
+    { amount: 10 },
+    {
+      idempotencyKey: 'order-1',
+      signal: controller.signal,
+      budget,
+    },
+  );
   controller.abort();
   validation.open();
   await expect(first).resolves.toMatchObject({ ok: false, kind: 'cancelled' });
@@ -37,7 +47,11 @@ it('never starts an attempt for a keyed call whose caller aborted before it bega
   expect(charges).toBe(0);
   expect(budget.remaining).toBe(5);
 
-  const again = await dispatcher.dispatch('payments.charge', { amount: 10 }, { idempotencyKey: 'order-1', budget });
+  const again = await dispatcher.dispatch(
+    'payments.charge',
+    { amount: 10 },
+    { idempotencyKey: 'order-1', budget },
+  );
   expect(again).toEqual({ ok: true, result: 1, attempts: 1 });
   expect(charges).toBe(1);
 });

@@ -15,9 +15,19 @@ it('registers a validator that is a function with ~standard.validate, as ArkType
           : { issues: [{ message: 'must be a number', path: ['n'] }] },
     },
   }) as StandardSchemaV1<{ n: number }>;
-  const registry = new ToolRegistry().register({ name: 'calc.double', inputSchema: callable, handler: ({ n }) => n * 2 });
+  const registry = new ToolRegistry().register({
+    name: 'calc.double',
+    inputSchema: callable,
+    handler: ({ n }) => n * 2,
+  });
   const dispatcher = createDispatcher(defaultStack({ registry }));
-  await expect(dispatcher.dispatch('calc.double', { n: 2 })).resolves.toEqual({ ok: true, result: 4, attempts: 1 });
+  await expect(dispatcher.dispatch('calc.double', { n: 2 })).resolves.toEqual({
+    ok: true,
+    result: 4,
+    attempts: 1,
+  });
   await expect(dispatcher.dispatch('calc.double', { n: 'x' })).resolves.toMatchObject({ kind: 'schema' });
-  expect(() => new ToolRegistry().register({ name: 'calc.bad', inputSchema: (() => 1) as never, handler: () => 1 })).toThrow(TypeError);
+  expect(() =>
+    new ToolRegistry().register({ name: 'calc.bad', inputSchema: (() => 1) as never, handler: () => 1 }),
+  ).toThrow(TypeError);
 });

@@ -7,11 +7,23 @@ import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 it('stops serving a success at exactly its TTL on a fractional clock', async () => {
   let now = 1_000.25;
   let runs = 0;
-  const registry = new ToolRegistry().register({ name: 'kv.put', inputSchema: z.object({}), handler: () => ++runs });
-  const dispatcher = createDispatcher(defaultStack({ registry, idempotency: { ttlMs: 100, clock: { now: () => now } } }));
+  const registry = new ToolRegistry().register({
+    name: 'kv.put',
+    inputSchema: z.object({}),
+    handler: () => ++runs,
+  });
+  const dispatcher = createDispatcher(
+    defaultStack({ registry, idempotency: { ttlMs: 100, clock: { now: () => now } } }),
+  );
   await dispatcher.dispatch('kv.put', {}, { idempotencyKey: 'k' });
   now = 1_100.2499;
-  await expect(dispatcher.dispatch('kv.put', {}, { idempotencyKey: 'k' })).resolves.toMatchObject({ result: 1, attempts: 0 });
+  await expect(dispatcher.dispatch('kv.put', {}, { idempotencyKey: 'k' })).resolves.toMatchObject({
+    result: 1,
+    attempts: 0,
+  });
   now = 1_100.25;
-  await expect(dispatcher.dispatch('kv.put', {}, { idempotencyKey: 'k' })).resolves.toMatchObject({ result: 2, attempts: 1 });
+  await expect(dispatcher.dispatch('kv.put', {}, { idempotencyKey: 'k' })).resolves.toMatchObject({
+    result: 2,
+    attempts: 1,
+  });
 });

@@ -23,7 +23,11 @@ it('counts an attempt that failed even when the dispatch ends as budget_exceeded
   });
   const breaker = circuitBreaker({ failureThreshold: 2 });
   const stack = defaultStack({ registry });
-  stack.splice(stack.findIndex((layer) => layer.name === 'concurrencyLimit'), 0, breaker);
+  stack.splice(
+    stack.findIndex((layer) => layer.name === 'concurrencyLimit'),
+    0,
+    breaker,
+  );
   const dispatcher = createDispatcher(stack);
   for (let i = 0; i < 2; i++) {
     const outcome = await dispatcher.dispatch('search.web', {}, { budget: 1 });

@@ -16,7 +16,14 @@ import {
 
 it("keeps an event's own fields whatever its details are named", async () => {
   const spoof: Middleware = async (ctx, next) => {
-    ctx.emit('custom.note', { type: 'dispatch.attempt_failed', tool: 'other', callId: 'x', attempt: 99, event: 'dispatch.failure', kind: 'internal' });
+    ctx.emit('custom.note', {
+      type: 'dispatch.attempt_failed',
+      tool: 'other',
+      callId: 'x',
+      attempt: 99,
+      event: 'dispatch.failure',
+      kind: 'internal',
+    });
     ctx.emit('custom.retry', { type: 'dispatch.retry', kind: 'transient', delayMs: 1 });
     await next();
   };
@@ -24,13 +31,24 @@ it("keeps an event's own fields whatever its details are named", async () => {
   const records: LogRecord[] = [];
   const write = (record: LogRecord) => void records.push(record);
   const breaker = circuitBreaker({ failureThreshold: 1 });
-  const registry = new ToolRegistry().register({ name: 'ok.tool', inputSchema: z.object({}), handler: () => 'fine' });
+  const registry = new ToolRegistry().register({
+    name: 'ok.tool',
+    inputSchema: z.object({}),
+    handler: () => 'fine',
+  });
   const dispatcher = createDispatcher(
-    [logging({ logger: { debug: write, info: write, warn: write, error: write } }), breaker, spoof, ...defaultStack({ registry })],
+    [
+      logging({ logger: { debug: write, info: write, warn: write, error: write } }),
+      breaker,
+      spoof,
+      ...defaultStack({ registry }),
+    ],
     { onEvent: (event) => void events.push(event) },
   );
   for (let i = 0; i < 3; i++) {
-    await expect(dispatcher.dispatch('ok.tool', {}, { callId: `c${i}` })).resolves.toMatchObject({ ok: true });
+    await expect(dispatcher.dispatch('ok.tool', {}, { callId: `c${i}` })).resolves.toMatchObject({
+      ok: true,
+    });
   }
   expect(breaker.state('ok.tool')).toBe('closed');
   const note = events.find((event) => event.type === 'custom.note');

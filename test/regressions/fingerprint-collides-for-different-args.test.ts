@@ -19,7 +19,9 @@ it('tells apart the charges whose 64-bit hashes collided', async () => {
   });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   await dispatcher.dispatch('payments.charge', { amount: 963.7432379779125 }, { idempotencyKey: 'k' });
-  await expect(dispatcher.dispatch('payments.charge', { amount: 8192.001726311293 }, { idempotencyKey: 'k' })).resolves.toMatchObject({
+  await expect(
+    dispatcher.dispatch('payments.charge', { amount: 8192.001726311293 }, { idempotencyKey: 'k' }),
+  ).resolves.toMatchObject({
     kind: 'idempotency_conflict',
   });
 });
@@ -29,7 +31,20 @@ it('treats JSON-equal args as the same call', async () => {
     [{ n: -0 }, { n: 0 }],
     [JSON.parse('{"n": -0}'), { n: 0 }],
     [{ a: 1, b: undefined }, { a: 1 }],
-    [{ m: new Map([['x', 1], ['y', 2]]) }, { m: new Map([['y', 2], ['x', 1]]) }],
+    [
+      {
+        m: new Map([
+          ['x', 1],
+          ['y', 2],
+        ]),
+      },
+      {
+        m: new Map([
+          ['y', 2],
+          ['x', 1],
+        ]),
+      },
+    ],
     [{ s: new Set(['a', 'b']) }, { s: new Set(['b', 'a']) }],
     [{ b: Buffer.from('abc') }, { b: Buffer.from('abc') }],
   ];
@@ -52,7 +67,11 @@ it('treats JSON-equal args as the same call', async () => {
   });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   await dispatcher.dispatch('notes.save', { text: 'x', tag: undefined }, { idempotencyKey: 'n1' });
-  await expect(dispatcher.dispatch('notes.save', { text: 'x' }, { idempotencyKey: 'n1' })).resolves.toEqual({ ok: true, result: 1, attempts: 0 });
+  await expect(dispatcher.dispatch('notes.save', { text: 'x' }, { idempotencyKey: 'n1' })).resolves.toEqual({
+    ok: true,
+    result: 1,
+    attempts: 0,
+  });
 });
 
 it('digests binary args as bytes, not one key per byte', () => {

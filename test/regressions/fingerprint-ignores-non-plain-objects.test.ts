@@ -19,7 +19,11 @@ it('the same key with a different URL is a conflict, not the other call’s resu
   const dispatcher = createDispatcher(defaultStack({ registry }));
   const first = await dispatcher.dispatch('http.get', { url: 'https://a.example/' }, { idempotencyKey: 'k' });
   expect(first).toMatchObject({ ok: true, result: 'body of https://a.example/' });
-  const second = await dispatcher.dispatch('http.get', { url: 'https://b.example/' }, { idempotencyKey: 'k' });
+  const second = await dispatcher.dispatch(
+    'http.get',
+    { url: 'https://b.example/' },
+    { idempotencyKey: 'k' },
+  );
   expect(second).toMatchObject({ kind: 'idempotency_conflict' });
 });
 

@@ -13,7 +13,9 @@ function foreignSchema(accept: boolean): StandardSchemaV1<{ n: number }> {
       version: 1,
       vendor: 'vm',
       validate: (value) =>
-        foreignResolve(accept ? { value: value as { n: number } } : { issues: [{ message: 'n is wrong', path: ['n'] }] }),
+        foreignResolve(
+          accept ? { value: value as { n: number } } : { issues: [{ message: 'n is wrong', path: ['n'] }] },
+        ),
     },
   };
 }
@@ -22,13 +24,21 @@ it('awaits a validator result that is a promise from another realm', async () =>
   expect(foreignResolve(1) instanceof Promise).toBe(false);
   const seen: unknown[] = [];
   const registry = new ToolRegistry()
-    .register({ name: 'calc.ok', inputSchema: foreignSchema(true), handler: (args) => {
-      seen.push(args);
-      return args.n;
-    } })
+    .register({
+      name: 'calc.ok',
+      inputSchema: foreignSchema(true),
+      handler: (args) => {
+        seen.push(args);
+        return args.n;
+      },
+    })
     .register({ name: 'calc.bad', inputSchema: foreignSchema(false), handler: () => 'never' });
   const dispatcher = createDispatcher(defaultStack({ registry }));
-  await expect(dispatcher.dispatch('calc.ok', { n: 2 })).resolves.toEqual({ ok: true, result: 2, attempts: 1 });
+  await expect(dispatcher.dispatch('calc.ok', { n: 2 })).resolves.toEqual({
+    ok: true,
+    result: 2,
+    attempts: 1,
+  });
   expect(seen).toEqual([{ n: 2 }]);
   await expect(dispatcher.dispatch('calc.bad', { n: 2 })).resolves.toMatchObject({
     kind: 'schema',

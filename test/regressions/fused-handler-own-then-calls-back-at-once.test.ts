@@ -91,4 +91,3 @@ describe('a handler promise with a `then` of its own that calls back at once', (
     ]);
   });
 });
-

@@ -23,7 +23,10 @@ it('runs a stack composed inside another exactly as if it were flattened', async
     await next();
   };
   const nested = compose(defaultStack({ registry, retry: { random: () => 0 } }));
-  const stacks: Middleware[][] = [[audit, nested], [audit, ...defaultStack({ registry, retry: { random: () => 0 } })]];
+  const stacks: Middleware[][] = [
+    [audit, nested],
+    [audit, ...defaultStack({ registry, retry: { random: () => 0 } })],
+  ];
   for (const stack of stacks) {
     calls = 0;
     const pending = createDispatcher(stack).dispatch('kv.get', {});

@@ -2,7 +2,15 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createBudget, createDispatcher, defaultStack, DispatchError, idempotency, ToolRegistry, TransientError } from '../../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  DispatchError,
+  idempotency,
+  ToolRegistry,
+  TransientError,
+} from '../../index.js';
 import { flush, gate } from '../helpers/gate.js';
 import { setup } from '../helpers/dispatcher.js';
 
@@ -34,7 +42,11 @@ describe('SPEC §8 regressions', () => {
     const release = gate<string>();
     const { dispatcher } = setup({ handler: () => release.promise });
     const leaderCaller = new AbortController();
-    const leader = dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k', signal: leaderCaller.signal });
+    const leader = dispatcher.dispatch(
+      'search.web',
+      { query: 'x' },
+      { idempotencyKey: 'k', signal: leaderCaller.signal },
+    );
     const follower = dispatcher.dispatch('search.web', { query: 'x' }, { idempotencyKey: 'k' });
     await flush();
     leaderCaller.abort();
@@ -45,8 +57,17 @@ describe('SPEC §8 regressions', () => {
 
   it('3: a handler that throws a timeout error itself is not a dispatcher timeout', async () => {
     const timeoutLike = Object.assign(new Error('socket timeout'), { name: 'TimeoutError' });
-    for (const thrown of [timeoutLike, new DOMException('upstream', 'TimeoutError'), new DispatchError('timeout', 'x')]) {
-      const { dispatcher, calls } = setup({ idempotent: true, handler: () => { throw thrown; } });
+    for (const thrown of [
+      timeoutLike,
+      new DOMException('upstream', 'TimeoutError'),
+      new DispatchError('timeout', 'x'),
+    ]) {
+      const { dispatcher, calls } = setup({
+        idempotent: true,
+        handler: () => {
+          throw thrown;
+        },
+      });
       const outcome = await dispatcher.dispatch('search.web', { query: 'x' });
       expect(outcome.ok ? 'ok' : outcome.kind).toBe('internal');
       expect(calls).toHaveLength(1);
@@ -54,7 +75,11 @@ describe('SPEC §8 regressions', () => {
   });
 
   it('4: the budget is decremented per attempt, so the retry loop respects it', async () => {
-    const { dispatcher, calls } = setup({ handler: () => { throw new TransientError('busy'); } });
+    const { dispatcher, calls } = setup({
+      handler: () => {
+        throw new TransientError('busy');
+      },
+    });
     const budget = createBudget(1);
     const pending = dispatcher.dispatch('search.web', { query: 'x' }, { budget });
     await vi.runAllTimersAsync();
@@ -66,7 +91,11 @@ describe('SPEC §8 regressions', () => {
 
   it('5: expired cache entries are evicted, so memory stays bounded', async () => {
     const layer = idempotency({ ttlMs: 10, maxEntries: 1_000 });
-    const registry = new ToolRegistry().register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 });
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
     const stack = defaultStack({ registry });
     stack.splice(4, 1, layer);
     const dispatcher = createDispatcher(stack);
@@ -78,11 +107,17 @@ describe('SPEC §8 regressions', () => {
   });
 
   it('6: timeouts are tested on a fake clock, never by racing real sleeps', async () => {
-    const { dispatcher } = setup({ idempotent: false, timeoutMs: 5, handler: () => new Promise<never>(() => {}) });
+    const { dispatcher } = setup({
+      idempotent: false,
+      timeoutMs: 5,
+      handler: () => new Promise<never>(() => {}),
+    });
     const pending = dispatcher.dispatch('search.web', { query: 'x' });
     await vi.advanceTimersByTimeAsync(4);
     let settled = false;
-    void pending.then(() => { settled = true; });
+    void pending.then(() => {
+      settled = true;
+    });
     await flush();
     expect(settled).toBe(false);
     await vi.advanceTimersByTimeAsync(1);

@@ -7,18 +7,40 @@ import { createDispatcher, defaultStack, ToolRegistry, type ToolContext } from '
 it('gives a handler a context whose documented fields are all own enumerable properties', async () => {
   const spread: Array<Partial<ToolContext>> = [];
   const registry = new ToolRegistry()
-    .register({ name: 'with.deadline', inputSchema: z.object({}), timeoutMs: 5_000, handler: (_a, ctx) => void spread.push({ ...ctx }) })
-    .register({ name: 'without.deadline', inputSchema: z.object({}), timeoutMs: Infinity, handler: (_a, ctx) => void spread.push({ ...ctx }) });
+    .register({
+      name: 'with.deadline',
+      inputSchema: z.object({}),
+      timeoutMs: 5_000,
+      handler: (_a, ctx) => void spread.push({ ...ctx }),
+    })
+    .register({
+      name: 'without.deadline',
+      inputSchema: z.object({}),
+      timeoutMs: Infinity,
+      handler: (_a, ctx) => void spread.push({ ...ctx }),
+    });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   const caller = new AbortController();
   await dispatcher.dispatch('with.deadline', {}, { callId: 'c-1', idempotencyKey: 'k-1' });
   await dispatcher.dispatch('without.deadline', {}, { callId: 'c-2', signal: caller.signal });
   for (const ctx of spread) {
-    expect(Object.keys(ctx).sort()).toEqual(['attempt', 'callId', 'deadline', 'idempotencyKey', 'progress', 'signal']);
+    expect(Object.keys(ctx).sort()).toEqual([
+      'attempt',
+      'callId',
+      'deadline',
+      'idempotencyKey',
+      'progress',
+      'signal',
+    ]);
     expect(ctx.signal).toBeInstanceOf(AbortSignal);
     expect(typeof ctx.progress).toBe('function');
   }
   expect(spread[0]).toMatchObject({ attempt: 1, callId: 'c-1', idempotencyKey: 'k-1' });
   expect(Number.isFinite(spread[0]?.deadline)).toBe(true);
-  expect(spread[1]).toMatchObject({ attempt: 1, callId: 'c-2', idempotencyKey: undefined, deadline: Infinity });
+  expect(spread[1]).toMatchObject({
+    attempt: 1,
+    callId: 'c-2',
+    idempotencyKey: undefined,
+    deadline: Infinity,
+  });
 });

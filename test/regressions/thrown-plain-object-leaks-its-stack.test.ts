@@ -30,7 +30,12 @@ it('keeps stack frames out of every model-facing and wire message', async () => 
   for (const name of Object.keys(thrown)) {
     const outcome = await dispatcher.dispatch(name, {});
     if (outcome.ok) throw new Error('expected a failure');
-    for (const text of [outcome.message, toToolMessage(outcome), JSON.stringify(outcome), JSON.stringify(outcome.toJsonRpcError())]) {
+    for (const text of [
+      outcome.message,
+      toToolMessage(outcome),
+      JSON.stringify(outcome),
+      JSON.stringify(outcome.toJsonRpcError()),
+    ]) {
       expect(text).not.toContain('db.js');
       expect(text).not.toMatch(/\bat \S+ \(/);
     }
@@ -38,5 +43,7 @@ it('keeps stack frames out of every model-facing and wire message', async () => 
   }
   const serialised = await dispatcher.dispatch('serialised.error', {});
   expect(serialised).toMatchObject({ kind: 'internal', message: 'db exploded' });
-  expect(await dispatcher.dispatch('object.without.message', {})).toMatchObject({ message: '{"code":"E_DB"}' });
+  expect(await dispatcher.dispatch('object.without.message', {})).toMatchObject({
+    message: '{"code":"E_DB"}',
+  });
 });

@@ -3,7 +3,15 @@
 // attempt 1 settles, which cancels the deadline: attempt 2 runs with no deadline at all.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, errorMapping, retry, timeout, ToolRegistry, toolLookup, TransientError } from '../../index.js';
+import {
+  createDispatcher,
+  errorMapping,
+  retry,
+  timeout,
+  ToolRegistry,
+  toolLookup,
+  TransientError,
+} from '../../index.js';
 import { flush } from '../helpers/gate.js';
 
 beforeEach(() => vi.useFakeTimers());

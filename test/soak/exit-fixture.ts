@@ -88,7 +88,8 @@ const given = await Promise.all(
 );
 const stuck = await hung;
 if (stuck.ok || stuck.kind !== 'timeout') problems.push('the hung handler did not time out');
-if (!given.every((outcome) => !outcome.ok && outcome.kind === 'cancelled')) problems.push('an aborted call was not cancelled');
+if (!given.every((outcome) => !outcome.ok && outcome.kind === 'cancelled'))
+  problems.push('an aborted call was not cancelled');
 
 // A fan-out batch.
 const batch = await dispatcher.gatherBounded(

@@ -76,7 +76,13 @@ async function mixedFaults(): Promise<void> {
   const reader = chaos({ rates, random, delayMs: 1, wait: nextTurn });
   const writer = chaos({ rates, random, delayMs: 1, wait: nextTurn });
   const registry = new ToolRegistry()
-    .register({ name: 'kv.get', inputSchema: argsSchema, idempotent: true, timeoutMs: 15, handler: reader.handler })
+    .register({
+      name: 'kv.get',
+      inputSchema: argsSchema,
+      idempotent: true,
+      timeoutMs: 15,
+      handler: reader.handler,
+    })
     .register({ name: 'kv.put', inputSchema: argsSchema, timeoutMs: 15, handler: writer.handler });
   const idem = idempotency({ ttlMs: 50, maxEntries: 2_000 });
   const slots = concurrencyLimit({ max: maxRunning });
@@ -209,7 +215,10 @@ async function cacheBounds(): Promise<void> {
   const recent = await dispatcher.dispatch('kv.get', { id: 19_999 }, { idempotencyKey: 'k19999' });
   check(recent.ok && recent.attempts === 0, 'cache bounds: the newest key was not served from the cache');
   const pushedOut = await dispatcher.dispatch('kv.get', { id: 0 }, { idempotencyKey: 'k0' });
-  check(pushedOut.ok && pushedOut.attempts === 1, 'cache bounds: the oldest key was not evicted past maxEntries');
+  check(
+    pushedOut.ok && pushedOut.attempts === 1,
+    'cache bounds: the oldest key was not evicted past maxEntries',
+  );
 
   // Past the TTL, a handful of calls evicts every expired entry.
   clock += ttlMs + 1;
@@ -218,7 +227,10 @@ async function cacheBounds(): Promise<void> {
     await dispatcher.dispatch('kv.get', { id: -i }, { idempotencyKey: `fresh${i}` });
   }
   const { cached, inFlight } = idem.size();
-  check(cached === fresh, `cache bounds: ${cached} entries cached after the TTL passed (expected only the ${fresh} fresh ones)`);
+  check(
+    cached === fresh,
+    `cache bounds: ${cached} entries cached after the TTL passed (expected only the ${fresh} fresh ones)`,
+  );
   check(inFlight === 0, `cache bounds: ${inFlight} keys still in flight`);
   console.log(`cache bounds: at most ${largest} of ${maxEntries} entries; ${cached} left after the TTL`);
 }
@@ -242,7 +254,8 @@ async function millionKeys(): Promise<void> {
       batch.push(dispatcher.dispatch('kv.get', { id: i }, { idempotencyKey: `million-${i}` }));
     }
     const outcomes = await Promise.all(batch);
-    if (outcomes.some((outcome) => !outcome.ok)) check(false, `million keys: a dispatch failed near key ${start}`);
+    if (outcomes.some((outcome) => !outcome.ok))
+      check(false, `million keys: a dispatch failed near key ${start}`);
     largest = Math.max(largest, idem.size().cached);
     clock += 1;
     if (start === measureAt) firstHeap = await settledHeap();

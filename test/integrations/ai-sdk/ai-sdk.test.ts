@@ -1,10 +1,23 @@
 // toAiSdkTools driven by the real AI SDK: generateText and streamText with MockLanguageModelV3.
 
-import { generateText, stepCountIs, streamText, type StopCondition, type ToolSet, type TypedToolError } from 'ai';
+import {
+  generateText,
+  stepCountIs,
+  streamText,
+  type StopCondition,
+  type ToolSet,
+  type TypedToolError,
+} from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolCallFailed, toAiSdkTools } from '../../../integrations/ai-sdk/index.js';
-import { createBudget, createDispatcher, defaultStack, isDispatchError, ToolRegistry } from '../../../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  isDispatchError,
+  ToolRegistry,
+} from '../../../index.js';
 import { detail, fixture } from './fixture.js';
 import { scriptedModel } from './scripted-model.js';
 
@@ -18,7 +31,11 @@ describe('toAiSdkTools', () => {
   it('runs a multi-turn loop whose parallel calls reach the model in call order', async () => {
     const f = fixture();
     const { model, calls, resultsSentAt } = scriptedModel([
-      [call('c1', 'search__web', { query: 'agents' }), call('c2', 'pay__charge', { amount: 5 }), call('c3', 'search__web', { query: 'mcp' })],
+      [
+        call('c1', 'search__web', { query: 'agents' }),
+        call('c2', 'pay__charge', { amount: 5 }),
+        call('c3', 'search__web', { query: 'mcp' }),
+      ],
       [call('c4', 'pay__charge', { amount: 7 })],
       'all done',
     ]);
@@ -34,7 +51,12 @@ describe('toAiSdkTools', () => {
     });
 
     expect(result.text).toBe('all done');
-    expect(calls[0]?.tools?.map((tool) => tool.name)).toEqual(['search__web', 'pay__charge', 'flaky__fetch', 'slow__job']);
+    expect(calls[0]?.tools?.map((tool) => tool.name)).toEqual([
+      'search__web',
+      'pay__charge',
+      'flaky__fetch',
+      'slow__job',
+    ]);
     expect(resultsSentAt(2)).toEqual([
       ['c1', { type: 'text', value: '{"hits":["agents-1","agents-2"]}' }],
       ['c2', { type: 'text', value: 'charged 5' }],
@@ -75,11 +97,21 @@ describe('toAiSdkTools', () => {
 
     const sent = resultsSentAt(2);
     expect(sent.map(([id]) => id)).toEqual(['c1', 'c2', 'c3', 'c4', 'c5']);
-    expect(sent.map(([, output]) => output.type)).toEqual(['text', 'error-text', 'error-text', 'error-text', 'text']);
+    expect(sent.map(([, output]) => output.type)).toEqual([
+      'text',
+      'error-text',
+      'error-text',
+      'error-text',
+      'text',
+    ]);
     // The SDK answers an unknown tool and bad JSON itself; neither reaches the dispatcher. (AI SDK 7
     // prefixes its own texts with the error's name; ours never get one, see ToolCallFailed.)
-    expect(sent[1]?.[1].value).toMatch(/^(AI_NoSuchToolError: )?Model tried to call unavailable tool 'ghost__tool'/);
-    expect(sent[2]?.[1].value).toMatch(/^(AI_InvalidToolInputError: )?Invalid input for tool search__web: (AI_JSONParseError: )?JSON parsing failed/);
+    expect(sent[1]?.[1].value).toMatch(
+      /^(AI_NoSuchToolError: )?Model tried to call unavailable tool 'ghost__tool'/,
+    );
+    expect(sent[2]?.[1].value).toMatch(
+      /^(AI_InvalidToolInputError: )?Invalid input for tool search__web: (AI_JSONParseError: )?JSON parsing failed/,
+    );
     // Ours: the schema layer ran (no validate on the SDK side) and quotes the name the model knows.
     expect(sent[3]?.[1].value).toMatch(/^error \(schema\): Invalid args for "search__web": query: /);
     expect(sent[3]?.[1].value).toContain('Hint: ');
@@ -94,7 +126,12 @@ describe('toAiSdkTools', () => {
     const { model, resultsSentAt } = scriptedModel([[call('c1', 'flaky__fetch')], 'done']);
     const retried = f.nextEvent('dispatch.retry').then(() => f.clock.advance(100));
 
-    await generateText({ model, tools: toAiSdkTools({ registry: f.registry, dispatcher: f.dispatcher }), stopWhen: stepCountIs(3), prompt: 'go' });
+    await generateText({
+      model,
+      tools: toAiSdkTools({ registry: f.registry, dispatcher: f.dispatcher }),
+      stopWhen: stepCountIs(3),
+      prompt: 'go',
+    });
     await retried;
 
     expect(resultsSentAt(2)).toEqual([['c1', { type: 'text', value: 'fetched' }]]);
@@ -119,7 +156,9 @@ describe('toAiSdkTools', () => {
     // The handler saw the deadline our timeout layer set, on the injected clock.
     expect(f.contexts[0]?.deadline).toBe(1_700_000_000_000 + 50);
     const failed = result.steps[0]?.content.find((part) => part.type === 'tool-error');
-    expect(failed?.type === 'tool-error' && failed.error instanceof ToolCallFailed && failed.error.outcome.kind).toBe('timeout');
+    expect(
+      failed?.type === 'tool-error' && failed.error instanceof ToolCallFailed && failed.error.outcome.kind,
+    ).toBe('timeout');
   });
 
   it('dedupes a replayed call within its scope and runs it again in another', async () => {
@@ -140,7 +179,9 @@ describe('toAiSdkTools', () => {
     expect(f.charges).toEqual([5, 5]);
     expect(replayed.steps[0]?.toolResults[0]?.output).toBe('charged 5');
     expect(first.steps[0]?.toolResults[0]?.output).toBe('charged 5');
-    expect(f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key'))).toEqual(['order-1:c1']);
+    expect(
+      f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key')),
+    ).toEqual(['order-1:c1']);
   });
 
   it('passes no idempotency key without a scope, and the bare id with keyByCallId', async () => {
@@ -202,9 +243,14 @@ describe('toAiSdkTools', () => {
     const f = fixture();
     const { model, calls } = scriptedModel([[call('c1', 'pay__charge', { amount: 1 })], 'never asked']);
     const budgetSpent: StopCondition<ToolSet> = ({ steps }) =>
-      steps.at(-1)?.content.some(
-        (part) => part.type === 'tool-error' && part.error instanceof ToolCallFailed && part.error.outcome.kind === 'budget_exceeded',
-      ) ?? false;
+      steps
+        .at(-1)
+        ?.content.some(
+          (part) =>
+            part.type === 'tool-error' &&
+            part.error instanceof ToolCallFailed &&
+            part.error.outcome.kind === 'budget_exceeded',
+        ) ?? false;
 
     const result = await generateText({
       model,
@@ -230,9 +276,17 @@ describe('toAiSdkTools', () => {
     });
 
     expect(resultsSentAt(2)).toEqual([
-      ['c1', { type: 'error-text', value: expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/) }],
+      [
+        'c1',
+        {
+          type: 'error-text',
+          value: expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/),
+        },
+      ],
     ]);
-    const failed = result.steps[0]?.content.find((part) => part.type === 'tool-error') as TypedToolError<never> | undefined;
+    const failed = result.steps[0]?.content.find((part) => part.type === 'tool-error') as
+      | TypedToolError<never>
+      | undefined;
     expect(failed?.error).toBeInstanceOf(ToolCallFailed);
     const error = failed?.error as ToolCallFailed;
     expect(error.outcome.kind).toBe('tool_error');
@@ -301,7 +355,13 @@ describe('toAiSdkTools', () => {
     expect(await stream.text).toBe('streamed');
     expect(resultsSentAt(2)).toEqual([
       ['c1', { type: 'text', value: '{"hits":["a-1","a-2"]}' }],
-      ['c2', { type: 'error-text', value: expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/) }],
+      [
+        'c2',
+        {
+          type: 'error-text',
+          value: expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/),
+        },
+      ],
     ]);
   });
 });
@@ -321,7 +381,9 @@ describe('toAiSdkTools names', () => {
 
   it('keeps the registry names with names: false, and takes createNameMap options', () => {
     const tools = registry();
-    expect(Object.keys(toAiSdkTools({ registry: tools, dispatcher: dispatcherFor(tools), names: false }))).toEqual(['a.b', 'plain']);
+    expect(
+      Object.keys(toAiSdkTools({ registry: tools, dispatcher: dispatcherFor(tools), names: false })),
+    ).toEqual(['a.b', 'plain']);
     const encoded = toAiSdkTools({
       registry: tools,
       dispatcher: dispatcherFor(tools),
@@ -347,7 +409,11 @@ describe('toAiSdkTools names', () => {
       handler: (args) => args,
     });
     const { model, calls } = scriptedModel(['nothing to do']);
-    await generateText({ model, tools: toAiSdkTools({ registry: tools, dispatcher: dispatcherFor(tools) }), prompt: 'go' });
+    await generateText({
+      model,
+      tools: toAiSdkTools({ registry: tools, dispatcher: dispatcherFor(tools) }),
+      prompt: 'go',
+    });
     const [sent] = calls[0]?.tools ?? [];
     expect(sent?.type === 'function' && sent.inputSchema).toMatchObject({ type: 'object' });
     expect(sent?.type === 'function' && '$schema' in sent.inputSchema).toBe(false);
@@ -369,13 +435,19 @@ describe('toAiSdkTools options', () => {
     ['maxLength', { registry, dispatcher, maxLength: 0.5 }, /maxLength/],
     ['budget', { registry, dispatcher, budget: 'ten' }, /budget/],
   ])('throws a TypeError naming %s when it is wrong', (_name, options, message) => {
-    expect(() => toAiSdkTools(options as never)).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }));
+    expect(() => toAiSdkTools(options as never)).toThrow(
+      expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }),
+    );
   });
 });
 
 describe('ToolCallFailed', () => {
   it('renders as its message alone, so AI SDK 7 ("<name>: <message>" via toString) shows the model the same text', async () => {
-    const registry = new ToolRegistry().register({ name: 'a', inputSchema: z.object({ n: z.number() }), handler: () => 1 });
+    const registry = new ToolRegistry().register({
+      name: 'a',
+      inputSchema: z.object({ n: z.number() }),
+      handler: () => 1,
+    });
     const outcome = await createDispatcher(defaultStack({ registry })).dispatch('a', { n: 'x' });
     if (outcome.ok) throw new Error('expected a failure');
     const error = new ToolCallFailed(outcome);

@@ -141,9 +141,24 @@ export function fixture() {
   };
   /** Resolves once the handler of `callId` has started. */
   const whenStarted = (callId: string): Promise<void> => startedGate(callId).promise;
-  const dispatched = () => events.filter((event) => event.type === 'dispatch.attempt').map((event) => event.tool);
+  const dispatched = () =>
+    events.filter((event) => event.type === 'dispatch.attempt').map((event) => event.tool);
   const failures = () =>
-    events.filter((event) => event.type === 'dispatch.failure').map((event) => `${event.tool}:${String(detail(event, 'kind'))}`);
+    events
+      .filter((event) => event.type === 'dispatch.failure')
+      .map((event) => `${event.tool}:${String(detail(event, 'kind'))}`);
 
-  return { registry, dispatcher, clock, contexts, charges, events, hold, whenStarted, nextEvent, dispatched, failures };
+  return {
+    registry,
+    dispatcher,
+    clock,
+    contexts,
+    charges,
+    events,
+    hold,
+    whenStarted,
+    nextEvent,
+    dispatched,
+    failures,
+  };
 }

@@ -7,7 +7,9 @@ type LanguageModelV3CallOptions = Parameters<MockLanguageModelV3['doGenerate']>[
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
 type LanguageModelV3Content = LanguageModelV3GenerateResult['content'][number];
 type LanguageModelV3StreamPart =
-  Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer Part> ? Part : never;
+  Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer Part>
+    ? Part
+    : never;
 
 /** One tool call in a scripted turn; `input` is the raw JSON text the model "wrote". */
 export interface ScriptedCall {
@@ -26,7 +28,12 @@ const usage = {
 
 function contentOf(turn: Turn): LanguageModelV3Content[] {
   if (typeof turn === 'string') return [{ type: 'text', text: turn }];
-  return turn.map((call) => ({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.input }));
+  return turn.map((call) => ({
+    type: 'tool-call',
+    toolCallId: call.id,
+    toolName: call.name,
+    input: call.input,
+  }));
 }
 
 function finishOf(turn: Turn): LanguageModelV3GenerateResult['finishReason'] {
@@ -51,7 +58,11 @@ export function scriptedModel(turns: Turn[]) {
       const turn = next(options);
       const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       if (typeof turn === 'string') {
-        parts.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: turn }, { type: 'text-end', id: 't' });
+        parts.push(
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: turn },
+          { type: 'text-end', id: 't' },
+        );
       } else {
         for (const call of turn) {
           parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.input });

@@ -3,7 +3,12 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { messageThreadsBeta, scripted, startFakeProvider, type FakeProvider } from '../../../examples/fake-provider/index.js';
+import {
+  messageThreadsBeta,
+  scripted,
+  startFakeProvider,
+  type FakeProvider,
+} from '../../../examples/fake-provider/index.js';
 
 let provider: FakeProvider | undefined;
 afterEach(async () => {
@@ -21,12 +26,25 @@ describe('fake provider: Messages', () => {
   it('answers with tool uses, and takes tool results that come first and in order', async () => {
     provider = await startFakeProvider({
       messages: scripted([
-        { text: 'looking', toolUses: [{ name: 'search__web', input: { q: 'a' } }, { name: 'search__web', input: { q: 'b' } }] },
-        (turn) => ({ text: turn.toolResults.map((r) => `${r.id}=${r.content}${r.isError ? '!' : ''}`).join(' ') }),
+        {
+          text: 'looking',
+          toolUses: [
+            { name: 'search__web', input: { q: 'a' } },
+            { name: 'search__web', input: { q: 'b' } },
+          ],
+        },
+        (turn) => ({
+          text: turn.toolResults.map((r) => `${r.id}=${r.content}${r.isError ? '!' : ''}`).join(' '),
+        }),
       ]),
     });
     const client = clientFor(provider);
-    const first = await client.messages.create({ model: 'm', max_tokens: 10, tools: [tool], messages: [{ role: 'user', content: 'hi' }] });
+    const first = await client.messages.create({
+      model: 'm',
+      max_tokens: 10,
+      tools: [tool],
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(first.stop_reason).toBe('tool_use');
     const ids = first.content.filter((b) => b.type === 'tool_use').map((b) => b.id);
     expect(ids).toEqual(['toolu_0', 'toolu_1']);
@@ -53,7 +71,12 @@ describe('fake provider: Messages', () => {
     provider = await startFakeProvider({ messages: () => ({ text: 'x' }) });
     const client = clientFor(provider);
     await expect(
-      client.messages.create({ model: 'm', max_tokens: 1, tools: [{ ...tool, name: 'search.web' }], messages: [{ role: 'user', content: 'x' }] }),
+      client.messages.create({
+        model: 'm',
+        max_tokens: 1,
+        tools: [{ ...tool, name: 'search.web' }],
+        messages: [{ role: 'user', content: 'x' }],
+      }),
     ).rejects.toThrow(/tools.0.custom.name: String should match pattern '\^\[a-zA-Z0-9_-\]\{1,128\}\$'/);
     const assistant = {
       role: 'assistant' as const,
@@ -101,7 +124,9 @@ describe('fake provider: Messages', () => {
     provider = await startFakeProvider({
       messages: scripted([
         { toolUses: [{ name: 'echo', input: { v: 1 } }] },
-        (turn) => ({ text: `final ${turn.toolResults[0]?.content} of ${turn.body.messages.length} messages` }),
+        (turn) => ({
+          text: `final ${turn.toolResults[0]?.content} of ${turn.body.messages.length} messages`,
+        }),
       ]),
     });
     const runner = clientFor(provider).beta.messages.toolRunner({
@@ -130,12 +155,22 @@ describe('fake provider: Messages', () => {
   it('refuses a thread without the beta and a continue of an unknown or already continued reply', async () => {
     provider = await startFakeProvider({ messages: () => ({ text: 'x' }) });
     const client = clientFor(provider);
-    const create = (extra: object) => client.beta.messages.create({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }], ...extra } as never);
+    const create = (extra: object) =>
+      client.beta.messages.create({
+        model: 'm',
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'x' }],
+        ...extra,
+      } as never);
     await expect(create({ thread: { type: 'create' } })).rejects.toThrow(/requires the beta header/);
     const first = await create({ thread: { type: 'create' }, betas: [messageThreadsBeta] });
     const id = (first as { id: string }).id;
     await create({ thread: { type: 'continue', previous_message_id: id }, betas: [messageThreadsBeta] });
-    await expect(create({ thread: { type: 'continue', previous_message_id: id }, betas: [messageThreadsBeta] })).rejects.toThrow(/already continued/);
-    await expect(create({ thread: { type: 'continue', previous_message_id: 'msg_nope' }, betas: [messageThreadsBeta] })).rejects.toThrow(/no thread holds/);
+    await expect(
+      create({ thread: { type: 'continue', previous_message_id: id }, betas: [messageThreadsBeta] }),
+    ).rejects.toThrow(/already continued/);
+    await expect(
+      create({ thread: { type: 'continue', previous_message_id: 'msg_nope' }, betas: [messageThreadsBeta] }),
+    ).rejects.toThrow(/no thread holds/);
   });
 });

@@ -7,7 +7,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createBudget, createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
 import { createAnthropicToolkit, RunnableToolFailed } from '../../../integrations/anthropic/index.js';
-import { scripted, startFakeProvider, type FakeProvider, type MessagesBody, type MessagesReply } from '../../../examples/fake-provider/index.js';
+import {
+  scripted,
+  startFakeProvider,
+  type FakeProvider,
+  type MessagesBody,
+  type MessagesReply,
+} from '../../../examples/fake-provider/index.js';
 import { toolsFixture } from '../openai/fixtures.js';
 
 let provider: FakeProvider | undefined;
@@ -29,7 +35,11 @@ describe('createAnthropicToolkit: tools', () => {
     expect(claude.tools()[0]).toEqual({
       name: 'search__web',
       description: 'Search the web',
-      input_schema: { type: 'object', properties: { query: { type: 'string' }, limit: expect.objectContaining({ type: 'integer' }) }, required: ['query'] },
+      input_schema: {
+        type: 'object',
+        properties: { query: { type: 'string' }, limit: expect.objectContaining({ type: 'integer' }) },
+        required: ['query'],
+      },
     });
     expect(claude.wireName('slow.wait')).toBe('slow__wait');
     expect(claude.toolName('slow__wait')).toBe('slow.wait');
@@ -38,18 +48,30 @@ describe('createAnthropicToolkit: tools', () => {
   it('allows wire names up to 128 characters and throws a TypeError naming colliding tools', () => {
     const long = `x.${'y'.repeat(100)}`;
     const registry = new ToolRegistry().register({ name: long, inputSchema: z.object({}), handler: () => 1 });
-    expect(() => createAnthropicToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) })).not.toThrow();
-    registry.register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 }).register({ name: 'a__b', inputSchema: z.object({}), handler: () => 1 });
-    expect(() => createAnthropicToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) })).toThrow(/"a.b" and "a__b"/);
+    expect(() =>
+      createAnthropicToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) }),
+    ).not.toThrow();
+    registry
+      .register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 })
+      .register({ name: 'a__b', inputSchema: z.object({}), handler: () => 1 });
+    expect(() =>
+      createAnthropicToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) }),
+    ).toThrow(/"a.b" and "a__b"/);
   });
 
   it('validates its options with TypeErrors naming the option', () => {
     const { registry, dispatcher } = toolsFixture();
     expect(() => createAnthropicToolkit(null as never)).toThrow(TypeError);
     expect(() => createAnthropicToolkit({ registry: {} as never, dispatcher })).toThrow(/registry/);
-    expect(() => createAnthropicToolkit({ registry, dispatcher: { dispatch: () => 1 } as never })).toThrow(/dispatcher/);
-    expect(() => createAnthropicToolkit({ registry, dispatcher, idempotencyScope: 3 as never })).toThrow(/idempotencyScope/);
-    expect(() => createAnthropicToolkit({ registry, dispatcher, keyByCallId: 'x' as never })).toThrow(/keyByCallId/);
+    expect(() => createAnthropicToolkit({ registry, dispatcher: { dispatch: () => 1 } as never })).toThrow(
+      /dispatcher/,
+    );
+    expect(() => createAnthropicToolkit({ registry, dispatcher, idempotencyScope: 3 as never })).toThrow(
+      /idempotencyScope/,
+    );
+    expect(() => createAnthropicToolkit({ registry, dispatcher, keyByCallId: 'x' as never })).toThrow(
+      /keyByCallId/,
+    );
     const claude = createAnthropicToolkit({ registry, dispatcher });
     expect(() => claude.runnableTools({ toolError: 'x' as never })).toThrow(/toolError/);
   });
@@ -81,7 +103,12 @@ describe('createAnthropicToolkit: runToolUses', () => {
     const messages: MessageParam[] = [{ role: 'user', content: 'go' }];
     const batches = [];
     for (;;) {
-      const response = await client.messages.create({ model: 'm', max_tokens: 100, messages, tools: claude.tools() });
+      const response = await client.messages.create({
+        model: 'm',
+        max_tokens: 100,
+        messages,
+        tools: claude.tools(),
+      });
       messages.push({ role: 'assistant', content: response.content });
       if (response.stop_reason !== 'tool_use') break;
       const batch = await claude.runToolUses(response);
@@ -103,21 +130,39 @@ describe('createAnthropicToolkit: runToolUses', () => {
     expect(text['t_search']).toBe('{"hits":["claude-1"],"limit":null}');
     expect(text['t_ghost']).toMatch(/^error \(not_found\): .*ghost/);
     expect(text['t_schema']).toMatch(/^error \(schema\): .*"search__web"/);
-    expect(text['t_declined']).toMatch(/^error \(tool_error, after 1 attempt\): The card was declined for 900/);
+    expect(text['t_declined']).toMatch(
+      /^error \(tool_error, after 1 attempt\): The card was declined for 900/,
+    );
     expect(text['t_flaky']).toBe('fetched u');
     expect(text['t_crash']).not.toMatch(/\/srv\/db\.js/);
     expect(text['t_json']).toMatch(/^error \(schema\): .*not valid JSON/);
-    expect(events).toContainEqual(expect.objectContaining({ type: 'dispatch.failure', callId: 't_json', kind: 'schema' }));
-    expect(first!.outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual(['ok', 'not_found', 'schema', 'tool_error', 'ok', 'internal', 'schema']);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'dispatch.failure', callId: 't_json', kind: 'schema' }),
+    );
+    expect(first!.outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual([
+      'ok',
+      'not_found',
+      'schema',
+      'tool_error',
+      'ok',
+      'internal',
+      'schema',
+    ]);
     expect(second!.outcomes[0]).toMatchObject({ ok: true, result: { charged: 3 } });
-    expect(messages.at(-1)).toEqual({ role: 'assistant', content: [{ type: 'text', text: 't_pay', citations: null }] });
+    expect(messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 't_pay', citations: null }],
+    });
     expect(provider.requests.every((r) => r.status === 200)).toBe(true);
   });
 
   it('returns an empty result for a response without tool use', async () => {
     const { registry, dispatcher } = toolsFixture();
     const claude = createAnthropicToolkit({ registry, dispatcher });
-    await expect(claude.runToolUses({ content: [{ type: 'text', text: 'hi' }] })).resolves.toEqual({ message: { role: 'user', content: [] }, outcomes: [] });
+    await expect(claude.runToolUses({ content: [{ type: 'text', text: 'hi' }] })).resolves.toEqual({
+      message: { role: 'user', content: [] },
+      outcomes: [],
+    });
     await expect(claude.runToolUses({} as never)).rejects.toThrow(TypeError);
   });
 
@@ -144,7 +189,9 @@ describe('createAnthropicToolkit: runToolUses', () => {
   it('refuses calls past the budget, times out on our deadline and cancels on abort, each answered', async () => {
     const { registry, dispatcher, log, clock } = toolsFixture();
     const claude = createAnthropicToolkit({ registry, dispatcher });
-    const twoCharges = { content: [toolUse('a', 'pay__charge', { amount: 1 }), toolUse('b', 'pay__charge', { amount: 2 })] };
+    const twoCharges = {
+      content: [toolUse('a', 'pay__charge', { amount: 1 }), toolUse('b', 'pay__charge', { amount: 2 })],
+    };
     const budgeted = await claude.runToolUses(twoCharges, { budget: createBudget(1) });
     expect(budgeted.outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual(['ok', 'budget_exceeded']);
     expect(budgeted.message.content[1]).toMatchObject({ tool_use_id: 'b', is_error: true });
@@ -153,10 +200,15 @@ describe('createAnthropicToolkit: runToolUses', () => {
     await vi.waitFor(() => expect(clock.pending).toBeGreaterThan(0));
     clock.advance(50);
     const timedOut = await timed;
-    expect(timedOut.message.content[0]!.content).toMatch(/^error \(timeout, after 1 attempt\): "slow__wait" timed out after 50 ms/);
+    expect(timedOut.message.content[0]!.content).toMatch(
+      /^error \(timeout, after 1 attempt\): "slow__wait" timed out after 50 ms/,
+    );
 
     const controller = new AbortController();
-    const aborting = claude.runToolUses({ content: [toolUse('s2', 'slow__wait', {}), toolUse('n', 'time__now', {})] }, { signal: controller.signal });
+    const aborting = claude.runToolUses(
+      { content: [toolUse('s2', 'slow__wait', {}), toolUse('n', 'time__now', {})] },
+      { signal: controller.signal },
+    );
     await vi.waitFor(() => expect(log.slowGates).toHaveLength(2));
     controller.abort();
     const aborted = await aborting;
@@ -168,7 +220,13 @@ describe('createAnthropicToolkit: runToolUses', () => {
     const { registry, dispatcher, log } = toolsFixture();
     const claude = createAnthropicToolkit({ registry, dispatcher, idempotencyScope: 's' });
     const { message, outcomes } = await claude.runToolUses(
-      { content: [toolUse(7, 'pay__charge', { amount: 1 }), toolUse('', 'pay__charge', { amount: 2 }), toolUse(undefined, 'time__now', undefined)] },
+      {
+        content: [
+          toolUse(7, 'pay__charge', { amount: 1 }),
+          toolUse('', 'pay__charge', { amount: 2 }),
+          toolUse(undefined, 'time__now', undefined),
+        ],
+      },
       { signal: null },
     );
     expect(outcomes.every((o) => o.ok)).toBe(true);
@@ -204,13 +262,23 @@ describe('createAnthropicToolkit: runnableTools with the SDK tool runner', () =>
     });
     const final = await runner.runUntilDone();
     expect(final.content).toEqual([{ type: 'text', text: 'messages=5', citations: null }]);
-    const answered = provider.requests[1]!.body['messages'] as Array<{ content: Array<{ tool_use_id: string; content: string; is_error?: boolean }> }>;
+    const answered = provider.requests[1]!.body['messages'] as Array<{
+      content: Array<{ tool_use_id: string; content: string; is_error?: boolean }>;
+    }>;
     expect(answered).toHaveLength(1);
     const [r1, r2, r3, r4] = answered[0]!.content;
     expect(r1).toMatchObject({ tool_use_id: 'u1', content: '{"hits":["r-1"],"limit":null}' });
     expect(r1!.is_error).toBeUndefined();
-    expect(r2).toMatchObject({ tool_use_id: 'u2', is_error: true, content: expect.stringMatching(/^Error: error \(schema\): .*"search__web"/) });
-    expect(r3).toMatchObject({ tool_use_id: 'u3', is_error: true, content: expect.stringMatching(/^Error: error \(tool_error, after 1 attempt\): The card was declined/) });
+    expect(r2).toMatchObject({
+      tool_use_id: 'u2',
+      is_error: true,
+      content: expect.stringMatching(/^Error: error \(schema\): .*"search__web"/),
+    });
+    expect(r3).toMatchObject({
+      tool_use_id: 'u3',
+      is_error: true,
+      content: expect.stringMatching(/^Error: error \(tool_error, after 1 attempt\): The card was declined/),
+    });
     // The runner answers an unknown tool itself; the dispatcher never sees it.
     expect(r4).toMatchObject({ tool_use_id: 'u4', is_error: true, content: "Error: Tool 'ghost' not found" });
     expect(events.some((e) => e.callId === 'u4')).toBe(false);
@@ -222,7 +290,10 @@ describe('createAnthropicToolkit: runnableTools with the SDK tool runner', () =>
     const { registry, dispatcher } = toolsFixture();
     const claude = createAnthropicToolkit({ registry, dispatcher });
     provider = await startFakeProvider({
-      messages: scripted<MessagesBody, MessagesReply>([{ toolUses: [{ id: 'u1', name: 'pay__charge', input: { amount: 101 } }] }, (turn) => ({ text: turn.toolResults[0]!.content })]),
+      messages: scripted<MessagesBody, MessagesReply>([
+        { toolUses: [{ id: 'u1', name: 'pay__charge', input: { amount: 101 } }] },
+        (turn) => ({ text: turn.toolResults[0]!.content }),
+      ]),
     });
     const runner = clientFor(provider).beta.messages.toolRunner({
       model: 'm',
@@ -231,13 +302,20 @@ describe('createAnthropicToolkit: runnableTools with the SDK tool runner', () =>
       tools: claude.runnableTools({ toolError: SdkToolError }),
     });
     const final = await runner.runUntilDone();
-    expect(final.content[0]).toMatchObject({ text: expect.stringMatching(/^error \(tool_error, after 1 attempt\): The card was declined for 101/) });
+    expect(final.content[0]).toMatchObject({
+      text: expect.stringMatching(/^error \(tool_error, after 1 attempt\): The card was declined for 101/),
+    });
   });
 
-  it('runs with a null signal, aborts with the runner\'s signal, and carries the outcome on the thrown error', async () => {
+  it("runs with a null signal, aborts with the runner's signal, and carries the outcome on the thrown error", async () => {
     const { registry, dispatcher, log } = toolsFixture();
     const [, , , slow, now] = createAnthropicToolkit({ registry, dispatcher }).runnableTools({ budget: 10 });
-    const ctx = (id: string, signal: AbortSignal | null) => ({ toolUse: { type: 'tool_use' as const, id, name: 'x', input: {} }, toolUseBlock: { type: 'tool_use' as const, id, name: 'x', input: {} }, signal }) as never;
+    const ctx = (id: string, signal: AbortSignal | null) =>
+      ({
+        toolUse: { type: 'tool_use' as const, id, name: 'x', input: {} },
+        toolUseBlock: { type: 'tool_use' as const, id, name: 'x', input: {} },
+        signal,
+      }) as never;
     await expect(now!.run({}, ctx('n1', null))).resolves.toBe('2026-01-01T00:00:00Z');
     const controller = new AbortController();
     const running = slow!.run({}, ctx('s1', controller.signal));

@@ -4,7 +4,14 @@ import { AIMessage, createAgent, fakeModel, tool, ToolMessage, type BaseMessage 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { dispatcherMiddleware, toLangChainTools } from '../../../integrations/langchain/index.js';
-import { createBudget, createDispatcher, defaultStack, isDispatchError, ToolRegistry, type Outcome } from '../../../index.js';
+import {
+  createBudget,
+  createDispatcher,
+  defaultStack,
+  isDispatchError,
+  ToolRegistry,
+  type Outcome,
+} from '../../../index.js';
 import { detail, fixture } from '../ai-sdk/fixture.js';
 
 type Model = ReturnType<typeof fakeModel>;
@@ -21,9 +28,15 @@ function recordingModel(build: (model: Model) => Model) {
   return { model, bound };
 }
 
-const toolMessages = (messages: BaseMessage[]) => messages.filter((message): message is ToolMessage => ToolMessage.isInstance(message));
+const toolMessages = (messages: BaseMessage[]) =>
+  messages.filter((message): message is ToolMessage => ToolMessage.isInstance(message));
 const summary = (messages: BaseMessage[]) =>
-  toolMessages(messages).map((message) => [message.tool_call_id, message.name, message.status, message.content]);
+  toolMessages(messages).map((message) => [
+    message.tool_call_id,
+    message.name,
+    message.status,
+    message.content,
+  ]);
 const input = (text: string) => ({ messages: [{ role: 'user' as const, content: text }] });
 
 describe('dispatcherMiddleware', () => {
@@ -44,7 +57,9 @@ describe('dispatcherMiddleware', () => {
     void f.whenStarted('c3').then(() => c1.open());
     const agent = createAgent({
       model,
-      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' })],
+      middleware: [
+        dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' }),
+      ],
     });
 
     const result = await agent.invoke(input('research, then pay'));
@@ -80,7 +95,10 @@ describe('dispatcherMiddleware', () => {
         ])
         .respond(new AIMessage('done')),
     );
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
 
@@ -102,9 +120,14 @@ describe('dispatcherMiddleware', () => {
 
   it('retries a transient failure and reports the attempts', async () => {
     const f = fixture();
-    const { model } = recordingModel((m) => m.respondWithTools([{ id: 'c1', name: 'flaky__fetch', args: {} }]).respond(new AIMessage('done')));
+    const { model } = recordingModel((m) =>
+      m.respondWithTools([{ id: 'c1', name: 'flaky__fetch', args: {} }]).respond(new AIMessage('done')),
+    );
     const retried = f.nextEvent('dispatch.retry').then(() => f.clock.advance(100));
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
     await retried;
@@ -115,15 +138,22 @@ describe('dispatcherMiddleware', () => {
 
   it('sends a timeout as an error ToolMessage naming the tool as the model knows it', async () => {
     const f = fixture();
-    const { model } = recordingModel((m) => m.respondWithTools([{ id: 'c1', name: 'slow__job', args: {} }]).respond(new AIMessage('done')));
+    const { model } = recordingModel((m) =>
+      m.respondWithTools([{ id: 'c1', name: 'slow__job', args: {} }]).respond(new AIMessage('done')),
+    );
     void f.whenStarted('c1').then(() => f.clock.advance(50));
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
 
     const [message] = toolMessages(result.messages);
     expect(message?.status).toBe('error');
-    expect(message?.content).toMatch(/^error \(timeout, after 1 attempt\): "slow__job" timed out after 50 ms/);
+    expect(message?.content).toMatch(
+      /^error \(timeout, after 1 attempt\): "slow__job" timed out after 50 ms/,
+    );
   });
 
   it('dedupes a replayed call within a thread and runs it again in another thread', async () => {
@@ -134,8 +164,14 @@ describe('dispatcherMiddleware', () => {
       idempotencyScope: (runtime) => runtime.configurable?.['thread_id'] as string | undefined,
     });
     const run = (threadId: string) => {
-      const { model } = recordingModel((m) => m.respondWithTools([{ id: 'c1', name: 'pay__charge', args: { amount: 5 } }]).respond(new AIMessage('done')));
-      return createAgent({ model, middleware: [middleware] }).invoke(input('pay'), { configurable: { thread_id: threadId } });
+      const { model } = recordingModel((m) =>
+        m
+          .respondWithTools([{ id: 'c1', name: 'pay__charge', args: { amount: 5 } }])
+          .respond(new AIMessage('done')),
+      );
+      return createAgent({ model, middleware: [middleware] }).invoke(input('pay'), {
+        configurable: { thread_id: threadId },
+      });
     };
 
     await run('t-1');
@@ -144,7 +180,9 @@ describe('dispatcherMiddleware', () => {
 
     expect(f.charges).toEqual([5, 5]);
     expect(summary(replayed.messages)).toEqual([['c1', 'pay__charge', 'success', 'charged 5']]);
-    expect(f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key'))).toEqual(['t-1:c1']);
+    expect(
+      f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key')),
+    ).toEqual(['t-1:c1']);
   });
 
   it('gives a call without an id a fresh call id and no idempotency key', async () => {
@@ -156,7 +194,9 @@ describe('dispatcherMiddleware', () => {
     );
     const agent = createAgent({
       model,
-      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' })],
+      middleware: [
+        dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' }),
+      ],
     });
 
     const result = await agent.invoke(input('go'));
@@ -179,7 +219,9 @@ describe('dispatcherMiddleware', () => {
     );
     const agent = createAgent({
       model,
-      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, budget: createBudget(1) })],
+      middleware: [
+        dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher, budget: createBudget(1) }),
+      ],
     });
 
     const result = await agent.invoke(input('pay twice'));
@@ -193,12 +235,19 @@ describe('dispatcherMiddleware', () => {
 
   it('aborts the running tool when the caller aborts invoke, which rejects with the reason', async () => {
     const f = fixture();
-    const { model } = recordingModel((m) => m.respondWithTools([{ id: 'c1', name: 'search__web', args: { query: 'long' } }]).respond(new AIMessage('done')));
+    const { model } = recordingModel((m) =>
+      m
+        .respondWithTools([{ id: 'c1', name: 'search__web', args: { query: 'long' } }])
+        .respond(new AIMessage('done')),
+    );
     f.hold('c1');
     const controller = new AbortController();
     const stop = new Error('user stop');
     void f.whenStarted('c1').then(() => controller.abort(stop));
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     await expect(agent.invoke(input('go'), { signal: controller.signal })).rejects.toThrow('user stop');
     expect(f.contexts[0]?.signal.aborted).toBe(true);
@@ -216,7 +265,11 @@ describe('dispatcherMiddleware', () => {
         ])
         .respond(new AIMessage('done')),
     );
-    const agent = createAgent({ model, tools: [clock], middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      tools: [clock],
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
 
@@ -239,14 +292,23 @@ describe('dispatcherMiddleware', () => {
             content: '',
             tool_calls: [{ id: 'c1', name: 'search__web', args: { query: 'ok' } }],
             invalid_tool_calls: [
-              { id: 'c2', name: 'search__web', args: '{"query": ', error: 'bad json', type: 'invalid_tool_call' },
+              {
+                id: 'c2',
+                name: 'search__web',
+                args: '{"query": ',
+                error: 'bad json',
+                type: 'invalid_tool_call',
+              },
               { id: 'c3', name: 'pay__charge', args: '', error: 'empty', type: 'invalid_tool_call' },
             ],
           }),
         )
         .respond(new AIMessage('done')),
     );
-    const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
 
@@ -261,7 +323,9 @@ describe('dispatcherMiddleware', () => {
     expect(sent[2]?.[3]).toMatch(/^error \(schema\): Invalid args for "pay__charge": amount: /);
     expect(f.failures()).toEqual(['search.web:schema', 'pay.charge:schema']);
     // The AI message now lists every call it is answered for, and the run went on to the answer.
-    const asked = result.messages.find((message) => AIMessage.isInstance(message) && (message.tool_calls ?? []).length > 0) as AIMessage;
+    const asked = result.messages.find(
+      (message) => AIMessage.isInstance(message) && (message.tool_calls ?? []).length > 0,
+    ) as AIMessage;
     expect(asked.tool_calls?.map((call) => call.id)).toEqual(['c1', 'c2', 'c3']);
     expect(asked.invalid_tool_calls).toEqual([]);
     expect(result.messages.at(-1)?.content).toBe('done');
@@ -274,11 +338,17 @@ describe('dispatcherMiddleware', () => {
       m.respond(
         new AIMessage({
           content: '',
-          invalid_tool_calls: [{ id: 'c1', name: 'clock', args: '{', error: 'bad json', type: 'invalid_tool_call' }],
+          invalid_tool_calls: [
+            { id: 'c1', name: 'clock', args: '{', error: 'bad json', type: 'invalid_tool_call' },
+          ],
         }),
       ),
     );
-    const agent = createAgent({ model, tools: [clock], middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })] });
+    const agent = createAgent({
+      model,
+      tools: [clock],
+      middleware: [dispatcherMiddleware({ registry: f.registry, dispatcher: f.dispatcher })],
+    });
 
     const result = await agent.invoke(input('go'));
 
@@ -299,7 +369,11 @@ describe('dispatcherMiddleware', () => {
     ['options', undefined, /options object/],
     ['registry', { registry: {} }, /registry/],
     ['dispatcher', { dispatcher: null }, /dispatcher/],
-    ['dispatcher (without dispatchJson)', { dispatcher: { dispatch: () => Promise.resolve() } }, /dispatcher/],
+    [
+      'dispatcher (without dispatchJson)',
+      { dispatcher: { dispatch: () => Promise.resolve() } },
+      /dispatcher/,
+    ],
     ['idempotencyScope', { idempotencyScope: 7 }, /idempotencyScope/],
     ['keyByCallId', { keyByCallId: 1 }, /keyByCallId/],
     ['names', { names: 'wire' }, /names/],
@@ -326,13 +400,21 @@ describe('toLangChainTools', () => {
         ])
         .respond(new AIMessage('done')),
     );
-    const agent = createAgent({ model, tools: toLangChainTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-2' }) });
+    const agent = createAgent({
+      model,
+      tools: toLangChainTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-2' }),
+    });
 
     const result = await agent.invoke(input('go'));
 
     expect(summary(result.messages)).toEqual([
       ['c1', 'search__web', 'success', '{"hits":["a-1","a-2"]}'],
-      ['c2', 'pay__charge', 'error', expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/)],
+      [
+        'c2',
+        'pay__charge',
+        'error',
+        expect.stringMatching(/^error \(tool_error, after 1 attempt\): card declined/),
+      ],
     ]);
     expect(f.contexts.map((ctx) => ctx.idempotencyKey)).toEqual(['run-2:c1', 'run-2:c2']);
   });
@@ -347,7 +429,10 @@ describe('toLangChainTools', () => {
         ])
         .respond(new AIMessage('done')),
     );
-    const agent = createAgent({ model, tools: toLangChainTools({ registry: f.registry, dispatcher: f.dispatcher }) });
+    const agent = createAgent({
+      model,
+      tools: toLangChainTools({ registry: f.registry, dispatcher: f.dispatcher }),
+    });
 
     const result = await agent.invoke(input('go'));
 
@@ -364,7 +449,16 @@ describe('toLangChainTools', () => {
   it('dispatches when invoked directly, outside an agent', async () => {
     const f = fixture();
     const [search] = toLangChainTools({ registry: f.registry, dispatcher: f.dispatcher });
-    const message = (await search?.invoke({ id: 'd1', name: 'search__web', args: { query: 'q' }, type: 'tool_call' })) as ToolMessage;
-    expect([message.tool_call_id, message.content, message.status]).toEqual(['d1', '{"hits":["q-1","q-2"]}', 'success']);
+    const message = (await search?.invoke({
+      id: 'd1',
+      name: 'search__web',
+      args: { query: 'q' },
+      type: 'tool_call',
+    })) as ToolMessage;
+    expect([message.tool_call_id, message.content, message.status]).toEqual([
+      'd1',
+      '{"hits":["q-1","q-2"]}',
+      'success',
+    ]);
   });
 });

@@ -35,7 +35,11 @@ async function remote() {
 
 function dispatcherFor(registry: ToolRegistry, extra: Middleware[] = []) {
   const stack = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 1 } });
-  stack.splice(stack.findIndex((layer) => layer.name === 'concurrencyLimit'), 0, ...extra);
+  stack.splice(
+    stack.findIndex((layer) => layer.name === 'concurrencyLimit'),
+    0,
+    ...extra,
+  );
   return createDispatcher(stack);
 }
 
@@ -77,13 +81,21 @@ describe('importMcpTools', () => {
   it('refuses two remote tools that map to one name, naming both', async () => {
     const { server, client } = await remote();
     server.registerTool('get_weather', { inputSchema: {} }, async () => ({ content: [] }));
-    await expect(importMcpTools(client, new ToolRegistry())).rejects.toThrow(/getWeather.*get_weather|get_weather.*getWeather/);
+    await expect(importMcpTools(client, new ToolRegistry())).rejects.toThrow(
+      /getWeather.*get_weather|get_weather.*getWeather/,
+    );
   });
 
   it('refuses a name the registry already has from elsewhere', async () => {
     const { client } = await remote();
-    const registry = new ToolRegistry().register({ name: 'get_weather', inputSchema: z.object({}), handler: () => 1 });
-    await expect(importMcpTools(client, registry)).rejects.toThrow(/"get_weather", which the registry already has/);
+    const registry = new ToolRegistry().register({
+      name: 'get_weather',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
+    await expect(importMcpTools(client, registry)).rejects.toThrow(
+      /"get_weather", which the registry already has/,
+    );
   });
 
   it('re-exports the remote JSON Schema, $refs included, in registry.list()', async () => {
@@ -103,10 +115,14 @@ describe('importMcpTools', () => {
     const registry = new ToolRegistry();
     await importMcpTools(client, registry);
     const dispatcher = dispatcherFor(registry);
-    const bad = await dispatcher.dispatch('sum_tree', { node: { value: 1, children: [{ value: 'x', children: [] }] } });
+    const bad = await dispatcher.dispatch('sum_tree', {
+      node: { value: 1, children: [{ value: 'x', children: [] }] },
+    });
     expect(bad).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
     expect(bad.ok ? '' : bad.message).toMatch(/Invalid args for "sum_tree": .*must be number/);
-    const good = await dispatcher.dispatch('sum_tree', { node: { value: 1, children: [{ value: 2, children: [] }] } });
+    const good = await dispatcher.dispatch('sum_tree', {
+      node: { value: 1, children: [{ value: 2, children: [] }] },
+    });
     expect(good).toMatchObject({ ok: true, result: '3' });
     expect(log.calls['sumTree']).toBe(1);
   });
@@ -139,7 +155,9 @@ describe('importMcpTools', () => {
   it('times a slow tool out with our deadline and cancels it remotely', async () => {
     const { client, log } = await remote();
     const registry = new ToolRegistry();
-    await importMcpTools(client, registry, { configure: (tool) => (tool.name === 'slowTool' ? { timeoutMs: 50 } : undefined) });
+    await importMcpTools(client, registry, {
+      configure: (tool) => (tool.name === 'slowTool' ? { timeoutMs: 50 } : undefined),
+    });
     const outcome = await dispatcherFor(registry).dispatch('slow_tool', {});
     expect(outcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
     await expect.poll(() => log.aborts).toEqual([expect.stringMatching(/timed out after 50 ms/)]);
@@ -151,26 +169,33 @@ describe('importMcpTools', () => {
     await importMcpTools(client, registry);
     const controller = new AbortController();
     const progress: unknown[] = [];
-    const outcome = dispatcherFor(registry).dispatch('slow_tool', {}, {
-      signal: controller.signal,
-      onProgress: (update) => {
-        progress.push(update);
-        controller.abort(new Error('user pressed stop'));
+    const outcome = dispatcherFor(registry).dispatch(
+      'slow_tool',
+      {},
+      {
+        signal: controller.signal,
+        onProgress: (update) => {
+          progress.push(update);
+          controller.abort(new Error('user pressed stop'));
+        },
       },
-    });
+    );
     expect(await outcome).toMatchObject({ ok: false, kind: 'cancelled' });
     expect(progress).toEqual([{ progress: 1, total: 2, message: 'started' }]);
     await expect.poll(() => log.aborts).toEqual([expect.stringContaining('user pressed stop')]);
   });
 
-  it('never sizes the SDK timeout to Infinity, and leaves no listener on the caller\'s signal', async () => {
+  it("never sizes the SDK timeout to Infinity, and leaves no listener on the caller's signal", async () => {
     const { client } = await remote();
     const registry = new ToolRegistry();
     await importMcpTools(client, registry, { configure: () => ({ timeoutMs: Infinity }) });
     const dispatcher = dispatcherFor(registry);
     const signal = new AbortController().signal;
     for (let i = 0; i < 12; i++) {
-      expect(await dispatcher.dispatch('slow_tool', { ms: 1 }, { signal })).toMatchObject({ ok: true, result: 'done' });
+      expect(await dispatcher.dispatch('slow_tool', { ms: 1 }, { signal })).toMatchObject({
+        ok: true,
+        result: 'done',
+      });
     }
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
@@ -191,7 +216,9 @@ describe('importMcpTools', () => {
       changed = resolve;
     });
     const imported = await importMcpTools(client, registry, { onChange: () => changed() });
-    server.registerTool('newTool', { inputSchema: { a: z.string() } }, async ({ a }) => ({ content: [{ type: 'text', text: a }] }));
+    server.registerTool('newTool', { inputSchema: { a: z.string() } }, async ({ a }) => ({
+      content: [{ type: 'text', text: a }],
+    }));
     await change;
     expect(imported.names.get('new_tool')).toBe('newTool');
     expect(registry.has('new_tool')).toBe(true);
@@ -203,7 +230,8 @@ describe('importMcpTools', () => {
     const { server, client } = await remote();
     const registry = new ToolRegistry();
     const imported = await importMcpTools(client, registry, { watchListChanged: false });
-    const weather = (server as unknown as { _registeredTools: Record<string, { remove(): void }> })._registeredTools['getWeather'];
+    const weather = (server as unknown as { _registeredTools: Record<string, { remove(): void }> })
+      ._registeredTools['getWeather'];
     weather?.remove();
     const outcome = await dispatcherFor(registry).dispatch('get_weather', { city: 'Oslo' });
     expect(outcome).toMatchObject({ ok: false, kind: 'not_found' });
@@ -213,8 +241,18 @@ describe('importMcpTools', () => {
 
   it('lists every page of a paginated server', async () => {
     const source = new ToolRegistry();
-    for (let i = 0; i < 7; i++) source.register({ name: `tool.n${i}`, inputSchema: z.object({ x: z.number() }), handler: ({ x }) => ({ x }) });
-    const server = createMcpServer({ registry: source, dispatcher: dispatcherFor(source), info: { name: 'paged', version: '1' }, pageSize: 3 });
+    for (let i = 0; i < 7; i++)
+      source.register({
+        name: `tool.n${i}`,
+        inputSchema: z.object({ x: z.number() }),
+        handler: ({ x }) => ({ x }),
+      });
+    const server = createMcpServer({
+      registry: source,
+      dispatcher: dispatcherFor(source),
+      info: { name: 'paged', version: '1' },
+      pageSize: 3,
+    });
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
     await server.connect(serverTransport);
     const client = new Client({ name: 'importer', version: '1.0.0' });
@@ -223,7 +261,10 @@ describe('importMcpTools', () => {
     const registry = new ToolRegistry();
     const imported = await importMcpTools(client, registry, { prefix: 'paged' });
     expect(imported.names.size).toBe(7);
-    expect(await dispatcherFor(registry).dispatch('paged.tool.n6', { x: 4 })).toMatchObject({ ok: true, result: { x: 4 } });
+    expect(await dispatcherFor(registry).dispatch('paged.tool.n6', { x: 4 })).toMatchObject({
+      ok: true,
+      result: { x: 4 },
+    });
     expect(registry.list().find((tool) => tool.name === 'paged.tool.n0')?.inputSchema).toMatchObject({
       type: 'object',
       properties: { x: { type: 'number' } },
@@ -245,15 +286,23 @@ describe('importMcpTools', () => {
     const running = dispatcher.dispatch('slow_tool', {});
     await expect.poll(() => firstLog?.calls['slowTool']).toBe(1);
     await imported.client.close();
-    expect(await running).toMatchObject({ ok: false, kind: 'transient', message: expect.stringMatching(/connection closed/i) });
+    expect(await running).toMatchObject({
+      ok: false,
+      kind: 'transient',
+      message: expect.stringMatching(/connection closed/i),
+    });
     expect(await dispatcher.dispatch('get_weather', { city: 'Oslo' })).toMatchObject({ ok: true });
     expect(connections).toBe(2);
   });
 
   it('rejects bad options with a TypeError naming the option', async () => {
     const { client } = await remote();
-    await expect(importMcpTools(client, new ToolRegistry(), { prefix: 'Bad Prefix' })).rejects.toThrow(/prefix/);
-    await expect(importMcpTools(client, new ToolRegistry(), { output: 'raw' as never })).rejects.toThrow(/output/);
+    await expect(importMcpTools(client, new ToolRegistry(), { prefix: 'Bad Prefix' })).rejects.toThrow(
+      /prefix/,
+    );
+    await expect(importMcpTools(client, new ToolRegistry(), { output: 'raw' as never })).rejects.toThrow(
+      /output/,
+    );
     await expect(importMcpTools({} as never, new ToolRegistry())).rejects.toThrow(/Client/);
   });
 });
@@ -276,6 +325,9 @@ describe('importMcpTools over stdio', () => {
     await importMcpTools(await connect(), registry, { reconnect: connect });
     const dispatcher = createDispatcher(defaultStack({ registry, retry: { maxAttempts: 1 } }));
     expect(await dispatcher.dispatch('crash_process', {})).toMatchObject({ ok: false, kind: 'transient' });
-    expect(await dispatcher.dispatch('get_weather', { city: 'Lima' })).toMatchObject({ ok: true, result: { city: 'Lima' } });
+    expect(await dispatcher.dispatch('get_weather', { city: 'Lima' })).toMatchObject({
+      ok: true,
+      result: { city: 'Lima' },
+    });
   });
 });

@@ -35,13 +35,29 @@ interface Running {
 const dir = mkdtempSync(join(tmpdir(), 'mcp-proxy-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function startProxy(name: string, config: unknown, flags: string[] = [], command = [process.execPath, '--import', 'tsx', upstream]): Promise<Running> {
+async function startProxy(
+  name: string,
+  config: unknown,
+  flags: string[] = [],
+  command = [process.execPath, '--import', 'tsx', upstream],
+): Promise<Running> {
   const configFile = join(dir, `${name}.config.json`);
   const stateFile = join(dir, `${name}.state.json`);
   writeFileSync(configFile, JSON.stringify(config));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', cli, 'mcp-proxy', '--config', configFile, '--log-level', 'info', ...flags, ...(command.length > 0 ? ['--', ...command] : [])],
+    args: [
+      '--import',
+      'tsx',
+      cli,
+      'mcp-proxy',
+      '--config',
+      configFile,
+      '--log-level',
+      'info',
+      ...flags,
+      ...(command.length > 0 ? ['--', ...command] : []),
+    ],
     env: { ...(process.env as Record<string, string>), FLAKY_STATE: stateFile },
     cwd: root,
     stderr: 'pipe',
@@ -62,7 +78,8 @@ async function startProxy(name: string, config: unknown, flags: string[] = [], c
   };
 }
 
-const textOf = (result: unknown): string => (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
+const textOf = (result: unknown): string =>
+  (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
 
 describe('tool-dispatcher mcp-proxy', () => {
   let proxy: Running;
@@ -80,7 +97,14 @@ describe('tool-dispatcher mcp-proxy', () => {
 
   it('serves the upstream tools under their upstream names', async () => {
     const { tools } = await proxy.client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['echoText', 'crashFirst', 'hang', 'hangForever', 'chargeOnce', 'upstreamState']);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'echoText',
+      'crashFirst',
+      'hang',
+      'hangForever',
+      'chargeOnce',
+      'upstreamState',
+    ]);
     expect(tools.find((tool) => tool.name === 'echoText')?.annotations?.idempotentHint).toBe(true);
     expect(tools.find((tool) => tool.name === 'crashFirst')?.inputSchema).toMatchObject({
       type: 'object',
@@ -107,13 +131,22 @@ describe('tool-dispatcher mcp-proxy', () => {
   it('times a hung tool out and cancels it upstream', async () => {
     const before = proxy.state().aborts.length;
     const result = await proxy.client.callTool({ name: 'hang', arguments: {} });
-    expect(result).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'timeout', attempts: 1 } } });
-    await expect.poll(() => proxy.state().aborts.slice(before)).toEqual([expect.stringMatching(/timed out after 300 ms/)]);
+    expect(result).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'timeout', attempts: 1 } },
+    });
+    await expect
+      .poll(() => proxy.state().aborts.slice(before))
+      .toEqual([expect.stringMatching(/timed out after 300 ms/)]);
   });
 
   it('runs the upstream tool once for calls that share a _meta idempotency key', async () => {
     const call = () =>
-      proxy.client.callTool({ name: 'chargeOnce', arguments: { amount: 9 }, _meta: { 'tool-dispatcher/idempotencyKey': 'pay-1' } });
+      proxy.client.callTool({
+        name: 'chargeOnce',
+        arguments: { amount: 9 },
+        _meta: { 'tool-dispatcher/idempotencyKey': 'pay-1' },
+      });
     const [first, second] = await Promise.all([call(), call()]);
     const third = await call();
     expect(textOf(first)).toBe(textOf(second));
@@ -121,7 +154,7 @@ describe('tool-dispatcher mcp-proxy', () => {
     expect(proxy.state().charges).toBe(1);
   });
 
-  it('passes a client abort through to the upstream handler\'s signal', async () => {
+  it("passes a client abort through to the upstream handler's signal", async () => {
     const before = proxy.state().aborts.length;
     const controller = new AbortController();
     const progress: unknown[] = [];
@@ -140,8 +173,14 @@ describe('tool-dispatcher mcp-proxy', () => {
 
   it('backs off when the upstream keeps crashing, and a call arriving meanwhile waits for the new process', async () => {
     const starts = proxy.state().starts;
-    const crashing = await proxy.client.callTool({ name: 'crashFirst', arguments: { key: 'always', times: 99 } });
-    expect(crashing).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 3 } } });
+    const crashing = await proxy.client.callTool({
+      name: 'crashFirst',
+      arguments: { key: 'always', times: 99 },
+    });
+    expect(crashing).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 3 } },
+    });
     expect(proxy.stderr()).toMatch(/upstream\.backoff/);
     // The third crash's restart is under way (or backing off) as this call arrives.
     const echo = await proxy.client.callTool({ name: 'echoText', arguments: { text: 'still here' } });
@@ -177,7 +216,12 @@ describe('tool-dispatcher mcp-proxy --upstream-url', () => {
   });
 
   it('serves a Streamable HTTP upstream, fails calls transient once it is unreachable, and opens the breaker', async () => {
-    const proxy = await startProxy('http', { defaults: { maxAttempts: 2 } }, ['--upstream-url', url, '--breaker-failure-threshold', '1'], []);
+    const proxy = await startProxy(
+      'http',
+      { defaults: { maxAttempts: 2 } },
+      ['--upstream-url', url, '--breaker-failure-threshold', '1'],
+      [],
+    );
     try {
       expect((await proxy.client.listTools()).tools.map((tool) => tool.name)).toContain('getWeather');
       const weather = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
@@ -185,9 +229,15 @@ describe('tool-dispatcher mcp-proxy --upstream-url', () => {
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
       const unreachable = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
-      expect(unreachable).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 2 } } });
+      expect(unreachable).toMatchObject({
+        isError: true,
+        _meta: { 'tool-dispatcher/error': { kind: 'transient', attempts: 2 } },
+      });
       const refused = await proxy.client.callTool({ name: 'getWeather', arguments: { city: 'Quito' } });
-      expect(refused).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'circuit_open', attempts: 0 } } });
+      expect(refused).toMatchObject({
+        isError: true,
+        _meta: { 'tool-dispatcher/error': { kind: 'circuit_open', attempts: 0 } },
+      });
     } finally {
       await proxy.client.close();
     }
@@ -199,9 +249,25 @@ describe('mcp-proxy arguments', () => {
     const file = join(dir, 'args.config.json');
     writeFileSync(
       file,
-      JSON.stringify({ defaults: { timeoutMs: 1_000, maxAttempts: 2 }, tools: { slow: { timeoutMs: 60_000 } }, concurrency: 2 }),
+      JSON.stringify({
+        defaults: { timeoutMs: 1_000, maxAttempts: 2 },
+        tools: { slow: { timeoutMs: 60_000 } },
+        concurrency: 2,
+      }),
     );
-    const parsed = parseProxyArgs(['--config', file, '--timeout-ms', '5000', '--concurrency', '3', '--', 'node', 'server.js', '--port', '1']);
+    const parsed = parseProxyArgs([
+      '--config',
+      file,
+      '--timeout-ms',
+      '5000',
+      '--concurrency',
+      '3',
+      '--',
+      'node',
+      'server.js',
+      '--port',
+      '1',
+    ]);
     expect(parsed).toEqual({
       upstream: { command: 'node', args: ['server.js', '--port', '1'] },
       config: {
@@ -219,26 +285,41 @@ describe('mcp-proxy arguments', () => {
 
   it('refuses bad flags and settings with a message naming them', () => {
     expect(() => parseProxyArgs([])).toThrow(/No upstream/);
-    expect(() => parseProxyArgs(['--timeout-ms', 'soon', '--', 'node'])).toThrow(/--timeout-ms must be a number/);
-    expect(() => parseProxyArgs(['--max-attempts', '0', '--', 'node'])).toThrow(/maxAttempts must be an integer >= 1/);
+    expect(() => parseProxyArgs(['--timeout-ms', 'soon', '--', 'node'])).toThrow(
+      /--timeout-ms must be a number/,
+    );
+    expect(() => parseProxyArgs(['--max-attempts', '0', '--', 'node'])).toThrow(
+      /maxAttempts must be an integer >= 1/,
+    );
     expect(() => parseProxyArgs(['--log-level', 'loud', '--', 'node'])).toThrow(/--log-level/);
     const file = join(dir, 'bad.config.json');
     writeFileSync(file, JSON.stringify({ tools: { x: { retries: 2 } } }));
-    expect(() => parseProxyArgs(['--config', file, '--', 'node'])).toThrow(/config\.tools\["x"\]\.retries is not a setting/);
+    expect(() => parseProxyArgs(['--config', file, '--', 'node'])).toThrow(
+      /config\.tools\["x"\]\.retries is not a setting/,
+    );
   });
 
   it('exits 1 with a message on stderr when the upstream does not start', () => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', cli, 'mcp-proxy', '--', process.execPath, '-e', 'process.exit(3)'], {
-      cwd: root,
-      encoding: 'utf8',
-    });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', cli, 'mcp-proxy', '--', process.execPath, '-e', 'process.exit(3)'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    );
     expect(run.status).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^tool-dispatcher: The upstream MCP server \(.* -e process\.exit\(3\)\) did not start: .*Connection closed/);
+    expect(run.stderr).toMatch(
+      /^tool-dispatcher: The upstream MCP server \(.* -e process\.exit\(3\)\) did not start: .*Connection closed/,
+    );
   });
 
   it('exits 2 with the usage on stderr for a bad command line', () => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', cli, 'mcp-proxy', '--bogus'], { cwd: root, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', cli, 'mcp-proxy', '--bogus'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     expect(run.status).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/Unknown option '--bogus'[\s\S]*Usage: tool-dispatcher mcp-proxy/);

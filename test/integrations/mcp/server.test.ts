@@ -17,7 +17,12 @@ import {
   type DispatchEvent,
   type StandardSchemaV1,
 } from '../../../index.js';
-import { createMcpServer, registerMcpTools, toCallToolResult, toMcpTools } from '../../../integrations/mcp/index.js';
+import {
+  createMcpServer,
+  registerMcpTools,
+  toCallToolResult,
+  toMcpTools,
+} from '../../../integrations/mcp/index.js';
 import { gate } from '../../helpers/gate.js';
 
 const opened: Array<{ close(): Promise<void> }> = [];
@@ -97,9 +102,12 @@ function setup(options: { pageSize?: number; names?: Map<string, string> } = {})
       handler: (args) => args,
     })
     .register({ name: 'shape.opaque', inputSchema: opaque, handler: () => 'ok' });
-  const dispatcher = createDispatcher(defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 1 } }), {
-    onEvent: (event) => events.push(event),
-  });
+  const dispatcher = createDispatcher(
+    defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 1 } }),
+    {
+      onEvent: (event) => events.push(event),
+    },
+  );
   const server = createMcpServer({
     registry,
     dispatcher,
@@ -184,13 +192,20 @@ describe('createMcpServer over InMemoryTransport', () => {
     expect(result.isError).toBe(true);
     const [block] = result.content as Array<{ type: string; text: string }>;
     expect(block?.text).toMatch(/^error \(schema\): Invalid args for "search\.web": query: .*limit: /);
-    expect(result._meta?.['tool-dispatcher/error']).toMatchObject({ ok: false, kind: 'schema', attempts: 0, jsonrpcCode: -32602 });
+    expect(result._meta?.['tool-dispatcher/error']).toMatchObject({
+      ok: false,
+      kind: 'schema',
+      attempts: 0,
+      jsonrpcCode: -32602,
+    });
   });
 
   it('answers an unknown tool with JSON-RPC -32602 "Unknown tool" and data.kind', async () => {
     const { server } = setup();
     const client = await connected(server);
-    const error = await client.callTool({ name: 'nope.tool', arguments: {} }).catch((caught: unknown) => caught);
+    const error = await client
+      .callTool({ name: 'nope.tool', arguments: {} })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32602);
     expect((error as McpError).message).toBe('MCP error -32602: Unknown tool: nope.tool');
@@ -200,7 +215,9 @@ describe('createMcpServer over InMemoryTransport', () => {
   it('retries a transient failure inside the server, so the client sees one success', async () => {
     const { server, seen } = setup();
     const client = await connected(server);
-    expect(await client.callTool({ name: 'flaky.once', arguments: {} })).toMatchObject({ structuredContent: { ok: true } });
+    expect(await client.callTool({ name: 'flaky.once', arguments: {} })).toMatchObject({
+      structuredContent: { ok: true },
+    });
     expect(seen.flaky).toBe(2);
   });
 
@@ -208,10 +225,16 @@ describe('createMcpServer over InMemoryTransport', () => {
     const { server } = setup();
     const client = await connected(server);
     const declined = await client.callTool({ name: 'card.decline', arguments: {} });
-    expect(declined).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'tool_error' } } });
+    expect(declined).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'tool_error' } },
+    });
     expect(JSON.stringify(declined.content)).toContain('The card was declined');
     const exploded = await client.callTool({ name: 'db.explode', arguments: {} });
-    expect(exploded).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'internal' } } });
+    expect(exploded).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'internal' } },
+    });
     expect(JSON.stringify(exploded)).not.toContain('/srv/db.js');
   });
 
@@ -219,7 +242,11 @@ describe('createMcpServer over InMemoryTransport', () => {
     const { server, seen } = setup();
     const client = await connected(server);
     const call = () =>
-      client.callTool({ name: 'pay.charge', arguments: { amount: 5 }, _meta: { 'tool-dispatcher/idempotencyKey': 'order-1' } });
+      client.callTool({
+        name: 'pay.charge',
+        arguments: { amount: 5 },
+        _meta: { 'tool-dispatcher/idempotencyKey': 'order-1' },
+      });
     const [first, second] = await Promise.all([call(), call()]);
     expect(first).toEqual(second);
     expect(seen.charges).toBe(1);
@@ -228,7 +255,10 @@ describe('createMcpServer over InMemoryTransport', () => {
       arguments: { amount: 6 },
       _meta: { 'tool-dispatcher/idempotencyKey': 'order-1' },
     });
-    expect(conflict).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'idempotency_conflict' } } });
+    expect(conflict).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'idempotency_conflict' } },
+    });
   });
 
   it('never uses request ids as keys, and refuses a malformed key as a schema error', async () => {
@@ -254,12 +284,16 @@ describe('createMcpServer over InMemoryTransport', () => {
     const { server, seen, running, events } = setup();
     const client = await connected(server);
     const controller = new AbortController();
-    const call = client.callTool({ name: 'work.long', arguments: {} }, undefined, { signal: controller.signal });
+    const call = client.callTool({ name: 'work.long', arguments: {} }, undefined, {
+      signal: controller.signal,
+    });
     await running.promise;
     controller.abort(new Error('user pressed stop'));
     await expect(call).rejects.toThrow(/user pressed stop/);
     await expect.poll(() => seen.aborts.length).toBe(1);
-    await expect.poll(() => events.some((event) => event.type === 'dispatch.failure' && event['kind'] === 'cancelled')).toBe(true);
+    await expect
+      .poll(() => events.some((event) => event.type === 'dispatch.failure' && event['kind'] === 'cancelled'))
+      .toBe(true);
   });
 
   it('aborts the running handler when the connection closes', async () => {
@@ -272,7 +306,7 @@ describe('createMcpServer over InMemoryTransport', () => {
     await expect.poll(() => seen.aborts.length).toBe(1);
   });
 
-  it('sends a handler\'s progress as notifications/progress when the request has a progressToken', async () => {
+  it("sends a handler's progress as notifications/progress when the request has a progressToken", async () => {
     const { server, running } = setup();
     const client = await connected(server);
     const updates: unknown[] = [];
@@ -330,7 +364,10 @@ describe('toMcpTools and toCallToolResult', () => {
   it('gives each tool a root object schema, even for a union and an opaque validator', () => {
     const { registry } = setup();
     const tools = toMcpTools({ registry });
-    expect(tools.find((tool) => tool.name === 'shape.opaque')?.inputSchema).toEqual({ type: 'object', properties: {} });
+    expect(tools.find((tool) => tool.name === 'shape.opaque')?.inputSchema).toEqual({
+      type: 'object',
+      properties: {},
+    });
     expect(tools.find((tool) => tool.name === 'shape.union')?.inputSchema.type).toBe('object');
   });
 
@@ -341,7 +378,10 @@ describe('toMcpTools and toCallToolResult', () => {
       structuredContent: { hits: ['a result'] },
     });
     const missing = toCallToolResult(await dispatcher.dispatch('ghost', {}));
-    expect(missing).toMatchObject({ isError: true, _meta: { 'tool-dispatcher/error': { kind: 'not_found' } } });
+    expect(missing).toMatchObject({
+      isError: true,
+      _meta: { 'tool-dispatcher/error': { kind: 'not_found' } },
+    });
   });
 });
 
@@ -366,9 +406,13 @@ describe('createMcpServer over stdio', () => {
       structuredContent: { said: 'hi' },
     });
     const controller = new AbortController();
-    const slow = client.callTool({ name: 'echo.say', arguments: { text: 'slow', waitMs: 60_000 } }, undefined, {
-      signal: controller.signal,
-    });
+    const slow = client.callTool(
+      { name: 'echo.say', arguments: { text: 'slow', waitMs: 60_000 } },
+      undefined,
+      {
+        signal: controller.signal,
+      },
+    );
     await expect.poll(() => logged.split('dispatch.attempt').length - 1).toBe(2);
     controller.abort(new Error('stop please'));
     await expect(slow).rejects.toThrow(/stop please/);

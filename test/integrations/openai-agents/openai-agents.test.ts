@@ -8,12 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toAgentsTools, type AgentsToolCall } from '../../../integrations/openai-agents/index.js';
 import { createBudget, createDispatcher, defaultStack, ToolRegistry, type Outcome } from '../../../index.js';
-import { startFakeProvider, type FakeProvider, type ResponsesReply, type ToolResultView } from '../../../examples/fake-provider/index.js';
+import {
+  startFakeProvider,
+  type FakeProvider,
+  type ResponsesReply,
+  type ToolResultView,
+} from '../../../examples/fake-provider/index.js';
 import { detail, fixture } from '../ai-sdk/fixture.js';
 
 // One server for the suite; each test installs its own script through `script`.
 let provider: FakeProvider;
-let answer: (turn: { toolResults: ToolResultView[]; signal: AbortSignal }) => ResponsesReply | Promise<ResponsesReply>;
+let answer: (turn: {
+  toolResults: ToolResultView[];
+  signal: AbortSignal;
+}) => ResponsesReply | Promise<ResponsesReply>;
 const seen: ToolResultView[][] = [];
 
 /** Scripts the model: reply n answers request n; every request's tool results are recorded. */
@@ -31,7 +39,9 @@ function script(replies: ResponsesReply[]) {
 beforeAll(async () => {
   provider = await startFakeProvider({ responses: (turn) => answer(turn) });
   setTracingDisabled(true);
-  setDefaultOpenAIClient(new OpenAI({ baseURL: provider.openaiBaseURL, apiKey: 'test', maxRetries: 0 }) as never);
+  setDefaultOpenAIClient(
+    new OpenAI({ baseURL: provider.openaiBaseURL, apiKey: 'test', maxRetries: 0 }) as never,
+  );
 });
 
 afterAll(async () => {
@@ -39,7 +49,8 @@ afterAll(async () => {
 });
 
 const results = (n: number) => (seen[n] ?? []).map(({ id, content }) => [id, content]);
-const agentWith = (tools: ReturnType<typeof toAgentsTools>) => new Agent({ name: 'tester', model: 'gpt-test', tools });
+const agentWith = (tools: ReturnType<typeof toAgentsTools>) =>
+  new Agent({ name: 'tester', model: 'gpt-test', tools });
 
 describe('toAgentsTools', () => {
   it('runs a multi-turn loop whose parallel calls come back in call order', async () => {
@@ -59,7 +70,10 @@ describe('toAgentsTools', () => {
     const c1 = f.hold('c1');
     void f.whenStarted('c3').then(() => c1.open());
 
-    const result = await run(agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' })), 'go');
+    const result = await run(
+      agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' })),
+      'go',
+    );
 
     expect(result.finalOutput).toBe('all done');
     expect(results(1)).toEqual([
@@ -95,7 +109,13 @@ describe('toAgentsTools', () => {
     const outcomes: Array<[AgentsToolCall, Outcome]> = [];
 
     await run(
-      agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, onOutcome: (outcome, call) => outcomes.push([call, outcome]) })),
+      agentWith(
+        toAgentsTools({
+          registry: f.registry,
+          dispatcher: f.dispatcher,
+          onOutcome: (outcome, call) => outcomes.push([call, outcome]),
+        }),
+      ),
       'go',
     );
 
@@ -103,14 +123,23 @@ describe('toAgentsTools', () => {
     expect(sent.map(([id]) => id)).toEqual(['c1', 'c2', 'c3', 'c4', 'c5']);
     expect(sent[0]?.[1]).toBe('{"hits":["ok-1","ok-2"]}');
     // The Runner parses the JSON first and answers malformed (and empty) arguments itself.
-    expect(sent[1]?.[1]).toBe('An error occurred while parsing tool arguments. Please try again with valid JSON.');
-    expect(sent[4]?.[1]).toBe('An error occurred while parsing tool arguments. Please try again with valid JSON.');
+    expect(sent[1]?.[1]).toBe(
+      'An error occurred while parsing tool arguments. Please try again with valid JSON.',
+    );
+    expect(sent[4]?.[1]).toBe(
+      'An error occurred while parsing tool arguments. Please try again with valid JSON.',
+    );
     // Non-strict parameters: the SDK does not validate, our schema layer does.
     expect(sent[2]?.[1]).toMatch(/^error \(schema\): Invalid args for "search__web": query: /);
     expect(sent[3]?.[1]).toMatch(/^error \(tool_error, after 1 attempt\): card declined/);
     expect(f.failures()).toEqual(['search.web:schema', 'pay.charge:tool_error']);
     // onOutcome hears each call as it settles; sorted here, since c3 fails before c1 succeeds.
-    const heard = outcomes.map(([call, outcome]) => [call.callId, call.toolName, call.wireName, outcome.ok ? 'ok' : outcome.kind]);
+    const heard = outcomes.map(([call, outcome]) => [
+      call.callId,
+      call.toolName,
+      call.wireName,
+      outcome.ok ? 'ok' : outcome.kind,
+    ]);
     expect(heard.sort()).toEqual([
       ['c1', 'search.web', 'search__web', 'ok'],
       ['c3', 'search.web', 'search__web', 'schema'],
@@ -138,8 +167,15 @@ describe('toAgentsTools', () => {
 
     await run(agentWith(tools), 'go');
 
-    expect(results(1)[0]?.[1]).toMatch(/^error \(timeout, after 1 attempt\): "slow__job" timed out after 50 ms/);
-    expect(tools.map((entry) => (entry as { timeoutMs?: unknown }).timeoutMs)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(results(1)[0]?.[1]).toMatch(
+      /^error \(timeout, after 1 attempt\): "slow__job" timed out after 50 ms/,
+    );
+    expect(tools.map((entry) => (entry as { timeoutMs?: unknown }).timeoutMs)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('dedupes a replayed call within a run scope and runs it again in another', async () => {
@@ -150,7 +186,10 @@ describe('toAgentsTools', () => {
       idempotencyScope: (runContext) => (runContext.context as { runId: string }).runId,
     });
     const pay = (runId: string) => {
-      script([{ calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] }, { text: 'done' }]);
+      script([
+        { calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] },
+        { text: 'done' },
+      ]);
       return run(agentWith(tools), 'pay', { context: { runId } }).then(() => results(1));
     };
 
@@ -159,7 +198,9 @@ describe('toAgentsTools', () => {
     expect(await pay('order-2')).toEqual([['c1', 'charged 5']]);
 
     expect(f.charges).toEqual([5, 5]);
-    expect(f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key'))).toEqual(['order-1:c1']);
+    expect(
+      f.events.filter((event) => event.type === 'idempotency.hit').map((event) => detail(event, 'key')),
+    ).toEqual(['order-1:c1']);
   });
 
   it('never sees a call id the Runner has already answered in the same run: the Runner drops it', async () => {
@@ -178,7 +219,11 @@ describe('toAgentsTools', () => {
 
   it('leaves an empty call_id to the Runner, which refuses it, and makes up an id when invoked without one', async () => {
     const f = fixture();
-    const tools = toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, idempotencyScope: 'run-1' });
+    const tools = toAgentsTools({
+      registry: f.registry,
+      dispatcher: f.dispatcher,
+      idempotencyScope: 'run-1',
+    });
     script([{ calls: [{ call_id: '', name: 'pay__charge', arguments: { amount: 3 } }] }, { text: 'done' }]);
     await expect(run(agentWith(tools), 'pay')).rejects.toThrow(/missing a non-empty call ID/);
     expect(f.events).toEqual([]);
@@ -194,7 +239,10 @@ describe('toAgentsTools', () => {
     const f = fixture();
     const tools = toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher });
     for (let i = 0; i < 2; i++) {
-      script([{ calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] }, { text: 'done' }]);
+      script([
+        { calls: [{ call_id: 'c1', name: 'pay__charge', arguments: { amount: 5 } }] },
+        { text: 'done' },
+      ]);
       await run(agentWith(tools), 'pay');
     }
     expect(f.charges).toEqual([5, 5]);
@@ -213,7 +261,10 @@ describe('toAgentsTools', () => {
       { text: 'done' },
     ]);
 
-    await run(agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, budget: createBudget(1) })), 'pay twice');
+    await run(
+      agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher, budget: createBudget(1) })),
+      'pay twice',
+    );
 
     expect(results(1)[0]).toEqual(['c1', 'charged 1']);
     expect(results(1)[1]?.[1]).toMatch(/^error \(budget_exceeded\): .* Hint: The tool-call budget is spent/);
@@ -222,13 +273,18 @@ describe('toAgentsTools', () => {
 
   it('aborts the running tool when the caller aborts run(), which rejects', async () => {
     const f = fixture();
-    script([{ calls: [{ call_id: 'c1', name: 'search__web', arguments: { query: 'long' } }] }, { text: 'done' }]);
+    script([
+      { calls: [{ call_id: 'c1', name: 'search__web', arguments: { query: 'long' } }] },
+      { text: 'done' },
+    ]);
     f.hold('c1');
     const controller = new AbortController();
     void f.whenStarted('c1').then(() => controller.abort(new Error('user stop')));
 
     await expect(
-      run(agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher })), 'go', { signal: controller.signal }),
+      run(agentWith(toAgentsTools({ registry: f.registry, dispatcher: f.dispatcher })), 'go', {
+        signal: controller.signal,
+      }),
     ).rejects.toThrow();
     expect(f.contexts[0]?.signal.aborted).toBe(true);
     expect(f.failures()).toEqual(['search.web:cancelled']);
@@ -263,7 +319,9 @@ describe('toAgentsTools', () => {
     const registry = new ToolRegistry()
       .register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 })
       .register({ name: 'a__b', inputSchema: z.object({}), handler: () => 2 });
-    expect(() => toAgentsTools({ registry, dispatcher: createDispatcher(defaultStack({ registry })) })).toThrow(/"a\.b" and "a__b"/);
+    expect(() =>
+      toAgentsTools({ registry, dispatcher: createDispatcher(defaultStack({ registry })) }),
+    ).toThrow(/"a\.b" and "a__b"/);
   });
 
   it.each([
@@ -280,6 +338,8 @@ describe('toAgentsTools', () => {
     const registry = new ToolRegistry().register({ name: 'a', inputSchema: z.object({}), handler: () => 1 });
     const dispatcher = createDispatcher(defaultStack({ registry }));
     const options = overrides === undefined ? undefined : { registry, dispatcher, ...overrides };
-    expect(() => toAgentsTools(options as never)).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }));
+    expect(() => toAgentsTools(options as never)).toThrow(
+      expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }),
+    );
   });
 });

@@ -18,16 +18,32 @@ function clientFor(p: FakeProvider): OpenAI {
 
 const searchTool = {
   type: 'function' as const,
-  function: { name: 'search__web', description: 'Search', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+  function: {
+    name: 'search__web',
+    description: 'Search',
+    parameters: { type: 'object', properties: { q: { type: 'string' } } },
+  },
 };
 
 describe('fake provider: Chat Completions', () => {
   it('answers with scripted tool calls and then text', async () => {
     provider = await startFakeProvider({
-      chat: scripted([{ toolCalls: [{ name: 'search__web', arguments: { q: 'x' } }, { name: 'search__web', arguments: '{"q"' }] }, { text: 'done' }]),
+      chat: scripted([
+        {
+          toolCalls: [
+            { name: 'search__web', arguments: { q: 'x' } },
+            { name: 'search__web', arguments: '{"q"' },
+          ],
+        },
+        { text: 'done' },
+      ]),
     });
     const client = clientFor(provider);
-    const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [searchTool] });
+    const first = await client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [searchTool],
+    });
     const message = first.choices[0]!.message;
     expect(first.choices[0]!.finish_reason).toBe('tool_calls');
     expect(message.tool_calls).toEqual([
@@ -50,9 +66,9 @@ describe('fake provider: Chat Completions', () => {
   it('rejects a dotted tool name with the real 400', async () => {
     provider = await startFakeProvider({ chat: scripted([{ text: 'x' }]) });
     const bad = { ...searchTool, function: { ...searchTool.function, name: 'search.web' } };
-    await expect(clientFor(provider).chat.completions.create({ model: 'm', messages: [], tools: [bad] })).rejects.toThrow(
-      /400 Invalid 'tools\[0\].function.name': string does not match pattern/,
-    );
+    await expect(
+      clientFor(provider).chat.completions.create({ model: 'm', messages: [], tools: [bad] }),
+    ).rejects.toThrow(/400 Invalid 'tools\[0\].function.name': string does not match pattern/);
   });
 
   it('rejects a missing, misordered or non-object answer', async () => {
@@ -67,19 +83,39 @@ describe('fake provider: Chat Completions', () => {
       ],
     };
     await expect(
-      client.chat.completions.create({ model: 'm', messages: [assistant, { role: 'tool', tool_call_id: 'a', content: '1' }] }),
+      client.chat.completions.create({
+        model: 'm',
+        messages: [assistant, { role: 'tool', tool_call_id: 'a', content: '1' }],
+      }),
     ).rejects.toThrow(/The following tool_call_ids did not have response messages: b/);
     await expect(
       client.chat.completions.create({
         model: 'm',
-        messages: [assistant, { role: 'tool', tool_call_id: 'b', content: '1' }, { role: 'tool', tool_call_id: 'a', content: '1' }],
+        messages: [
+          assistant,
+          { role: 'tool', tool_call_id: 'b', content: '1' },
+          { role: 'tool', tool_call_id: 'a', content: '1' },
+        ],
       }),
     ).rejects.toThrow(/in call order/);
     await expect(
-      client.chat.completions.create({ model: 'm', messages: [], tools: [{ type: 'function', function: { name: 'f', parameters: { oneOf: [] } } }] }),
+      client.chat.completions.create({
+        model: 'm',
+        messages: [],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { oneOf: [] } } }],
+      }),
     ).rejects.toThrow(/schema must be a JSON Schema of 'type: "object"'/);
     await expect(
-      client.chat.completions.create({ model: 'm', messages: [], tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { a: {} } } } }] }),
+      client.chat.completions.create({
+        model: 'm',
+        messages: [],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'f', strict: true, parameters: { type: 'object', properties: { a: {} } } },
+          },
+        ],
+      }),
     ).rejects.toThrow(/'additionalProperties' is required to be supplied and to be false/);
   });
 
@@ -95,7 +131,10 @@ describe('fake provider: Chat Completions', () => {
         }),
     });
     const controller = new AbortController();
-    const request = clientFor(provider).chat.completions.create({ model: 'm', messages: [] }, { signal: controller.signal });
+    const request = clientFor(provider).chat.completions.create(
+      { model: 'm', messages: [] },
+      { signal: controller.signal },
+    );
     while (provider.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     controller.abort();
     await expect(request).rejects.toThrow(/aborted/i);
@@ -103,7 +142,10 @@ describe('fake provider: Chat Completions', () => {
   });
 
   it('numbers call ids per response when asked', async () => {
-    provider = await startFakeProvider({ chat: () => ({ toolCalls: [{ name: 'f' }] }), callIds: 'per-response' });
+    provider = await startFakeProvider({
+      chat: () => ({ toolCalls: [{ name: 'f' }] }),
+      callIds: 'per-response',
+    });
     const client = clientFor(provider);
     const a = await client.chat.completions.create({ model: 'm', messages: [] });
     const b = await client.chat.completions.create({ model: 'm', messages: [] });
@@ -121,7 +163,14 @@ describe('fake provider: Responses', () => {
       ]),
     });
     const client = clientFor(provider);
-    const tools = [{ type: 'function' as const, name: 'search__web', parameters: { type: 'object', properties: {} }, strict: false }];
+    const tools = [
+      {
+        type: 'function' as const,
+        name: 'search__web',
+        parameters: { type: 'object', properties: {} },
+        strict: false,
+      },
+    ];
     const first = await client.responses.create({ model: 'm', input: 'hi', tools });
     expect(first.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
     const call = first.output[1] as { call_id: string };
@@ -137,10 +186,24 @@ describe('fake provider: Responses', () => {
     provider = await startFakeProvider({ responses: () => ({ text: 'x' }) });
     const client = clientFor(provider);
     await expect(
-      client.responses.create({ model: 'm', input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] }),
+      client.responses.create({
+        model: 'm',
+        input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }],
+      }),
     ).rejects.toThrow(/No tool output found for function call c1/);
     await expect(
-      client.responses.create({ model: 'm', input: 'x', tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: { a: {} } }, strict: null }] }),
+      client.responses.create({
+        model: 'm',
+        input: 'x',
+        tools: [
+          {
+            type: 'function',
+            name: 'f',
+            parameters: { type: 'object', properties: { a: {} } },
+            strict: null,
+          },
+        ],
+      }),
     ).rejects.toThrow(/additionalProperties/);
   });
 });

@@ -38,7 +38,9 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     const until = this.#now + ms;
     for (;;) {
-      const due = [...this.#timers.entries()].filter(([, timer]) => timer.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
+      const due = [...this.#timers.entries()]
+        .filter(([, timer]) => timer.at <= until)
+        .sort((a, b) => a[1].at - b[1].at)[0];
       if (due === undefined) break;
       this.#timers.delete(due[0]);
       this.#now = due[1].at;

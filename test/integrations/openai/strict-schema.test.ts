@@ -29,16 +29,29 @@ describe('toStrictSchema', () => {
         c: { anyOf: [{ $ref: '#/$defs/C' }, { type: 'null' }] },
         d: { type: 'string', format: 'email' },
       },
-      $defs: { C: { type: 'object', additionalProperties: false, required: ['z'], properties: { z: { type: ['boolean', 'null'] } } } },
+      $defs: {
+        C: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['z'],
+          properties: { z: { type: ['boolean', 'null'] } },
+        },
+      },
     });
     expect(stripOptionalNulls({ a: null, b: 1, c: null, d: 'e' }, plan!)).toEqual({ b: 1, d: 'e' });
   });
 
   it('throws a TypeError naming the tool and the place for what the subset cannot say', () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ type: 'object', properties: { m: { type: 'object', additionalProperties: { type: 'string' } } } }, /"kv__put": 'additionalProperties' other than false .* at \/properties\/m/],
+      [
+        { type: 'object', properties: { m: { type: 'object', additionalProperties: { type: 'string' } } } },
+        /"kv__put": 'additionalProperties' other than false .* at \/properties\/m/,
+      ],
       [{ type: 'object', properties: { m: { allOf: [{ type: 'string' }] } } }, /'allOf' at \/properties\/m/],
-      [{ type: 'object', properties: { t: { type: 'array', prefixItems: [{ type: 'string' }] } } }, /'prefixItems'/],
+      [
+        { type: 'object', properties: { t: { type: 'array', prefixItems: [{ type: 'string' }] } } },
+        /'prefixItems'/,
+      ],
       [{ type: 'object', properties: {}, additionalProperties: {} }, /at the root/],
     ];
     for (const [schema, message] of cases) {

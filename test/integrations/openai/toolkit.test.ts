@@ -7,7 +7,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createBudget, createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
 import { createOpenAIToolkit } from '../../../integrations/openai/index.js';
-import { scripted, startFakeProvider, type ChatReply, type FakeProvider, type ModelTurn, type ChatBody } from '../../../examples/fake-provider/index.js';
+import {
+  scripted,
+  startFakeProvider,
+  type ChatReply,
+  type FakeProvider,
+  type ModelTurn,
+  type ChatBody,
+} from '../../../examples/fake-provider/index.js';
 import { toolsFixture } from './fixtures.js';
 
 let provider: FakeProvider | undefined;
@@ -21,11 +28,19 @@ function clientFor(p: FakeProvider): OpenAI {
 }
 
 /** Runs the chat loop until the model answers with text; returns the transcript and each batch's outcomes. */
-async function chatLoop(client: OpenAI, kit: ReturnType<typeof createOpenAIToolkit>, options: Parameters<typeof kit.runChatToolCalls>[1] = {}) {
+async function chatLoop(
+  client: OpenAI,
+  kit: ReturnType<typeof createOpenAIToolkit>,
+  options: Parameters<typeof kit.runChatToolCalls>[1] = {},
+) {
   const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'go' }];
   const batches = [];
   for (let turn = 0; turn < 5; turn++) {
-    const completion = await client.chat.completions.create({ model: 'fake', messages, tools: kit.chatTools() });
+    const completion = await client.chat.completions.create({
+      model: 'fake',
+      messages,
+      tools: kit.chatTools(),
+    });
     const assistant = completion.choices[0]!.message;
     messages.push(assistant);
     if (!assistant.tool_calls?.length) return { messages, batches, final: assistant.content };
@@ -36,7 +51,9 @@ async function chatLoop(client: OpenAI, kit: ReturnType<typeof createOpenAIToolk
   throw new Error('the loop did not end');
 }
 
-const summary = (turn: ModelTurn<ChatBody>): ChatReply => ({ text: turn.toolResults.map((r) => `${r.id}: ${r.content}`).join('\n') });
+const summary = (turn: ModelTurn<ChatBody>): ChatReply => ({
+  text: turn.toolResults.map((r) => `${r.id}: ${r.content}`).join('\n'),
+});
 
 describe('createOpenAIToolkit: tools', () => {
   it('offers each tool under its wire name with an object schema and strict: false', () => {
@@ -48,11 +65,21 @@ describe('createOpenAIToolkit: tools', () => {
       function: {
         name: 'search__web',
         description: 'Search the web',
-        parameters: { type: 'object', properties: { query: { type: 'string' }, limit: expect.objectContaining({ type: 'integer' }) }, required: ['query'] },
+        parameters: {
+          type: 'object',
+          properties: { query: { type: 'string' }, limit: expect.objectContaining({ type: 'integer' }) },
+          required: ['query'],
+        },
         strict: false,
       },
     });
-    expect(kit.responsesTools()[0]).toEqual({ type: 'function', name: 'search__web', description: 'Search the web', parameters: chat!.function.parameters, strict: false });
+    expect(kit.responsesTools()[0]).toEqual({
+      type: 'function',
+      name: 'search__web',
+      description: 'Search the web',
+      parameters: chat!.function.parameters,
+      strict: false,
+    });
     expect(kit.wireName('pay.charge')).toBe('pay__charge');
     expect(kit.toolName('pay__charge')).toBe('pay.charge');
   });
@@ -66,20 +93,26 @@ describe('createOpenAIToolkit: tools', () => {
     const kit = createOpenAIToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) });
     expect(kit.chatTools()[0]!.function.parameters).toEqual({ type: 'object', properties: {} });
     provider = await startFakeProvider({ chat: scripted([{ text: 'ok' }]) });
-    await expect(clientFor(provider).chat.completions.create({ model: 'm', messages: [], tools: kit.chatTools() })).resolves.toBeDefined();
+    await expect(
+      clientFor(provider).chat.completions.create({ model: 'm', messages: [], tools: kit.chatTools() }),
+    ).resolves.toBeDefined();
   });
 
   it('throws a TypeError naming both tools when two map to one wire name', () => {
     const registry = new ToolRegistry()
       .register({ name: 'a.b', inputSchema: z.object({}), handler: () => 1 })
       .register({ name: 'a__b', inputSchema: z.object({}), handler: () => 1 });
-    expect(() => createOpenAIToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) })).toThrow(/"a.b" and "a__b"/);
+    expect(() =>
+      createOpenAIToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) }),
+    ).toThrow(/"a.b" and "a__b"/);
   });
 
   it('throws a TypeError naming the tool whose wire name is too long', () => {
     const name = `x.${'y'.repeat(70)}`;
     const registry = new ToolRegistry().register({ name, inputSchema: z.object({}), handler: () => 1 });
-    expect(() => createOpenAIToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) })).toThrow(new RegExp(`Tool "${name}"`));
+    expect(() =>
+      createOpenAIToolkit({ registry, dispatcher: createDispatcher(defaultStack({ registry })) }),
+    ).toThrow(new RegExp(`Tool "${name}"`));
   });
 
   it('validates its options with TypeErrors naming the option', () => {
@@ -87,10 +120,16 @@ describe('createOpenAIToolkit: tools', () => {
     expect(() => createOpenAIToolkit(undefined as never)).toThrow(TypeError);
     expect(() => createOpenAIToolkit({ registry: {} as never, dispatcher })).toThrow(/registry/);
     expect(() => createOpenAIToolkit({ registry, dispatcher: {} as never })).toThrow(/dispatcher/);
-    expect(() => createOpenAIToolkit({ registry, dispatcher, idempotencyScope: '' })).toThrow(/idempotencyScope/);
+    expect(() => createOpenAIToolkit({ registry, dispatcher, idempotencyScope: '' })).toThrow(
+      /idempotencyScope/,
+    );
     expect(() => createOpenAIToolkit({ registry, dispatcher, strict: 'yes' as never })).toThrow(/strict/);
-    expect(() => createOpenAIToolkit({ registry, dispatcher, keyByCallId: 1 as never })).toThrow(/keyByCallId/);
-    expect(() => createOpenAIToolkit({ registry, dispatcher, maxMessageLength: 0 })).toThrow(/maxMessageLength/);
+    expect(() => createOpenAIToolkit({ registry, dispatcher, keyByCallId: 1 as never })).toThrow(
+      /keyByCallId/,
+    );
+    expect(() => createOpenAIToolkit({ registry, dispatcher, maxMessageLength: 0 })).toThrow(
+      /maxMessageLength/,
+    );
   });
 });
 
@@ -120,7 +159,16 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     const { batches, final } = await chatLoop(clientFor(provider), kit);
     const [batch] = batches;
     expect(batch!.messages.map((m) => m.tool_call_id)).toEqual([
-      'c_search', 'c_pay', 'c_badjson', 'c_empty', 'c_ghost', 'c_custom', 'c_declined', 'c_crash', 'c_schema', 'c_flaky',
+      'c_search',
+      'c_pay',
+      'c_badjson',
+      'c_empty',
+      'c_ghost',
+      'c_custom',
+      'c_declined',
+      'c_crash',
+      'c_schema',
+      'c_flaky',
     ]);
     const text = Object.fromEntries(batch!.messages.map((m) => [m.tool_call_id, m.content as string]));
     expect(text['c_search']).toBe('{"hits":["agents-1"],"limit":null}');
@@ -129,14 +177,25 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     expect(text['c_empty']).toBe('2026-01-01T00:00:00Z');
     expect(text['c_ghost']).toMatch(/^error \(not_found\): .*ghost/);
     expect(text['c_custom']).toMatch(/^error \(not_found\): "shell" is a custom \(free-form\) tool call/);
-    expect(text['c_declined']).toMatch(/^error \(tool_error, after 1 attempt\): The card was declined for 500/);
+    expect(text['c_declined']).toMatch(
+      /^error \(tool_error, after 1 attempt\): The card was declined for 500/,
+    );
     expect(text['c_crash']).toMatch(/^error \(internal, after 1 attempt\): database exploded/);
     expect(text['c_crash']).not.toMatch(/secret|\/srv\/db\.js/);
     expect(text['c_schema']).toMatch(/^error \(schema\): .*"search__web"/);
     expect(text['c_schema']).not.toMatch(/search\.web/);
     expect(text['c_flaky']).toBe('fetched u');
     expect(batch!.outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual([
-      'ok', 'ok', 'schema', 'ok', 'not_found', 'not_found', 'tool_error', 'internal', 'schema', 'ok',
+      'ok',
+      'ok',
+      'schema',
+      'ok',
+      'not_found',
+      'not_found',
+      'tool_error',
+      'internal',
+      'schema',
+      'ok',
     ]);
     expect(batch!.outcomes[9]).toMatchObject({ ok: true, attempts: 2 });
     expect(batch!.outcomes[6]).toMatchObject({ attempts: 1 });
@@ -144,7 +203,9 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     const crash = batch!.outcomes[7]!;
     expect(crash.ok ? '' : JSON.stringify(crash.toJSON())).not.toMatch(/\/srv\/db\.js/);
     // Bad JSON went through the stack: the dispatcher's observers saw it under the provider's id.
-    expect(events).toContainEqual(expect.objectContaining({ type: 'dispatch.failure', callId: 'c_badjson', kind: 'schema' }));
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'dispatch.failure', callId: 'c_badjson', kind: 'schema' }),
+    );
     expect(final).toContain('c_flaky: fetched u');
     expect(log.searches).toEqual([{ query: 'agents', limit: undefined }]);
     expect(provider.requests.map((r) => r.status)).toEqual([200, 200]);
@@ -155,7 +216,12 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     const kit = createOpenAIToolkit({ registry, dispatcher, idempotencyScope: 'run-7' });
     provider = await startFakeProvider({
       chat: scripted<ChatBody, ChatReply>([
-        { toolCalls: [{ name: 'pay__charge', arguments: { amount: 1 } }, { name: 'pay__charge', arguments: { amount: 2 } }] },
+        {
+          toolCalls: [
+            { name: 'pay__charge', arguments: { amount: 1 } },
+            { name: 'pay__charge', arguments: { amount: 2 } },
+          ],
+        },
         { toolCalls: [{ name: 'pay__charge', arguments: { amount: 3 } }] },
         { text: 'done' },
       ]),
@@ -173,7 +239,11 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
   it('serves a call run again in the same scope from the idempotency cache', async () => {
     const { registry, dispatcher, log } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher, idempotencyScope: 'run-1' });
-    const assistant = { tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'pay__charge', arguments: '{"amount":5}' } }] };
+    const assistant = {
+      tool_calls: [
+        { id: 'c1', type: 'function' as const, function: { name: 'pay__charge', arguments: '{"amount":5}' } },
+      ],
+    };
     const first = await kit.runChatToolCalls(assistant);
     const replay = await kit.runChatToolCalls(assistant);
     expect(log.charges).toHaveLength(1);
@@ -183,19 +253,35 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
 
   it('keeps per-response call ids apart when each turn has its own scope, and passes no key without one', async () => {
     const { registry, dispatcher, log } = toolsFixture();
-    provider = await startFakeProvider({ chat: () => ({ toolCalls: [{ name: 'pay__charge', arguments: { amount: 5 } }] }), callIds: 'per-response' });
+    provider = await startFakeProvider({
+      chat: () => ({ toolCalls: [{ name: 'pay__charge', arguments: { amount: 5 } }] }),
+      callIds: 'per-response',
+    });
     const client = clientFor(provider);
     const scoped = createOpenAIToolkit({ registry, dispatcher, idempotencyScope: 'conversation' });
     for (const turn of ['t1', 't2']) {
-      const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
-      const { outcomes } = await scoped.runChatToolCalls(completion.choices[0]!.message, { idempotencyScope: `conversation:${turn}` });
+      const completion = await client.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+      });
+      const { outcomes } = await scoped.runChatToolCalls(completion.choices[0]!.message, {
+        idempotencyScope: `conversation:${turn}`,
+      });
       expect(outcomes[0]).toMatchObject({ ok: true, attempts: 1 });
     }
     const unscoped = createOpenAIToolkit({ registry, dispatcher });
-    const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+    const completion = await client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     await unscoped.runChatToolCalls(completion.choices[0]!.message);
     await unscoped.runChatToolCalls(completion.choices[0]!.message);
-    expect(log.charges.map((c) => c.key)).toEqual(['conversation:t1:call_0', 'conversation:t2:call_0', undefined, undefined]);
+    expect(log.charges.map((c) => c.key)).toEqual([
+      'conversation:t1:call_0',
+      'conversation:t2:call_0',
+      undefined,
+      undefined,
+    ]);
     const byId = createOpenAIToolkit({ registry, dispatcher, keyByCallId: true });
     await byId.runChatToolCalls(completion.choices[0]!.message);
     expect(log.charges.at(-1)!.key).toBe('call_0');
@@ -205,7 +291,11 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     const { registry, dispatcher, log } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher });
     const assistant = {
-      tool_calls: [1, 2, 3].map((n) => ({ id: `c${n}`, type: 'function' as const, function: { name: 'pay__charge', arguments: `{"amount":${n}}` } })),
+      tool_calls: [1, 2, 3].map((n) => ({
+        id: `c${n}`,
+        type: 'function' as const,
+        function: { name: 'pay__charge', arguments: `{"amount":${n}}` },
+      })),
     };
     const { messages, outcomes } = await kit.runChatToolCalls(assistant, { budget: 2 });
     expect(outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual(['ok', 'ok', 'budget_exceeded']);
@@ -219,7 +309,10 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
   it('times a call out on the dispatcher deadline and tells the model by its wire name', async () => {
     const { registry, dispatcher, clock } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher });
-    const running = kit.runChatToolCalls({ tool_calls: [{ id: 'c1', type: 'function', function: { name: 'slow__wait', arguments: '{}' } }] }, { timeoutMs: 200 });
+    const running = kit.runChatToolCalls(
+      { tool_calls: [{ id: 'c1', type: 'function', function: { name: 'slow__wait', arguments: '{}' } }] },
+      { timeoutMs: 200 },
+    );
     await vi.waitFor(() => expect(clock.pending).toBeGreaterThan(0));
     clock.advance(200);
     const { messages, outcomes } = await running;
@@ -279,7 +372,9 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
       ],
     });
     expect(messages.map((m) => m.tool_call_id)).toEqual(['m1', 'm2']);
-    expect(messages[0]!.content).toMatch(/^error \(not_found\): "mystery" is a "mystery" call; only function tools run here/);
+    expect(messages[0]!.content).toMatch(
+      /^error \(not_found\): "mystery" is a "mystery" call; only function tools run here/,
+    );
     expect(outcomes[1]!.ok).toBe(true);
   });
 
@@ -289,7 +384,9 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
     await expect(kit.runChatToolCalls(null as never)).rejects.toThrow(TypeError);
     await expect(kit.runChatToolCalls({ tool_calls: [] }, { signal: {} as never })).rejects.toThrow(/signal/);
     await expect(kit.runChatToolCalls({ tool_calls: [] }, { timeoutMs: -1 })).rejects.toThrow(/timeoutMs/);
-    await expect(kit.runChatToolCalls({ tool_calls: [] }, { idempotencyScope: '' })).rejects.toThrow(/idempotencyScope/);
+    await expect(kit.runChatToolCalls({ tool_calls: [] }, { idempotencyScope: '' })).rejects.toThrow(
+      /idempotencyScope/,
+    );
     await expect(kit.runChatToolCalls({})).resolves.toEqual({ messages: [], outcomes: [] });
   });
 });
@@ -316,11 +413,19 @@ describe('createOpenAIToolkit: Responses loop', () => {
     const { items, outcomes } = await kit.runResponsesCalls(first.output);
     expect(items).toEqual([
       { type: 'function_call_output', call_id: 'r1', output: '{"hits":["q-1"],"limit":null}' },
-      { type: 'custom_tool_call_output', call_id: 'r2', output: expect.stringMatching(/^error \(not_found\)/) },
+      {
+        type: 'custom_tool_call_output',
+        call_id: 'r2',
+        output: expect.stringMatching(/^error \(not_found\)/),
+      },
       { type: 'function_call_output', call_id: 'r3', output: expect.stringMatching(/^error \(schema\)/) },
     ]);
     expect(outcomes.map((o) => o.ok)).toEqual([true, false, false]);
-    const second = await client.responses.create({ model: 'm', previous_response_id: first.id, input: items });
+    const second = await client.responses.create({
+      model: 'm',
+      previous_response_id: first.id,
+      input: items,
+    });
     expect(second.output_text).toMatch(/^r1=.* \| r2=error \(not_found\).* \| r3=error \(schema\)/);
   });
 
@@ -332,17 +437,29 @@ describe('createOpenAIToolkit: Responses loop', () => {
     });
     const client = clientFor(provider);
     const input: ResponseInputItem[] = [{ role: 'user', content: 'go' }];
-    const first = await client.responses.create({ model: 'm', input, tools: kit.responsesTools(), store: false });
+    const first = await client.responses.create({
+      model: 'm',
+      input,
+      tools: kit.responsesTools(),
+      store: false,
+    });
     const { items } = await kit.runResponsesCalls(first.output);
     input.push(...(first.output as ResponseInputItem[]), ...items);
-    const second = await client.responses.create({ model: 'm', input, tools: kit.responsesTools(), store: false });
+    const second = await client.responses.create({
+      model: 'm',
+      input,
+      tools: kit.responsesTools(),
+      store: false,
+    });
     expect(second.output_text).toBe('ok');
   });
 
   it('maps a namespaced call back to the dotted tool', async () => {
     const { registry, dispatcher, log } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher });
-    const { outcomes } = await kit.runResponsesCalls([{ type: 'function_call', call_id: 'n1', namespace: 'search', name: 'web', arguments: '{"query":"ns"}' }]);
+    const { outcomes } = await kit.runResponsesCalls([
+      { type: 'function_call', call_id: 'n1', namespace: 'search', name: 'web', arguments: '{"query":"ns"}' },
+    ]);
     expect(outcomes[0]!.ok).toBe(true);
     expect(log.searches).toEqual([{ query: 'ns', limit: undefined }]);
   });
@@ -363,7 +480,10 @@ describe('createOpenAIToolkit: strict mode', () => {
       },
     });
     provider = await startFakeProvider({
-      chat: scripted([{ toolCalls: [{ name: 'search__web', arguments: { query: 's', limit: null } }] }, { text: 'ok' }]),
+      chat: scripted([
+        { toolCalls: [{ name: 'search__web', arguments: { query: 's', limit: null } }] },
+        { text: 'ok' },
+      ]),
       responses: scripted([{ text: 'ok' }]),
     });
     const client = clientFor(provider);
@@ -371,7 +491,9 @@ describe('createOpenAIToolkit: strict mode', () => {
     expect(final).toBe('ok');
     expect(batches[0]!.outcomes[0]!.ok).toBe(true);
     expect(log.searches).toEqual([{ query: 's', limit: undefined }]);
-    await expect(client.responses.create({ model: 'm', input: 'x', tools: kit.responsesTools() })).resolves.toBeDefined();
+    await expect(
+      client.responses.create({ model: 'm', input: 'x', tools: kit.responsesTools() }),
+    ).resolves.toBeDefined();
   });
 
   it('keeps a field that was nullable already, and strips nested optional nulls', async () => {
@@ -389,23 +511,42 @@ describe('createOpenAIToolkit: strict mode', () => {
     const schema = kit.chatTools()[0]!.function.parameters as {
       properties: { tags: { items: { properties: { color: unknown } } } };
     };
-    expect(schema.properties.tags.items.properties.color).toEqual({ type: ['string', 'null'], enum: ['red', 'blue', null] });
+    expect(schema.properties.tags.items.properties.color).toEqual({
+      type: ['string', 'null'],
+      enum: ['red', 'blue', null],
+    });
     const { outcomes } = await kit.runChatToolCalls({
       tool_calls: [
         {
           id: 'u1',
           type: 'function',
-          function: { name: 'user__update', arguments: JSON.stringify({ name: null, address: { city: 'B', zip: null }, tags: [{ label: 'x', color: null }] }) },
+          function: {
+            name: 'user__update',
+            arguments: JSON.stringify({
+              name: null,
+              address: { city: 'B', zip: null },
+              tags: [{ label: 'x', color: null }],
+            }),
+          },
         },
       ],
     });
-    expect(outcomes[0]).toMatchObject({ ok: true, result: { name: null, address: { city: 'B' }, tags: [{ label: 'x' }] } });
+    expect(outcomes[0]).toMatchObject({
+      ok: true,
+      result: { name: null, address: { city: 'B' }, tags: [{ label: 'x' }] },
+    });
   });
 
   it('throws a TypeError naming the tool when its schema cannot be strict', () => {
-    const registry = new ToolRegistry().register({ name: 'kv.put', inputSchema: z.object({ entries: z.record(z.string(), z.string()) }), handler: () => 1 });
+    const registry = new ToolRegistry().register({
+      name: 'kv.put',
+      inputSchema: z.object({ entries: z.record(z.string(), z.string()) }),
+      handler: () => 1,
+    });
     const dispatcher = createDispatcher(defaultStack({ registry }));
-    expect(() => createOpenAIToolkit({ registry, dispatcher, strict: true })).toThrow(/strict: true cannot describe tool "kv__put"/);
+    expect(() => createOpenAIToolkit({ registry, dispatcher, strict: true })).toThrow(
+      /strict: true cannot describe tool "kv__put"/,
+    );
     expect(() => createOpenAIToolkit({ registry, dispatcher })).not.toThrow();
   });
 });

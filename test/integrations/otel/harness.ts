@@ -49,7 +49,10 @@ export function installTelemetry(): Telemetry {
   trace.setGlobalTracerProvider(tracerProvider);
   const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   // The interval never elapses in a test; points are read with forceFlush().
-  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter: metricExporter,
+    exportIntervalMillis: 3_600_000,
+  });
   const meterProvider = new MeterProvider({ readers: [reader] });
   metrics.setGlobalMeterProvider(meterProvider);
 
@@ -108,7 +111,9 @@ function countingEnds(span: Span, ends: Map<string, number>): Span {
 export function onlySpan(spans: readonly ReadableSpan[], name: string): ReadableSpan {
   const found = spans.filter((span) => span.name === name);
   if (found.length !== 1) {
-    throw new Error(`Expected one span named "${name}", found ${found.length}: ${spans.map((s) => s.name).join(', ')}`);
+    throw new Error(
+      `Expected one span named "${name}", found ${found.length}: ${spans.map((s) => s.name).join(', ')}`,
+    );
   }
   return found[0] as ReadableSpan;
 }
@@ -127,7 +132,10 @@ export function eventNames(span: ReadableSpan): string[] {
 }
 
 /** The data points of a metric whose attributes include `match`. */
-export function pointsWith<T>(metric: MetricData | undefined, match: Record<string, unknown>): DataPoint<T>[] {
+export function pointsWith<T>(
+  metric: MetricData | undefined,
+  match: Record<string, unknown>,
+): DataPoint<T>[] {
   if (metric === undefined) return [];
   const points = metric.dataPoints as DataPoint<T>[];
   return points.filter((point) =>
@@ -159,10 +167,13 @@ export function manualClock(): Clock & { fire(): void; pending(): number } {
     setTimeout(callback, ms) {
       const handle = ++nextHandle;
       const due = now + ms;
-      timers.set(handle, AsyncResource.bind(() => {
-        now = Math.max(now, due);
-        callback();
-      }));
+      timers.set(
+        handle,
+        AsyncResource.bind(() => {
+          now = Math.max(now, due);
+          callback();
+        }),
+      );
       return handle;
     },
     clearTimeout(handle) {

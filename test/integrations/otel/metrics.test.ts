@@ -15,7 +15,14 @@ import {
 } from '../../../index.js';
 import { otelMetrics, otelTracing } from '../../../integrations/otel/index.js';
 import { flush, gate } from '../../helpers/gate.js';
-import { counterValue, histogramCount, installTelemetry, manualClock, pointsWith, type Telemetry } from './harness.js';
+import {
+  counterValue,
+  histogramCount,
+  installTelemetry,
+  manualClock,
+  pointsWith,
+  type Telemetry,
+} from './harness.js';
 
 let telemetry: Telemetry;
 beforeAll(() => {
@@ -67,7 +74,9 @@ describe('otelMetrics: gen_ai.execute_tool.duration', () => {
     const duration = metric(data, 'gen_ai.execute_tool.duration');
     expect(duration.descriptor).toMatchObject({ unit: 's' });
     expect(duration.dataPointType).toBe(DataPointType.HISTOGRAM);
-    const ok = pointsWith<{ count: number; buckets: { boundaries: number[] } }>(duration, { 'gen_ai.tool.name': 'm1.ok' });
+    const ok = pointsWith<{ count: number; buckets: { boundaries: number[] } }>(duration, {
+      'gen_ai.tool.name': 'm1.ok',
+    });
     expect(ok.map((point) => point.attributes)).toEqual([
       { 'gen_ai.tool.name': 'm1.ok', 'gen_ai.tool.type': 'function' },
       { 'gen_ai.tool.name': 'm1.ok', 'gen_ai.tool.type': 'function', 'error.type': 'schema' },
@@ -99,7 +108,9 @@ describe('otelMetrics: gen_ai.execute_tool.duration', () => {
       },
     });
     const meter = telemetry.meterProvider.getMeter('tool-dispatcher');
-    const dispatcher = createDispatcher([otelMetrics({ meter }), ...defaultStack({ registry })], { now: () => now });
+    const dispatcher = createDispatcher([otelMetrics({ meter }), ...defaultStack({ registry })], {
+      now: () => now,
+    });
     await dispatcher.dispatch('m3.slow', { q: 'a' });
     const duration = metric(await telemetry.collect(), 'gen_ai.execute_tool.duration');
     const [point] = pointsWith<{ sum: number }>(duration, { 'gen_ai.tool.name': 'm3.slow' });
@@ -142,10 +153,15 @@ describe('otelMetrics: counters', () => {
     expect(await hang).toMatchObject({ kind: 'timeout' });
 
     const data = await telemetry.collect();
-    expect(counterValue(metric(data, 'tool_dispatcher.attempts'), { 'gen_ai.tool.name': 'm4.flaky' })).toBe(2);
+    expect(counterValue(metric(data, 'tool_dispatcher.attempts'), { 'gen_ai.tool.name': 'm4.flaky' })).toBe(
+      2,
+    );
     expect(counterValue(metric(data, 'tool_dispatcher.attempts'), { 'gen_ai.tool.name': 'm4.hang' })).toBe(1);
     expect(
-      pointsWith(metric(data, 'tool_dispatcher.retries'), { 'gen_ai.tool.name': 'm4.flaky' }).map((p) => [p.attributes, p.value]),
+      pointsWith(metric(data, 'tool_dispatcher.retries'), { 'gen_ai.tool.name': 'm4.flaky' }).map((p) => [
+        p.attributes,
+        p.value,
+      ]),
     ).toEqual([[{ 'gen_ai.tool.name': 'm4.flaky', 'error.type': 'transient' }, 1]]);
     expect(counterValue(metric(data, 'tool_dispatcher.timeouts'), { 'gen_ai.tool.name': 'm4.hang' })).toBe(1);
   });
@@ -170,8 +186,15 @@ describe('otelMetrics: counters', () => {
     await dispatcher.dispatch('m5.charge', { q: 'a' }, { idempotencyKey: 'k' });
 
     const hits = metric(await telemetry.collect(), 'tool_dispatcher.dedupe_hits');
-    expect(counterValue(hits, { 'gen_ai.tool.name': 'm5.charge', 'tool_dispatcher.idempotency.source': 'in_flight' })).toBe(1);
-    expect(counterValue(hits, { 'gen_ai.tool.name': 'm5.charge', 'tool_dispatcher.idempotency.source': 'cache' })).toBe(1);
+    expect(
+      counterValue(hits, {
+        'gen_ai.tool.name': 'm5.charge',
+        'tool_dispatcher.idempotency.source': 'in_flight',
+      }),
+    ).toBe(1);
+    expect(
+      counterValue(hits, { 'gen_ai.tool.name': 'm5.charge', 'tool_dispatcher.idempotency.source': 'cache' }),
+    ).toBe(1);
     expect(JSON.stringify(hits.dataPoints)).not.toContain('"k"');
   });
 
@@ -191,7 +214,11 @@ describe('otelMetrics: counters', () => {
         }),
       {},
       (layers) => {
-        layers.splice(layers.findIndex((layer) => layer.name === 'concurrencyLimit'), 0, breaker);
+        layers.splice(
+          layers.findIndex((layer) => layer.name === 'concurrencyLimit'),
+          0,
+          breaker,
+        );
         return layers;
       },
     );
@@ -267,7 +294,9 @@ describe('otelMetrics: calls in flight and queued', () => {
     let data = await telemetry.collect();
     expect(counterValue(metric(data, 'tool_dispatcher.in_flight'), tool)).toBe(1);
     expect(counterValue(metric(data, 'tool_dispatcher.queued'), tool)).toBe(0);
-    expect(histogramCount(metric(data, 'gen_ai.execute_tool.duration'), { ...tool, 'error.type': 'cancelled' })).toBe(1);
+    expect(
+      histogramCount(metric(data, 'gen_ai.execute_tool.duration'), { ...tool, 'error.type': 'cancelled' }),
+    ).toBe(1);
     first.open();
     await one;
     data = await telemetry.collect();
@@ -277,14 +306,27 @@ describe('otelMetrics: calls in flight and queued', () => {
 
 describe('otelMetrics: robustness and defaults', () => {
   it('uses only low-cardinality attributes', async () => {
-    const dispatcher = setup((registry) => registry.register({ name: 'm9.tool', inputSchema: query, handler: () => 1 }));
-    await dispatcher.dispatch('m9.tool', { q: 'secret-arg' }, { callId: 'call_unique_1', idempotencyKey: 'key_unique_1' });
+    const dispatcher = setup((registry) =>
+      registry.register({ name: 'm9.tool', inputSchema: query, handler: () => 1 }),
+    );
+    await dispatcher.dispatch(
+      'm9.tool',
+      { q: 'secret-arg' },
+      { callId: 'call_unique_1', idempotencyKey: 'key_unique_1' },
+    );
     const data = await telemetry.collect();
     const keys = new Set<string>();
     for (const metricData of data.values()) {
-      for (const point of metricData.dataPoints) for (const key of Object.keys(point.attributes)) keys.add(key);
+      for (const point of metricData.dataPoints)
+        for (const key of Object.keys(point.attributes)) keys.add(key);
     }
-    const allowed = ['gen_ai.tool.name', 'gen_ai.tool.type', 'error.type', 'tool_dispatcher.idempotency.source', 'tool_dispatcher.circuit.state'];
+    const allowed = [
+      'gen_ai.tool.name',
+      'gen_ai.tool.type',
+      'error.type',
+      'tool_dispatcher.idempotency.source',
+      'tool_dispatcher.circuit.state',
+    ];
     expect(keys).toContain('gen_ai.tool.name');
     for (const key of keys) expect(allowed).toContain(key);
     const text = JSON.stringify([...data.values()].map((m) => m.dataPoints));
@@ -320,7 +362,10 @@ describe('otelMetrics: robustness and defaults', () => {
     await flush();
     clock.fire();
     expect(await pending).toEqual({ ok: true, result: 1, attempts: 2 });
-    expect(await dispatcher.dispatch('m10.tool', { q: 'a' }, { idempotencyKey: 'k10' })).toMatchObject({ ok: true, attempts: 0 });
+    expect(await dispatcher.dispatch('m10.tool', { q: 'a' }, { idempotencyKey: 'k10' })).toMatchObject({
+      ok: true,
+      attempts: 0,
+    });
 
     const refusing = { createHistogram: throwing } as unknown as Meter;
     const second = createDispatcher([otelMetrics({ meter: refusing }), ...defaultStack({ registry })]);

@@ -23,7 +23,8 @@ function capture() {
   const lines: Line[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const text of chunk.toString('utf8').split('\n')) if (text !== '') lines.push(JSON.parse(text) as Line);
+      for (const text of chunk.toString('utf8').split('\n'))
+        if (text !== '') lines.push(JSON.parse(text) as Line);
       done();
     },
   });
@@ -81,7 +82,12 @@ describe('logging with a real pino logger', () => {
     expect(await dispatcher.dispatch('ghost', {})).toMatchObject({ kind: 'not_found' });
     await flush();
     expect(lines).toEqual([
-      expect.objectContaining({ level: pinoLevels.error, event: 'dispatch.failure', kind: 'not_found', attempts: 0 }),
+      expect.objectContaining({
+        level: pinoLevels.error,
+        event: 'dispatch.failure',
+        kind: 'not_found',
+        attempts: 0,
+      }),
     ]);
   });
 });

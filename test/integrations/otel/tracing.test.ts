@@ -1,7 +1,15 @@
 // otelTracing against the real SDK: span tree, names, attributes and events for each path a call can take.
 
 import { readFileSync } from 'node:fs';
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -163,7 +171,11 @@ describe('otelTracing: a successful call', () => {
   it('records arguments and results as JSON text on opt-in, cut to maxAttributeLength', async () => {
     const { dispatcher } = setup(
       (registry) =>
-        registry.register({ name: 'kv.get', inputSchema: query, handler: ({ q }) => ({ echoed: q.repeat(10) }) }),
+        registry.register({
+          name: 'kv.get',
+          inputSchema: query,
+          handler: ({ q }) => ({ echoed: q.repeat(10) }),
+        }),
       { recordArguments: true, recordResults: true, maxAttributeLength: 32 },
     );
     await dispatcher.dispatch('kv.get', { q: 'abcdefgh' });
@@ -272,9 +284,15 @@ describe('otelTracing: failures', () => {
 
     const tool = onlySpan(telemetry.finished(), 'execute_tool db.write');
     expect(tool.attributes).toMatchObject({ 'error.type': 'timeout', 'tool_dispatcher.attempts': 1 });
-    expect(tool.status).toEqual({ code: SpanStatusCode.ERROR, message: (outcome as { message: string }).message });
+    expect(tool.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: (outcome as { message: string }).message,
+    });
     const timeoutEvent = tool.events.find((event) => event.name === 'tool_dispatcher.dispatch.timeout');
-    expect(timeoutEvent?.attributes).toEqual({ 'tool_dispatcher.attempt': 1, 'tool_dispatcher.timeout_ms': 50 });
+    expect(timeoutEvent?.attributes).toEqual({
+      'tool_dispatcher.attempt': 1,
+      'tool_dispatcher.timeout_ms': 50,
+    });
     expectEndedOnce(tool);
   });
 
@@ -365,7 +383,10 @@ describe('otelTracing: what only the dispatcher knows', () => {
       'tool_dispatcher.attempts': 0,
     });
     const hit = second.events.find((event) => event.name === 'tool_dispatcher.idempotency.hit');
-    expect(hit?.attributes).toEqual({ 'tool_dispatcher.attempt': 0, 'tool_dispatcher.idempotency.source': 'in_flight' });
+    expect(hit?.attributes).toEqual({
+      'tool_dispatcher.attempt': 0,
+      'tool_dispatcher.idempotency.source': 'in_flight',
+    });
     // The conventions forbid raw idempotency keys in telemetry.
     expect(JSON.stringify(spans.map((span) => [span.attributes, span.events]))).not.toContain('order-42');
     expectEndedOnce(first);
@@ -379,7 +400,10 @@ describe('otelTracing: what only the dispatcher knows', () => {
     await dispatcher.dispatch('pay.charge', { q: 'x' }, { idempotencyKey: 'k' });
     await dispatcher.dispatch('pay.charge', { q: 'x' }, { idempotencyKey: 'k' });
     const [, cached] = executeSpans() as [ReadableSpan, ReadableSpan];
-    expect(cached.attributes).toMatchObject({ 'tool_dispatcher.idempotency.source': 'cache', 'tool_dispatcher.attempts': 0 });
+    expect(cached.attributes).toMatchObject({
+      'tool_dispatcher.idempotency.source': 'cache',
+      'tool_dispatcher.attempts': 0,
+    });
     expect(cached.links).toEqual([]);
   });
 
@@ -400,13 +424,17 @@ describe('otelTracing: what only the dispatcher knows', () => {
     );
     const one = inCallerSpan('turn.1', () => dispatcher.dispatch('kv.get', { q: 'first' }, { callId: 'c1' }));
     await flush();
-    const two = inCallerSpan('turn.2', () => dispatcher.dispatch('kv.get', { q: 'second' }, { callId: 'c2' }));
+    const two = inCallerSpan('turn.2', () =>
+      dispatcher.dispatch('kv.get', { q: 'second' }, { callId: 'c2' }),
+    );
     await flush();
     first.open();
     await Promise.all([one, two]);
 
     const spans = telemetry.finished();
-    const queued = executeSpans().find((span) => span.attributes['gen_ai.tool.call.id'] === 'c2') as ReadableSpan;
+    const queued = executeSpans().find(
+      (span) => span.attributes['gen_ai.tool.call.id'] === 'c2',
+    ) as ReadableSpan;
     expect(isChildOf(queued, onlySpan(spans, 'turn.2'))).toBe(true);
     const handlerSpans = spans.filter((span) => span.name === 'db.get');
     expect(handlerSpans.filter((span) => isChildOf(span, queued))).toHaveLength(1);
@@ -422,7 +450,11 @@ describe('otelTracing: what only the dispatcher knows', () => {
 
   it('keeps each call of gatherBounded under the caller, with its handler span as its child', async () => {
     const { dispatcher } = setup((registry) =>
-      registry.register({ name: 'kv.get', inputSchema: query, handler: spanning('db.get', async ({ q }: { q: string }) => q) }),
+      registry.register({
+        name: 'kv.get',
+        inputSchema: query,
+        handler: spanning('db.get', async ({ q }: { q: string }) => q),
+      }),
     );
     const outcomes = await inCallerSpan('agent.turn', () =>
       dispatcher.gatherBounded(
@@ -456,7 +488,11 @@ describe('otelTracing: what only the dispatcher knows', () => {
       {},
       {
         layers: (layers) => {
-          layers.splice(layers.findIndex((layer) => layer.name === 'concurrencyLimit'), 0, breaker);
+          layers.splice(
+            layers.findIndex((layer) => layer.name === 'concurrencyLimit'),
+            0,
+            breaker,
+          );
           return layers;
         },
       },
@@ -468,7 +504,10 @@ describe('otelTracing: what only the dispatcher knows', () => {
 
     const [one, two, three] = executeSpans() as [ReadableSpan, ReadableSpan, ReadableSpan];
     expect(one.attributes).not.toHaveProperty('tool_dispatcher.circuit.state');
-    expect(two.attributes).toMatchObject({ 'tool_dispatcher.circuit.state': 'open', 'error.type': 'internal' });
+    expect(two.attributes).toMatchObject({
+      'tool_dispatcher.circuit.state': 'open',
+      'error.type': 'internal',
+    });
     const opened = two.events.find((event) => event.name === 'tool_dispatcher.circuit.open');
     expect(opened?.attributes).toEqual({
       'tool_dispatcher.attempt': 1,
@@ -544,7 +583,14 @@ describe('otelTracing: the span always ends once', () => {
     const tracer: Tracer = {
       startSpan(name, options, ctx) {
         const span = real.startSpan(name, options, ctx);
-        for (const method of ['setAttribute', 'setAttributes', 'addEvent', 'addLink', 'setStatus', 'end'] as const) {
+        for (const method of [
+          'setAttribute',
+          'setAttributes',
+          'addEvent',
+          'addLink',
+          'setStatus',
+          'end',
+        ] as const) {
           (span as unknown as Record<string, () => never>)[method] = () => {
             throw new Error(`${method} exploded`);
           };
@@ -608,7 +654,9 @@ describe('otelTracing: the span always ends once', () => {
 
   it('works with no SDK: the API no-op tracer, and the handler still runs', async () => {
     const registry = new ToolRegistry().register({ name: 'kv.get', inputSchema: query, handler: () => 2 });
-    const noop = new (trace.getTracerProvider().constructor as new () => { getTracer(name: string): Tracer })().getTracer('x');
+    const noop = new (
+      trace.getTracerProvider().constructor as new () => { getTracer(name: string): Tracer }
+    )().getTracer('x');
     const dispatcher = createDispatcher([otelTracing({ tracer: noop }), ...defaultStack({ registry })]);
     expect(await dispatcher.dispatch('kv.get', { q: 'a' })).toEqual({ ok: true, result: 2, attempts: 1 });
     expect(telemetry.finished()).toEqual([]);
@@ -623,7 +671,9 @@ describe('otelTracing: the span always ends once', () => {
   });
 
   it('reports the package version as its scope version', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     expect(scopeVersion).toBe(pkg.version);
   });
 });
@@ -632,7 +682,11 @@ describe('otelTracing: under a host that has its own execute_tool span', () => {
   it("enriches the host's active span instead of starting another, and leaves ending it to the host", async () => {
     const { dispatcher } = setup(
       (registry) =>
-        registry.register({ name: 'kv.get', inputSchema: query, handler: spanning('db.get', async () => 'v') }),
+        registry.register({
+          name: 'kv.get',
+          inputSchema: query,
+          handler: spanning('db.get', async () => 'v'),
+        }),
       { mode: 'enrich' },
     );
     const host = app().startSpan('anthropic.custom_tool_use kv__get', {
@@ -671,7 +725,9 @@ describe('otelTracing: under a host that has its own execute_tool span', () => {
     );
     await inCallerSpan('anthropic.custom_tool_use kv__get', () => dispatcher.dispatch('kv.get', { q: 'a' }));
     const spans = telemetry.finished();
-    expect(isChildOf(onlySpan(spans, 'execute_tool kv.get'), onlySpan(spans, 'anthropic.custom_tool_use kv__get'))).toBe(true);
+    expect(
+      isChildOf(onlySpan(spans, 'execute_tool kv.get'), onlySpan(spans, 'anthropic.custom_tool_use kv__get')),
+    ).toBe(true);
   });
 });
 
