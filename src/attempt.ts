@@ -166,7 +166,11 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
   if (source.aborted) throw cancelled(ctx, ctx.signal);
   const handler = tool.handler as ToolHandler<unknown>;
   try {
-    return handler(ctx.args, new AttemptContext(source, attempt, ctx));
+    // A handler that declares no context parameter (`(args) => …`) can reach it only through
+    // `arguments`: it gets the same fields as prototype getters, which cost nothing until read.
+    const toolCtx =
+      handler.length === 1 ? new LeanAttemptContext(source, attempt, ctx) : new AttemptContext(source, attempt, ctx);
+    return handler(ctx.args, toolCtx);
   } catch (error) {
     throw failedAttempt(ctx, handlerFailure(error, attempt));
   }
@@ -266,6 +270,45 @@ class AttemptContext implements ToolContext {
       this.#source = undefined;
       (this as { signal: AbortSignal }).signal = source;
     }
+  }
+}
+
+// The context of a handler that declares only its args: every field works, read lazily through
+// the prototype, so the attempt builds neither the signal nor a generated call id for it.
+class LeanAttemptContext implements ToolContext {
+  readonly #source: AbortSignal | AttemptAbort;
+  readonly #ctx: DispatchContext;
+
+  constructor(
+    source: AbortSignal | AttemptAbort,
+    readonly attempt: number,
+    ctx: DispatchContext,
+  ) {
+    this.#source = source;
+    this.#ctx = ctx;
+  }
+
+  get signal(): AbortSignal {
+    const source = this.#source;
+    return source instanceof AttemptAbort ? source.signal : source;
+  }
+
+  get idempotencyKey(): string | undefined {
+    return this.#ctx.options.idempotencyKey;
+  }
+
+  get callId(): string {
+    return this.#ctx.callId;
+  }
+
+  get deadline(): number {
+    const source = this.#source;
+    return source instanceof AttemptAbort ? source.deadline : Infinity;
+  }
+
+  get progress(): ToolContext['progress'] {
+    const { onProgress } = this.#ctx.options;
+    return onProgress === undefined ? ignoreProgress : progressTo(onProgress);
   }
 }
 

@@ -44,3 +44,22 @@ it('gives a handler a context whose documented fields are all own enumerable pro
     deadline: Infinity,
   });
 });
+
+it('still gives a handler that declares only its args a working context through arguments', async () => {
+  const seen: unknown[] = [];
+  const registry = new ToolRegistry().register({
+    name: 'wrapped.tool',
+    inputSchema: z.object({}),
+    timeoutMs: 5_000,
+    // A wrapper that forwards `arguments`, as memoizers and tracers do.
+    handler: function wrapped(_args: unknown) {
+      // biome-ignore lint/complexity/noArguments: the point of the test
+      const ctx = arguments[1] as ToolContext;
+      seen.push(ctx.signal instanceof AbortSignal, ctx.callId, ctx.attempt, ctx.idempotencyKey, Number.isFinite(ctx.deadline), typeof ctx.progress);
+      return 'ok';
+    },
+  });
+  const dispatcher = createDispatcher(defaultStack({ registry }));
+  await expect(dispatcher.dispatch('wrapped.tool', {}, { callId: 'c-9', idempotencyKey: 'k-9' })).resolves.toMatchObject({ ok: true });
+  expect(seen).toEqual([true, 'c-9', 1, 'k-9', true, 'function']);
+});
