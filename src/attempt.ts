@@ -169,7 +169,9 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
     // A handler that declares no context parameter (`(args) => …`) can reach it only through
     // `arguments`: it gets the same fields as prototype getters, which cost nothing until read.
     const toolCtx =
-      handler.length === 1 ? new LeanAttemptContext(source, attempt, ctx) : new AttemptContext(source, attempt, ctx);
+      handler.length === 1
+        ? new LeanAttemptContext(source, attempt, ctx)
+        : new AttemptContext(source, attempt, ctx);
     return handler(ctx.args, toolCtx);
   } catch (error) {
     throw failedAttempt(ctx, handlerFailure(error, attempt));

@@ -55,11 +55,20 @@ it('still gives a handler that declares only its args a working context through 
     handler: function wrapped(_args: unknown) {
       // biome-ignore lint/complexity/noArguments: the point of the test
       const ctx = arguments[1] as ToolContext;
-      seen.push(ctx.signal instanceof AbortSignal, ctx.callId, ctx.attempt, ctx.idempotencyKey, Number.isFinite(ctx.deadline), typeof ctx.progress);
+      seen.push(
+        ctx.signal instanceof AbortSignal,
+        ctx.callId,
+        ctx.attempt,
+        ctx.idempotencyKey,
+        Number.isFinite(ctx.deadline),
+        typeof ctx.progress,
+      );
       return 'ok';
     },
   });
   const dispatcher = createDispatcher(defaultStack({ registry }));
-  await expect(dispatcher.dispatch('wrapped.tool', {}, { callId: 'c-9', idempotencyKey: 'k-9' })).resolves.toMatchObject({ ok: true });
+  await expect(
+    dispatcher.dispatch('wrapped.tool', {}, { callId: 'c-9', idempotencyKey: 'k-9' }),
+  ).resolves.toMatchObject({ ok: true });
   expect(seen).toEqual([true, 'c-9', 1, 'k-9', true, 'function']);
 });
