@@ -106,37 +106,38 @@ export function stackRunner(
 function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Finish): StackRunner {
   const watched = outer.map((layer) => !isTrusted(layer));
   const last = outer.length - 1;
+  const guardLast = watched[last] === true;
+  const only = outer.length === 1 ? (outer[0] as Middleware) : undefined;
   return (ctx, report) => {
-    const runTail = (): Promise<void> =>
-      new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve()));
+    let running = false;
+    const runTail: Next = guardLast
+      ? () => {
+          if (running) return Promise.reject(new Error('next() called multiple times'));
+          running = true;
+          return new Promise<void>((resolve) =>
+            tail(ctx as CallContext, () => {
+              running = false;
+              resolve();
+            }),
+          );
+        }
+      : () => new Promise<void>((resolve) => tail(ctx as CallContext, resolve as unknown as Report));
     const run = (index: number): Promise<void> => {
       const layer = outer[index] as Middleware;
-      let next: Next;
-      if (index === last) {
-        let running = false;
-        next = !watched[index]
-          ? runTail
-          : () => {
-              if (running) return Promise.reject(new Error('next() called multiple times'));
-              running = true;
-              return new Promise<void>((resolve) =>
-                tail(ctx as CallContext, () => {
-                  running = false;
-                  resolve();
-                }),
-              );
-            };
-      } else {
-        next = watched[index] ? guarded(() => run(index + 1)) : () => run(index + 1);
-      }
-      try {
-        return Promise.resolve(layer(ctx, next));
-      } catch (error) {
-        return Promise.reject(error);
-      }
+      const next: Next =
+        index === last ? runTail : watched[index] ? guarded(() => run(index + 1)) : () => run(index + 1);
+      return callLayer(layer, ctx, next);
     };
-    reportWhenSettled(ctx, run(0), finish, report);
+    reportWhenSettled(ctx, only === undefined ? run(0) : callLayer(only, ctx, runTail), finish, report);
   };
+}
+
+function callLayer(layer: Middleware, ctx: CallContext, next: Next): Promise<void> {
+  try {
+    return Promise.resolve(layer(ctx, next));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 // next() for a layer that is not the library's own: a second call while the first runs rejects.
