@@ -7,12 +7,12 @@
 // compare by content in any insertion order. Binary data (Buffers, typed arrays, ArrayBuffers)
 // is digested as bytes, never spelled out one byte at a time.
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
- * A call's fingerprint: equal strings for equal content. The first 192 bits of a SHA-256 digest,
- * in base64url (32 characters): collision-resistant (2^96 work for any pair), and small enough
- * that a million cached keys stay under 200 bytes each.
+ * A call's fingerprint: equal strings for equal content. The SHA-256 digest as a 32-character
+ * Latin-1 string: collision-resistant, and small enough that a million cached keys stay under
+ * 200 bytes each. Opaque: compare it, never show it.
  */
 export type Fingerprint = string;
 
@@ -22,12 +22,9 @@ export type Fingerprint = string;
  * cycles and any size.
  */
 export function fingerprint(toolName: string, args: unknown): Fingerprint {
-  return createHash('sha256')
-    .update(JSON.stringify(toolName))
-    .update('\u0000')
-    .update(canonical(args, []))
-    .digest()
-    .toString('base64url', 0, 24);
+  // One-shot hashing: a Hash object costs several times the digest of a small call.
+  // Latin-1 keeps the whole digest in a 32-character string, the smallest a cache entry can hold.
+  return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, 'latin1');
 }
 
 // Distinct prefixes keep, say, the string "1", the number 1 and the bigint 1n apart.
@@ -112,5 +109,5 @@ function canonicalObject(value: object, ancestors: object[]): string {
 }
 
 function binary(kind: string, bytes: Uint8Array): string {
-  return `${kind}(${bytes.byteLength}:${createHash('sha256').update(bytes).digest('base64url')})`;
+  return `${kind}(${bytes.byteLength}:${hash('sha256', bytes, 'base64url')})`;
 }
