@@ -23,8 +23,8 @@ export type Fingerprint = string;
  */
 export function fingerprint(toolName: string, args: unknown): Fingerprint {
   // One-shot hashing: a Hash object costs several times the digest of a small call.
-  // Latin-1 keeps the whole digest in a 32-character string, the smallest a cache entry can hold.
-  return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, 'latin1');
+  // 'binary' (Latin-1) keeps the whole digest in a 32-character string, the smallest a cache entry can hold.
+  return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, 'binary');
 }
 
 // Distinct prefixes keep, say, the string "1", the number 1 and the bigint 1n apart.
