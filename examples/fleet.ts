@@ -4,7 +4,7 @@
 //   npm run demo:fleet                 starts a redis-server of its own on a free port
 //   REDIS_URL=redis://… npm run demo:fleet
 //
-// The workers build their dispatcher as the fleet test does (test/fleet/dispatcher.ts): the
+// The workers build their dispatcher as the fleet test does (examples/fleet/dispatcher.ts): the
 // default stack with the Redis idempotency store and fleet pool, a shared breaker in front.
 
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -21,7 +21,7 @@ import {
   redisIdempotencyStore,
   redisSlotStore,
 } from '../integrations/redis/index.js';
-import { createFleetDispatcher } from '../test/fleet/dispatcher.js';
+import { createFleetDispatcher } from './fleet/dispatcher.js';
 
 const orders = Array.from({ length: 8 }, (_, i) => `order-${1001 + i}`);
 const workerCount = 3;

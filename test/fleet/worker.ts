@@ -12,7 +12,7 @@ import {
   redisSlotStore,
 } from '../../integrations/redis/index.js';
 import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
-import { createFleetDispatcher } from './dispatcher.js';
+import { createFleetDispatcher } from '../../examples/fleet/dispatcher.js';
 
 /** What the runner tells a worker (JSON in TD_FLEET_CONFIG). */
 export interface WorkerConfig {

@@ -9,7 +9,7 @@ import {
   type Dispatcher,
   type ToolRegistry,
 } from '../../index.js';
-import type { CircuitStore, IdempotencyStore, SlotStore, StoreBudget } from '../../src/stores.js';
+import type { CircuitStore, IdempotencyStore, SlotStore, StoreBudget } from '../../index.js';
 
 /** The stores a fleet worker shares with the others. */
 export interface FleetStores {
