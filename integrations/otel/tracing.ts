@@ -4,6 +4,7 @@ import {
   context,
   INVALID_SPAN_CONTEXT,
   isSpanContextValid,
+  ProxyTracerProvider,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -118,6 +119,9 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
     throw new TypeError(`mode must be 'child' or 'enrich', got ${String(mode)}`);
   }
   const settings: Settings = { recordResults, maxAttributeLength };
+  // With the API's global tracer and no SDK registered, every span is a no-op: skip the span
+  // work per call (a provider registered later is seen on the next call).
+  const noSdk = options?.tracer === undefined ? globalTracerIsNoop : alwaysFalse;
   const nameFor = typeof spanName === 'string' ? () => spanName : spanName;
 
   // The span of the call that entered first with each idempotency key still running: a later
@@ -127,7 +131,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
   const traced = new WeakSet<DispatchContext>();
 
   return function otelTracing(ctx: DispatchContext, next: Next): Promise<void> {
-    if (traced.has(ctx)) return next();
+    if (noSdk() || traced.has(ctx)) return next();
     const active = context.active();
     let span: Span;
     let owned = true;
@@ -445,3 +449,15 @@ function numberOr(value: unknown, fallback: number): number {
 }
 
 function noop(): void {}
+
+// A proxy provider with no delegate answers with the API's shared no-op provider.
+const noopTracerProvider = new ProxyTracerProvider().getDelegate();
+
+function globalTracerIsNoop(): boolean {
+  const provider = trace.getTracerProvider();
+  return provider instanceof ProxyTracerProvider && provider.getDelegate() === noopTracerProvider;
+}
+
+function alwaysFalse(): boolean {
+  return false;
+}
