@@ -11,7 +11,7 @@
 // the ALS context manager is set, the way an application with the SDK runs.
 
 import { pathToFileURL } from 'node:url';
-import { context, ProxyTracerProvider } from '@opentelemetry/api';
+import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   AggregationTemporality,
@@ -112,22 +112,17 @@ export async function runOtelBench(
   const group = settings[options.quick === true ? 'quick' : 'full'];
   const log = options.log ?? (() => {});
 
-  // Group 1: no SDK. A fresh proxy provider with no delegate is what `trace.getTracer()` gives an
-  // application that installed none; the meter is the API's no-op one for the same reason.
-  const noopTracer = new ProxyTracerProvider().getTracer('tool-dispatcher');
+  // Group 1: no SDK: the API's global tracer with no provider registered, as an application that
+  // installed none has it; the meter is the API's no-op one for the same reason.
   const noSdk = await runGroup(
     [
       sequential('bare', 'default stack (bare)', dispatcherWith([])),
       sequential('pass', '[passThrough, ...defaultStack()]', dispatcherWith([passThrough])),
-      sequential(
-        'noop',
-        '[otelTracing(), ...defaultStack()] no SDK',
-        dispatcherWith([otelTracing({ tracer: noopTracer })]),
-      ),
+      sequential('noop', '[otelTracing(), ...defaultStack()] no SDK', dispatcherWith([otelTracing()])),
       sequential(
         'noopBoth',
         '[otelTracing(), otelMetrics(), ...] no SDK',
-        dispatcherWith([otelTracing({ tracer: noopTracer }), otelMetrics()]),
+        dispatcherWith([otelTracing(), otelMetrics()]),
       ),
     ],
     group,
