@@ -5,6 +5,7 @@ import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib
 import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { Message, Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import {
+  providerCallOptions,
   createBudget,
   createNameMap,
   toObjectSchema,
@@ -197,10 +198,14 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
     base: DispatchOptions,
     scope: string | undefined,
   ): Promise<{ id: string; outcome: Outcome }> => {
-    const { id, provided } = cleanId(rawId);
-    const options: DispatchOptions = { ...base, callId: id, displayName: wire };
-    const key = scope !== undefined ? `${scope}:${id}` : keyByCallId ? id : undefined;
-    if (key !== undefined && provided) options.idempotencyKey = key;
+    const options = providerCallOptions({
+      providerId: rawId,
+      idempotencyScope: scope,
+      keyByCallId,
+      idPrefix: 'toolu_td',
+      base: { ...base, displayName: wire },
+    });
+    const id = options.callId;
     const name = names.toolName(wire);
     // A proxy or a partial stream may hand over the input as JSON text: parse it in the stack.
     const outcome = await (typeof input === 'string'
@@ -314,14 +319,4 @@ function requireScope(name: string, scope: unknown): void {
   if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
     throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
   }
-}
-
-let generated = 0;
-
-// The provider's id when it is usable (a number becomes its string), else a fresh one: an empty
-// or missing id must never reach the dispatcher, and never become an idempotency key.
-function cleanId(id: unknown): { id: string; provided: boolean } {
-  if (typeof id === 'string' && id !== '') return { id, provided: true };
-  if (typeof id === 'number' && Number.isFinite(id)) return { id: String(id), provided: true };
-  return { id: `toolu_td_${Date.now().toString(36)}_${(generated++).toString(36)}`, provided: false };
 }

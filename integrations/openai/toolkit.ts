@@ -13,6 +13,7 @@ import type {
   ResponseOutputItem,
 } from 'openai/resources/responses/responses';
 import {
+  providerCallOptions,
   createBudget,
   createNameMap,
   DispatchError,
@@ -203,9 +204,15 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     const ids: string[] = [];
     const running: Array<Promise<Outcome> | Outcome> = [];
     for (const call of calls) {
-      const { id, provided } = cleanId(call.id);
-      ids.push(id);
-      running.push(runCall(call, id, provided, base));
+      const options = providerCallOptions({
+        providerId: call.id,
+        idempotencyScope: base.scope,
+        keyByCallId,
+        idPrefix: 'call_td',
+        base: { ...base.options, displayName: call.wire },
+      });
+      ids.push(options.callId);
+      running.push(runCall(call, options));
     }
     const outcomes = await Promise.all(running);
     return outcomes.map((outcome, i) => ({
@@ -215,14 +222,11 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     }));
   };
 
-  const runCall = (call: Call, id: string, provided: boolean, base: BaseRun): Promise<Outcome> | Outcome => {
+  const runCall = (call: Call, dispatchOptions: DispatchOptions): Promise<Outcome> | Outcome => {
     if (call.kind !== 'function') {
       const what = call.kind === 'custom' ? 'a custom (free-form) tool call' : `a "${call.type}" call`;
       return new DispatchError('not_found', `"${call.wire}" is ${what}; only function tools run here`);
     }
-    const dispatchOptions: DispatchOptions = { ...base.options, callId: id, displayName: call.wire };
-    const key = base.scope !== undefined ? `${base.scope}:${id}` : keyByCallId ? id : undefined;
-    if (key !== undefined && provided) dispatchOptions.idempotencyKey = key;
     const name = names.toolName(call.wire);
     const plan = strict ? offered.get(name)?.plan : undefined;
     if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
@@ -366,16 +370,6 @@ function requireScope(name: string, scope: unknown): void {
   if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
     throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
   }
-}
-
-let generated = 0;
-
-// The provider's id when it is usable (a number becomes its string), else a fresh one: an empty
-// or missing id must never reach the dispatcher, and never become an idempotency key.
-function cleanId(id: unknown): { id: string; provided: boolean } {
-  if (typeof id === 'string' && id !== '') return { id, provided: true };
-  if (typeof id === 'number' && Number.isFinite(id)) return { id: String(id), provided: true };
-  return { id: `call_td_${Date.now().toString(36)}_${(generated++).toString(36)}`, provided: false };
 }
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
