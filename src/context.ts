@@ -13,6 +13,12 @@ export class CallContext implements LazySignalContext {
   outcome: Outcome | undefined = undefined;
   /** What the dispatch resolved to, once it has; set by the dispatcher only. */
   finished: Outcome | undefined = undefined;
+  /**
+   * Whether the call is still in the synchronous run in which the dispatcher read `startedAt`:
+   * only then may a fused group's first deadline count from `startedAt` instead of reading the
+   * clock again. Layers in front of a fused group clear it once they have returned.
+   */
+  inStartingRun = true;
   private attemptAbort: AttemptAbort | undefined = undefined;
   private stateBag: Record<string, unknown> | undefined = undefined;
   private listeners: EventListener[] | undefined = undefined;

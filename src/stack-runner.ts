@@ -49,8 +49,9 @@ export function onionRunner(stack: readonly Middleware[], finish: Finish): Stack
 /** What a fused runner is told about the dispatcher that runs it. */
 export interface FusedRunnerOptions {
   /**
-   * Whether the group starts in the same synchronous run as the dispatch, with `ctx.startedAt`
-   * read from the system clock: a first deadline may then count from `ctx.startedAt`.
+   * Whether `ctx.startedAt` is read from the system clock: a first deadline may then count from
+   * it while `ctx.inStartingRun` holds (the group started in the same synchronous run as the
+   * dispatch).
    */
   readonly startsWithDispatch: boolean;
 }
@@ -93,7 +94,7 @@ export function stackRunner(
     const group = fusedGroups.get(stack[start] as Middleware);
     if (group === undefined || !endsWith(stack, start, group.layers)) continue;
     if (start === 0) return group.build(finish, options);
-    return tailRunner(stack.slice(0, start), group.build(recorded, { startsWithDispatch: false }), finish);
+    return tailRunner(stack.slice(0, start), group.build(recorded, options), finish);
   }
   return onionRunner(stack, finish);
 }
@@ -128,7 +129,10 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
         index === last ? runTail : watched[index] ? guarded(() => run(index + 1)) : () => run(index + 1);
       return callLayer(layer, ctx, next);
     };
-    reportWhenSettled(ctx, only === undefined ? run(0) : callLayer(only, ctx, runTail), finish, report);
+    const settled = only === undefined ? run(0) : callLayer(only, ctx, runTail);
+    // A tail started from here on is in a later run: its deadline reads the clock.
+    ctx.inStartingRun = false;
+    reportWhenSettled(ctx, settled, finish, report);
   };
 }
 

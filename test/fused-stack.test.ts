@@ -409,6 +409,33 @@ describe('the default stack as a fused tail', () => {
     expect(seen).toEqual(['next() called multiple times']);
   });
 
+  it("counts the first deadline from the attempt's start when an outer layer defers next()", async () => {
+    vi.useFakeTimers();
+    const registry = new ToolRegistry().register({
+      name: 'calc',
+      inputSchema: schema,
+      timeoutMs: 50,
+      handler: () => new Promise<number>(() => {}),
+    });
+    const later: Middleware = async (_ctx, next) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await next();
+    };
+    const direct: Middleware = (_ctx, next) => next();
+    const deferred = createDispatcher([later, ...defaultStack({ registry })]);
+    const synchronous = createDispatcher([direct, ...defaultStack({ registry })]);
+    let deferredOutcome: Outcome | undefined;
+    let synchronousOutcome: Outcome | undefined;
+    void deferred.dispatch('calc', { n: 1 }).then((value) => (deferredOutcome = value));
+    void synchronous.dispatch('calc', { n: 1 }).then((value) => (synchronousOutcome = value));
+    await vi.advanceTimersByTimeAsync(50);
+    expect(synchronousOutcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
+    await vi.advanceTimersByTimeAsync(99);
+    expect(deferredOutcome).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(deferredOutcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
+  });
+
   it('lets an outer layer run the tail again once it has settled', async () => {
     let runs = 0;
     const registry = new ToolRegistry().register({

@@ -69,8 +69,9 @@ function fuse(
   const { toolLookup: tool, schemaValidation: schema, budgetGuard: budget, retry, timeout } = parts;
   const { semaphore, withPermit } = parts.concurrencyLimit;
 
-  // The first attempt starts right after the dispatch does, in the same synchronous run, so on
-  // one clock its deadline counts from the dispatch's start: one clock read per call, not two.
+  // A first attempt that starts in the same synchronous run as the dispatch (always, unless
+  // layers in front of this group deferred it) counts its deadline from the dispatch's start on
+  // one clock: one clock read per call, not two.
   const sharedStart = startsWithDispatch && timeout.clock === systemClock;
 
   // The onion from a given layer inward, for calls that leave the common path there.
@@ -165,7 +166,7 @@ function fuse(
   const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
     let started: AttemptAbort | DispatchError;
     try {
-      started = timeout.startDeadline(ctx, ms, sharedStart ? ctx.startedAt : undefined);
+      started = timeout.startDeadline(ctx, ms, sharedStart && ctx.inStartingRun ? ctx.startedAt : undefined);
     } catch (error) {
       return failedLater(ctx, error, report);
     }
