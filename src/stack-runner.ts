@@ -4,6 +4,7 @@ import { runAttempt } from './attempt.js';
 import { compose, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
+import { noop } from './internal/abort.js';
 import { isTrusted, trusted } from './internal/trusted.js';
 import type { Middleware, Next, Outcome } from './types.js';
 
@@ -109,31 +110,46 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
   const last = outer.length - 1;
   const guardLast = watched[last] === true;
   const only = outer.length === 1 ? (outer[0] as Middleware) : undefined;
-  return (ctx, report) => {
-    let running = false;
-    const runTail: Next = guardLast
-      ? () => {
-          if (running) return Promise.reject(new Error('next() called multiple times'));
-          running = true;
-          return new Promise<void>((resolve) =>
-            tail(ctx as CallContext, () => {
-              running = false;
-              resolve();
-            }),
-          );
-        }
-      : () => new Promise<void>((resolve) => tail(ctx as CallContext, resolve as unknown as Report));
+  const through = (ctx: CallContext, runTail: Next): Promise<void> => {
     const run = (index: number): Promise<void> => {
       const layer = outer[index] as Middleware;
       const next: Next =
         index === last ? runTail : watched[index] ? guarded(() => run(index + 1)) : () => run(index + 1);
       return callLayer(layer, ctx, next);
     };
-    const settled = only === undefined ? run(0) : callLayer(only, ctx, runTail);
+    return run(0);
+  };
+  return (ctx, report) => {
+    let running = false;
+    let first: Promise<void> | undefined;
+    let resolveTail = noop;
+    const tailDone = (): void => {
+      running = false;
+      resolveTail();
+    };
+    const runTail: Next = () => {
+      if (running && guardLast) return Promise.reject(new Error('next() called multiple times'));
+      running = true;
+      const settles = new Promise<void>(captureResolve);
+      resolveTail = capturedResolve;
+      first ??= settles;
+      tail(ctx, tailDone);
+      return settles;
+    };
+    const settled = only === undefined ? through(ctx, runTail) : callLayer(only, ctx, runTail);
     // A tail started from here on is in a later run: its deadline reads the clock.
     ctx.inStartingRun = false;
-    reportWhenSettled(ctx, settled, finish, report);
+    // The layer handed back the tail's own promise, which only ever fulfils.
+    if (settled === first) settled.then(() => report(finish(ctx)));
+    else reportWhenSettled(ctx, settled, finish, report);
   };
+}
+
+// A promise's executor runs inside its constructor, so one shared executor can hand each new
+// promise's resolve to its maker without a closure per promise.
+let capturedResolve: () => void = noop;
+function captureResolve(resolve: () => void): void {
+  capturedResolve = resolve;
 }
 
 function callLayer(layer: Middleware, ctx: CallContext, next: Next): Promise<void> {
