@@ -19,6 +19,8 @@ export interface LoadedLibrary {
   lib: Library;
   /** `build` (tsc output in bench/.build), `source` (TypeScript through tsx) or a given path. */
   origin: 'build' | 'source' | 'path';
+  /** The URL of the loaded entry point: the integrations sit beside it, as in the package. */
+  entry: string;
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -87,11 +89,30 @@ export async function loadLibrary(options: LoadOptions = {}): Promise<LoadedLibr
     const url = pathToFileURL(
       options.path.startsWith('/') ? options.path : `${process.cwd()}/${options.path}`,
     );
-    return { lib: (await import(url.href)) as Library, origin: 'path' };
+    return { lib: (await import(url.href)) as Library, origin: 'path', entry: url.href };
   }
   if (options.source === true) {
-    return { lib: (await import('../index.js')) as Library, origin: 'source' };
+    const entry = new URL('../index.js', import.meta.url).href;
+    return { lib: (await import(entry)) as Library, origin: 'source', entry };
   }
   if (options.prebuilt !== true || !existsSync(builtEntry)) buildLibrary();
-  return { lib: (await import(pathToFileURL(builtEntry).href)) as Library, origin: 'build' };
+  const entry = pathToFileURL(builtEntry).href;
+  return { lib: (await import(entry)) as Library, origin: 'build', entry };
+}
+
+/** The integrations a bench can load beside the library under test. */
+export interface Integrations {
+  otel: typeof import('../integrations/otel/index.js');
+  openai: typeof import('../integrations/openai/index.js');
+}
+
+/**
+ * Loads `integrations/<name>` from the same place as `loaded` (the tsc build, the source or the
+ * given build), so an integration is measured on the same library code as the bare stack.
+ */
+export async function loadIntegration<Name extends keyof Integrations>(
+  loaded: LoadedLibrary,
+  name: Name,
+): Promise<Integrations[Name]> {
+  return (await import(new URL(`./integrations/${name}/index.js`, loaded.entry).href)) as Integrations[Name];
 }

@@ -24,8 +24,7 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { createDispatcher, defaultStack, ToolRegistry, type Dispatcher, type Middleware } from '../index.js';
-import { otelMetrics, otelTracing } from '../integrations/otel/index.js';
+import type { Dispatcher, Middleware } from '../index.js';
 import {
   pairedRatio,
   runGroup,
@@ -34,6 +33,7 @@ import {
   type GroupResult,
   type Ratio,
 } from './harness.js';
+import { loadIntegration, loadLibrary, loadOptionsFromArgv, type LoadedLibrary } from './library.js';
 import { consoleTable, formatNs, formatRatio } from './report.js';
 import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
 
@@ -72,7 +72,8 @@ const settings: Record<'full' | 'quick', GroupOptions> = {
 
 const toolName = 'bench.immediate';
 
-function dispatcherWith(front: Middleware[]): Dispatcher {
+function dispatcherWith({ lib }: LoadedLibrary, front: Middleware[]): Dispatcher {
+  const { createDispatcher, defaultStack, ToolRegistry } = lib;
   const registry = new ToolRegistry().register({
     name: toolName,
     inputSchema: argsSchema,
@@ -105,24 +106,33 @@ function sequential(
   };
 }
 
-/** Runs both groups and returns the ratios; prints the tables when `log` is given. */
+/**
+ * Runs both groups and returns the ratios; prints the tables when `log` is given. The layers and
+ * the stack come from `library` (by default the tsc build, as the main bench measures it).
+ */
 export async function runOtelBench(
-  options: { quick?: boolean; log?: (line: string) => void } = {},
+  options: { quick?: boolean; log?: (line: string) => void; library?: LoadedLibrary } = {},
 ): Promise<OtelBenchResult> {
   const group = settings[options.quick === true ? 'quick' : 'full'];
   const log = options.log ?? (() => {});
+  const library = options.library ?? (await loadLibrary({ prebuilt: true }));
+  const { otelMetrics, otelTracing } = await loadIntegration(library, 'otel');
 
   // Group 1: no SDK: the API's global tracer with no provider registered, as an application that
   // installed none has it; the meter is the API's no-op one for the same reason.
   const noSdk = await runGroup(
     [
-      sequential('bare', 'default stack (bare)', dispatcherWith([])),
-      sequential('pass', '[passThrough, ...defaultStack()]', dispatcherWith([passThrough])),
-      sequential('noop', '[otelTracing(), ...defaultStack()] no SDK', dispatcherWith([otelTracing()])),
+      sequential('bare', 'default stack (bare)', dispatcherWith(library, [])),
+      sequential('pass', '[passThrough, ...defaultStack()]', dispatcherWith(library, [passThrough])),
+      sequential(
+        'noop',
+        '[otelTracing(), ...defaultStack()] no SDK',
+        dispatcherWith(library, [otelTracing()]),
+      ),
       sequential(
         'noopBoth',
         '[otelTracing(), otelMetrics(), ...] no SDK',
-        dispatcherWith([otelTracing(), otelMetrics()]),
+        dispatcherWith(library, [otelTracing(), otelMetrics()]),
       ),
     ],
     group,
@@ -151,17 +161,17 @@ export async function runOtelBench(
   try {
     const sdk = await runGroup(
       [
-        sequential('bare', 'default stack (bare), ALS context manager', dispatcherWith([])),
+        sequential('bare', 'default stack (bare), ALS context manager', dispatcherWith(library, [])),
         sequential(
           'sdk',
           '[otelTracing(), ...] SDK + in-memory exporter',
-          dispatcherWith([otelTracing({ tracer })]),
+          dispatcherWith(library, [otelTracing({ tracer })]),
           clear,
         ),
         sequential(
           'sdkBoth',
           '[otelTracing(), otelMetrics(), ...] SDK tracing + metrics',
-          dispatcherWith([otelTracing({ tracer }), otelMetrics({ meter })]),
+          dispatcherWith(library, [otelTracing({ tracer }), otelMetrics({ meter })]),
           clear,
         ),
       ],
@@ -215,6 +225,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const result = await runOtelBench({
     quick: process.argv.includes('--quick'),
     log: (line) => console.log(line),
+    library: await loadLibrary(loadOptionsFromArgv(process.argv.slice(2))),
   });
   if (!result.withinTarget) process.exitCode = 1;
 }

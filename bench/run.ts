@@ -21,7 +21,7 @@ import {
   type GroupResult,
   type Ratio,
 } from './harness.js';
-import { loadLibrary, loadOptionsFromArgv } from './library.js';
+import { loadLibrary, loadOptionsFromArgv, type LoadedLibrary } from './library.js';
 import type { MemoryResult } from './memory.js';
 import {
   consoleTable,
@@ -126,7 +126,8 @@ function runMemory(): MemoryResult | { error: string } {
 
 async function main(): Promise<void> {
   const env = environment();
-  const { lib, origin } = await loadLibrary(loadOptions);
+  const library = await loadLibrary(loadOptions);
+  const { lib, origin } = library;
   env.library = {
     build: 'tsc build of src/ and middleware/ (bench/.build)',
     source: 'TypeScript source through tsx',
@@ -291,7 +292,7 @@ async function main(): Promise<void> {
       measured: memoryOk === undefined ? 'not run' : `${memoryOk.expiry.totalMaxWithoutGcMs.toFixed(2)} ms`,
       met: memoryOk === undefined ? undefined : memoryOk.expiry.totalMaxWithoutGcMs <= targets.expiryPauseMs,
     },
-    ...(await integrationChecks(quick)),
+    ...(await integrationChecks(quick, library)),
   ];
   log('Targets');
   for (const check of checks) {
@@ -538,11 +539,11 @@ await main();
 
 // The integrations' own costs, each measured in one run against the bare dispatch it wraps. The
 // MCP proxy runs in child processes of its own (a real stdio hop), so it is read from its output.
-async function integrationChecks(quick: boolean): Promise<TargetCheck[]> {
+async function integrationChecks(quick: boolean, library: LoadedLibrary): Promise<TargetCheck[]> {
   log();
-  const openai = await runOpenAIToolkitBench({ quick, log });
+  const openai = await runOpenAIToolkitBench({ quick, log, library });
   log();
-  const otel = await runOtelBench({ quick, log });
+  const otel = await runOtelBench({ quick, log, library });
   log();
   const mcp = spawnSync(process.execPath, ['--import', 'tsx', 'bench/mcp-proxy.ts'], {
     cwd: fileURLToPath(new URL('..', import.meta.url)),

@@ -109,23 +109,27 @@ export class CallContext implements LazySignalContext {
 
   emit(type: string, details?: Record<string, unknown>): void {
     if (this.onEvent === undefined && this.listeners === undefined) return;
-    // The event's own fields are written last, so a detail can never pass for one of them.
-    const event = {
-      ...details,
-      type,
-      tool: this.toolName,
-      callId: this.callId,
-      attempt: this.attempt,
-    } as DispatchEvent;
+    // The event's own fields come first, the details after them (on Node 20's V8 a spread
+    // followed by more properties gets a hidden class of its own each time, about a microsecond
+    // per event), and are written back, so a detail can never pass for one of them.
+    const { toolName: tool, callId, attempt } = this;
+    const event = { type, tool, callId, attempt, ...details } as Record<string, unknown>;
+    if (details !== undefined) {
+      event['type'] = type;
+      event['tool'] = tool;
+      event['callId'] = callId;
+      event['attempt'] = attempt;
+    }
     // An envelope rides along for listeners that judge it, but events stay plain JSON data.
     if (details !== undefined && isDispatchError(details.error)) {
       Object.defineProperty(event, 'error', { value: details.error, enumerable: false });
     }
-    if (this.onEvent !== undefined) deliver(this.onEvent, event);
+    if (this.onEvent !== undefined) deliver(this.onEvent, event as DispatchEvent);
     const { listeners } = this;
     if (listeners === undefined) return;
     // A listener that unsubscribes while the event is delivered must not make another miss it.
-    for (const listener of listeners.length === 1 ? listeners : [...listeners]) deliver(listener, event);
+    for (const listener of listeners.length === 1 ? listeners : [...listeners])
+      deliver(listener, event as DispatchEvent);
   }
 }
 

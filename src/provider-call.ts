@@ -18,10 +18,12 @@ export interface ProviderCall {
   /** The prefix of a generated call id, naming the host (`ai-sdk`, `langchain`). */
   idPrefix: string;
   /**
-   * Options every call of the host shares (`budget`, `timeoutMs`, `displayName`, …).
+   * Options every call of the host shares (`budget`, `timeoutMs`, …).
    * @default {}
    */
   base?: DispatchOptions;
+  /** The name the model knows the tool by (its wire name), for the texts the model reads. */
+  displayName?: string | undefined;
 }
 
 /**
@@ -39,10 +41,16 @@ export function providerCallOptions(call: ProviderCall): DispatchOptions & {
   callId: string;
 } {
   const id = usableId(call.providerId);
-  const options: DispatchOptions & { callId: string } = {
-    ...call.base,
-    callId: id ?? `${call.idPrefix}-${globalThis.crypto.randomUUID()}`,
-  };
+  const callId = id ?? `${call.idPrefix}-${globalThis.crypto.randomUUID()}`;
+  const { displayName } = call;
+  // The call's own fields come first and the shared ones are spread after them: on Node 20's V8
+  // an object spread followed by more properties gets a hidden class of its own each time (about
+  // a microsecond, and every later read of the options goes megamorphic). The call's own values
+  // are then written back over any the base repeats.
+  const options: DispatchOptions & { callId: string } =
+    displayName === undefined ? { callId, ...call.base } : { callId, displayName, ...call.base };
+  options.callId = callId;
+  if (displayName !== undefined) options.displayName = displayName;
   if (id !== undefined) {
     if (call.idempotencyScope !== undefined) options.idempotencyKey = `${call.idempotencyScope}:${id}`;
     else if (call.keyByCallId === true) options.idempotencyKey = id;

@@ -30,4 +30,24 @@ describe('providerCallOptions', () => {
     expect(generated.callId).toMatch(/^host-[0-9a-f-]{36}$/);
     expect(generated.idempotencyKey).toBeUndefined();
   });
+
+  it("lets the call's own id, key, signal and display name win over the shared base", () => {
+    const shared = new AbortController().signal;
+    const own = new AbortController().signal;
+    const options = providerCallOptions({
+      providerId: 'call_1',
+      signal: own,
+      idempotencyScope: 'run-2',
+      idPrefix: 'host',
+      displayName: 'search__web',
+      base: { callId: 'base', idempotencyKey: 'base', signal: shared, displayName: 'base', budget: 3 },
+    });
+    expect(options).toEqual({
+      callId: 'call_1',
+      idempotencyKey: 'run-2:call_1',
+      signal: own,
+      displayName: 'search__web',
+      budget: 3,
+    });
+  });
 });

@@ -82,7 +82,6 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
   const tools: ToolSet = {};
   for (const listing of listings) {
     const key = names === undefined ? listing.name : names.wireName(listing.name);
-    const base: DispatchOptions = { ...settings.base, displayName: key };
     const messageOptions = { maxLength: settings.maxLength };
     Object.defineProperty(tools, key, {
       enumerable: true,
@@ -104,7 +103,8 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
               signal: abortSignal,
               ...settings.keys,
               idPrefix: 'ai-sdk',
-              base,
+              base: settings.base,
+              displayName: key,
             }),
           );
           if (!outcome.ok) throw new ToolCallFailed(outcome, messageOptions);

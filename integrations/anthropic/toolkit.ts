@@ -197,13 +197,16 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
     rawId: unknown,
     base: DispatchOptions,
     scope: string | undefined,
+    signal?: unknown,
   ): Promise<{ id: string; outcome: Outcome }> => {
     const options = providerCallOptions({
       providerId: rawId,
+      signal,
       idempotencyScope: scope,
       keyByCallId,
       idPrefix: 'toolu_td',
-      base: { ...base, displayName: wire },
+      base,
+      displayName: wire,
     });
     const id = options.callId;
     const name = names.toolName(wire);
@@ -266,13 +269,14 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
         // Identity: the runner must not validate, so the model reads our schema envelope.
         parse: (input: unknown) => input,
         run: async (args: unknown, context?: BetaToolRunContext) => {
-          const signal = context?.signal instanceof AbortSignal ? { signal: context.signal } : {};
+          // The runner may hand over `signal: null`: providerCallOptions keeps only an AbortSignal.
           const { outcome } = await runOne(
             wire,
             args,
             context?.toolUse?.id,
-            { ...base, ...signal },
+            base,
             idempotencyScope,
+            context?.signal,
           );
           const text = toToolMessage(outcome, messageOptions);
           if (outcome.ok) return text;

@@ -31,7 +31,8 @@ export async function runCall(
     idempotencyScope: settings.scope(runtime),
     keyByCallId: settings.keyByCallId,
     idPrefix: 'langchain',
-    base: { ...settings.base, displayName: wire },
+    base: settings.base,
+    displayName: wire,
   });
   // A call whose JSON the provider could not parse: the schema layer parses the raw text, so the
   // failure is an ordinary `schema` outcome that events, logging and tracing see.

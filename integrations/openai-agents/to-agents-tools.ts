@@ -92,7 +92,6 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
         );
   return listings.map((listing) => {
     const wireName = names === undefined ? listing.name : names.wireName(listing.name);
-    const base: DispatchOptions = { ...settings.base, displayName: wireName };
     return tool({
       name: wireName,
       description: listing.description,
@@ -108,7 +107,8 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           idempotencyScope: scope,
           keyByCallId: settings.keyByCallId,
           idPrefix: 'openai-agents',
-          base,
+          base: settings.base,
+          displayName: wireName,
         });
         const outcome = await settings.dispatcher.dispatch(listing.name, input, call);
         settings.onOutcome?.(outcome, { callId: call.callId, toolName: listing.name, wireName });

@@ -199,7 +199,7 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
   const runCalls = async (
     calls: Call[],
     runOptions: OpenAIRunOptions | undefined,
-  ): Promise<Array<{ id: string; outcome: Outcome; text: string }>> => {
+  ): Promise<{ ids: string[]; outcomes: Outcome[] }> => {
     const base = readRunOptions(runOptions, idempotencyScope);
     const ids: string[] = [];
     const running: Array<Promise<Outcome> | Outcome> = [];
@@ -209,17 +209,13 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
         idempotencyScope: base.scope,
         keyByCallId,
         idPrefix: 'call_td',
-        base: { ...base.options, displayName: call.wire },
+        base: base.options,
+        displayName: call.wire,
       });
       ids.push(options.callId);
       running.push(runCall(call, options));
     }
-    const outcomes = await Promise.all(running);
-    return outcomes.map((outcome, i) => ({
-      id: ids[i]!,
-      outcome,
-      text: toToolMessage(outcome, messageOptions),
-    }));
+    return { ids, outcomes: await Promise.all(running) };
   };
 
   const runCall = (call: Call, dispatchOptions: DispatchOptions): Promise<Outcome> | Outcome => {
@@ -266,10 +262,14 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
         throw new TypeError(`runChatToolCalls() needs the assistant message, got ${String(message)}`);
       }
       const calls = (message.tool_calls ?? []).map(chatCall);
-      const results = await runCalls(calls, runOptions);
+      const { ids, outcomes } = await runCalls(calls, runOptions);
       return {
-        messages: results.map(({ id, text }) => ({ role: 'tool', tool_call_id: id, content: text })),
-        outcomes: results.map(({ outcome }) => outcome),
+        messages: outcomes.map((outcome, i) => ({
+          role: 'tool',
+          tool_call_id: ids[i]!,
+          content: toToolMessage(outcome, messageOptions),
+        })),
+        outcomes,
       };
     },
     async runResponsesCalls(output, runOptions) {
@@ -278,10 +278,12 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
       const items = (output as ReadonlyArray<Record<string, unknown>>).filter(
         (item) => item?.['type'] === 'function_call' || item?.['type'] === 'custom_tool_call',
       );
-      const results = await runCalls(items.map(responsesCall), runOptions);
+      const { ids, outcomes } = await runCalls(items.map(responsesCall), runOptions);
       return {
-        items: results.map(({ id, text }, i) => {
+        items: outcomes.map((outcome, i) => {
           const item = items[i]!;
+          const id = ids[i]!;
+          const text = toToolMessage(outcome, messageOptions);
           const caller =
             item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
           return (
@@ -290,7 +292,7 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
               : { type: 'function_call_output', call_id: id, output: text, ...caller }
           ) as ResponsesCallOutput;
         }),
-        outcomes: results.map(({ outcome }) => outcome),
+        outcomes,
       };
     },
     wireName: (toolName) => names.wireName(toolName),
