@@ -5,7 +5,7 @@
 //      The stores run their scripts without node-redis's per-command timer (client.ts says
 //      why); a third case, reported beside the target, runs the bare pairs without it too.
 //
-//   npx tsx bench/redis.ts [--seconds 2] [--processes 4] [--concurrency 64] [--rounds 5]
+//   npx tsx bench/redis.ts [--seconds 1] [--processes 4] [--concurrency 64] [--rounds 9]
 //   npm run bench:redis
 //
 // The library is the tsc build (bench/.build, as in bench/run.ts; see library.ts), so neither
@@ -13,7 +13,8 @@
 // `--library path/to/index.js` another build. The worker processes start once, warm both cases
 // up, and then run every round: each round runs the two cases one after the other (in an order
 // that alternates), all workers starting together on the parent's word, on the same client
-// and connection. The ratio is the median of the rounds' ratios.
+// and connection. The ratio is the median of the rounds' ratios: many short rounds, so that a
+// burst of other work on the machine moves a few rounds, not the median.
 //
 // The layers are the built-in ones with a `store`. Exits 1 when a round-trip budget or the
 // throughput target is missed, 2 (printing why) when redis-server is not installed. The last
@@ -354,10 +355,10 @@ async function serverCpuReader(url: string) {
 }
 
 async function main(): Promise<void> {
-  const seconds = flag('seconds', 2);
+  const seconds = flag('seconds', 1);
   const processes = flag('processes', 4);
   const concurrency = flag('concurrency', 64);
-  const roundCount = flag('rounds', 5);
+  const roundCount = flag('rounds', 9);
   const options = loadOptionsFromArgv(argv);
   const print = (result: RedisBenchResult) => console.log(JSON.stringify(result));
 
