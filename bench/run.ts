@@ -34,6 +34,8 @@ import {
 } from './report.js';
 import { runOpenAIToolkitBench, target as openAIToolkitTarget } from './integrations-openai.js';
 import { runOtelBench, noopTarget as otelNoopTarget } from './otel.js';
+import type { RedisBenchResult } from './redis.js';
+import { redisBench, redisMarkdown } from './redis-report.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -294,6 +296,13 @@ async function main(): Promise<void> {
     },
     ...(await integrationChecks(quick, library)),
   ];
+  const redis = redisBench(
+    log,
+    loadOptions.path !== undefined
+      ? ['--library', loadOptions.path]
+      : [loadOptions.source === true ? '--source' : '--prebuilt'],
+  );
+  checks.push(...redis.checks);
   log('Targets');
   for (const check of checks) {
     const verdict = check.met === undefined ? 'n/a ' : check.met ? 'MET ' : 'MISS';
@@ -312,6 +321,7 @@ async function main(): Promise<void> {
       ratios,
       groups: { perDispatch, fanOut, failure },
       memory,
+      redis: redis.result,
     };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     mkdirSync(`${root}docs`, { recursive: true });
@@ -324,6 +334,7 @@ async function main(): Promise<void> {
         fanOut,
         failure,
         memory,
+        redis: redis.result,
         overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
         ratios,
       }),
@@ -340,6 +351,7 @@ interface MarkdownInput {
   fanOut: GroupResult;
   failure: GroupResult;
   memory: MemoryResult | { error: string } | undefined;
+  redis: RedisBenchResult;
   overheadVsCockatiel: number;
   ratios: {
     perDispatch: Record<'vsCockatiel' | 'vsFloor' | 'vsPStack' | 'missVsCockatiel' | 'hitVsCockatiel', Ratio>;
@@ -388,6 +400,7 @@ overwritten). Raw per-round samples are in \`bench/results.json\`.
 \`\`\`sh
 npx tsx bench/run.ts          # full run, about a minute; writes bench/results.json and this page
 npx tsx bench/run.ts --quick  # regression guard, a few seconds; writes nothing
+npm run bench:redis           # the Redis stores alone (section 5), on a redis-server of its own
 node --expose-gc --import tsx bench/memory.ts --keys 1000000   # the memory part alone
 \`\`\`
 
@@ -514,6 +527,10 @@ entry is gone (the layer evicts at most 64 per call). Dispatches that overlapped
 alone costs.
 
 ${memoryText}
+
+## 5. Redis stores
+
+${redisMarkdown(input.redis)}
 
 ## Method
 

@@ -18,23 +18,28 @@ local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 export const claimScript = defineScript(
   'idempotency claim',
   `${serverTime}
-local epoch = redis.call('GET', KEYS[2])
+-- One read for both: the epoch, and whether keyed calls are refused after a restart.
+local state = redis.call('MGET', KEYS[2], KEYS[3])
+local epoch, marked = state[1], state[2]
 if not epoch then
   epoch = ARGV[5] .. ':' .. nowMs
   redis.call('SET', KEYS[2], epoch)
 end
 local window = tonumber(ARGV[6])
 if window > 0 then
-  if ARGV[4] ~= '' and epoch ~= ARGV[4] then
+  if ARGV[4] ~= '' and epoch ~= ARGV[4] and not marked then
     -- A life of the store this caller did not know: Redis came back empty since it last looked.
     local born = tonumber(string.match(epoch, ':(%d+)$')) or nowMs
     local left = born + window - nowMs
-    if left > 0 and redis.call('EXISTS', KEYS[3]) == 0 then
+    if left > 0 then
       redis.call('SET', KEYS[3], '1', 'PX', left)
+      marked = '1'
     end
   end
-  local marked = redis.call('PTTL', KEYS[3])
-  if marked > 0 then return {'reset', epoch, marked} end
+  if marked then
+    local left = redis.call('PTTL', KEYS[3])
+    if left > 0 then return {'reset', epoch, left} end
+  end
 end
 local rec = redis.call('HMGET', KEYS[1], 's', 'f', 't', 'g', 'r')
 if not rec[1] then
@@ -75,18 +80,17 @@ export const completeScript = defineScript(
   'idempotency complete',
   `
 local rec = redis.call('HMGET', KEYS[1], 's', 't', 'r', 'w')
-local notice = 'i|' .. ARGV[6] .. '|' .. ARGV[7]
 if not rec[1] then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'f', ARGV[8], 't', ARGV[1], 'g', ARGV[6], 'r', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PUBLISH', ARGV[5], notice)
+  redis.call('PUBLISH', ARGV[5], 'i|' .. ARGV[6] .. '|' .. ARGV[7])
   return {'late'}
 end
 if rec[2] ~= ARGV[1] then return {'lost', rec[1], rec[3] or ''} end
 if rec[1] == 'R' then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'r', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  if rec[4] then redis.call('PUBLISH', ARGV[5], notice) end
+  if rec[4] then redis.call('PUBLISH', ARGV[5], 'i|' .. ARGV[6] .. '|' .. ARGV[7]) end
 end
 return {'stored'}
 `,

@@ -2,9 +2,10 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
-import { neverAborted, onAbort, raceAbort } from '../../src/internal/abort.js';
+import { neverAborted, noop, onAbort, raceAbort } from '../../src/internal/abort.js';
 import { cancelled } from '../../src/internal/failures.js';
 import { fingerprint, type Fingerprint } from './fingerprint.js';
+import { leadExecution } from './lead-abort.js';
 import { SuccessCache } from './success-cache.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { optionsObject, requireInteger, requireNumber, requireClock } from '../../src/internal/options.js';
@@ -360,26 +361,35 @@ function storeBacked(
     signal: AbortSignal,
   ): Promise<StoreSettlement | 'again'> => {
     const { key } = lease;
-    const stop = keepLeaseAlive(lease, () => store.renew(lease), timers);
-    const callerSignal = ctx.signal;
     // The attempt's signal aborts when every local caller has left or the lease is lost.
-    const execution = new AbortController();
-    const offCaller = onAbort(signal, () => execution.abort(signal.reason));
+    const execution = leadExecution(ctx, middleware);
+    const offCaller = onAbort(signal, () => execution.stop(signal));
     let lostReported = false;
     const reportLost = () => {
       if (lostReported || !lease.signal.aborted) return;
       lostReported = true;
       ctx.emit('idempotency.lease_lost', { key, fence: lease.fence });
     };
-    const offLease = onAbort(lease.signal, () => {
-      reportLost();
-      execution.abort(lease.signal.reason);
-    });
-    ctx.signal = execution.signal;
+    // A store aborts a lease's signal only when a renewal or the completion finds it gone, so
+    // it is watched from the first renewal on: a call shorter than a renewal period never
+    // makes the store build that signal.
+    let offLease = noop;
+    let watching = false;
+    const renew = () => {
+      if (!watching) {
+        watching = true;
+        offLease = onAbort(lease.signal, () => {
+          reportLost();
+          execution.stop(lease.signal);
+        });
+      }
+      return store.renew(lease);
+    };
+    const stop = keepLeaseAlive(lease, renew, timers);
     let failure: unknown;
     let failed = false;
     try {
-      await next();
+      await execution.run(next);
     } catch (error) {
       failed = true;
       failure = error;
@@ -387,13 +397,13 @@ function storeBacked(
       stop();
       offCaller();
       offLease();
-      ctx.signal = callerSignal;
+      execution.restore();
     }
     const { outcome } = ctx;
     if (failed || outcome?.ok !== true) {
       release(lease);
       // Another leader took the key over: its outcome is this call's too.
-      if (lease.signal.aborted && !signal.aborted) return 'again';
+      if (watching && lease.signal.aborted && !signal.aborted) return 'again';
       return {
         ok: false,
         error: failed
@@ -415,7 +425,8 @@ function storeBacked(
       completeLater(ctx, lease, result, 1, completeRetryMs, reportLost);
       return { ok: true, result, hit: false };
     }
-    reportLost();
+    // Only a renewal or this completion can have found the lease gone.
+    if (watching || completion.kind === 'lost') reportLost();
     if (completion.kind === 'lost' && completion.winner !== undefined) {
       return { ok: true, result: completion.winner.result, hit: false };
     }

@@ -3,7 +3,10 @@ import { z } from 'zod';
 import {
   createDispatcher,
   defaultStack,
+  errorMapping,
+  idempotency,
   memoryIdempotencyStore,
+  toolLookup,
   ToolRegistry,
   type DispatchEvent,
   type ToolContext,
@@ -20,23 +23,34 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/**
+ * The stacks a store-backed leader runs in: the default stack (layers between it and the
+ * attempt step), and the idempotency layer right outside the attempt step.
+ */
+type Shape = 'default stack' | 'attempt step right inside';
+
 /** One "process": its own dispatcher (own in-memory flights) on the shared store. */
-function worker(store: IdempotencyStore, handler: (args: { n: number }, ctx: ToolContext) => unknown) {
+function worker(
+  store: IdempotencyStore,
+  handler: (args: { n: number }, ctx: ToolContext) => unknown,
+  shape: Shape = 'default stack',
+) {
   const events: DispatchEvent[] = [];
   const registry = new ToolRegistry().register({
     name: 'pay.charge',
     inputSchema: z.object({ n: z.number() }),
     handler,
   });
-  const dispatcher = createDispatcher(
-    defaultStack({
-      registry,
-      idempotency: { store, ttlMs: 60_000 },
-      retry: { maxAttempts: 1 },
-      timeout: { defaultMs: Infinity },
-    }),
-    { onEvent: (event) => events.push(event) },
-  );
+  const stack =
+    shape === 'default stack'
+      ? defaultStack({
+          registry,
+          idempotency: { store, ttlMs: 60_000 },
+          retry: { maxAttempts: 1 },
+          timeout: { defaultMs: Infinity },
+        })
+      : [errorMapping(), toolLookup(registry), idempotency({ store, ttlMs: 60_000 })];
+  const dispatcher = createDispatcher(stack, { onEvent: (event) => events.push(event) });
   const types = () => events.map((event) => event.type);
   return { dispatcher, events, types };
 }
@@ -199,37 +213,6 @@ describe('idempotency on a store that fails', () => {
     expect(runs).toBe(1);
   });
 
-  it("aborts the leader that lost its lease, says so, and gives its callers the new leader's result", async () => {
-    const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
-    const aborted: unknown[] = [];
-    const gates: Array<Gate<unknown>> = [];
-    const handler = (_args: unknown, ctx: ToolContext) => {
-      const g = gate<unknown>();
-      gates.push(g);
-      ctx.signal.addEventListener('abort', () => {
-        aborted.push(ctx.signal.reason);
-        g.fail(ctx.signal.reason);
-      });
-      return g.promise;
-    };
-    const a = worker(store, handler);
-    const b = worker(store, handler);
-    // A's renewals never reach the store (a partition), so its lease lapses.
-    store.faults.faked.add('renew');
-    const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
-    await vi.advanceTimersByTimeAsync(301);
-    const second = b.dispatcher.dispatch('pay.charge', { n: 1 }, key);
-    await flush();
-    expect(gates).toHaveLength(2);
-    store.faults.faked.delete('renew');
-    await vi.advanceTimersByTimeAsync(100);
-    expect(a.types()).toContain('idempotency.lease_lost');
-    expect(aborted).toEqual([expect.objectContaining({ kind: 'lease_lost' })]);
-    gates[1]?.open('charged by B');
-    expect(await second).toMatchObject({ ok: true, result: 'charged by B' });
-    expect(await first).toMatchObject({ ok: true, result: 'charged by B' });
-  });
-
   it("serves the winner's stored result to a leader whose late completion lost", async () => {
     const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
     const gates: Array<Gate<unknown>> = [];
@@ -265,3 +248,110 @@ describe('idempotency on a store that fails', () => {
     expect(await outcome).toEqual({ ok: true, result: 1, attempts: 1 });
   });
 });
+
+describe.each<Shape>(['default stack', 'attempt step right inside'])(
+  'a store-backed leader in the %s',
+  (shape) => {
+    it("aborts the leader that lost its lease, says so, and gives its callers the new leader's result", async () => {
+      const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+      const aborted: unknown[] = [];
+      const gates: Array<Gate<unknown>> = [];
+      const handler = (_args: unknown, ctx: ToolContext) => {
+        const g = gate<unknown>();
+        gates.push(g);
+        ctx.signal.addEventListener('abort', () => {
+          aborted.push(ctx.signal.reason);
+          g.fail(ctx.signal.reason);
+        });
+        return g.promise;
+      };
+      const a = worker(store, handler, shape);
+      const b = worker(store, handler, shape);
+      // A's renewals never reach the store (a partition), so its lease lapses.
+      store.faults.faked.add('renew');
+      const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
+      await vi.advanceTimersByTimeAsync(301);
+      const second = b.dispatcher.dispatch('pay.charge', { n: 1 }, key);
+      await flush();
+      expect(gates).toHaveLength(2);
+      store.faults.faked.delete('renew');
+      await vi.advanceTimersByTimeAsync(100);
+      expect(a.types()).toContain('idempotency.lease_lost');
+      expect(aborted).toEqual([expect.objectContaining({ kind: 'lease_lost' })]);
+      expect(a.events.find((event) => event.type === 'dispatch.attempt_failed')).toMatchObject({
+        kind: 'cancelled',
+      });
+      gates[1]?.open('charged by B');
+      expect(await second).toMatchObject({ ok: true, result: 'charged by B' });
+      expect(await first).toMatchObject({ ok: true, result: 'charged by B' });
+    });
+
+    it('stops a leader whose handler ignores its signal as soon as its lease is lost', async () => {
+      const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+      const gates: Array<Gate<unknown>> = [];
+      const handler = () => {
+        const g = gate<unknown>();
+        gates.push(g);
+        return g.promise;
+      };
+      const a = worker(store, handler, shape);
+      const b = worker(store, handler, shape);
+      store.faults.faked.add('renew');
+      const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
+      await vi.advanceTimersByTimeAsync(301);
+      const second = b.dispatcher.dispatch('pay.charge', { n: 1 }, key);
+      await flush();
+      store.faults.faked.delete('renew');
+      await vi.advanceTimersByTimeAsync(100);
+      expect(a.types()).toContain('idempotency.lease_lost');
+      // A follows B now, although its own handler never settled.
+      gates[1]?.open('charged by B');
+      expect(await first).toMatchObject({ ok: true, result: 'charged by B' });
+      expect(await second).toMatchObject({ ok: true, result: 'charged by B' });
+    });
+
+    it('aborts the execution with the reason of the last caller to leave', async () => {
+      const store = asyncIdempotencyStore(memoryIdempotencyStore());
+      const reasons: unknown[] = [];
+      const handler = (_args: unknown, ctx: ToolContext) =>
+        new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener('abort', () => {
+            reasons.push(ctx.signal.reason);
+            reject(ctx.signal.reason);
+          });
+        });
+      const a = worker(store, handler, shape);
+      const controller = new AbortController();
+      const call = a.dispatcher.dispatch('pay.charge', { n: 1 }, { ...key, signal: controller.signal });
+      await flush();
+      controller.abort('caller gone');
+      expect(await call).toMatchObject({ ok: false, kind: 'cancelled' });
+      await flush();
+      expect(reasons).toEqual(['caller gone']);
+      // The key was released: the next caller leads at once.
+      const again = worker(store, () => 'ran again', shape);
+      expect(await again.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toMatchObject({
+        ok: true,
+        result: 'ran again',
+      });
+    });
+
+    it('gives the handler no deadline and a signal that has not aborted', async () => {
+      const store = asyncIdempotencyStore(memoryIdempotencyStore());
+      const seen: Array<{ deadline: number; aborted: boolean }> = [];
+      const a = worker(
+        store,
+        (_args, ctx) => {
+          seen.push({ deadline: ctx.deadline, aborted: ctx.signal.aborted });
+          return 'ok';
+        },
+        shape,
+      );
+      expect(await a.dispatcher.dispatch('pay.charge', { n: 1 }, key)).toMatchObject({
+        ok: true,
+        result: 'ok',
+      });
+      expect(seen).toEqual([{ deadline: Infinity, aborted: false }]);
+    });
+  },
+);

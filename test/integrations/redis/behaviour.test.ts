@@ -1,7 +1,8 @@
 // tool-dispatcher/redis against a real redis-server: adapters, option checks, results across processes, the mirror, round trips.
 
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   defineScript,
   fromIoredis,
@@ -65,6 +66,27 @@ describe.runIf(enabled)('redis stores on a real server', () => {
   afterAll(async () => {
     await Promise.all(open.map((each) => each.close()));
     await server?.stop();
+  });
+
+  it("arms none of node-redis's per-command timers for the stores' scripts (each call has its own deadline)", async () => {
+    const client = createClient({ url: server.url });
+    client.on('error', () => {});
+    await client.connect();
+    // node-redis 6 makes an AbortSignal.timeout for each command, dropped once it is written.
+    const timers = vi.spyOn(AbortSignal, 'timeout');
+    try {
+      await client.get(`plain-${randomUUID()}`);
+      expect(timers).toHaveBeenCalledTimes(1);
+      timers.mockClear();
+      const script = defineScript(`echo ${randomUUID()}`, 'return ARGV[1]');
+      const store = fromNodeRedis(client);
+      expect(await store.evalScript(script, [], ['first'])).toBe('first'); // NOSCRIPT, then EVAL
+      expect(await store.evalScript(script, [], ['again'])).toBe('again');
+      expect(timers).not.toHaveBeenCalled();
+    } finally {
+      timers.mockRestore();
+      client.destroy();
+    }
   });
 
   for (const [name, connect] of [
