@@ -52,9 +52,22 @@ function random(seed: number): () => number {
 const rand = random(config.seed);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// A worker started while Redis restarts (the restart run's replacements) connects once it is back,
+// instead of dying before it has logged anything.
+async function connectedOnceUp<T>(connect: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect();
+    } catch (error) {
+      if (attempt >= 50) throw error;
+      await sleep(100);
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const connect = config.client === 'ioredis' ? connectIoredis : connectNodeRedis;
-  const connected = await connect(config.url);
+  const connected = await connectedOnceUp(() => connect(config.url));
   const common = { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs, leaseMs: config.leaseMs };
   const stores = {
     idempotency: redisIdempotencyStore(connected.store, {

@@ -30,12 +30,19 @@ export async function connectNodeRedis(
     },
   });
   client.on('error', () => {});
-  await client.connect();
   let subscriber: ReturnType<typeof client.duplicate> | undefined;
-  if (options.subscriber !== false) {
-    subscriber = client.duplicate();
-    subscriber.on('error', () => {});
-    await subscriber.connect();
+  try {
+    await client.connect();
+    if (options.subscriber !== false) {
+      subscriber = client.duplicate();
+      subscriber.on('error', () => {});
+      await subscriber.connect();
+    }
+  } catch (error) {
+    // A failed connect must not leave a client reconnecting in the background.
+    client.destroy();
+    subscriber?.destroy();
+    throw error;
   }
   return {
     store: subscriber === undefined ? fromNodeRedis(client) : fromNodeRedis(client, { subscriber }),
@@ -71,14 +78,21 @@ export async function connectIoredis(
   };
   const client = new Redis(url, settings);
   client.on('error', () => {});
-  await client.connect();
   let subscriber: Redis | undefined;
-  if (options.subscriber !== false) {
-    // A subscriber may queue its SUBSCRIBE until connected: it sends nothing else.
-    const { socketTimeout: _unused, ...rest } = settings;
-    subscriber = new Redis(url, { ...rest, enableOfflineQueue: true });
-    subscriber.on('error', () => {});
-    await subscriber.connect();
+  try {
+    await client.connect();
+    if (options.subscriber !== false) {
+      // A subscriber may queue its SUBSCRIBE until connected: it sends nothing else.
+      const { socketTimeout: _unused, ...rest } = settings;
+      subscriber = new Redis(url, { ...rest, enableOfflineQueue: true });
+      subscriber.on('error', () => {});
+      await subscriber.connect();
+    }
+  } catch (error) {
+    // A failed connect must not leave a client reconnecting in the background.
+    client.disconnect();
+    subscriber?.disconnect();
+    throw error;
   }
   return {
     store: subscriber === undefined ? fromIoredis(client) : fromIoredis(client, { subscriber }),
