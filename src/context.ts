@@ -103,14 +103,18 @@ export class CallContext implements LazySignalContext {
 
   emit(type: string, details?: Record<string, unknown>): void {
     if (this.onEvent === undefined && this.listeners === undefined) return;
-    // The event's own fields are written last, so a detail can never pass for one of them.
-    const event = {
-      ...details,
-      type,
-      tool: this.toolName,
-      callId: this.callId,
-      attempt: this.attempt,
-    } as DispatchEvent;
+    const own = { type, tool: this.toolName, callId: this.callId, attempt: this.attempt };
+    // The event's own fields are written last, so a detail can never pass for one of them. Not
+    // `{ ...details, type, … }`: on Node 20 adding properties to a spread copy costs about 2 µs,
+    // every time (the copy's map is not reused), and an observed dispatch emits several events.
+    // Object.assign would set an own "__proto__" detail as the prototype; a spread keeps it.
+    const event = (
+      details === undefined
+        ? own
+        : Object.hasOwn(details, '__proto__')
+          ? { ...details, ...own }
+          : Object.assign({}, details, own)
+    ) as DispatchEvent;
     // An envelope rides along for listeners that judge it, but events stay plain JSON data.
     if (details !== undefined && isDispatchError(details.error)) {
       Object.defineProperty(event, 'error', { value: details.error, enumerable: false });
