@@ -562,7 +562,9 @@ async function integrationChecks(quick: boolean, library: LoadedLibrary): Promis
   log();
   const otel = await runOtelBench({ quick, log, library });
   log();
-  const mcp = spawnSync(process.execPath, ['--import', 'tsx', 'bench/mcp-proxy.ts'], {
+  // The proxy runs from the same tsc build as the rest (or the source, with --source).
+  const mcpFlag = loadOptions.source === true ? '--source' : '--prebuilt';
+  const mcp = spawnSync(process.execPath, ['--import', 'tsx', 'bench/mcp-proxy.ts', mcpFlag], {
     cwd: fileURLToPath(new URL('..', import.meta.url)),
     encoding: 'utf8',
     timeout: 300_000,

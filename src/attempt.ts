@@ -247,6 +247,11 @@ class AttemptContext implements ToolContext {
   readonly deadline: number;
   readonly progress: ToolContext['progress'];
 
+  /** Whether `ctx` is an AttemptContext whose signal is that of an abort owned by its attempt. */
+  static hasAttemptSignal(ctx: unknown): boolean {
+    return typeof ctx === 'object' && ctx !== null && #source in ctx && endsWithAttempt(ctx.#source);
+  }
+
   static readonly #lazySignal: PropertyDescriptor = {
     get(this: AttemptContext): AbortSignal {
       return (this.#source as AttemptAbort).signal;
@@ -290,6 +295,11 @@ class LeanAttemptContext implements ToolContext {
     this.#ctx = ctx;
   }
 
+  /** Whether `ctx` is a LeanAttemptContext whose signal is that of an abort owned by its attempt. */
+  static hasAttemptSignal(ctx: unknown): boolean {
+    return typeof ctx === 'object' && ctx !== null && #source in ctx && endsWithAttempt(ctx.#source);
+  }
+
   get signal(): AbortSignal {
     const source = this.#source;
     return source instanceof AttemptAbort ? source.signal : source;
@@ -315,6 +325,37 @@ class LeanAttemptContext implements ToolContext {
 }
 
 function ignoreProgress(): void {}
+
+// A claimable abort is made by a timeout layer right outside the attempt step: it lives for
+// exactly one attempt and, once that has ended, nothing aborts it any more (see AttemptAbort).
+function endsWithAttempt(source: AbortSignal | AttemptAbort | undefined): boolean {
+  return source instanceof AttemptAbort && source.claimable;
+}
+
+/**
+ * Whether `ctx.signal` belongs to this attempt alone and never fires once the attempt has ended,
+ * as under a timeout layer right outside it (the default stack): a handler may then give it to a
+ * client that never removes its listeners or acts on any later abort, instead of a signal of
+ * its own linked to it. False for any other context, so the handler keeps its own.
+ *
+ * @example
+ * const signal = signalEndsWithAttempt(ctx) ? ctx.signal : linkedCopyOf(ctx.signal);
+ */
+export function signalEndsWithAttempt(ctx: ToolContext): boolean {
+  return AttemptContext.hasAttemptSignal(ctx) || LeanAttemptContext.hasAttemptSignal(ctx);
+}
+
+/**
+ * Whether anyone receives the progress a handler reports through `ctx`: false when the dispatch
+ * had no `onProgress`, so a handler that relays progress from elsewhere (a remote MCP tool) need
+ * not ask for it at all.
+ *
+ * @example
+ * const onprogress = hasProgressListener(ctx) ? (note) => ctx.progress(note.progress) : undefined;
+ */
+export function hasProgressListener(ctx: Pick<ToolContext, 'progress'>): boolean {
+  return ctx.progress !== ignoreProgress;
+}
 
 // A handler's progress report reaches the caller's listener; a listener that throws never
 // fails the handler that reported.

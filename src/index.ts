@@ -61,6 +61,7 @@ export type {
   ToolHandler,
 } from './types.js';
 
+export { hasProgressListener, signalEndsWithAttempt } from './attempt.js';
 export { harnessStep, toToolMessage } from './harness.js';
 export { toJsonSafe } from './json-safe.js';
 export { providerCallOptions } from './provider-call.js';

@@ -4,11 +4,15 @@ import {
   circuitBreaker,
   createDispatcher,
   defaultStack,
+  hasProgressListener,
+  signalEndsWithAttempt,
   toToolMessage,
   ToolError,
   ToolRegistry,
   type DispatchEvent,
+  type Middleware,
   type ProgressUpdate,
+  type ToolContext,
 } from '../index.js';
 
 beforeEach(() => vi.useFakeTimers({ now: 1_000_000 }));
@@ -198,3 +202,76 @@ describe('ToolError kinds', () => {
     expect(() => new ToolError('x', { kind: 'timeout' as never })).toThrow(TypeError);
   });
 });
+
+describe('hasProgressListener', () => {
+  it('tells a handler whether the dispatch listens for its progress, lean context or full', async () => {
+    const seen: boolean[] = [];
+    const registry = new ToolRegistry()
+      .register({
+        name: 'full.ctx',
+        inputSchema: z.object({}),
+        handler: (_args, ctx) => void seen.push(hasProgressListener(ctx)),
+      })
+      .register({
+        name: 'lean.ctx',
+        inputSchema: z.object({}),
+        // Declares only its args: it gets the lean context, whose fields are prototype getters.
+        handler: function (this: unknown, _args: unknown) {
+          // biome-ignore lint/complexity/noArguments: the lean context is reachable only this way
+          seen.push(hasProgressListener(arguments[1] as ToolContext));
+        },
+      });
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    for (const name of ['full.ctx', 'lean.ctx']) {
+      await dispatcher.dispatch(name, {});
+      await dispatcher.dispatch(name, {}, { onProgress: () => {} });
+    }
+    expect(seen).toEqual([false, true, false, true]);
+  });
+});
+
+describe('signalEndsWithAttempt', () => {
+  it("is true only where the attempt's signal is its own: a timeout layer right outside the attempt", async () => {
+    const seen: Record<string, boolean[]> = {};
+    const note = (key: string, value: boolean) => void (seen[key] ??= []).push(value);
+    const registry = new ToolRegistry()
+      .register({
+        name: 'full.ctx',
+        inputSchema: z.object({}),
+        handler: (_args, ctx) => note('full', signalEndsWithAttempt(ctx)),
+      })
+      .register({
+        name: 'lean.ctx',
+        inputSchema: z.object({}),
+        handler: function (this: unknown, _args: unknown) {
+          // biome-ignore lint/complexity/noArguments: the lean context is reachable only this way
+          note('lean', signalEndsWithAttempt(arguments[1] as ToolContext));
+        },
+      })
+      .register({
+        name: 'no.deadline',
+        inputSchema: z.object({}),
+        timeoutMs: Infinity,
+        handler: (_args, ctx) => note('none', signalEndsWithAttempt(ctx)),
+      });
+    await createDispatcher(defaultStack({ registry })).dispatch('full.ctx', {});
+    await createDispatcher(defaultStack({ registry })).dispatch('lean.ctx', {});
+    await createDispatcher(defaultStack({ registry })).dispatch('no.deadline', {});
+    // A layer between the timeout and the attempt (a retry, say) may outlive the attempt.
+    const between: Middleware = (_ctx, next) => next();
+    await createDispatcher([...defaultStack({ registry }), between]).dispatch('full.ctx', {});
+    expect(seen).toEqual({ full: [true, false], lean: [true], none: [false] });
+    expect(signalEndsWithAttempt({ ...fakeContext() })).toBe(false);
+  });
+});
+
+function fakeContext(): ToolContext {
+  return {
+    signal: new AbortController().signal,
+    attempt: 1,
+    idempotencyKey: undefined,
+    callId: 'call-1',
+    deadline: Infinity,
+    progress: () => {},
+  };
+}

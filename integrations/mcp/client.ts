@@ -6,6 +6,7 @@ import {
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
+  type Progress,
   type CallToolResult,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -15,6 +16,8 @@ import {
   ToolError,
   TransientError,
   createNameMap,
+  hasProgressListener,
+  signalEndsWithAttempt,
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
@@ -428,11 +431,14 @@ class Importer {
     ctx: ToolContext,
   ): Promise<unknown> {
     ctx.signal.throwIfAborted();
-    // Our own controller per call: the SDK never removes its listener from the signal it gets,
-    // and aborting a shared signal later would cancel requests that already finished.
-    const controller = new AbortController();
-    const forward = () => controller.abort(ctx.signal.reason);
-    ctx.signal.addEventListener('abort', forward, { once: true });
+    // A signal of this call's own: the SDK never removes its listener from the signal it gets,
+    // and aborting a shared signal later would cancel requests that already finished. The
+    // attempt's signal is one when it ends with the attempt (the default stack's); otherwise a
+    // controller linked to it. A new AbortSignal costs more than the rest of the call here.
+    const controller = signalEndsWithAttempt(ctx) ? undefined : new AbortController();
+    const forward = () => controller?.abort(ctx.signal.reason);
+    if (controller !== undefined) ctx.signal.addEventListener('abort', forward, { once: true });
+    const signal = controller === undefined ? ctx.signal : controller.signal;
     let client: Client | undefined;
     let result: CallToolResult;
     try {
@@ -440,8 +446,18 @@ class Importer {
       client =
         this.#reconnecting === undefined && this.#client.transport !== undefined
           ? this.#client
-          : await this.#connection(controller.signal);
+          : await this.#connection(signal);
       const key = this.settings.forwardIdempotencyKey ? ctx.idempotencyKey : undefined;
+      const timeout = sdkTimeoutMs(ctx.deadline, this.settings.timeoutSlackMs);
+      // Progress is asked for only when our caller listens: a progressToken makes the SDK copy
+      // the request twice more and the remote track the call, for reports nobody reads.
+      const requestOptions = hasProgressListener(ctx)
+        ? {
+            signal,
+            timeout,
+            onprogress: ({ progress, total, message }: Progress) => ctx.progress(progress, total, message),
+          }
+        : { signal, timeout };
       result = (await client.callTool(
         {
           name: remoteName,
@@ -449,18 +465,14 @@ class Importer {
           ...(key === undefined ? {} : { _meta: { [idempotencyKeyMetaKey]: key } }),
         },
         CallToolResultSchema,
-        {
-          signal: controller.signal,
-          timeout: sdkTimeoutMs(ctx.deadline, this.settings.timeoutSlackMs),
-          onprogress: ({ progress, total, message }) => ctx.progress(progress, total, message),
-        },
+        requestOptions,
       )) as CallToolResult;
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
       if (ctx.signal.aborted) throw ctx.signal.reason;
       throw this.#classify(error, remoteName, idempotent, client);
     } finally {
-      ctx.signal.removeEventListener('abort', forward);
+      if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
     if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
     return this.settings.output === 'result' ? result : resultValue(result);

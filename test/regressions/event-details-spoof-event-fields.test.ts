@@ -56,3 +56,26 @@ it("keeps an event's own fields whatever its details are named", async () => {
   expect(records.filter((record) => record.event === 'custom.note')).toHaveLength(3);
   expect(records.some((record) => record.event === 'dispatch.failure')).toBe(false);
 });
+
+it('keeps a detail named "__proto__" as a plain field, never as the prototype of the event', async () => {
+  const details = JSON.parse('{"__proto__": {"polluted": true}, "note": "hi"}') as Record<string, unknown>;
+  const noisy: Middleware = async (ctx, next) => {
+    ctx.emit('custom.note', details);
+    await next();
+  };
+  const events: DispatchEvent[] = [];
+  const registry = new ToolRegistry().register({
+    name: 'ok.tool',
+    inputSchema: z.object({}),
+    handler: () => 'fine',
+  });
+  const dispatcher = createDispatcher([noisy, ...defaultStack({ registry })], {
+    onEvent: (event) => void events.push(event),
+  });
+  await dispatcher.dispatch('ok.tool', {});
+  const note = events.find((event) => event.type === 'custom.note') as Record<string, unknown>;
+  expect(Object.getPrototypeOf(note)).toBe(Object.prototype);
+  expect(Object.hasOwn(note, '__proto__')).toBe(true);
+  expect(note['polluted']).toBeUndefined();
+  expect(note).toMatchObject({ note: 'hi', type: 'custom.note', tool: 'ok.tool' });
+});

@@ -185,6 +185,52 @@ describe('importMcpTools', () => {
     await expect.poll(() => log.aborts).toEqual([expect.stringContaining('user pressed stop')]);
   });
 
+  it('asks the remote for progress only when the dispatch listens for it', async () => {
+    const { client, log } = await remote();
+    const registry = new ToolRegistry();
+    await importMcpTools(client, registry);
+    const dispatcher = dispatcherFor(registry);
+    expect(await dispatcher.dispatch('slow_tool', { ms: 1 })).toMatchObject({ ok: true });
+    const progress: unknown[] = [];
+    const listened = await dispatcher.dispatch(
+      'slow_tool',
+      { ms: 1 },
+      { onProgress: (update) => void progress.push(update) },
+    );
+    expect(listened).toMatchObject({ ok: true });
+    expect(log.progressAsked).toEqual([false, true]);
+    expect(progress).toEqual([{ progress: 1, total: 2, message: 'started' }]);
+  });
+
+  it('sends no cancellation for a finished call when its caller aborts later, with a deadline or without', async () => {
+    const { client } = await remote();
+    const sent: string[] = [];
+    const transport = client.transport as NonNullable<typeof client.transport>;
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if ('method' in message) sent.push(message.method);
+      return send(message, options);
+    };
+    const registry = new ToolRegistry();
+    await importMcpTools(client, registry, {
+      configure: (tool) => (tool.name === 'getWeather' ? { timeoutMs: Infinity } : undefined),
+    });
+    const dispatcher = dispatcherFor(registry);
+    for (const [name, args] of [
+      ['slow_tool', { ms: 1 }],
+      ['get_weather', { city: 'Oslo' }],
+    ] as const) {
+      const controller = new AbortController();
+      expect(await dispatcher.dispatch(name, args, { signal: controller.signal })).toMatchObject({
+        ok: true,
+      });
+      controller.abort(new Error('too late'));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(sent.filter((method) => method === 'tools/call')).toHaveLength(2);
+    expect(sent).not.toContain('notifications/cancelled');
+  });
+
   it("never sizes the SDK timeout to Infinity, and leaves no listener on the caller's signal", async () => {
     const { client } = await remote();
     const registry = new ToolRegistry();
