@@ -299,11 +299,9 @@ class MeteredDispatch {
         state.bump(state.attempts, this.toolName(), 1);
         break;
       case 'dispatch.retry':
-        // The event's own attribute before the spread: on Node 20's V8 a spread followed by
-        // more properties costs a fresh hidden class per object.
         state.retries.add(1, {
-          [genAi.errorType]: typeof event.kind === 'string' ? event.kind : '_OTHER',
           ...state.toolAttributes(this.toolName()),
+          [genAi.errorType]: typeof event.kind === 'string' ? event.kind : '_OTHER',
         });
         break;
       case 'dispatch.timeout':
@@ -311,8 +309,8 @@ class MeteredDispatch {
         break;
       case 'idempotency.hit':
         state.dedupeHits.add(1, {
-          [ours.idempotencySource]: event.source === 'cache' ? 'cache' : 'in_flight',
           ...state.toolAttributes(this.toolName()),
+          [ours.idempotencySource]: event.source === 'cache' ? 'cache' : 'in_flight',
         });
         break;
       case 'concurrency.queued':
@@ -327,8 +325,8 @@ class MeteredDispatch {
         const entered = transitionStates[type];
         if (entered === undefined) break;
         state.breakerTransitions.add(1, {
-          [ours.circuitState]: entered,
           ...state.toolAttributes(this.toolName()),
+          [ours.circuitState]: entered,
         });
       }
     }
