@@ -143,7 +143,9 @@ async function main(): Promise<void> {
   const shared = new Map<string, number>();
   const led = new Map<string, number>();
   let victim: ChildProcess | undefined;
-  let victimOrder: string | undefined;
+  // Every charge the killed worker had started: it may have begun more than one before the kill
+  // landed, and none of them finished.
+  const victimOrders = new Set<string>();
   console.log(
     `${workerCount} workers charge the same ${orders.length} orders through ${redis.url} (lease ${leaseMs} ms)\n`,
   );
@@ -158,10 +160,11 @@ async function main(): Promise<void> {
         if (report.type === 'start') {
           charges.set(report.order, [...(charges.get(report.order) ?? []), name]);
           console.log(`${at()}  ${name} starts charging ${report.order}`);
+          if (child === victim) victimOrders.add(report.order);
           // The last worker dies in its first charge, before it can record the result.
           if (name === `w${workerCount}` && victim === undefined) {
             victim = child;
-            victimOrder = report.order;
+            victimOrders.add(report.order);
             child.kill('SIGKILL');
             console.log(
               `${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`,
@@ -191,7 +194,7 @@ async function main(): Promise<void> {
   for (const order of orders) {
     const by = charges.get(order) ?? [];
     const note =
-      order === victimOrder
+      victimOrders.has(order) && by.length > 1
         ? `  (the killed worker's charge never finished; ${by.at(-1)} re-ran it after the lease)`
         : '';
     console.log(
