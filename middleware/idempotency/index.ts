@@ -65,15 +65,14 @@ export interface IdempotencyMiddleware extends Middleware {
 
 type Settlement = { ok: true; result: unknown } | { ok: false; error: DispatchError };
 
-/** One shared execution and the callers waiting on it. */
-class Flight {
+/** An execution of a key and the callers in this process waiting on it. */
+class Waited<S> {
   // Callers still waiting, the leader included; the execution is aborted when it reaches 0.
   waiters = 1;
   settled = false;
-  abandoned = false;
   readonly controller: AbortController | undefined;
-  readonly done: Promise<Settlement>;
-  settle!: (settlement: Settlement) => void;
+  readonly done: Promise<S>;
+  settle!: (settlement: S) => void;
 
   constructor(
     readonly fingerprint: Fingerprint,
@@ -87,6 +86,11 @@ class Flight {
       };
     });
   }
+}
+
+/** One shared execution and the callers waiting on it. */
+class Flight extends Waited<Settlement> {
+  abandoned = false;
 
   /** Says whether that was the last waiter, in which case the execution is abandoned. */
   detach(reason: unknown): boolean {
@@ -236,26 +240,7 @@ function noOutcome(ctx: DispatchContext): DispatchError {
 type StoreSettlement = { ok: true; result: unknown; hit: boolean } | { ok: false; error: DispatchError };
 
 /** One process's execution of a key (as leader or follower of the store) and its local waiters. */
-class StoreFlight {
-  waiters = 1;
-  settled = false;
-  readonly controller: AbortController | undefined;
-  readonly done: Promise<StoreSettlement>;
-  settle!: (settlement: StoreSettlement) => void;
-
-  constructor(
-    readonly fingerprint: Fingerprint,
-    abortable: boolean,
-  ) {
-    this.controller = abortable ? new AbortController() : undefined;
-    this.done = new Promise((resolve) => {
-      this.settle = (settlement) => {
-        this.settled = true;
-        resolve(settlement);
-      };
-    });
-  }
-}
+class StoreFlight extends Waited<StoreSettlement> {}
 
 // A completion that failed is sent again (it is resend-safe) this often at first, doubling.
 const completeRetryMs = 50;
