@@ -71,6 +71,8 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   // A lease-lost flag names the key and the worker whose execution of it lost the lease.
   const lost = new Set(entries.filter((e) => e.type === 'L').map((e) => `${e.key} ${e.worker}`));
   const ends = new Map(entries.filter((e) => e.type === 'E').map((e) => [e.value, e.at]));
+  // Executions whose result some caller got: it was stored (or handed over in process).
+  const answered = new Set(entries.filter((e) => e.type === 'R').map((e) => e.value));
   const executions: Execution[] = entries
     .filter((e) => e.type === 'S')
     .map((e) => ({
@@ -97,7 +99,10 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
     for (let i = 1; i < list.length; i++) {
       const x = list[i] as Execution;
       const before = list.slice(0, i);
-      if (before.some((p) => facts.killed.has(p.worker) && p.end === undefined)) extra.crash += 1;
+      // A killed leader: mid-call, or after its handler ended but before its result was stored.
+      const crashed = (p: Execution) =>
+        facts.killed.has(p.worker) && (p.end === undefined || !answered.has(p.token));
+      if (before.some(crashed)) extra.crash += 1;
       else if (before.some((p) => p.lost)) extra.leaseLost += 1;
       else if (before.every((p) => p.end !== undefined && x.start - p.end > facts.ttlMs)) extra.ttl += 1;
       else if (facts.reset !== undefined && x.start > facts.reset.at + facts.reset.windowMs - 50)
