@@ -98,7 +98,7 @@ class RedisLease implements IdempotencyLease {
     readonly fence: number,
     readonly renewEveryMs: number,
     readonly fingerprint: string,
-    /** performance.now() by which the lease has surely ended unless renewed. */
+    /** performance.now() until which the lease surely holds; past it, it may be someone else's. */
     public endsAt: number,
   ) {}
 
@@ -124,6 +124,9 @@ interface Waiter {
 // The wake-ups heard lately, so that one that arrives before its follower starts waiting is
 // not missed (the claim reply and the message travel on different connections).
 const recentLimit = 4_096;
+
+// Claims answered too late to hold their lease, in a row, before the claim fails as unavailable.
+const staleClaimTries = 3;
 
 /**
  * Makes an idempotency store on Redis: claims, completions and releases are one Lua script
@@ -214,12 +217,11 @@ export function redisIdempotencyStore(
     }
   };
 
-  const claim = async (
+  const claimOnce = async (
     key: string,
     fingerprint: StoreFingerprint,
-    claimOptions?: { token?: string },
+    token: string,
   ): Promise<IdempotencyClaim> => {
-    const token = claimOptions?.token ?? newToken();
     const sentAt = performance.now();
     const reply = await runScript(
       redis,
@@ -261,6 +263,29 @@ export function redisIdempotencyStore(
     }
   };
 
+  const claim = async (
+    key: string,
+    fingerprint: StoreFingerprint,
+    claimOptions?: { token?: string },
+  ): Promise<IdempotencyClaim> => {
+    let token = claimOptions?.token ?? newToken();
+    for (let tries = 1; ; tries++) {
+      const answer = await claimOnce(key, fingerprint, token);
+      if (answer.kind !== 'lead') return answer;
+      const lease = answer.lease as RedisLease;
+      // A lead heard too late to renew before it ends (this process was paused, or Redis was
+      // slow) may already be someone else's: running the handler on it could run the key twice.
+      if (performance.now() + lease.renewEveryMs < lease.endsAt) return answer;
+      await release(lease).catch(noop);
+      if (tries >= staleClaimTries)
+        throw storeUnavailable(
+          `Redis answered ${tries} claims of idempotency key "${key}" too late to keep their lease (leaseMs ${leaseMs})`,
+          { retryAfterMs: leaseMs / 3 },
+        );
+      token = newToken();
+    }
+  };
+
   const renew = async (lease: IdempotencyLease): Promise<boolean> => {
     const mine = lease as RedisLease;
     const sentAt = performance.now();
@@ -274,7 +299,7 @@ export function redisIdempotencyStore(
         timeoutMs,
       );
     } catch (error) {
-      // Unreachable for as long as the lease lasts: it has surely ended by now.
+      // Unreachable for as long as the lease surely held: it may be someone else's by now.
       if (performance.now() >= mine.endsAt) {
         mine.lose?.('it could not be renewed before it ended');
         return false;
@@ -381,3 +406,5 @@ export function redisIdempotencyStore(
     },
   };
 }
+
+function noop(): void {}

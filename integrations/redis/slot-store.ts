@@ -60,7 +60,7 @@ class RedisPermit implements SlotPermit {
     readonly pool: string,
     readonly token: string,
     readonly renewEveryMs: number,
-    /** performance.now() by which the permit has surely ended unless renewed. */
+    /** performance.now() until which the permit surely holds; past it, it may be someone else's. */
     public endsAt: number,
     /** A permit granted while Redis was unreachable (`onStoreError: 'local'`): Redis never saw it. */
     readonly local: boolean,
@@ -132,9 +132,13 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
         [token, String(max), String(leaseMs)],
         timeoutMs,
       );
-      if (num(reply, 0) === 1)
-        return { permit: new RedisPermit(pool, token, leaseMs / 3, sentAt + leaseMs, false), retryInMs: 0 };
-      return { retryInMs: Math.max(1, num(reply, 1)) };
+      if (num(reply, 0) !== 1) return { retryInMs: Math.max(1, num(reply, 1)) };
+      const permit = new RedisPermit(pool, token, leaseMs / 3, sentAt + leaseMs, false);
+      // A permit heard too late to renew before it ends (this process was paused, or Redis was
+      // slow) may be someone else's by now: holding it could run more than max at once.
+      if (performance.now() + permit.renewEveryMs < permit.endsAt) return { permit, retryInMs: 0 };
+      void release(permit).catch(noop);
+      return { retryInMs: 0 };
     } catch (error) {
       if (onStoreError === 'local')
         return { permit: new RedisPermit(pool, token, Infinity, Infinity, true), retryInMs: 0 };

@@ -103,7 +103,8 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
       const crashed = (p: Execution) =>
         facts.killed.has(p.worker) && (p.end === undefined || !answered.has(p.token));
       if (before.some(crashed)) extra.crash += 1;
-      else if (before.some((p) => p.lost)) extra.leaseLost += 1;
+      // Its own lease lost (this worker paused after it looked) or an earlier leader's.
+      else if (x.lost || before.some((p) => p.lost)) extra.leaseLost += 1;
       else if (before.every((p) => p.end !== undefined && x.start - p.end > facts.ttlMs)) extra.ttl += 1;
       else if (facts.reset !== undefined && x.start > facts.reset.at + facts.reset.windowMs - 50)
         extra.reset += 1;

@@ -11,6 +11,7 @@ import {
   redisCircuitStore,
   redisIdempotencyStore,
   redisSlotStore,
+  type StoreClient,
 } from '../../../integrations/redis/index.js';
 import type { CircuitView, IdempotencyLease, IdempotencyStore } from '../../../src/stores.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
@@ -19,6 +20,37 @@ import { countingClient } from './counting.js';
 
 const enabled = redisSuitesEnabled('redis integration');
 const fp = 'print';
+
+// Holds the first reply to the script `name` until resume(), as if this process were paused.
+function pausedReplies(
+  inner: StoreClient,
+  name: string,
+): StoreClient & { held: Promise<void>; resume(): void } {
+  let resume = () => {};
+  let heldOne = () => {};
+  const gate = new Promise<void>((resolve) => {
+    resume = resolve;
+  });
+  const held = new Promise<void>((resolve) => {
+    heldOne = resolve;
+  });
+  let holding = true;
+  const client: StoreClient & { held: Promise<void>; resume(): void } = {
+    held,
+    resume,
+    evalScript: async (script, keys, args) => {
+      const reply = await inner.evalScript(script, keys, args);
+      if (holding && script.name === name) {
+        holding = false;
+        heldOne();
+        await gate;
+      }
+      return reply;
+    },
+  };
+  if (inner.subscribe !== undefined) client.subscribe = inner.subscribe.bind(inner);
+  return client;
+}
 
 async function lead(store: IdempotencyStore, key: string): Promise<IdempotencyLease> {
   const claim = await store.claim(key, fp);
@@ -200,6 +232,39 @@ describe.runIf(enabled)('redis stores on a real server', () => {
     counted.reset();
     expect(reader.read('c')).toBeInstanceOf(Promise);
     expect(counted.total()).toBe(1);
+  });
+
+  it('does not lead on a claim answered after its lease could have lapsed (a paused process)', async () => {
+    const prefix = randomUUID();
+    const paused = pausedReplies((await node()).store, 'idempotency claim');
+    const a = redisIdempotencyStore(paused, { prefix, leaseMs: 150 });
+    const b = redisIdempotencyStore((await io()).store, { prefix, leaseMs: 150 });
+    const late = a.claim('charge', fp);
+    await paused.held;
+    // Redis gave A the lead, but A hears of it only after the lease ended and B ran the key.
+    let claim = await b.claim('charge', fp);
+    while (claim.kind === 'follow') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      claim = await b.claim('charge', fp);
+    }
+    if (claim.kind !== 'lead') throw new Error(`expected lead, got ${claim.kind}`);
+    await b.complete(claim.lease, 'charged by b', 60_000);
+    paused.resume();
+    expect(await late).toMatchObject({ kind: 'hit', result: 'charged by b' });
+  });
+
+  it('takes no slot permit answered after its lease could have lapsed (the cap would be passed)', async () => {
+    const prefix = randomUUID();
+    const paused = pausedReplies((await node()).store, 'slot acquire');
+    const a = redisSlotStore(paused, { prefix, pool: 'api', max: 1, leaseMs: 150 });
+    const b = redisSlotStore((await io()).store, { prefix, pool: 'api', max: 1, leaseMs: 150 });
+    const late = a.tryAcquire();
+    await paused.held;
+    const granted = await new Promise((resolve, reject) => b.enqueue({ grant: resolve, fail: reject }));
+    expect(granted).toMatchObject({ pool: 'api' });
+    paused.resume();
+    expect(await late).toBeUndefined();
+    expect(await b.load()).toMatchObject({ running: 1 });
   });
 
   it('keeps the fleet cap across stores and hands a freed slot to the first waiter', async () => {
