@@ -56,15 +56,12 @@ export class DeadlineList {
   }
 }
 
-// Past this many deadlines waiting for the end of a tick, cancelled ones are dropped, so a long
-// synchronous burst of dispatches holds on to little.
-const compactWaitingAt = 1_024;
-
 /** Starts and cancels deadlines on one clock. */
 export class DeadlineScheduler {
   readonly #lists = new Map<number, DeadlineList>();
-  #waiting: DeadlineNode[] = [];
-  #cancelledWaiting = 0;
+  // Deadlines started this tick, to be armed at its end: a list like the armed ones (each node
+  // is its own link), so that starting and cancelling one allocates nothing and costs O(1).
+  readonly #waiting = new DeadlineList(Number.NaN);
   #armScheduled = false;
 
   constructor(private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>) {}
@@ -82,12 +79,7 @@ export class DeadlineScheduler {
       this.#arm(deadline);
       return;
     }
-    // Compacting only once half are cancelled keeps a long burst linear.
-    if (this.#waiting.length >= compactWaitingAt && this.#cancelledWaiting * 2 > this.#waiting.length) {
-      this.#waiting = this.#waiting.filter((waiting) => !waiting.cancelled);
-      this.#cancelledWaiting = 0;
-    }
-    this.#waiting.push(deadline);
+    this.#waiting.append(deadline);
     if (!this.#armScheduled) {
       this.#armScheduled = true;
       process.nextTick(this.#armWaiting);
@@ -99,23 +91,19 @@ export class DeadlineScheduler {
     if (deadline.cancelled) return;
     deadline.cancelled = true;
     const { list } = deadline;
-    if (list === undefined) {
-      this.#cancelledWaiting += 1;
-      return;
-    }
+    if (list === undefined) return;
     list.remove(deadline);
     // The timer may now be early for the new first deadline; when it fires it is set again, which
     // is cheaper than moving it on every cancel.
-    if (list.first === undefined) this.#stop(list);
+    if (list.first === undefined && list !== this.#waiting) this.#stop(list);
   }
 
   readonly #armWaiting = (): void => {
     this.#armScheduled = false;
     const waiting = this.#waiting;
-    this.#waiting = [];
-    this.#cancelledWaiting = 0;
-    for (const deadline of waiting) {
-      if (!deadline.cancelled) this.#arm(deadline);
+    for (let deadline = waiting.first; deadline !== undefined; deadline = waiting.first) {
+      waiting.remove(deadline);
+      this.#arm(deadline);
     }
   };
 
