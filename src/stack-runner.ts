@@ -5,6 +5,7 @@ import { compose, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
 import { noop } from './internal/abort.js';
+import { pendingPromise, takeResolve } from './internal/pending-promise.js';
 import { isTrusted, trusted } from './internal/trusted.js';
 import type { Middleware, Next, Outcome } from './types.js';
 
@@ -130,8 +131,8 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
     const runTail: Next = () => {
       if (running && guardLast) return Promise.reject(new Error('next() called multiple times'));
       running = true;
-      const settles = new Promise<void>(captureResolve);
-      resolveTail = capturedResolve;
+      const settles = pendingPromise<void>();
+      resolveTail = takeResolve<void>() as () => void;
       first ??= settles;
       tail(ctx, tailDone);
       return settles;
@@ -143,13 +144,6 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
     if (settled === first) settled.then(() => report(finish(ctx)));
     else reportWhenSettled(ctx, settled, finish, report);
   };
-}
-
-// A promise's executor runs inside its constructor, so one shared executor can hand each new
-// promise's resolve to its maker without a closure per promise.
-let capturedResolve: () => void = noop;
-function captureResolve(resolve: () => void): void {
-  capturedResolve = resolve;
 }
 
 function callLayer(layer: Middleware, ctx: CallContext, next: Next): Promise<void> {
