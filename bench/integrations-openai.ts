@@ -46,6 +46,11 @@ export interface OpenAIToolkitBenchResult {
   jsonVsBare: Ratio;
   /** `runChatToolCalls` / `JSON.parse` + `dispatch`: the toolkit's own share beyond the parse any loop does. */
   chatVsParsed: Ratio;
+  /**
+   * `JSON.parse` + `dispatch` / bare dispatches: the floor of any toolkit, which must parse the
+   * model's argument text before (or while) it dispatches.
+   */
+  parsedVsBare: Ratio;
   /** Whether `chatVsBare.median` is within `target`. */
   withinTarget: boolean;
 }
@@ -128,6 +133,7 @@ export async function runOpenAIToolkitBench(
   const responsesVsBare = pairedRatio(group, 'responses', 'bare');
   const jsonVsBare = pairedRatio(group, 'json', 'bare');
   const chatVsParsed = pairedRatio(group, 'chat', 'parse');
+  const parsedVsBare = pairedRatio(group, 'parse', 'bare');
   const withinTarget = chatVsBare.median <= target;
   log(
     `   runChatToolCalls / bare dispatch:   ${formatRatio(chatVsBare)}   (target ≤ ${target}×)${withinTarget ? '' : '  MISSED'}`,
@@ -137,7 +143,10 @@ export async function runOpenAIToolkitBench(
   log(
     `   runChatToolCalls / parse + dispatch: ${formatRatio(chatVsParsed)}   (the toolkit beyond JSON.parse)`,
   );
-  return { group, chatVsBare, responsesVsBare, jsonVsBare, chatVsParsed, withinTarget };
+  log(
+    `   JSON.parse + dispatch / bare:       ${formatRatio(parsedVsBare)}   (the floor: no toolkit, only the parse)`,
+  );
+  return { group, chatVsBare, responsesVsBare, jsonVsBare, chatVsParsed, parsedVsBare, withinTarget };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -582,6 +582,12 @@ async function integrationChecks(quick: boolean, library: LoadedLibrary): Promis
       met: openai.withinTarget,
     },
     {
+      name: 'OpenAI toolkit floor: 8 × (JSON.parse + dispatch), no toolkit, vs 8 bare dispatches',
+      target: 'reported',
+      measured: formatRatio(openai.parsedVsBare),
+      met: undefined,
+    },
+    {
       name: 'OTel: [otelTracing(), ...defaultStack()] with the no-op tracer vs the bare default stack',
       target: `≤ ${otelNoopTarget}×`,
       measured: formatRatio(otel.noopVsBare),
