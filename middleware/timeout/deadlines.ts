@@ -70,7 +70,7 @@ export class DeadlineScheduler {
   schedule(deadline: DeadlineNode): void {
     // With other deadlines of this duration armed, a timer is running anyway: join it at once,
     // which keeps busy dispatchers off the end-of-tick path entirely.
-    const armed = this.#lists.get(deadline.ms);
+    const armed = this.#lists.size === 0 ? undefined : this.#lists.get(deadline.ms);
     if (armed !== undefined && armed.first !== undefined) {
       armed.append(deadline);
       return;

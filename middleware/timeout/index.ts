@@ -134,7 +134,6 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
 // It is its own deadline node, so an attempt costs one object, not two.
 class TimedAttempt extends AttemptAbort implements DeadlineNode {
   unsubscribe: () => void = noop;
-  readonly at: number;
   // Attempts the call had made when this deadline started: more means one runs under it.
   readonly attemptsBefore: number;
   cancelled = false;
@@ -152,9 +151,13 @@ class TimedAttempt extends AttemptAbort implements DeadlineNode {
     private readonly outer: AttemptAbort | undefined,
   ) {
     super();
-    this.at = startedAt + ms;
-    this.deadline = this.at;
+    this.deadline = startedAt + ms;
     this.attemptsBefore = ctx.attempt;
+  }
+
+  /** When the deadline passes: the attempt's own deadline, kept once. */
+  get at(): number {
+    return this.deadline;
   }
 
   protected override cleanup(): void {
