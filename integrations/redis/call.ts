@@ -66,3 +66,12 @@ export function num(reply: unknown, index: number): number {
   if (item === null || item === undefined || item === false || item === '') return 0;
   return Number(item);
 }
+
+/**
+ * Whether a lease heard of just now can still be renewed before it ends (`endsAt` on
+ * `performance.now()`, a renewal due every `renewEveryMs`). One heard later, because this process
+ * was paused or Redis was slow, may already be someone else's.
+ */
+export function renewableInTime(lease: { readonly renewEveryMs: number; readonly endsAt: number }): boolean {
+  return performance.now() + lease.renewEveryMs < lease.endsAt;
+}

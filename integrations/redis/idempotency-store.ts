@@ -9,7 +9,7 @@ import {
   type IdempotencyStore,
   type StoreFingerprint,
 } from '../../src/stores.js';
-import { num, runScript, text } from './call.js';
+import { num, renewableInTime, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';
 import {
@@ -273,9 +273,8 @@ export function redisIdempotencyStore(
       const answer = await claimOnce(key, fingerprint, token);
       if (answer.kind !== 'lead') return answer;
       const lease = answer.lease as RedisLease;
-      // A lead heard too late to renew before it ends (this process was paused, or Redis was
-      // slow) may already be someone else's: running the handler on it could run the key twice.
-      if (performance.now() + lease.renewEveryMs < lease.endsAt) return answer;
+      // Running the handler on a lead heard too late could run the key twice.
+      if (renewableInTime(lease)) return answer;
       await release(lease).catch(noop);
       if (tries >= staleClaimTries)
         throw storeUnavailable(

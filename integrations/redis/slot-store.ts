@@ -2,7 +2,7 @@
 
 import { DispatchError, isDispatchError } from '../../index.js';
 import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } from '../../src/stores.js';
-import { num, runScript } from './call.js';
+import { num, renewableInTime, runScript } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';
 import {
@@ -134,9 +134,8 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
       );
       if (num(reply, 0) !== 1) return { retryInMs: Math.max(1, num(reply, 1)) };
       const permit = new RedisPermit(pool, token, leaseMs / 3, sentAt + leaseMs, false);
-      // A permit heard too late to renew before it ends (this process was paused, or Redis was
-      // slow) may be someone else's by now: holding it could run more than max at once.
-      if (performance.now() + permit.renewEveryMs < permit.endsAt) return { permit, retryInMs: 0 };
+      // Holding a permit heard too late could run more than max at once.
+      if (renewableInTime(permit)) return { permit, retryInMs: 0 };
       void release(permit).catch(noop);
       return { retryInMs: 0 };
     } catch (error) {

@@ -49,26 +49,9 @@ class LazyLead extends AttemptAbort implements LeadExecution {
 
   run(next: Next): Promise<void> {
     this.#ctx.setAttemptAbort(this);
-    const inner = next();
-    // The attempt step took charge: it settles with the handler, or with our interruption.
-    if (this.owner === 'attempt') return inner;
-    // Stopped, or still waiting before the handler (a shared budget): race the layers ourselves.
-    return new Promise<void>((resolve, reject) => {
-      if (this.ended) {
-        inner.then(undefined, ignore);
-        reject(this.interruption);
-        return;
-      }
-      this.own('layer', reject);
-      inner.then(
-        () => {
-          if (this.end()) resolve();
-        },
-        (error: unknown) => {
-          if (this.end()) reject(error);
-        },
-      );
-    });
+    // The attempt step settles with the handler, or with our interruption; when stopped, or
+    // still waiting before the handler (a shared budget), we race the layers ourselves.
+    return this.settleLayers(next());
   }
 
   stop(why: AbortSignal): void {
@@ -101,5 +84,3 @@ function eagerLead(ctx: DispatchContext): LeadExecution {
     },
   };
 }
-
-function ignore(): void {}

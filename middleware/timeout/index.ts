@@ -2,7 +2,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
-import { noop, maxTimerDelayMs, neverAborted, onAbort, swallow } from '../../src/internal/abort.js';
+import { noop, maxTimerDelayMs, neverAborted, onAbort } from '../../src/internal/abort.js';
 import { AttemptAbort, hasLazySignal, type LazySignalContext } from '../../src/internal/attempt-abort.js';
 import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
 import { cancelled, failedAttempt } from '../../src/internal/failures.js';
@@ -103,27 +103,9 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
     if (ms > maxTimerDelayMs) return next();
     const attempt = startDeadline(ctx, ms);
     if (!(attempt instanceof AttemptAbort)) return Promise.reject(attempt);
-    const inner = next();
     // The attempt step right inside us settles the attempt, deadline included; only when
     // other layers sit in between does this layer race them itself.
-    if (attempt.owner === 'attempt') return inner;
-    return new Promise<void>((resolve, reject) => {
-      // Interrupted while the layers inside were still starting: nobody was there to reject.
-      if (attempt.ended) {
-        inner.then(undefined, swallow);
-        reject(attempt.interruption);
-        return;
-      }
-      attempt.own('layer', reject);
-      inner.then(
-        () => {
-          if (attempt.end()) resolve();
-        },
-        (error: unknown) => {
-          if (attempt.end()) reject(error);
-        },
-      );
-    });
+    return attempt.settleLayers(next());
   });
   return { layer, clock, deadlineMs, startDeadline };
 }

@@ -2,6 +2,7 @@
 // finish before their deadline without ever looking, and Node builds signals slowly.
 
 import type { DispatchContext } from '../types.js';
+import { swallow } from './abort.js';
 
 /**
  * The abort of one attempt; `signal` materialises an `AbortSignal` on first read.
@@ -67,6 +68,32 @@ export class AttemptAbort {
     this.hasEnded = true;
     this.cleanup();
     return true;
+  }
+
+  /**
+   * What the layer that made this abort returns for `inner`, the layers inside it: `inner` itself
+   * when the attempt step took charge; otherwise a promise the layer owns, which settles with
+   * `inner` or rejects at once when the attempt is interrupted.
+   */
+  settleLayers(inner: Promise<void>): Promise<void> {
+    if (this.owner === 'attempt') return inner;
+    return new Promise<void>((resolve, reject) => {
+      // Interrupted while the layers inside were still starting: nobody was there to reject.
+      if (this.hasEnded) {
+        inner.then(undefined, swallow);
+        reject(this.interruptedWith);
+        return;
+      }
+      this.own('layer', reject);
+      inner.then(
+        () => {
+          if (this.end()) resolve();
+        },
+        (error: unknown) => {
+          if (this.end()) reject(error);
+        },
+      );
+    });
   }
 
   /** Ends the attempt from outside: rejects its promise with `error`, then aborts the signal. */
