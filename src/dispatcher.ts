@@ -9,7 +9,6 @@ import { dispatchOptionsProblem } from './internal/dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireFunction } from './internal/options.js';
-import { pendingPromise, takeResolve } from './internal/pending-promise.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import { stackRunner, type Report } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
@@ -130,8 +129,11 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
     args: unknown,
     options: DispatchOptions = noOptions,
   ): Promise<Outcome<Result>> => {
-    const outcome = pendingPromise<Outcome<Result>>();
-    startSafely(name, args, options, takeResolve<Outcome<Result>>() as Report);
+    let report!: Report;
+    const outcome = new Promise<Outcome<Result>>((resolve) => {
+      report = resolve as Report;
+    });
+    startSafely(name, args, options, report);
     return outcome;
   };
 

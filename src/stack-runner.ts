@@ -5,7 +5,6 @@ import { compose, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
 import { noop } from './internal/abort.js';
-import { pendingPromise, takeResolve } from './internal/pending-promise.js';
 import { isTrusted, trusted } from './internal/trusted.js';
 import type { Middleware, Next, Outcome } from './types.js';
 
@@ -131,8 +130,9 @@ function tailRunner(outer: readonly Middleware[], tail: StackRunner, finish: Fin
     const runTail: Next = () => {
       if (running && guardLast) return Promise.reject(new Error('next() called multiple times'));
       running = true;
-      const settles = pendingPromise<void>();
-      resolveTail = takeResolve<void>() as () => void;
+      const settles = new Promise<void>((resolve) => {
+        resolveTail = resolve;
+      });
       first ??= settles;
       tail(ctx, tailDone);
       return settles;
