@@ -6,7 +6,7 @@ import { DispatchError, isDispatchError, toDispatchError } from '../../src/error
 import type { CircuitRecord, CircuitStore, CircuitView, MaybePromise } from '../../src/stores.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../../src/types.js';
-import type { CircuitSnapshot, CircuitState } from './index.js';
+import type { CircuitSnapshot, CircuitState } from './snapshot.js';
 
 /** The in-memory breaker a shared one falls back on. */
 export interface LocalBreaker<Trial> {
