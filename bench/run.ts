@@ -561,10 +561,10 @@ ${redisMarkdown(input.redis)}
 - **V8's young generation is part of the result.** V8 grows its new space (to 32 MiB, two 16 MiB
   semi-spaces, on 64-bit Node 20) when a process keeps much of what it allocates: a
   cache filling (the key-miss case), thousands of calls in flight (fan-out), a competitor's
-  per-attempt \`AbortController\`s. Group 1's cases grow it (section 1 shows the size it reached), and
-  every case of the group is measured in it. A dispatch makes about 1.7 KB of short-lived objects, and on some machines a 32 MiB new
-  space makes such code much slower while leaving the competitors, whose time goes elsewhere,
-  nearly as they were. On an Intel Xeon VM (2 vCPUs, Node 20.20), one case looping alone
+  per-attempt \`AbortController\`s. Group 1's cases grow it (section 1 shows the size it
+  reached), and every case of the group is measured in it. A dispatch makes about 1.7 KB of
+  short-lived objects, and on some machines a 32 MiB new space makes such code much slower while
+  leaving the competitors, whose time goes elsewhere, nearly as they were. On an Intel Xeon VM (2 vCPUs, Node 20.20), one case looping alone
   measured a bare dispatch at about 390 ns by default and 530 ns with \`--min-semi-space-size=16\`,
   a dispatch behind a pass-through layer at about 470 and 800 ns; 8 MiB semi-spaces measured
   like the default. To see it on your machine, run the suite with the young generation held
