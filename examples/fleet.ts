@@ -132,6 +132,20 @@ async function localRedis(): Promise<{ url: string; stop(): void }> {
   };
 }
 
+
+// One order's line of the summary: charged once is the promise; a start with no end is a killed
+// worker's charge, which the lease let another worker make after it.
+function chargeSummary(started: readonly string[], finished: readonly string[]): string {
+  if (finished.length === 0) return `not charged (started by ${started.join(', ') || 'nobody'})`;
+  const unfinished = started.filter((name) => !finished.includes(name));
+  const note =
+    unfinished.length === 0
+      ? ''
+      : `; ${unfinished.join(', ')} started it and was killed before its charge finished, so ${finished.at(-1)} charged it after the lease ended`;
+  return finished.length === 1
+    ? `charged once, by ${finished[0]}${note}`
+    : `CHARGED ${finished.length} TIMES, by ${finished.join(', ')} (a duplicate charge)`;
+}
 async function main(): Promise<void> {
   const given = process.env.REDIS_URL;
   const redis = given === undefined || given === '' ? await localRedis() : { url: given, stop: () => {} };
@@ -139,13 +153,14 @@ async function main(): Promise<void> {
   const prefix = `demo-${Date.now()}`;
   const startedAt = Date.now();
   const at = () => `+${String(Date.now() - startedAt).padStart(5)} ms`;
+  // Who started each order's charge, and who finished one (a killed worker starts but never ends).
   const charges = new Map<string, string[]>();
+  const completed = new Map<string, string[]>();
   const shared = new Map<string, number>();
   const led = new Map<string, number>();
   let victim: ChildProcess | undefined;
   // Every charge the killed worker had started: it may have begun more than one before the kill
   // landed, and none of them finished.
-  const victimOrders = new Set<string>();
   console.log(
     `${workerCount} workers charge the same ${orders.length} orders through ${redis.url} (lease ${leaseMs} ms)\n`,
   );
@@ -160,17 +175,16 @@ async function main(): Promise<void> {
         if (report.type === 'start') {
           charges.set(report.order, [...(charges.get(report.order) ?? []), name]);
           console.log(`${at()}  ${name} starts charging ${report.order}`);
-          if (child === victim) victimOrders.add(report.order);
           // The last worker dies in its first charge, before it can record the result.
           if (name === `w${workerCount}` && victim === undefined) {
             victim = child;
-            victimOrders.add(report.order);
             child.kill('SIGKILL');
             console.log(
               `${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`,
             );
           }
         } else if (report.type === 'end') {
+          completed.set(report.order, [...(completed.get(report.order) ?? []), name]);
           console.log(`${at()}  ${name} charged ${report.order} (${report.chargeId})`);
         } else if (report.type === 'result') {
           const tally = report.ran ? led : shared;
@@ -191,16 +205,7 @@ async function main(): Promise<void> {
   redis.stop();
 
   console.log('\nSummary');
-  for (const order of orders) {
-    const by = charges.get(order) ?? [];
-    const note =
-      victimOrders.has(order) && by.length > 1
-        ? `  (the killed worker's charge never finished; ${by.at(-1)} re-ran it after the lease)`
-        : '';
-    console.log(
-      `  ${order}: charged ${by.length === 1 ? 'once' : `${by.length} times`} by ${by.join(', ')}${note}`,
-    );
-  }
+  for (const order of orders) console.log(`  ${order}: ${chargeSummary(charges.get(order) ?? [], completed.get(order) ?? [])}`);
   for (let i = 1; i <= workerCount; i++) {
     const name = `w${i}`;
     if (name === `w${workerCount}`) {

@@ -13,6 +13,7 @@ export type DispatchErrorKind =
   | 'idempotency_conflict'
   | 'tool_error'
   | 'store_unavailable'
+  | 'idempotency_result_unavailable'
   | (string & {});
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */

@@ -1,9 +1,9 @@
 // toAgentsTools driven by the real Agents SDK: run() against the local Responses server (examples/fake-provider).
 
 import { Agent, run, RunContext, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
-// The openai 7 client the Agents SDK itself depends on (the project's own openai is 6), by path:
-// npm nests it under @openai/agents, whose exports do not reach it.
-import { OpenAI } from '../../../node_modules/@openai/agents/node_modules/openai/index.mjs';
+// The project's own openai 6 client: package.json overrides the Agents SDK's openai 7, which
+// declares Node 22, so the tests run the same client a Node 20 user is told to pin.
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toAgentsTools, type AgentsToolCall } from '../../../integrations/openai-agents/index.js';
