@@ -132,7 +132,6 @@ async function localRedis(): Promise<{ url: string; stop(): void }> {
   };
 }
 
-
 // One order's line of the summary: charged once is the promise; a start with no end is a killed
 // worker's charge, which the lease let another worker make after it.
 function chargeSummary(started: readonly string[], finished: readonly string[]): string {
@@ -205,7 +204,8 @@ async function main(): Promise<void> {
   redis.stop();
 
   console.log('\nSummary');
-  for (const order of orders) console.log(`  ${order}: ${chargeSummary(charges.get(order) ?? [], completed.get(order) ?? [])}`);
+  for (const order of orders)
+    console.log(`  ${order}: ${chargeSummary(charges.get(order) ?? [], completed.get(order) ?? [])}`);
   for (let i = 1; i <= workerCount; i++) {
     const name = `w${i}`;
     if (name === `w${workerCount}`) {

@@ -43,7 +43,10 @@ describe('the documented failure kinds', () => {
     expect(kinds).toContain('idempotency_result_unavailable');
     for (const path of ['README.md', 'docs/error-envelope.md']) {
       const documented = tableKinds(path);
-      expect(kinds.filter((kind) => !documented.has(kind)), path).toEqual([]);
+      expect(
+        kinds.filter((kind) => !documented.has(kind)),
+        path,
+      ).toEqual([]);
     }
   });
 

@@ -26,7 +26,9 @@ describe.skipIf(!enabled)('examples/fleet.ts', () => {
     // Each order is charged once, a killed worker's unfinished charge included (it is said so).
     for (let order = 1001; order <= 1008; order++) {
       expect(summary).toMatch(
-        new RegExp(`order-${order}: charged once, by w\\d(; w\\d started it and was killed before its charge finished|\n)`),
+        new RegExp(
+          `order-${order}: charged once, by w\\d(; w\\d started it and was killed before its charge finished|\n)`,
+        ),
       );
     }
     expect(summary).not.toMatch(/TIMES|never finished/);

@@ -2,7 +2,16 @@
 // node_modules is missing or does not match package-lock.json.
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,14 +35,20 @@ function project(locked: Packages, installed: Packages | undefined) {
   writeFileSync(join(folder, 'package-lock.json'), JSON.stringify({ packages: { '': {}, ...locked } }));
   if (installed !== undefined) {
     mkdirSync(join(folder, 'node_modules'));
-    writeFileSync(join(folder, 'node_modules', '.package-lock.json'), JSON.stringify({ packages: installed }));
+    writeFileSync(
+      join(folder, 'node_modules', '.package-lock.json'),
+      JSON.stringify({ packages: installed }),
+    );
   }
   const npm = join(folder, 'bin', 'npm');
   writeFileSync(npm, `#!/bin/sh\necho "$@" > "${join(folder, 'npm-called')}"\n`);
   chmodSync(npm, 0o755);
   const run = () => {
     const env = { ...process.env, PATH: `${join(folder, 'bin')}:${process.env['PATH'] ?? ''}` };
-    execFileSync(process.execPath, [join(folder, 'scripts', 'install-if-needed.mjs')], { env, stdio: 'pipe' });
+    execFileSync(process.execPath, [join(folder, 'scripts', 'install-if-needed.mjs')], {
+      env,
+      stdio: 'pipe',
+    });
     const called = join(folder, 'npm-called');
     return existsSync(called) ? readFileSync(called, 'utf8').trim() : undefined;
   };
