@@ -59,6 +59,14 @@ export interface LoggingOptions {
    * @default () => Date.now()
    */
   now?: () => number;
+  /**
+   * Log as they are the failure messages that may quote the call's arguments: a `schema`
+   * failure's (a JSON parser's excerpt, a validator's received value) and any error whose cause
+   * is a JSON parser's. Off by default, when they become a fixed text: arguments may hold
+   * personal data.
+   * @default false
+   */
+  recordArguments?: boolean;
 }
 
 let loggingLayers = 0;
@@ -98,8 +106,9 @@ const logSafe: JsonSafeOptions = {
  * Writes one record per event of each dispatch it sees, from the moment it runs (outermost, it
  * sees them all, `dispatch.success` and `dispatch.failure` included), as a single object
  * argument, so `console` and pino both take it: `{ event, tool, callId, attempt, durationMs,
- * kind?, ...details }`. Records hold plain JSON values only; causes and stacks are left out. A
- * logger that throws never breaks a dispatch. Placed inside `retry`, it still writes each event
+ * kind?, ...details }`. Records hold plain JSON values only; causes and stacks are left out, and
+ * a failure message that may quote the arguments is a fixed text unless `recordArguments` is on.
+ * A logger that throws never breaks a dispatch. Placed inside `retry`, it still writes each event
  * once.
  *
  * @example
@@ -112,6 +121,7 @@ export function logging(options: LoggingOptions): Middleware {
     level = 'debug',
     levels = {},
     now = () => Date.now(),
+    recordArguments = false,
   } = optionsObject('logging', options as LoggingOptions | undefined);
   if (typeof logger !== 'object' || logger === null) {
     throw new TypeError(
@@ -135,6 +145,9 @@ export function logging(options: LoggingOptions): Middleware {
     }
   }
   requireFunction('now', now);
+  if (typeof recordArguments !== 'boolean') {
+    throw new TypeError(`recordArguments must be a boolean, got ${String(recordArguments)}`);
+  }
   const threshold = rank[level];
   const levelOf = (type: string): LogLevel =>
     (Object.hasOwn(levels, type) ? levels[type] : undefined) ??
@@ -149,7 +162,7 @@ export function logging(options: LoggingOptions): Middleware {
     const eventLevel = levelOf(event.type);
     if (rank[eventLevel] < threshold) return;
     try {
-      const returned: unknown = logger[eventLevel](toRecord(ctx, event, now));
+      const returned: unknown = logger[eventLevel](toRecord(ctx, event, now, recordArguments));
       if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
         (returned as PromiseLike<unknown>).then(undefined, () => undefined);
       }
@@ -168,7 +181,12 @@ export function logging(options: LoggingOptions): Middleware {
   });
 }
 
-function toRecord(ctx: DispatchContext, event: DispatchEvent, now: () => number): LogRecord {
+function toRecord(
+  ctx: DispatchContext,
+  event: DispatchEvent,
+  now: () => number,
+  recordArguments: boolean,
+): LogRecord {
   const durationMs =
     typeof event.durationMs === 'number' && Number.isFinite(event.durationMs)
       ? event.durationMs
@@ -183,9 +201,42 @@ function toRecord(ctx: DispatchContext, event: DispatchEvent, now: () => number)
   if (typeof event.kind === 'string') record.kind = event.kind;
   for (const key of Object.keys(event)) {
     if (ownFields.has(key) || droppedFields.has(key)) continue;
-    setField(record, key, toJsonSafe(event[key], logSafe));
+    const value = recordArguments ? event[key] : withoutArgumentText(ctx, event, key);
+    setField(record, key, toJsonSafe(value, logSafe));
   }
   return record as unknown as LogRecord;
+}
+
+const schemaMessage =
+  'The arguments were rejected (the details may quote them and are logged only with recordArguments)';
+const parserMessage =
+  "The JSON could not be parsed (the parser's message quotes its input and is logged only with " +
+  'recordArguments)';
+
+// The detail `key` of `event`, or a fixed text when it is a failure message that may quote the
+// arguments: a schema failure's (a JSON parser's excerpt, a validator's received value), or any
+// error a JSON parser raised, such as a handler's JSON.parse of an argument.
+function withoutArgumentText(ctx: DispatchContext, event: DispatchEvent, key: string): unknown {
+  const value = event[key];
+  try {
+    if (key === 'message' && event.type === 'dispatch.failure') {
+      const { outcome } = ctx;
+      const cause = outcome?.ok === false && outcome.message === value ? outcome.cause : undefined;
+      return isParserError(cause) ? parserMessage : event.kind === 'schema' ? schemaMessage : value;
+    }
+    if (!(value instanceof Error)) return value;
+    if (isParserError(value) || isParserError(value.cause)) return parserMessage;
+    return (value as { kind?: unknown }).kind === 'schema' ? schemaMessage : value;
+  } catch {
+    // A detail that cannot be read is left out rather than risk its text.
+    return undefined;
+  }
+}
+
+function isParserError(value: unknown): boolean {
+  return (
+    value instanceof SyntaxError || (value as { name?: unknown } | null | undefined)?.name === 'SyntaxError'
+  );
 }
 
 // defineProperty, so a field named "__proto__" stays a plain field and never swaps the prototype.

@@ -2,6 +2,7 @@
 
 import type { Attributes } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent } from '../../index.js';
+import type { Failure } from './safe-message.js';
 
 /** The instrumentation scope both layers report under. */
 export const scopeName = 'tool-dispatcher';
@@ -86,9 +87,14 @@ const skippedDetails = new Set([
 
 /**
  * The span event for a dispatch event: `tool_dispatcher.<type>`, with the attempt number and the
- * event's low-cardinality details under `tool_dispatcher.*` (and `error.type` for its kind).
+ * event's low-cardinality details under `tool_dispatcher.*` (and `error.type` for its kind). A
+ * failed attempt's message is recorded as `messageOf` tells (see `safeMessage`).
  */
-export function spanEventAttributes(event: DispatchEvent, maxLength: number): Attributes {
+export function spanEventAttributes(
+  event: DispatchEvent,
+  maxLength: number,
+  messageOf: (failure: Failure) => string,
+): Attributes {
   const attributes: Attributes = { [ours.attempt]: event.attempt };
   for (const name of Object.keys(event)) {
     if (skippedDetails.has(name)) continue;
@@ -106,9 +112,11 @@ export function spanEventAttributes(event: DispatchEvent, maxLength: number): At
     // A circuit key names a tool or a backend (a bounded set, per circuitBreaker's docs).
     attributes[ours.circuitKey] = truncate(event.key, maxLength);
   }
-  const error = event.error as { message?: unknown } | undefined;
+  const error = event.error as { kind?: unknown; message?: unknown; cause?: unknown } | undefined;
   if (event.type === 'dispatch.attempt_failed' && typeof error?.message === 'string') {
-    attributes[ours.errorMessage] = truncate(error.message, maxLength);
+    const kind = typeof error.kind === 'string' ? error.kind : String(event.kind);
+    const message = messageOf({ kind, message: error.message, cause: error.cause });
+    attributes[ours.errorMessage] = truncate(message, maxLength);
   }
   return attributes;
 }

@@ -14,7 +14,13 @@ import {
   type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
-import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
+import {
+  isDispatchError,
+  type DispatchContext,
+  type DispatchEvent,
+  type Middleware,
+  type Next,
+} from '../../index.js';
 import {
   attributeText,
   genAi,
@@ -25,6 +31,7 @@ import {
   spanEventAttributes,
   truncate,
 } from './attributes.js';
+import { safeMessage, type Failure } from './safe-message.js';
 
 /** Options for `otelTracing`. */
 export interface OtelTracingOptions {
@@ -35,7 +42,9 @@ export interface OtelTracingOptions {
   tracer?: Tracer;
   /**
    * Record the call's arguments as `gen_ai.tool.call.arguments` (JSON text, cut to
-   * `maxAttributeLength`). Off by default: arguments may hold personal data.
+   * `maxAttributeLength`), and record as they are the failure messages that may quote them (a
+   * `schema` failure's, a JSON parser's excerpt); without it those become a fixed text. Off by
+   * default: arguments may hold personal data.
    * @default false
    */
   recordArguments?: boolean;
@@ -76,9 +85,11 @@ export interface OtelTracingOptions {
  * Attempts, failed attempts, retries (with their delay), timeouts, queueing for a slot,
  * idempotency hits and circuit transitions are span events; `tool_dispatcher.attempts` and the
  * other totals are attributes. A failure sets `error.type` to the envelope's kind and status
- * ERROR with its (stack-free) message. The span ends exactly once, also when the caller aborts
- * before the inner layers finish; a tracer that throws never breaks a dispatch. With no SDK
- * installed the layer costs one no-op span per call. Place it outermost.
+ * ERROR with its (stack-free) message, except a message that quotes the idempotency key or,
+ * unless `recordArguments` is on, may quote the arguments: a fixed text stands in for it. The
+ * span ends exactly once, also when the caller aborts before the inner layers finish; a tracer
+ * that throws never breaks a dispatch. With no SDK installed the layer costs one no-op span per
+ * call. Place it outermost.
  *
  * @example
  * import { otelTracing } from 'tool-dispatcher/otel';
@@ -102,12 +113,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
   }
   requireBoolean('recordArguments', recordArguments);
   requireBoolean('recordResults', recordResults);
-  if (typeof spanName !== 'string' && typeof spanName !== 'function') {
-    throw new TypeError(`spanName must be a string or a function, got ${typeof spanName}`);
-  }
-  if (typeof toolType !== 'string' || toolType === '') {
-    throw new TypeError(`toolType must be a non-empty string, got ${String(toolType)}`);
-  }
+  requireNaming(spanName, toolType, mode);
   if (
     typeof maxAttributeLength !== 'number' ||
     !Number.isInteger(maxAttributeLength) ||
@@ -115,10 +121,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
   ) {
     throw new TypeError(`maxAttributeLength must be an integer >= 16, got ${String(maxAttributeLength)}`);
   }
-  if (mode !== 'child' && mode !== 'enrich') {
-    throw new TypeError(`mode must be 'child' or 'enrich', got ${String(mode)}`);
-  }
-  const settings: Settings = { recordResults, maxAttributeLength };
+  const settings: Settings = { recordArguments, recordResults, maxAttributeLength };
   // With the API's global tracer and no SDK registered, every span is a no-op: skip the span
   // work per call (a provider registered later is seen on the next call).
   const noSdk = options?.tracer === undefined ? globalTracerIsNoop : alwaysFalse;
@@ -192,6 +195,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
 }
 
 interface Settings {
+  readonly recordArguments: boolean;
   readonly recordResults: boolean;
   readonly maxAttributeLength: number;
 }
@@ -260,7 +264,7 @@ class TracedDispatch {
       this.note(event);
       this.span.addEvent(
         `tool_dispatcher.${type}`,
-        spanEventAttributes(event, this.settings.maxAttributeLength),
+        spanEventAttributes(event, this.settings.maxAttributeLength, (failure) => this.messageOf(failure)),
       );
     } catch {
       // A broken span or an odd event loses this event only.
@@ -312,18 +316,32 @@ class TracedDispatch {
       const result = outcome?.ok === true ? outcome.result : undefined;
       this.end({ ok: true, result, attempts: numberOr(event.attempts, outcome?.attempts ?? 0) });
     } else {
+      const kind = typeof event.kind === 'string' ? event.kind : 'internal';
       this.end({
         ok: false,
-        kind: typeof event.kind === 'string' ? event.kind : 'internal',
+        kind,
         message: typeof event.message === 'string' ? event.message : '',
         attempts: numberOr(event.attempts, this.ctx.attempt),
+        // The event carries no cause; the outcome it reports may.
+        cause: outcome?.ok === false && outcome.kind === kind ? outcome.cause : undefined,
       });
     }
   }
 
   endThrown(error: unknown): void {
+    // A layer outside errorMapping may throw an envelope: its kind decides what is recorded.
+    if (isDispatchError(error)) {
+      const { kind, message, cause } = error;
+      this.end({ ok: false, kind, message, cause, attempts: this.ctx.attempt });
+      return;
+    }
     const message = error instanceof Error ? error.message : 'The middleware stack threw';
-    this.end({ ok: false, kind: 'internal', message, attempts: this.ctx.attempt });
+    this.end({ ok: false, kind: 'internal', message, cause: error, attempts: this.ctx.attempt });
+  }
+
+  private messageOf(failure: Failure): string {
+    const key: unknown = this.ctx.options.idempotencyKey;
+    return safeMessage(failure, typeof key === 'string' ? key : undefined, this.settings.recordArguments);
   }
 
   end(outcome: Ending | undefined): void {
@@ -346,7 +364,7 @@ class TracedDispatch {
       if (!ending.ok) {
         span.setStatus({
           code: SpanStatusCode.ERROR,
-          message: truncate(ending.message || ending.kind, settings.maxAttributeLength),
+          message: truncate(this.messageOf(ending) || ending.kind, settings.maxAttributeLength),
         });
       } else if (settings.recordResults) {
         span.setAttribute(genAi.toolCallResult, attributeText(ending.result, settings.maxAttributeLength));
@@ -390,7 +408,13 @@ class TracedDispatch {
 /** How a dispatch ended, as far as its span needs to know. */
 type Ending =
   | { readonly ok: true; readonly result: unknown; readonly attempts: number }
-  | { readonly ok: false; readonly kind: string; readonly message: string; readonly attempts: number };
+  | {
+      readonly ok: false;
+      readonly kind: string;
+      readonly message: string;
+      readonly attempts: number;
+      readonly cause?: unknown;
+    };
 
 function startAttributes(ctx: DispatchContext, toolType: string): Attributes {
   const attributes: Attributes = {
@@ -438,6 +462,18 @@ function carriesNewContext(span: Span, active: Context): boolean {
 
 function defaultSpanName(toolName: string): string {
   return `${genAi.executeTool} ${toolName}`;
+}
+
+function requireNaming(spanName: unknown, toolType: unknown, mode: unknown): void {
+  if (typeof spanName !== 'string' && typeof spanName !== 'function') {
+    throw new TypeError(`spanName must be a string or a function, got ${typeof spanName}`);
+  }
+  if (typeof toolType !== 'string' || toolType === '') {
+    throw new TypeError(`toolType must be a non-empty string, got ${String(toolType)}`);
+  }
+  if (mode !== 'child' && mode !== 'enrich') {
+    throw new TypeError(`mode must be 'child' or 'enrich', got ${String(mode)}`);
+  }
 }
 
 function requireBoolean(name: string, value: unknown): void {

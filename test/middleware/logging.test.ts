@@ -347,6 +347,7 @@ describe('logging', () => {
     expect(call({ logger, levels: { 'dispatch.retry': 'loud' } })).toThrow(/levels\["dispatch.retry"\]/);
     expect(call({ logger, levels: 'warn' })).toThrow(/levels must be an object/);
     expect(call({ logger, now: 5 })).toThrow(/now must be a function/);
+    expect(call({ logger, recordArguments: 'yes' })).toThrow(/recordArguments must be a boolean/);
     for (const bad of [call(undefined), call({}), call({ logger, level: 'x' })]) {
       expect(bad).toThrow(TypeError);
     }

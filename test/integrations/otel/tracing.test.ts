@@ -296,17 +296,26 @@ describe('otelTracing: failures', () => {
     expectEndedOnce(tool);
   });
 
-  it('records a schema error with no attempt', async () => {
-    const { dispatcher } = setup((registry) =>
-      registry.register({ name: 'kv.get', inputSchema: query, handler: () => 1 }),
-    );
-    const outcome = await dispatcher.dispatch('kv.get', { q: 7 });
-    expect(outcome).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
-    const tool = onlySpan(telemetry.finished(), 'execute_tool kv.get');
-    expect(tool.attributes).toMatchObject({ 'error.type': 'schema', 'tool_dispatcher.attempts': 0 });
-    expect(tool.status.code).toBe(SpanStatusCode.ERROR);
-    expect(tool.status.message).toContain('q');
-    expect(eventNames(tool)).toEqual([]);
+  it('records a schema error with no attempt, its details only with recordArguments', async () => {
+    for (const recordArguments of [false, true]) {
+      telemetry.reset();
+      const { dispatcher } = setup(
+        (registry) => registry.register({ name: 'kv.get', inputSchema: query, handler: () => 1 }),
+        { recordArguments },
+      );
+      const outcome = await dispatcher.dispatch('kv.get', { q: 7 });
+      expect(outcome).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
+      const tool = onlySpan(telemetry.finished(), 'execute_tool kv.get');
+      expect(tool.attributes).toMatchObject({ 'error.type': 'schema', 'tool_dispatcher.attempts': 0 });
+      expect(tool.status.code).toBe(SpanStatusCode.ERROR);
+      // The validator's details may quote the arguments.
+      expect(tool.status.message).toBe(
+        recordArguments
+          ? (outcome as { message: string }).message
+          : 'The arguments were rejected (the details may quote them and are recorded only with recordArguments)',
+      );
+      expect(eventNames(tool)).toEqual([]);
+    }
   });
 
   it('records not_found under the requested name', async () => {
