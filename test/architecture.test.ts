@@ -99,12 +99,14 @@ describe('the import rules', () => {
 
   it('lets an integration use only the public faces and its own folder', () => {
     const publicFaces = new Set(['index.js', 'src/index.js', 'src/stores.js', 'middleware/index.js']);
+    // The one module the integrations share: the check that names a missing peer.
+    const shared = 'integrations/peers.js';
     expect(
       violations('integrations', (file, specifier) => {
         if (!isRelative(specifier)) return false;
         const to = target(file, specifier);
         const own = relative(root, file).split(sep).slice(0, 2).join('/');
-        return !publicFaces.has(to) && !to.startsWith(`${own}/`);
+        return !publicFaces.has(to) && to !== shared && !to.startsWith(`${own}/`);
       }),
     ).toEqual([]);
   });
