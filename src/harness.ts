@@ -1,8 +1,8 @@
 // Harness-loop helpers: what the agent loop does with an outcome, and how the model reads it.
 
-import { withoutStackFrames } from './errors.js';
+import { DispatchError, describeThrown, withoutStackFrames } from './errors.js';
 import { optionsObject, requireInteger } from './internal/options.js';
-import { toJsonSafe } from './json-safe.js';
+import { readJsonSafe } from './json-safe.js';
 import type { Outcome } from './types.js';
 
 /** The harness-loop hook an outcome calls for. */
@@ -37,6 +37,31 @@ export interface ToolMessageOptions {
    * @default 2000
    */
   maxLength?: number;
+}
+
+/** Options for `toolAnswer`. */
+export interface ToolAnswerOptions extends ToolMessageOptions {
+  /** The name the model knows the tool by, quoted when its result cannot be rendered. */
+  displayName?: string;
+  /**
+   * Make the answer's result survive `JSON.stringify`, for a host that stores or streams it (an
+   * AI SDK tool output, a LangChain artifact a checkpointer saves): a result `JSON.stringify`
+   * throws on (nested too deeply, a cycle, a bigint, a throwing getter) is replaced by its
+   * `toJsonSafe` copy, markers included. A result that serialises as it is stays the same object.
+   * @default false
+   */
+  serializable?: boolean;
+}
+
+/** One call's answer for a host: the text the model reads and the outcome that text describes. */
+export interface ToolAnswer {
+  /**
+   * The dispatch's outcome, except that a success whose result cannot be rendered at all (it
+   * throws when read as a whole, or its JSON is too long for a string) is an `internal` envelope.
+   */
+  readonly outcome: Outcome;
+  /** The model-facing text of `outcome`, exactly as `toToolMessage` renders it. */
+  readonly text: string;
 }
 
 const none: HarnessStep = Object.freeze({ hook: 'none', replan: false });
@@ -96,7 +121,9 @@ const truncationMarker = '… [truncated]';
  * Renders an outcome as compact text for the model: a success as its result (a string as it is,
  * anything else as compact JSON), a failure as `error (kind, after n attempts): message` and a
  * short hint on what to do next. Never throws for any result (bigints, cycles, functions,
- * throwing getters) and never includes a stack trace.
+ * throwing getters) and never includes a stack trace: a field that throws when read reads as
+ * `"[Unreadable: <message>]"` beside the others, and a result that cannot be rendered at all
+ * reads as the `internal` error `toolAnswer` makes of it.
  *
  * @example
  * toToolMessage(await dispatcher.dispatch('search.web', { query: 'x' }));
@@ -107,8 +134,63 @@ export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}
   const { maxLength = 2000 } = optionsObject('toToolMessage', options);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   requireOutcome('toToolMessage', outcome);
-  if (outcome.ok) return truncate(renderResult(outcome.result), maxLength);
+  return answerFor(outcome, maxLength, undefined, false).text;
+}
 
+/**
+ * What a host sends back for one call: `toToolMessage`'s text and the outcome it describes. The
+ * dispatch's outcome is kept, except that a success whose result cannot be rendered at all
+ * becomes an `internal` envelope (so the host flags it as an error: `is_error`, a thrown tool
+ * error, `status: 'error'`) whose text says the tool ran but its result could not be sent. A
+ * result with only some unreadable parts is rendered with markers and stays a success. Never
+ * throws for any result.
+ *
+ * @example
+ * const { outcome, text } = toolAnswer(await dispatcher.dispatch('search.web', args), {
+ *   displayName: 'search__web',
+ * });
+ * messages.push({ role: 'tool', tool_call_id: id, content: text });
+ * if (!outcome.ok) log.warn(outcome.kind, outcome.message);
+ */
+export function toolAnswer(outcome: Outcome, options: ToolAnswerOptions = {}): ToolAnswer {
+  const { maxLength = 2000, displayName, serializable = false } = optionsObject('toolAnswer', options);
+  if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
+  if (displayName !== undefined && typeof displayName !== 'string') {
+    throw new TypeError(`displayName must be a string, got ${String(displayName)}`);
+  }
+  if (typeof serializable !== 'boolean') {
+    throw new TypeError(`serializable must be a boolean, got ${String(serializable)}`);
+  }
+  requireOutcome('toolAnswer', outcome);
+  return answerFor(outcome, maxLength, displayName, serializable);
+}
+
+function answerFor(
+  outcome: Outcome,
+  maxLength: number,
+  displayName: string | undefined,
+  serializable: boolean,
+): ToolAnswer {
+  if (!outcome.ok) return { outcome, text: failureText(outcome, maxLength) };
+  const { result } = outcome;
+  if (typeof result === 'string') return { outcome, text: truncate(result, maxLength) };
+  const rendered = renderResult(result);
+  if (!rendered.ok) {
+    const attempts = Number.isInteger(outcome.attempts) && outcome.attempts >= 0 ? outcome.attempts : 0;
+    const name = displayName === undefined ? 'The tool' : JSON.stringify(displayName);
+    const failure = new DispatchError(
+      'internal',
+      `${name} ran, but its result cannot be rendered for the model: ${describeThrown(rendered.error)}`,
+      { attempts, cause: rendered.error },
+    );
+    return { outcome: failure, text: failureText(failure, maxLength) };
+  }
+  const text = truncate(rendered.json ?? '(no result)', maxLength);
+  if (!serializable || serializes(result)) return { outcome, text };
+  return { outcome: { ok: true, result: rendered.value, attempts: outcome.attempts }, text };
+}
+
+function failureText(outcome: DispatchError, maxLength: number): string {
   const attempts = Number.isInteger(outcome.attempts) ? outcome.attempts : 0;
   const kind = String(outcome.kind);
   const prefix =
@@ -173,13 +255,29 @@ function withoutStack(message: string): string {
     .join(' ');
 }
 
-function renderResult(result: unknown): string {
-  if (typeof result === 'string') return result;
+type RenderedResult = { ok: true; value: unknown; json: string | undefined } | { ok: false; error: unknown };
+
+// A result that throws when read as a whole, or whose JSON no string can hold, cannot be rendered.
+function renderResult(result: unknown): RenderedResult {
+  const read = readJsonSafe(result);
+  if (!read.ok) return read;
   try {
-    const value = toJsonSafe(result);
-    return value === undefined ? '(no result)' : JSON.stringify(value);
+    return {
+      ok: true,
+      value: read.value,
+      json: read.value === undefined ? undefined : JSON.stringify(read.value),
+    };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+function serializes(result: unknown): boolean {
+  try {
+    JSON.stringify(result);
+    return true;
   } catch {
-    return Object.prototype.toString.call(result);
+    return false;
   }
 }
 

@@ -62,7 +62,7 @@ export type {
 } from './types.js';
 
 export { hasProgressListener, signalEndsWithAttempt } from './attempt.js';
-export { harnessStep, toToolMessage } from './harness.js';
+export { harnessStep, toolAnswer, toToolMessage } from './harness.js';
 export { toJsonSafe } from './json-safe.js';
 export { providerCallOptions } from './provider-call.js';
 export type { ProviderCall } from './provider-call.js';
@@ -71,6 +71,8 @@ export type {
   HarnessHook,
   HarnessStep,
   HarnessStepOptions,
+  ToolAnswer,
+  ToolAnswerOptions,
   ToolMessageOptions,
 } from './harness.js';
 export * from './stores.js';

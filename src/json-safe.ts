@@ -1,7 +1,7 @@
 // The one JSON-safe renderer: what a log record, a tool message or a wire payload carries of any
 // value a handler or a layer produced, whatever that value is.
 
-import { withoutStackFrames } from './errors.js';
+import { describeThrown, withoutStackFrames } from './errors.js';
 
 /** Options for `toJsonSafe`. */
 export interface JsonSafeOptions {
@@ -17,8 +17,9 @@ export interface JsonSafeOptions {
   errors?: 'object' | 'message';
   /**
    * What stands in for a value that is its own ancestor, one nested too deeply, or one that
-   * throws when read: a marker string (`"[Circular]"`, `"[Too deep]"`, its `[object …]` tag),
-   * or nothing (the field is left out).
+   * throws when read (a getter, a `toJSON`, a proxy trap): a marker string (`"[Circular]"`,
+   * `"[Too deep]"`, `"[Unreadable: <what it threw>]"`), or nothing (the field is left out).
+   * Only that value is replaced; its siblings are rendered as usual.
    * @default 'marker'
    */
   unrenderable?: 'marker' | 'omit';
@@ -34,21 +35,64 @@ export interface JsonSafeOptions {
  * unchanged: bigints and non-finite numbers become strings, `toJSON` is honoured (a `Date` is its
  * ISO string), a `Map` becomes an array of `[key, value]` pairs and a `Set` an array, errors lose
  * their stack; functions, symbols and `undefined` are left out of objects (and `null` in arrays),
- * as `JSON.stringify` would. Never throws, whatever getters, `toJSON`s or proxies it meets;
- * `undefined` only for a value JSON has no form for.
+ * as `JSON.stringify` would. Never throws, whatever getters, `toJSON`s or proxies it meets: a
+ * field that throws when read becomes `"[Unreadable: <message>]"` and the others stay.
+ * `undefined` only for a value JSON has no form for. Nesting past `maxDepth` is cut, so a value
+ * thousands of levels deep never overflows the stack.
  *
  * @example
  * toJsonSafe({ n: 10n, at: new Date(0), error: new Error('x') });
  * // { n: '10', at: '1970-01-01T00:00:00.000Z', error: { name: 'Error', message: 'x' } }
  */
 export function toJsonSafe(value: unknown, options: JsonSafeOptions = {}): unknown {
-  const settings: Settings = {
+  const settings = settingsOf(options);
+  const read = readTop(value, settings);
+  return read.ok ? read.value : unreadable(read.error, settings);
+}
+
+/**
+ * What `readJsonSafe` gives: the JSON-safe copy, or what the value threw when read as a whole.
+ * @internal
+ */
+export type JsonSafeRead = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * `toJsonSafe`, except that a value unreadable as a whole (a revoked proxy, a throwing `toJSON`
+ * on the value itself) is reported rather than replaced by a marker: a caller that must say
+ * "this cannot be rendered" can tell it from a value that merely has unreadable parts.
+ * @internal
+ */
+export function readJsonSafe(value: unknown, options: JsonSafeOptions = {}): JsonSafeRead {
+  return readTop(value, settingsOf(options));
+}
+
+function settingsOf(options: JsonSafeOptions): Settings {
+  return {
     maxDepth: options.maxDepth ?? 32,
     errorsAsMessage: options.errors === 'message',
     markers: options.unrenderable !== 'omit',
     dropKeys: options.dropKeys,
   };
-  return render(value, 0, [], settings, true);
+}
+
+function readTop(value: unknown, settings: Settings): JsonSafeRead {
+  if (typeof value !== 'object' || value === null || settings.maxDepth <= 0) {
+    return { ok: true, value: render(value, 0, [], settings, true) };
+  }
+  try {
+    return { ok: true, value: renderObject(value, 0, [value], settings, true) };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+const longestReason = 200;
+
+// The marker for a value that threw when read: what it threw, on one line, never a stack frame.
+function unreadable(error: unknown, settings: Settings): string | undefined {
+  if (!settings.markers) return undefined;
+  const reason = describeThrown(error).replace(/\s+/g, ' ').trim() || 'unknown error';
+  return `[Unreadable: ${reason.length > longestReason ? `${reason.slice(0, longestReason)}…` : reason}]`;
 }
 
 interface Settings {
@@ -84,9 +128,10 @@ function render(
   ancestors.push(value);
   try {
     return renderObject(value, depth, ancestors, settings, useToJson);
-  } catch {
-    // A throwing getter, toJSON or proxy trap: say what it was rather than fail.
-    return settings.markers ? Object.prototype.toString.call(value) : undefined;
+  } catch (error) {
+    // A throwing toJSON or proxy trap (or a stack too small for a huge maxDepth): say what it
+    // threw rather than fail, and let the value's siblings render.
+    return unreadable(error, settings);
   } finally {
     ancestors.pop();
   }
@@ -109,14 +154,29 @@ function renderObject(
   if (useToJson && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     return inner((value as { toJSON: () => unknown }).toJSON(), true);
   }
-  if (Array.isArray(value)) return value.map((item) => inner(item) ?? null);
+  // Each element and field is read on its own, so one throwing getter costs only its own slot.
+  const field = (source: object, key: PropertyKey): unknown => {
+    try {
+      return inner((source as Record<PropertyKey, unknown>)[key]);
+    } catch (error) {
+      return unreadable(error, settings);
+    }
+  };
+  if (Array.isArray(value)) {
+    try {
+      return value.map((item) => inner(item) ?? null);
+    } catch {
+      // An element's getter threw: read them one at a time, so only that one is marked.
+      return Array.from({ length: value.length }, (_, i) => field(value, i) ?? null);
+    }
+  }
   if (value instanceof Map)
     return Array.from(value, ([key, item]) => [inner(key) ?? null, inner(item) ?? null]);
   if (value instanceof Set) return Array.from(value, (item) => inner(item) ?? null);
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
     if (settings.dropKeys?.has(key)) continue;
-    const item = inner((value as Record<string, unknown>)[key]);
+    const item = field(value, key);
     // defineProperty, so a "__proto__" key stays a plain field and never swaps the prototype.
     if (item !== undefined) {
       Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });

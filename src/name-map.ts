@@ -27,10 +27,14 @@ export interface NameMap {
    */
   wireName(toolName: string): string;
   /**
-   * The tool name behind a wire name; a wire name the map does not know comes back unchanged,
-   * so dispatching it gives the dispatcher's own `not_found`.
+   * The tool name behind a wire name; a wire name the map does not know comes back unchanged.
+   * Check `has(wireName)` before dispatching what a model sent: an unknown wire name may still
+   * be a registered tool the model was never offered (registered later, or a dotted registry
+   * name such as `search.web`).
    */
   toolName(wireName: string): string;
+  /** Whether `wireName` is the wire name of one of the map's tools. */
+  has(wireName: string): boolean;
   /** Every `[toolName, wireName]` pair, in the order the names were given. */
   entries(): IterableIterator<[toolName: string, wireName: string]>;
 }
@@ -47,7 +51,8 @@ const defaultEncode = (name: string): string => name.replaceAll('.', '__');
  * const names = createNameMap(['search.web', 'db.get_user']);
  * names.wireName('search.web');  // 'search__web'
  * names.toolName('search__web'); // 'search.web'
- * names.toolName('ghost');       // 'ghost' (dispatching it gives not_found)
+ * names.toolName('ghost');       // 'ghost': unknown wire names come back unchanged
+ * names.has('search.web');       // false: not a wire name, so never dispatch it
  */
 export function createNameMap(names: Iterable<string>, options: NameMapOptions = {}): NameMap {
   if (names === null || typeof (names as { [Symbol.iterator]?: unknown })?.[Symbol.iterator] !== 'function') {
@@ -107,6 +112,9 @@ export function createNameMap(names: Iterable<string>, options: NameMapOptions =
     },
     toolName(wireName: string): string {
       return toTool.get(wireName) ?? wireName;
+    },
+    has(wireName: string): boolean {
+      return toTool.has(wireName);
     },
     entries() {
       return toWire.entries();

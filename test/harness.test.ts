@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { harnessStep, toToolMessage, type HarnessStep } from '../src/harness.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { harnessStep, toolAnswer, toToolMessage, type HarnessStep } from '../src/harness.js';
 import { DispatchError, type Outcome } from '../index.js';
 
 const success = (result: unknown, attempts = 1): Outcome => ({ ok: true, result, attempts });
@@ -139,9 +139,13 @@ describe('toToolMessage', () => {
           },
         },
       );
-      expect(toToolMessage(success(getter))).toBe('"[object Object]"');
-      expect(toToolMessage(success({ nested: badToJson }))).toBe('{"nested":"[object Object]"}');
-      expect(toToolMessage(success(proxy))).toBe('"[object Object]"');
+      expect(toToolMessage(success(getter))).toBe('{"ok":1,"bad":"[Unreadable: getter]"}');
+      expect(toToolMessage(success({ nested: badToJson }))).toBe('{"nested":"[Unreadable: toJSON]"}');
+      // Nothing of it can be read: the tool ran, but the model is told its result is lost.
+      expect(toToolMessage(success(proxy))).toBe(
+        'error (internal, after 1 attempt): The tool ran, but its result cannot be rendered for the model: trap' +
+          ' Hint: The tool failed; do not repeat the same call unchanged.',
+      );
     });
 
     it('truncates a long result with a marker, within maxLength', () => {
@@ -266,5 +270,70 @@ describe('toToolMessage', () => {
       );
     }
     expect(() => toToolMessage(null as unknown as Outcome)).toThrow(TypeError);
+  });
+});
+
+describe('toolAnswer', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  const hidden = () =>
+    new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw new Error('keys withheld');
+        },
+      },
+    );
+
+  it('keeps a renderable outcome as it is, with its toToolMessage text', () => {
+    const ok = success({ hits: [1] }, 2);
+    expect(toolAnswer(ok)).toEqual({ outcome: ok, text: '{"hits":[1]}' });
+    expect(toolAnswer(ok).outcome).toBe(ok);
+    const failed = failure('timeout', 1, 'slow');
+    expect(toolAnswer(failed, { maxLength: 40 })).toEqual({
+      outcome: failed,
+      text: toToolMessage(failed, { maxLength: 40 }),
+    });
+  });
+
+  it('makes a success whose result cannot be read an internal failure naming the tool', () => {
+    const { outcome, text } = toolAnswer(success(hidden(), 2), { displayName: 'vault__read' });
+    expect(outcome).toMatchObject({ ok: false, kind: 'internal', attempts: 2, jsonrpcCode: -32603 });
+    expect(outcome.ok ? undefined : (outcome.cause as Error).message).toBe('keys withheld');
+    expect(text).toBe(
+      'error (internal, after 2 attempts): "vault__read" ran, but its result cannot be rendered for the model:' +
+        ' keys withheld Hint: The tool failed; do not repeat the same call unchanged.',
+    );
+  });
+
+  it('makes a success whose JSON no string can hold an internal failure', () => {
+    vi.spyOn(JSON, 'stringify').mockImplementationOnce(() => {
+      throw new RangeError('Invalid string length');
+    });
+    const { outcome, text } = toolAnswer(success({ huge: true }), { displayName: 'dump' });
+    expect(outcome).toMatchObject({ ok: false, kind: 'internal' });
+    expect(text).toMatch(/^error \(internal, after 1 attempt\): "dump" ran, .*: Invalid string length/);
+  });
+
+  it('with serializable, swaps a result JSON.stringify cannot take for its JSON-safe copy', () => {
+    const cyclic: Record<string, unknown> = { n: 1n };
+    cyclic['self'] = cyclic;
+    const { outcome, text } = toolAnswer(success(cyclic, 3), { serializable: true });
+    expect(outcome).toEqual({ ok: true, result: { n: '1', self: '[Circular]' }, attempts: 3 });
+    expect(text).toBe('{"n":"1","self":"[Circular]"}');
+    const plain = success({ at: new Date(0) });
+    expect(toolAnswer(plain, { serializable: true }).outcome).toBe(plain);
+    const raw = success(cyclic);
+    expect(toolAnswer(raw).outcome).toBe(raw);
+  });
+
+  it('rejects malformed options with a TypeError naming the option', () => {
+    expect(() => toolAnswer(success('x'), { displayName: 3 as never })).toThrow(/displayName/);
+    expect(() => toolAnswer(success('x'), { serializable: 'yes' as never })).toThrow(/serializable/);
+    expect(() => toolAnswer(success('x'), { maxLength: 0 })).toThrow(/maxLength/);
+    expect(() => toolAnswer(undefined as never)).toThrow(TypeError);
   });
 });

@@ -18,10 +18,15 @@ describe('createNameMap', () => {
     ]);
   });
 
-  it('returns an unknown wire name unchanged so the dispatcher answers not_found', () => {
+  it('returns an unknown wire name unchanged, and has() tells its own wire names from others', () => {
     const names = createNameMap(['search.web']);
     expect(names.toolName('ghost')).toBe('ghost');
     expect(names.toolName('__proto__')).toBe('__proto__');
+    expect(names.has('search__web')).toBe(true);
+    // A registry name is not a wire name: a host must not dispatch it.
+    expect(names.has('search.web')).toBe(false);
+    expect(names.has('ghost')).toBe(false);
+    expect(names.has('__proto__')).toBe(false);
   });
 
   it('throws a TypeError for a tool name it was not built with', () => {

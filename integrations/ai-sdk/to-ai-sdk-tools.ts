@@ -5,6 +5,7 @@ import {
   providerCallOptions,
   createNameMap,
   toObjectSchema,
+  toolAnswer,
   toToolMessage,
   type Budget,
   type Dispatcher,
@@ -54,9 +55,11 @@ export interface AiSdkToolsOptions {
 /**
  * The registry's tools as an AI SDK `ToolSet` for `generateText` / `streamText`: each tool's
  * `execute` dispatches with the call's `toolCallId` as `callId` (and, scoped, as the
- * idempotency key) and the SDK's `abortSignal`. A success goes to the model as
- * `toToolMessage` text; a failure throws `ToolCallFailed`, which the SDK sends as the call's
- * error text. Schemas are plain JSON Schema with no `validate`, so the dispatcher's schema
+ * idempotency key) and the SDK's `abortSignal` (without options: a generated id, no signal). A
+ * success returns the result, or its `toJsonSafe` copy when `JSON.stringify` cannot take it (the
+ * SDK streams outputs as JSON), and goes to the model as `toToolMessage` text; a failure, or a
+ * result that cannot be rendered at all, throws `ToolCallFailed`, which the SDK sends as the
+ * call's error text. Schemas are plain JSON Schema with no `validate`, so the dispatcher's schema
  * layer is the one that checks the args. Leave AI SDK 7's `timeout.toolMs` unset: the
  * dispatcher's timeout owns each attempt's deadline.
  *
@@ -80,9 +83,11 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
           settings.names,
         );
   const tools: ToolSet = {};
+  const messageOptions = { maxLength: settings.maxLength };
+  // The text execute rendered for an object output, so toModelOutput need not render it again.
+  const rendered = new WeakMap<object, string>();
   for (const listing of listings) {
     const key = names === undefined ? listing.name : names.wireName(listing.name);
-    const messageOptions = { maxLength: settings.maxLength };
     Object.defineProperty(tools, key, {
       enumerable: true,
       writable: true,
@@ -94,27 +99,37 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         inputSchema: jsonSchema<unknown>(
           toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0],
         ),
-        async execute(input, { toolCallId, abortSignal }) {
+        // The options are the SDK's, but a direct `execute(input)` (a test, a hand-rolled loop)
+        // passes none: the call then gets a generated id and no signal.
+        async execute(input, options) {
           const outcome = await settings.dispatcher.dispatch(
             listing.name,
             input,
             providerCallOptions({
-              providerId: toolCallId,
-              signal: abortSignal,
+              providerId: options?.toolCallId,
+              signal: options?.abortSignal,
               ...settings.keys,
               idPrefix: 'ai-sdk',
               base: settings.base,
               displayName: key,
             }),
           );
-          if (!outcome.ok) throw new ToolCallFailed(outcome, messageOptions);
-          return outcome.result;
+          // The SDK streams and stores the output as JSON (UI message streams, step results), so
+          // one JSON.stringify cannot take is swapped for its JSON-safe copy; one that cannot be
+          // rendered at all is an `internal` failure.
+          const answer = toolAnswer(outcome, { ...messageOptions, displayName: key, serializable: true });
+          if (!answer.outcome.ok) throw new ToolCallFailed(answer.outcome, messageOptions);
+          const { result } = answer.outcome;
+          if (typeof result === 'object' && result !== null) rendered.set(result, answer.text);
+          return result;
         },
-        // The application keeps the raw result in `toolResults`; the model reads it as
+        // The application keeps the result in `toolResults`; the model reads it as
         // `toToolMessage` renders it (bigints, cycles and long results included).
         toModelOutput: ({ output }) => ({
           type: 'text',
-          value: toToolMessage({ ok: true, result: output, attempts: 1 }, messageOptions),
+          value:
+            (typeof output === 'object' && output !== null ? rendered.get(output) : undefined) ??
+            toToolMessage({ ok: true, result: output, attempts: 1 }, messageOptions),
         }),
       }),
     });

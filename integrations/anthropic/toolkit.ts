@@ -8,13 +8,14 @@ import {
   providerCallOptions,
   createBudget,
   createNameMap,
+  DispatchError,
   toObjectSchema,
-  toToolMessage,
+  toolAnswer,
   type Budget,
   type Dispatcher,
-  type DispatchError,
   type DispatchOptions,
   type JsonObjectSchema,
+  type NameMap,
   type NameMapOptions,
   type Outcome,
   type ToolRegistry,
@@ -22,7 +23,10 @@ import {
 
 /** Options for `createAnthropicToolkit`. */
 export interface AnthropicToolkitOptions {
-  /** The tools to offer; read once, when the toolkit is built. */
+  /**
+   * The tools to offer; read once, when the toolkit is built. Only these run: a call to any other
+   * name (a tool registered later included) is answered `not_found` without being dispatched.
+   */
   registry: Pick<ToolRegistry, 'list'>;
   /** Runs the calls. */
   dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
@@ -153,6 +157,66 @@ interface Offered {
  * if (response.stop_reason === 'tool_use') messages.push((await claude.runToolUses(response, { signal })).message);
  */
 export function createAnthropicToolkit(options: AnthropicToolkitOptions): AnthropicToolkit {
+  const kit = buildToolkit(options);
+  const { names, offered } = kit;
+  return {
+    tools() {
+      return offered.map(({ wire, description, schema }) => ({
+        name: wire,
+        ...(description === '' ? {} : { description }),
+        input_schema: structuredClone(schema),
+      }));
+    },
+    async runToolUses(response, runOptions) {
+      if (typeof response !== 'object' || response === null || !Array.isArray(response.content)) {
+        throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
+      }
+      const { options: base, scope } = readRunOptions(runOptions, kit.idempotencyScope);
+      const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter(
+        (block) => block?.['type'] === 'tool_use',
+      );
+      const results = await Promise.all(
+        uses.map((use) =>
+          runOne(
+            kit,
+            typeof use['name'] === 'string' ? use['name'] : '',
+            use['input'],
+            use['id'],
+            base,
+            scope,
+          ),
+        ),
+      );
+      return {
+        message: {
+          role: 'user',
+          content: results.map(({ id, outcome, text }) => ({
+            type: 'tool_result',
+            tool_use_id: id,
+            content: text,
+            ...(outcome.ok ? {} : { is_error: true }),
+          })),
+        },
+        outcomes: results.map(({ outcome }) => outcome),
+      };
+    },
+    runnableTools: (runnableOptions = {}) => runnableTools(kit, runnableOptions),
+    wireName: (toolName) => names.wireName(toolName),
+    toolName: (wireName) => names.toolName(wireName),
+  };
+}
+
+/** The checked options and the tools on offer, read once when the toolkit is built. */
+interface Toolkit {
+  readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
+  readonly idempotencyScope: string | undefined;
+  readonly keyByCallId: boolean;
+  readonly maxMessageLength: number;
+  readonly names: NameMap;
+  readonly offered: readonly Offered[];
+}
+
+function buildToolkit(options: AnthropicToolkitOptions): Toolkit {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createAnthropicToolkit() needs an options object with a registry and a dispatcher');
   }
@@ -188,105 +252,81 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
     description: listing.description,
     schema: toObjectSchema(listing.inputSchema),
   }));
-  const messageOptions = { maxLength: maxMessageLength };
+  return { dispatcher, idempotencyScope, keyByCallId, maxMessageLength, names, offered };
+}
 
-  // One call: the provider id as callId, the scoped key, the wire name for the model's texts.
-  const runOne = async (
-    wire: string,
-    input: unknown,
-    rawId: unknown,
-    base: DispatchOptions,
-    scope: string | undefined,
-    signal?: unknown,
-  ): Promise<{ id: string; outcome: Outcome }> => {
-    const options = providerCallOptions({
-      providerId: rawId,
-      signal,
-      idempotencyScope: scope,
-      keyByCallId,
-      idPrefix: 'toolu_td',
-      base,
-      displayName: wire,
-    });
-    const id = options.callId;
-    const name = names.toolName(wire);
-    // A proxy or a partial stream may hand over the input as JSON text: parse it in the stack.
-    const outcome = await (typeof input === 'string'
-      ? dispatcher.dispatchJson(name, input, options)
-      : dispatcher.dispatch(name, input ?? {}, options));
-    return { id, outcome };
-  };
+function runnableTools(kit: Toolkit, runnableOptions: RunnableToolsOptions): DispatcherRunnableTool[] {
+  if (typeof runnableOptions !== 'object' || runnableOptions === null) {
+    throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
+  }
+  const { toolError } = runnableOptions;
+  if (toolError !== undefined && typeof toolError !== 'function')
+    throw new TypeError("toolError must be a class (the SDK's ToolError)");
+  const { options: base } = readRunOptions({ ...pick(runnableOptions, ['budget', 'timeoutMs']) }, undefined);
+  return kit.offered.map(({ wire, description, schema }) => ({
+    name: wire,
+    ...(description === '' ? {} : { description }),
+    input_schema: structuredClone(schema),
+    // Identity: the runner must not validate, so the model reads our schema envelope.
+    parse: (input: unknown) => input,
+    run: async (args: unknown, context?: BetaToolRunContext) => {
+      // The runner may hand over `signal: null`: providerCallOptions keeps only an AbortSignal.
+      const { outcome, text } = await runOne(
+        kit,
+        wire,
+        args,
+        context?.toolUse?.id,
+        base,
+        kit.idempotencyScope,
+        context?.signal,
+      );
+      if (outcome.ok) return text;
+      throw toolError === undefined ? new RunnableToolFailed(text, outcome) : new toolError(text);
+    },
+  }));
+}
 
+// One call: the provider id as callId, the scoped key, the wire name for the model's texts; the
+// answer's outcome is `internal` when the result cannot be rendered, so text and flag agree.
+async function runOne(
+  kit: Toolkit,
+  wire: string,
+  input: unknown,
+  rawId: unknown,
+  base: DispatchOptions,
+  scope: string | undefined,
+  signal?: unknown,
+): Promise<{ id: string; outcome: Outcome; text: string }> {
+  const options = providerCallOptions({
+    providerId: rawId,
+    signal,
+    idempotencyScope: scope,
+    keyByCallId: kit.keyByCallId,
+    idPrefix: 'toolu_td',
+    base,
+    displayName: wire,
+  });
+  // Only what this toolkit offered runs: the dispatcher's registry may hold more (tools
+  // registered later, and registry names such as `search.web` that are not wire names).
+  const outcome = kit.names.has(wire)
+    ? await dispatchOne(kit.dispatcher, kit.names.toolName(wire), input, options)
+    : new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`);
   return {
-    tools() {
-      return offered.map(({ wire, description, schema }) => ({
-        name: wire,
-        ...(description === '' ? {} : { description }),
-        input_schema: structuredClone(schema),
-      }));
-    },
-    async runToolUses(response, runOptions) {
-      if (typeof response !== 'object' || response === null || !Array.isArray(response.content)) {
-        throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
-      }
-      const { options: base, scope } = readRunOptions(runOptions, idempotencyScope);
-      const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter(
-        (block) => block?.['type'] === 'tool_use',
-      );
-      const results = await Promise.all(
-        uses.map((use) =>
-          runOne(typeof use['name'] === 'string' ? use['name'] : '', use['input'], use['id'], base, scope),
-        ),
-      );
-      return {
-        message: {
-          role: 'user',
-          content: results.map(({ id, outcome }) => ({
-            type: 'tool_result',
-            tool_use_id: id,
-            content: toToolMessage(outcome, messageOptions),
-            ...(outcome.ok ? {} : { is_error: true }),
-          })),
-        },
-        outcomes: results.map(({ outcome }) => outcome),
-      };
-    },
-    runnableTools(runnableOptions = {}) {
-      if (typeof runnableOptions !== 'object' || runnableOptions === null) {
-        throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
-      }
-      const { toolError } = runnableOptions;
-      if (toolError !== undefined && typeof toolError !== 'function')
-        throw new TypeError("toolError must be a class (the SDK's ToolError)");
-      const { options: base } = readRunOptions(
-        { ...pick(runnableOptions, ['budget', 'timeoutMs']) },
-        undefined,
-      );
-      return offered.map(({ wire, description, schema }) => ({
-        name: wire,
-        ...(description === '' ? {} : { description }),
-        input_schema: structuredClone(schema),
-        // Identity: the runner must not validate, so the model reads our schema envelope.
-        parse: (input: unknown) => input,
-        run: async (args: unknown, context?: BetaToolRunContext) => {
-          // The runner may hand over `signal: null`: providerCallOptions keeps only an AbortSignal.
-          const { outcome } = await runOne(
-            wire,
-            args,
-            context?.toolUse?.id,
-            base,
-            idempotencyScope,
-            context?.signal,
-          );
-          const text = toToolMessage(outcome, messageOptions);
-          if (outcome.ok) return text;
-          throw toolError === undefined ? new RunnableToolFailed(text, outcome) : new toolError(text);
-        },
-      }));
-    },
-    wireName: (toolName) => names.wireName(toolName),
-    toolName: (wireName) => names.toolName(wireName),
+    id: options.callId,
+    ...toolAnswer(outcome, { maxLength: kit.maxMessageLength, displayName: wire }),
   };
+}
+
+// A proxy or a partial stream may hand over the input as JSON text: parse it in the stack.
+function dispatchOne(
+  dispatcher: Toolkit['dispatcher'],
+  name: string,
+  input: unknown,
+  options: DispatchOptions,
+): Promise<Outcome> {
+  return typeof input === 'string'
+    ? dispatcher.dispatchJson(name, input, options)
+    : dispatcher.dispatch(name, input ?? {}, options);
 }
 
 function pick<T extends object, K extends keyof T>(object: T, keys: K[]): Partial<Pick<T, K>> {

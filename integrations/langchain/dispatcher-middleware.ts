@@ -12,7 +12,8 @@ import { langChainTools } from './to-langchain-tools.js';
  * dispatcher, without calling LangChain's handler: so LangChain's own schema check, which
  * sends the model a stack trace, never runs, and ours does. Every call gets one `ToolMessage`
  * with the call's id, `toToolMessage` text, `status` and the outcome as `artifact`; a call to a
- * name no tool of the agent has gets our `not_found` text. A call to one of these tools whose
+ * name no tool of the agent has gets our `not_found` text, and only the wire names this
+ * middleware offered are ever dispatched. A call to one of these tools whose
  * JSON the provider could not parse (LangChain's `invalid_tool_calls`, which createAgent would
  * leave unanswered) is moved to `tool_calls` after the model turn and answered with our
  * `schema` envelope. Calls to the agent's other tools pass through to LangChain. Put it last in
@@ -28,21 +29,23 @@ import { langChainTools } from './to-langchain-tools.js';
  */
 export function dispatcherMiddleware(options: LangChainToolsOptions) {
   const settings = readOptions('dispatcherMiddleware', options);
-  const ours = new Set(settings.listings.map((listing) => listing.name));
-  const toolNameOf = (wire: string) => (settings.names === undefined ? wire : settings.names.toolName(wire));
+  const ours = (wire: string) => settings.offered.has(wire);
   return createMiddleware({
     name: 'toolDispatcher',
     tools: langChainTools(settings),
     afterModel: (state) => {
-      const moved = withInvalidCallsMoved(state.messages.at(-1), (wire) => ours.has(toolNameOf(wire)));
+      const moved = withInvalidCallsMoved(state.messages.at(-1), ours);
       return moved === undefined ? undefined : { messages: [moved] };
     },
     wrapToolCall: (request, handler) => {
-      const { toolCall, runtime } = request;
-      const toolName = toolNameOf(toolCall.name);
-      // Another tool the agent was given: LangChain runs it. Ours, or nobody's: we answer.
-      if (!ours.has(toolName) && request.tool !== undefined) return handler(request);
-      return runCall(settings, toolCall, runtime.signal, runtime);
+      const { toolCall } = request;
+      // Another tool the agent was given: LangChain runs it. Ours, or nobody's: we answer, and
+      // only a wire name we offered is dispatched (never a dotted registry name, never a tool
+      // registered after the middleware was built).
+      if (!ours(toolCall.name) && request.tool !== undefined) return handler(request);
+      // The runtime is LangChain's; a request built by hand may lack it.
+      const runtime = request.runtime as typeof request.runtime | undefined;
+      return runCall(settings, toolCall, runtime?.signal, runtime);
     },
   });
 }

@@ -61,8 +61,10 @@ export interface LangChainToolsOptions {
 export interface Settings {
   readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
   readonly listings: readonly ToolListing[];
-  /** Wire name to registry name, for the tools of this set only. */
+  /** Registry name to wire name and back, for the tools of this set only. */
   readonly names: NameMap | undefined;
+  /** Wire name to registry name of each offered tool: the only names a call may run. */
+  readonly offered: ReadonlyMap<string, string>;
   readonly scope: (runtime: LangChainScopeRuntime | undefined) => string | undefined;
   readonly keyByCallId: boolean;
   readonly base: DispatchOptions;
@@ -125,16 +127,24 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
   if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
+  const nameMap =
+    names === false
+      ? undefined
+      : createNameMap(
+          listings.map((listing) => listing.name),
+          names,
+        );
+  const offered = new Map(
+    listings.map((listing) => [
+      nameMap === undefined ? listing.name : nameMap.wireName(listing.name),
+      listing.name,
+    ]),
+  );
   return {
     dispatcher,
     listings,
-    names:
-      names === false
-        ? undefined
-        : createNameMap(
-            listings.map((listing) => listing.name),
-            names,
-          ),
+    names: nameMap,
+    offered,
     scope: scopeReader(idempotencyScope),
     keyByCallId,
     base,

@@ -1,7 +1,7 @@
 // One LangChain tool call through the dispatcher, answered as the ToolMessage the model reads.
 
 import { ToolMessage } from '@langchain/core/messages';
-import { providerCallOptions, toToolMessage } from '../../index.js';
+import { DispatchError, providerCallOptions, toolAnswer, type Outcome } from '../../index.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';
 
@@ -15,7 +15,9 @@ export interface LangChainCall {
 /**
  * Dispatches `call` under its registry name and answers with a `ToolMessage` for the same
  * `tool_call_id`: `toToolMessage` text as content, `status: 'error'` for a failure, and the
- * outcome itself as the `artifact` (LangChain keeps artifacts out of the model's view).
+ * outcome itself as the `artifact` (LangChain keeps artifacts out of the model's view). A name
+ * this set did not offer is answered `not_found` without dispatching it. The artifact survives
+ * `JSON.stringify` (a checkpointer saves it): a result that would not is its JSON-safe copy.
  */
 export async function runCall(
   settings: Settings,
@@ -23,8 +25,8 @@ export async function runCall(
   signal: unknown,
   runtime: LangChainScopeRuntime | undefined,
 ): Promise<ToolMessage> {
-  const wire = call.name;
-  const toolName = settings.names === undefined ? wire : settings.names.toolName(wire);
+  const wire = typeof call.name === 'string' ? call.name : '';
+  const toolName = settings.offered.get(wire);
   const options = providerCallOptions({
     providerId: call.id,
     signal,
@@ -34,17 +36,34 @@ export async function runCall(
     base: settings.base,
     displayName: wire,
   });
-  // A call whose JSON the provider could not parse: the schema layer parses the raw text, so the
-  // failure is an ordinary `schema` outcome that events, logging and tracing see.
-  const raw = rawArgumentsOf(call.args);
-  const outcome = await (raw === undefined
-    ? settings.dispatcher.dispatch(toolName, call.args, options)
-    : settings.dispatcher.dispatchJson(toolName, raw, options));
+  const outcome =
+    toolName === undefined
+      ? new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`)
+      : await dispatch(settings, toolName, call.args, options);
+  const answer = toolAnswer(outcome, {
+    maxLength: settings.maxLength,
+    displayName: wire,
+    serializable: true,
+  });
   return new ToolMessage({
     tool_call_id: options.callId,
     name: wire,
-    content: toToolMessage(outcome, { maxLength: settings.maxLength }),
-    status: outcome.ok ? 'success' : 'error',
-    artifact: outcome,
+    content: answer.text,
+    status: answer.outcome.ok ? 'success' : 'error',
+    artifact: answer.outcome,
   });
+}
+
+function dispatch(
+  settings: Settings,
+  toolName: string,
+  args: unknown,
+  options: ReturnType<typeof providerCallOptions>,
+): Promise<Outcome> {
+  // A call whose JSON the provider could not parse: the schema layer parses the raw text, so the
+  // failure is an ordinary `schema` outcome that events, logging and tracing see.
+  const raw = rawArgumentsOf(args);
+  return raw === undefined
+    ? settings.dispatcher.dispatch(toolName, args, options)
+    : settings.dispatcher.dispatchJson(toolName, raw, options);
 }

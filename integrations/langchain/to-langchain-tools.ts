@@ -37,8 +37,9 @@ export function langChainTools(settings: Settings): DynamicStructuredTool[] {
   return settings.listings.map((listing) => {
     const wire = settings.names === undefined ? listing.name : settings.names.wireName(listing.name);
     return tool(
-      (input: unknown, config: ToolRuntimeConfig): Promise<ToolMessage> =>
-        runCall(settings, { id: config.toolCall?.id, name: wire, args: input }, config.signal, config),
+      // LangChain passes a config; a direct call of the tool function may not.
+      (input: unknown, config?: ToolRuntimeConfig): Promise<ToolMessage> =>
+        runCall(settings, { id: config?.toolCall?.id, name: wire, args: input }, config?.signal, config),
       {
         name: wire,
         description: listing.description,

@@ -5,7 +5,7 @@ import {
   providerCallOptions,
   createNameMap,
   toObjectSchema,
-  toToolMessage,
+  toolAnswer,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
@@ -111,8 +111,10 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           displayName: wireName,
         });
         const outcome = await settings.dispatcher.dispatch(listing.name, input, call);
-        settings.onOutcome?.(outcome, { callId: call.callId, toolName: listing.name, wireName });
-        return toToolMessage(outcome, { maxLength: settings.maxLength });
+        // A result that cannot be rendered is an `internal` outcome, for onOutcome as for the model.
+        const answer = toolAnswer(outcome, { maxLength: settings.maxLength, displayName: wireName });
+        settings.onOutcome?.(answer.outcome, { callId: call.callId, toolName: listing.name, wireName });
+        return answer.text;
       },
     }) as unknown as FunctionTool<unknown, never, string>;
   });

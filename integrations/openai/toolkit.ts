@@ -18,20 +18,25 @@ import {
   createNameMap,
   DispatchError,
   toObjectSchema,
-  toToolMessage,
+  toolAnswer,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
   type JsonObjectSchema,
+  type NameMap,
   type NameMapOptions,
   type Outcome,
+  type ToolAnswer,
   type ToolRegistry,
 } from '../../index.js';
 import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
 
 /** Options for `createOpenAIToolkit`. */
 export interface OpenAIToolkitOptions {
-  /** The tools to offer; read once, when the toolkit is built. */
+  /**
+   * The tools to offer; read once, when the toolkit is built. Only these run: a call to any other
+   * name (a tool registered later included) is answered `not_found` without being dispatched.
+   */
   registry: Pick<ToolRegistry, 'list'>;
   /** Runs the calls. */
   dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
@@ -153,6 +158,72 @@ interface Call {
  * messages.push(assistant, ...(await kit.runChatToolCalls(assistant, { signal })).messages);
  */
 export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolkit {
+  const kit = buildToolkit(options);
+  const { names, offered, strict } = kit;
+  return {
+    chatTools() {
+      return [...offered.values()].map(({ wire, description, parameters }) => ({
+        type: 'function',
+        function: {
+          name: wire,
+          ...(description === '' ? {} : { description }),
+          parameters: structuredClone(parameters),
+          strict,
+        },
+      }));
+    },
+    responsesTools() {
+      return [...offered.values()].map(({ wire, description, parameters }) => ({
+        type: 'function',
+        name: wire,
+        ...(description === '' ? {} : { description }),
+        parameters: structuredClone(parameters),
+        // Explicit: on the Responses API a function tool is strict unless told otherwise.
+        strict,
+      }));
+    },
+    async runChatToolCalls(message, runOptions) {
+      if (typeof message !== 'object' || message === null) {
+        throw new TypeError(`runChatToolCalls() needs the assistant message, got ${String(message)}`);
+      }
+      const calls = (message.tool_calls ?? []).map(chatCall);
+      const { ids, answers } = await runCalls(kit, calls, runOptions);
+      return {
+        messages: answers.map(({ text }, i) => ({ role: 'tool', tool_call_id: ids[i]!, content: text })),
+        outcomes: answers.map((answer) => answer.outcome),
+      };
+    },
+    async runResponsesCalls(output, runOptions) {
+      if (!Array.isArray(output))
+        throw new TypeError(`runResponsesCalls() needs a response's output array, got ${String(output)}`);
+      const items = (output as ReadonlyArray<Record<string, unknown>>).filter(
+        (item) => item?.['type'] === 'function_call' || item?.['type'] === 'custom_tool_call',
+      );
+      const calls = items.map((item) => responsesCall(kit, item));
+      const { ids, answers } = await runCalls(kit, calls, runOptions);
+      return {
+        items: answers.map(({ text }, i) => responsesOutput(items[i]!, ids[i]!, text)),
+        outcomes: answers.map((answer) => answer.outcome),
+      };
+    },
+    wireName: (toolName) => names.wireName(toolName),
+    toolName: (wireName) => names.toolName(wireName),
+  };
+}
+
+/** The checked options and the tools on offer, read once when the toolkit is built. */
+interface Toolkit {
+  readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
+  readonly idempotencyScope: string | undefined;
+  readonly keyByCallId: boolean;
+  readonly strict: boolean;
+  readonly maxMessageLength: number;
+  readonly names: NameMap;
+  /** The offered tools, by registry name. */
+  readonly offered: ReadonlyMap<string, Offered>;
+}
+
+function buildToolkit(options: OpenAIToolkitOptions): Toolkit {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createOpenAIToolkit() needs an options object with a registry and a dispatcher');
   }
@@ -192,128 +263,82 @@ export function createOpenAIToolkit(options: OpenAIToolkitOptions): OpenAIToolki
     const { schema, plan } = strict ? toStrictSchema(base, wire) : { schema: base, plan: undefined };
     offered.set(listing.name, { wire, description: listing.description, parameters: schema, plan });
   }
-  const messageOptions = { maxLength: maxMessageLength };
+  return { dispatcher, idempotencyScope, keyByCallId, strict, maxMessageLength, names, offered };
+}
 
-  // One promise per call (the dispatch's own) and one for the batch: the toolkit's share of a
-  // turn's cost stays small next to the dispatches (bench/integrations-openai.ts).
-  const runCalls = async (
-    calls: Call[],
-    runOptions: OpenAIRunOptions | undefined,
-  ): Promise<{ ids: string[]; outcomes: Outcome[] }> => {
-    const base = readRunOptions(runOptions, idempotencyScope);
-    const ids: string[] = [];
-    const running: Array<Promise<Outcome> | Outcome> = [];
-    for (const call of calls) {
-      const options = providerCallOptions({
-        providerId: call.id,
-        idempotencyScope: base.scope,
-        keyByCallId,
-        idPrefix: 'call_td',
-        base: base.options,
-        displayName: call.wire,
-      });
-      ids.push(options.callId);
-      running.push(runCall(call, options));
-    }
-    return { ids, outcomes: await Promise.all(running) };
-  };
-
-  const runCall = (call: Call, dispatchOptions: DispatchOptions): Promise<Outcome> | Outcome => {
-    if (call.kind !== 'function') {
-      const what = call.kind === 'custom' ? 'a custom (free-form) tool call' : `a "${call.type}" call`;
-      return new DispatchError('not_found', `"${call.wire}" is ${what}; only function tools run here`);
-    }
-    const name = names.toolName(call.wire);
-    const plan = strict ? offered.get(name)?.plan : undefined;
-    if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
-    if (plan !== undefined) {
-      const parsed = parseJson(call.args);
-      // Text that is not JSON still goes in as text, so its schema failure comes from the stack.
-      if (parsed.ok)
-        return dispatcher.dispatch(name, stripOptionalNulls(parsed.value, plan), dispatchOptions);
-    }
-    return dispatcher.dispatchJson(name, call.args, dispatchOptions);
-  };
-
-  return {
-    chatTools() {
-      return [...offered.values()].map(({ wire, description, parameters }) => ({
-        type: 'function',
-        function: {
-          name: wire,
-          ...(description === '' ? {} : { description }),
-          parameters: structuredClone(parameters),
-          strict,
-        },
-      }));
-    },
-    responsesTools() {
-      return [...offered.values()].map(({ wire, description, parameters }) => ({
-        type: 'function',
-        name: wire,
-        ...(description === '' ? {} : { description }),
-        parameters: structuredClone(parameters),
-        // Explicit: on the Responses API a function tool is strict unless told otherwise.
-        strict,
-      }));
-    },
-    async runChatToolCalls(message, runOptions) {
-      if (typeof message !== 'object' || message === null) {
-        throw new TypeError(`runChatToolCalls() needs the assistant message, got ${String(message)}`);
-      }
-      const calls = (message.tool_calls ?? []).map(chatCall);
-      const { ids, outcomes } = await runCalls(calls, runOptions);
-      return {
-        messages: outcomes.map((outcome, i) => ({
-          role: 'tool',
-          tool_call_id: ids[i]!,
-          content: toToolMessage(outcome, messageOptions),
-        })),
-        outcomes,
-      };
-    },
-    async runResponsesCalls(output, runOptions) {
-      if (!Array.isArray(output))
-        throw new TypeError(`runResponsesCalls() needs a response's output array, got ${String(output)}`);
-      const items = (output as ReadonlyArray<Record<string, unknown>>).filter(
-        (item) => item?.['type'] === 'function_call' || item?.['type'] === 'custom_tool_call',
-      );
-      const { ids, outcomes } = await runCalls(items.map(responsesCall), runOptions);
-      return {
-        items: outcomes.map((outcome, i) => {
-          const item = items[i]!;
-          const id = ids[i]!;
-          const text = toToolMessage(outcome, messageOptions);
-          const caller =
-            item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
-          return (
-            item['type'] === 'custom_tool_call'
-              ? { type: 'custom_tool_call_output', call_id: id, output: text, ...caller }
-              : { type: 'function_call_output', call_id: id, output: text, ...caller }
-          ) as ResponsesCallOutput;
-        }),
-        outcomes,
-      };
-    },
-    wireName: (toolName) => names.wireName(toolName),
-    toolName: (wireName) => names.toolName(wireName),
-  };
-
-  function responsesCall(item: Record<string, unknown>): Call {
-    const name = typeof item['name'] === 'string' ? item['name'] : '';
-    const namespace =
-      typeof item['namespace'] === 'string' && item['namespace'] !== '' ? item['namespace'] : undefined;
-    // A call to a tool inside a `namespace` tool: the model knows it as namespace + name.
-    const wire = namespace === undefined ? name : namespacedWire(namespace, name);
-    if (item['type'] === 'custom_tool_call')
-      return { id: item['call_id'], kind: 'custom', wire, args: item['input'], type: 'custom_tool_call' };
-    return { id: item['call_id'], kind: 'function', wire, args: item['arguments'], type: 'function_call' };
+// One promise per call (the dispatch's own) and one for the batch: the toolkit's share of a
+// turn's cost stays small next to the dispatches (bench/integrations-openai.ts).
+async function runCalls(
+  kit: Toolkit,
+  calls: Call[],
+  runOptions: OpenAIRunOptions | undefined,
+): Promise<{ ids: string[]; answers: ToolAnswer[] }> {
+  const base = readRunOptions(runOptions, kit.idempotencyScope);
+  const ids: string[] = [];
+  const running: Array<Promise<Outcome> | Outcome> = [];
+  for (const call of calls) {
+    const options = providerCallOptions({
+      providerId: call.id,
+      idempotencyScope: base.scope,
+      keyByCallId: kit.keyByCallId,
+      idPrefix: 'call_td',
+      base: base.options,
+      displayName: call.wire,
+    });
+    ids.push(options.callId);
+    running.push(runCall(kit, call, options));
   }
+  const outcomes = await Promise.all(running);
+  // A result that cannot be rendered becomes an `internal` outcome, so text and outcome agree.
+  const answers = outcomes.map((outcome, i) =>
+    toolAnswer(outcome, { maxLength: kit.maxMessageLength, displayName: calls[i]!.wire }),
+  );
+  return { ids, answers };
+}
 
-  function namespacedWire(namespace: string, name: string): string {
-    const dotted = `${namespace}.${name}`;
-    return offered.has(dotted) ? names.wireName(dotted) : name;
+function runCall(kit: Toolkit, call: Call, dispatchOptions: DispatchOptions): Promise<Outcome> | Outcome {
+  if (call.kind !== 'function') {
+    const what = call.kind === 'custom' ? 'a custom (free-form) tool call' : `a "${call.type}" call`;
+    return new DispatchError('not_found', `"${call.wire}" is ${what}; only function tools run here`);
   }
+  const { dispatcher, names } = kit;
+  // Only what this toolkit offered runs: the dispatcher's registry may hold more (tools
+  // registered later, and registry names such as `search.web` that are not wire names).
+  if (!names.has(call.wire)) return notOffered(call.wire);
+  const name = names.toolName(call.wire);
+  const plan = kit.strict ? kit.offered.get(name)?.plan : undefined;
+  if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
+  if (plan !== undefined) {
+    const parsed = parseJson(call.args);
+    // Text that is not JSON still goes in as text, so its schema failure comes from the stack.
+    if (parsed.ok) return dispatcher.dispatch(name, stripOptionalNulls(parsed.value, plan), dispatchOptions);
+  }
+  return dispatcher.dispatchJson(name, call.args, dispatchOptions);
+}
+
+function responsesCall(kit: Toolkit, item: Record<string, unknown>): Call {
+  const name = typeof item['name'] === 'string' ? item['name'] : '';
+  const namespace =
+    typeof item['namespace'] === 'string' && item['namespace'] !== '' ? item['namespace'] : undefined;
+  // A call to a tool inside a `namespace` tool: the model knows it as namespace + name.
+  const dotted = namespace === undefined ? undefined : `${namespace}.${name}`;
+  const wire = dotted !== undefined && kit.offered.has(dotted) ? kit.names.wireName(dotted) : name;
+  if (item['type'] === 'custom_tool_call')
+    return { id: item['call_id'], kind: 'custom', wire, args: item['input'], type: 'custom_tool_call' };
+  return { id: item['call_id'], kind: 'function', wire, args: item['arguments'], type: 'function_call' };
+}
+
+function responsesOutput(item: Record<string, unknown>, id: string, text: string): ResponsesCallOutput {
+  const caller = item['caller'] === undefined || item['caller'] === null ? {} : { caller: item['caller'] };
+  return (
+    item['type'] === 'custom_tool_call'
+      ? { type: 'custom_tool_call_output', call_id: id, output: text, ...caller }
+      : { type: 'function_call_output', call_id: id, output: text, ...caller }
+  ) as ResponsesCallOutput;
+}
+
+function notOffered(wire: string): DispatchError {
+  return new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`);
 }
 
 function chatCall(call: unknown): Call {
