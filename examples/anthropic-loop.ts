@@ -6,6 +6,7 @@
 // looks up an order, refunds it (the payment tool declines the first amount) and answers.
 
 import Anthropic from '@anthropic-ai/sdk';
+import { ToolError as SdkToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
@@ -144,7 +145,8 @@ export async function runAnthropicLoop(options: AnthropicLoopOptions = {}): Prom
         registry,
         dispatcher,
         idempotencyScope: 'support-run-2',
-      }).runnableTools(),
+        // The SDK's ToolError: the runner sends its text as it is, not prefixed "Error: ".
+      }).runnableTools({ toolError: SdkToolError }),
     });
     for await (const message of runner) {
       print(write, { role: 'assistant', content: message.content as MessageParam['content'] });
