@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Packs the library and installs the tarball into empty folders: first with no host SDK at all
-# (the root and the SDK-free subpaths must load, and the root must load no peer), then with the
-# peers a user would add, where every subpath must resolve at run time and with types.
+# (the root and the SDK-free subpaths must load, and the root must load no peer; a subpath or the
+# bin that needs a missing peer must say so in one line, never with a stack), then with the peers a
+# user would add, where every subpath must resolve at run time and with types. Last, the documented
+# `npx … tool-dispatcher mcp-proxy` runs from an empty folder, with nothing installed or cached.
 set -euo pipefail
 root=$(pwd)
 work=$(mktemp -d)
@@ -10,6 +12,40 @@ trap 'rm -rf "$work"' EXIT
 tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
 tsc="$root/node_modules/typescript/bin/tsc"
 version() { node -p "require('$root/package.json').devDependencies['$1'].replace(/^[~^]/, '')"; }
+own_version=$(node -p "require('$root/package.json').version")
+
+# `fails_in_one_line <what> <text it names> <command…>`: the command exits non-zero, its stderr has
+# exactly one line that names <text> with an install command, and no stack frame at all (Node may
+# frame an uncaught error with its own notice and version line; that is not ours to remove).
+fails_in_one_line() {
+  local what=$1 names=$2 status=0
+  shift 2
+  "$@" >/dev/null 2>"$work/stderr" || status=$?
+  if [ "$status" -eq 0 ]; then echo "pack check: $what succeeded without $names"; exit 1; fi
+  if [ "$(grep -cF -- "$names" "$work/stderr")" -ne 1 ] || ! grep -q 'npm install' "$work/stderr" \
+    || grep -qE '^\s+at |ERR_MODULE_NOT_FOUND|Cannot find package' "$work/stderr"; then
+    echo "pack check: $what did not fail in one line naming $names:"; cat "$work/stderr"; exit 1
+  fi
+}
+
+# A tiny stdio MCP server in plain JavaScript (nothing to install): one tool, `echo`.
+mkdir "$work/scripts"
+cat > "$work/scripts/upstream.mjs" <<'JS'
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+const echo = { name: 'echo', description: 'Says the text back', inputSchema: {
+  type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } };
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') {
+    send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} },
+      serverInfo: { name: 'upstream', version: '1.0.0' } } });
+  } else if (method === 'tools/list') send({ id, result: { tools: [echo] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: params.arguments.text }] } });
+  else send({ id, error: { code: -32601, message: `no method ${method}` } });
+});
+JS
 
 tsconfig() {
   cat > tsconfig.json <<TS
@@ -58,19 +94,51 @@ if (layers.some((f) => typeof f !== 'function') || typeof TransientError !== 'fu
 }
 console.log('pack check: the installed package works without any host SDK');
 TS
-# The OpenAI and Anthropic subpaths only use their SDKs' types: they load without the SDKs.
+# The OpenAI and Anthropic subpaths only use their SDKs' types, and /redis takes any client through
+# an adapter: they load without the SDKs.
 cat > providers.mjs <<'JS'
 const openai = await import('tool-dispatcher/openai');
 const anthropic = await import('tool-dispatcher/anthropic');
-if (typeof openai.createOpenAIToolkit !== 'function' || typeof anthropic.createAnthropicToolkit !== 'function') {
-  throw new Error('provider subpaths');
+const redis = await import('tool-dispatcher/redis');
+if (typeof openai.createOpenAIToolkit !== 'function' || typeof anthropic.createAnthropicToolkit !== 'function'
+  || typeof redis.fromNodeRedis !== 'function') {
+  throw new Error('SDK-free subpaths');
 }
-console.log('pack check: tool-dispatcher/openai and /anthropic load without their SDKs');
+console.log('pack check: tool-dispatcher/openai, /anthropic and /redis load without their SDKs');
+JS
+# A subpath that needs a missing peer fails its import with one line; caught, it is an error whose
+# stack is that line, with the code Node's resolver uses.
+cat > peerless.mjs <<'JS'
+const needs = { 'ai-sdk': 'ai', langchain: 'langchain', 'openai-agents': '@openai/agents',
+  mcp: '@modelcontextprotocol/sdk', otel: '@opentelemetry/api' };
+for (const [subpath, peer] of Object.entries(needs)) {
+  const error = await import(`tool-dispatcher/${subpath}`).then(() => undefined, (thrown) => thrown);
+  const line = `Error: ${error?.message}`;
+  if (error?.code !== 'ERR_MODULE_NOT_FOUND' || error.stack !== line || !line.includes(`"${peer}"`)
+    || !line.includes('npm install')) {
+    throw new Error(`tool-dispatcher/${subpath} without ${peer}: ${error?.stack}`);
+  }
+}
+console.log('pack check: each subpath that needs a missing peer fails with one line naming it');
 JS
 tsconfig consumer.ts
 node "$tsc" -p tsconfig.json
 node out/consumer.js
 node providers.mjs
+node peerless.mjs
+for needs in ai-sdk:ai langchain:langchain openai-agents:@openai/agents mcp:@modelcontextprotocol/sdk \
+  otel:@opentelemetry/api; do
+  fails_in_one_line "import 'tool-dispatcher/${needs%%:*}'" "\"${needs#*:}\"" \
+    node --input-type=module --eval "import 'tool-dispatcher/${needs%%:*}';"
+done
+# The bin without the SDK: --version and --help answer; the proxy itself names the SDK in one line.
+test "$(node_modules/.bin/tool-dispatcher --version)" = "$own_version" \
+  || { echo 'pack check: tool-dispatcher --version is not the package version'; exit 1; }
+node_modules/.bin/tool-dispatcher mcp-proxy --help 2>/dev/null
+fails_in_one_line 'tool-dispatcher mcp-proxy' '@modelcontextprotocol/sdk' \
+  node_modules/.bin/tool-dispatcher mcp-proxy -- node "$work/scripts/upstream.mjs"
+test "$(wc -l <"$work/stderr")" -eq 1 || { echo 'pack check: mcp-proxy wrote more than one line'; exit 1; }
+echo 'pack check: without the SDK, the bin answers --version and --help and names the SDK in one line'
 
 # 2. With the peers a user would add: every subpath resolves at run time and with types.
 mkdir "$work/peers" && cd "$work/peers"
@@ -103,3 +171,48 @@ node out/subpaths.js
 test -x node_modules/.bin/tool-dispatcher || { echo 'pack check: the tool-dispatcher bin is missing'; exit 1; }
 node_modules/.bin/tool-dispatcher --help >/dev/null 2>&1
 echo 'pack check: the tool-dispatcher bin runs'
+
+# 3. The documented command, from an empty folder with nothing installed and an empty npm cache:
+# npx installs the tarball and the SDK side by side. `--version`, then a short session: the proxy
+# starts the plain-JS upstream, and a host's initialize, tools/list and tools/call come back through
+# it; closing stdin stops it.
+mkdir "$work/clean" && cd "$work/clean"
+export npm_config_cache="$work/npm-cache"
+proxy=(npx -y -p "$work/$tarball" -p "@modelcontextprotocol/sdk@$(version @modelcontextprotocol/sdk)" tool-dispatcher)
+test "$("${proxy[@]}" --version)" = "$own_version" \
+  || { echo 'pack check: npx … tool-dispatcher --version is not the package version'; exit 1; }
+cat > "$work/scripts/session.mjs" <<'JS'
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+const [command, ...args] = process.argv.slice(2);
+const proxy = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+const fail = (why) => { console.error(`pack check: the proxy session ${why}`); proxy.kill('SIGKILL'); process.exit(1); };
+// A hang guard only: a session takes a second or two once npx has the packages.
+const guard = setTimeout(() => fail('hung'), 120_000);
+const send = (message) => proxy.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+let answered = 0;
+createInterface({ input: proxy.stdout }).on('line', (line) => {
+  const { id, result, error } = JSON.parse(line);
+  if (error !== undefined) fail(`got an error: ${line}`);
+  if (id === 1) {
+    send({ method: 'notifications/initialized' });
+    send({ id: 2, method: 'tools/list' });
+  } else if (id === 2) {
+    if (!result.tools.some((tool) => tool.name === 'echo')) fail(`listed no echo tool: ${line}`);
+    send({ id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'through the proxy' } } });
+  } else if (id === 3) {
+    if (result.content?.[0]?.text !== 'through the proxy' || result.isError) fail(`echoed wrong: ${line}`);
+    proxy.stdin.end();
+  }
+  answered = Math.max(answered, id ?? 0);
+});
+proxy.on('exit', (code) => {
+  clearTimeout(guard);
+  if (answered !== 3 || code !== 0) fail(`ended with code ${code} after ${answered} of 3 answers`);
+  console.log('pack check: npx … tool-dispatcher mcp-proxy serves an upstream from an empty folder');
+});
+send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {},
+  clientInfo: { name: 'pack-check', version: '1.0.0' } } });
+JS
+node "$work/scripts/session.mjs" "${proxy[@]}" mcp-proxy -- node "$work/scripts/upstream.mjs"
+test -z "$(ls -A "$work/clean")" || { echo 'pack check: npx left files in the empty folder'; exit 1; }

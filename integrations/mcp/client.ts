@@ -1,6 +1,7 @@
 // Importing a remote MCP server's tools into a registry, each call a `tools/call` over a client.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
   ErrorCode,
@@ -23,6 +24,7 @@ import {
 } from '../../index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
+import { unsendable } from './sendable.js';
 
 /** Per-tool settings an import can give a remote tool (the proxy's config file feeds these). */
 export interface ImportedToolSettings {
@@ -63,13 +65,15 @@ export interface ImportMcpToolsOptions {
   configure?: (tool: McpTool) => ImportedToolSettings | undefined;
   /**
    * What a successful call returns: `'value'` (the `structuredContent`, else the text, else the
-   * content blocks) or `'result'` (the whole `CallToolResult`, for serving it on as it is).
+   * content blocks) or `'result'` (the whole `CallToolResult`, for serving it on as it is; one
+   * that no transport could write, nested more than 1000 levels deep, fails `internal`).
    * @default 'value'
    */
   output?: 'value' | 'result';
   /**
    * Makes a new connected client when the current one has closed (a closed client never
-   * reconnects by itself). Calls that find the connection down wait for it within their own
+   * reconnects by itself), or when a Streamable HTTP server answers 404 for our session (it
+   * restarted and forgot it). Calls that find the connection down wait for it within their own
    * deadline; without it they fail `transient`.
    * @default none
    */
@@ -119,7 +123,10 @@ export interface ImportedMcpTools {
   readonly client: Client;
   /** Lists the remote tools again and registers, updates and unregisters to match. */
   refresh(): Promise<void>;
-  /** Replaces the client through the `reconnect` option now (once, however many ask). */
+  /**
+   * Replaces the client through the `reconnect` option now (once, however many ask), and closes
+   * the one it replaces.
+   */
   reconnect(): Promise<Client>;
   /** Unregisters every imported tool and stops watching the remote list. */
   dispose(): void;
@@ -303,11 +310,15 @@ class Importer {
     if (reconnect === undefined)
       return Promise.reject(new TypeError('importMcpTools() has no reconnect option'));
     if (this.#reconnecting === undefined) {
+      const previous = this.#client;
       const reconnecting = (async () => {
         const client = await reconnect();
         if (!(client instanceof Client)) throw new TypeError('reconnect() must return a connected Client');
         this.#client = client;
         this.#watch(client);
+        // A client replaced while still open (a session the server forgot, a forced reconnect)
+        // would keep its streams and timers.
+        if (previous !== client && previous.transport !== undefined) previous.close().catch(() => {});
         return client;
       })().finally(() => {
         if (this.#reconnecting === reconnecting) this.#reconnecting = undefined;
@@ -475,7 +486,15 @@ class Importer {
       if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
     if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
-    return this.settings.output === 'result' ? result : resultValue(result);
+    if (this.settings.output === 'value') return resultValue(result);
+    // A result for serving on that no transport can write would leave our own client unanswered.
+    const problem = unsendable(result);
+    if (problem !== undefined) {
+      throw new Error(
+        `The MCP tool "${remoteName}" answered with a result that cannot be sent on: ${problem}`,
+      );
+    }
+    return result;
   }
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
@@ -521,9 +540,14 @@ class Importer {
       switch (error.code) {
         case ErrorCode.ConnectionClosed:
           this.#reconnectAfterLoss(client);
-          return new TransientError(`The MCP connection closed during the call: ${message}`, {
-            cause: error,
-          });
+          // The request was sent, so the remote may have run it, exactly as after a timeout:
+          // running a write again is not ours to decide.
+          return idempotent
+            ? new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error })
+            : new Error(
+                `The MCP connection closed while "${remoteName}" was running, so its outcome is unknown: it may have run. It is not run again; check before calling it again`,
+                { cause: error },
+              );
         case ErrorCode.RequestTimeout:
           // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
           return idempotent
@@ -533,6 +557,14 @@ class Importer {
                 { cause: error },
               );
         case ErrorCode.InvalidParams:
+          // The SDK client checks structuredContent against the output schema after the call,
+          // and reports a mismatch with the code of bad arguments.
+          if (outputSchemaFailure.test(message)) {
+            return new Error(
+              `The MCP tool "${remoteName}" answered with structuredContent that breaks its output schema: ${message}`,
+              { cause: error },
+            );
+          }
           if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
           return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, {
             cause: error,
@@ -545,9 +577,29 @@ class Importer {
     if (error instanceof Error && (error.name === 'ZodError' || error.name === '$ZodError')) {
       return new Error(`The MCP server sent a malformed result: ${error.message}`, { cause: error });
     }
+    if (
+      error instanceof StreamableHTTPError &&
+      error.code === 404 &&
+      client?.transport?.sessionId !== undefined
+    ) {
+      // The server forgot our session (it restarted): the request never ran, and the transport
+      // spec has the client start a new session.
+      this.#renewSession(client);
+      return new TransientError(
+        `The MCP server no longer knows this session (HTTP 404), so a new session is being started: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
     // Anything else came from the transport: a closed pipe, a refused HTTP connection, "Not connected".
     this.#reconnectAfterLoss(client);
     return new TransientError(`The MCP transport failed: ${messageOf(error)}`, { cause: error });
+  }
+
+  #renewSession(client: Client): void {
+    if (this.settings.reconnect === undefined || client !== this.#client) return;
+    this.reconnect().catch(() => {
+      // Reported through onError by reconnect(); the next call tries again.
+    });
   }
 
   #reconnectAfterLoss(client: Client | undefined): void {
@@ -602,6 +654,10 @@ function resultValue(result: CallToolResult): unknown {
   if (result.content.every((block) => block.type === 'text')) return textOf(result);
   return result.content;
 }
+
+// What the SDK client says when structuredContent fails the tool's output schema.
+const outputSchemaFailure =
+  /^(Structured content does not match the tool's output schema|Failed to validate structured content)/;
 
 function withoutMcpPrefix(message: string): string {
   return message.replace(/^(MCP error -?\d+: )+/, '');

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '../../index.js';
-import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy.js';
+import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy-config.js';
 
 /** The usage text of `tool-dispatcher mcp-proxy`. */
 export const usage = `Usage: tool-dispatcher mcp-proxy [options] -- <command> [args...]
@@ -22,6 +22,7 @@ Options (each wins over the same setting in --config):
   --breaker-failure-threshold <n>    failures that open a tool's circuit (default 5)
   --breaker-cooldown-ms <n>          how long it stays open (default 30000)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
+  -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
 `;
 
@@ -62,9 +63,11 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       'breaker-cooldown-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
   if (values.help === true) throw new HelpRequested();
+  if (values.version === true) throw new VersionRequested();
   if (positionals.length > 0) {
     throw new TypeError(`Unexpected argument "${positionals[0]}": put the upstream command after --`);
   }
@@ -115,6 +118,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
 
 /** Thrown by `parseProxyArgs` for `--help`. */
 export class HelpRequested extends Error {}
+
+/** Thrown by `parseProxyArgs` for `--version`. */
+export class VersionRequested extends Error {}
 
 function readConfig(path: string): McpProxyConfig {
   let parsed: unknown;

@@ -1,10 +1,11 @@
 // The resilience proxy: an upstream MCP server's tools, served again through the dispatcher.
 
+import { createHash } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import {
   ToolRegistry,
   circuitBreaker,
@@ -18,34 +19,16 @@ import {
   type Middleware,
 } from '../../index.js';
 import { importMcpTools, type ImportedMcpTools } from './client.js';
-import { createMcpServer } from './server.js';
+import { createMcpServer, type McpToolHints } from './server.js';
+import {
+  checkConfig,
+  type McpProxyConfig,
+  type McpProxyToolConfig,
+  type McpUpstream,
+} from './proxy-config.js';
 
-/** Settings of one tool, or the defaults of every tool. */
-export interface McpProxyToolConfig {
-  /** Per-attempt timeout in milliseconds. */
-  timeoutMs?: number;
-  /** Attempts in total for a retryable failure (1 = never retried). */
-  maxAttempts?: number;
-  /** Whether running it twice is harmless: timeouts are then retried too. */
-  idempotent?: boolean;
-}
-
-/** The proxy's settings, as the `--config` file holds them. */
-export interface McpProxyConfig {
-  /** Settings of every tool. */
-  defaults?: McpProxyToolConfig;
-  /** Settings of single tools, by upstream name; they win over `defaults`. */
-  tools?: Record<string, McpProxyToolConfig>;
-  /** Calls running upstream at once; the rest queue in order. */
-  concurrency?: number;
-  /** The circuit breaker in front of each tool. */
-  breaker?: { failureThreshold?: number; cooldownMs?: number };
-}
-
-/** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
-export type McpUpstream =
-  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
-  | { url: string };
+export { checkConfig } from './proxy-config.js';
+export type { McpProxyConfig, McpProxyToolConfig, McpUpstream } from './proxy-config.js';
 
 /** Options for `createMcpProxy`. */
 export interface McpProxyOptions {
@@ -77,7 +60,10 @@ export interface McpProxyOptions {
 export interface McpProxy {
   /** The MCP server to connect to the host's transport (stdio for the command). */
   readonly server: Server;
-  /** The registry of imported upstream tools. */
+  /**
+   * The registry of imported upstream tools, under names of the proxy's own (`imported.names`
+   * maps each to its upstream name, which is the only one on the wire).
+   */
   readonly registry: ToolRegistry;
   /** The dispatcher every call goes through. */
   readonly dispatcher: Dispatcher;
@@ -97,8 +83,11 @@ const maxBackoffMs = 10_000;
  * Starts an upstream MCP server, imports its tools, and returns an MCP server that serves each
  * under its upstream name through the default stack plus a circuit breaker. A crashed upstream
  * is restarted at once (with backoff when it keeps crashing); calls in flight fail `transient`
- * and are retried, calls that arrive meanwhile wait for the new process within their deadline.
+ * and are retried when the tool is idempotent, and fail `internal` (their outcome unknown)
+ * otherwise; calls that arrive meanwhile wait for the new process within their deadline.
  *
+ * @throws Error when the upstream does not start or its tools cannot be imported; TypeError for
+ * a bad option, or a `config.tools` entry that names no upstream tool.
  * @example
  * const proxy = await createMcpProxy({ upstream: { command: 'node', args: ['server.js'] },
  *   config: { defaults: { timeoutMs: 10_000 } }, logLevel: 'info' });
@@ -123,21 +112,136 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
     );
   }
+  let imported: ImportedMcpTools | undefined;
+  let server: Server | undefined;
   // Log lines name tools as the host knows them: by their upstream names.
   const logger = lineLogger(log, logLevel, (toolName) => imported?.names.get(toolName) ?? toolName);
-  const settingsOf = (upstreamName: string): McpProxyToolConfig => ({
+  const settingsOf = toolSettings(config);
+  const supervisor = supervise(connect, logger, () => {
+    imported?.reconnect().catch(() => {
+      // Logged by the import's onError; calls waiting for it fail transient.
+    });
+  });
+  const where = 'url' in upstream ? upstream.url : [upstream.command, ...(upstream.args ?? [])].join(' ');
+
+  let first: Client;
+  try {
+    first = await supervisor.start();
+  } catch (error) {
+    throw new Error(`The upstream MCP server (${where}) did not start: ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  const registry = new ToolRegistry();
+  try {
+    imported = await importUpstream(first, registry, supervisor, settingsOf, logger, () => {
+      server?.sendToolListChanged().catch(() => {
+        // Not connected yet, or the host has gone: nobody to tell.
+      });
+    });
+    checkToolNames(config, imported.names);
+  } catch (error) {
+    await supervisor.stop(imported?.client ?? first);
+    if (error instanceof TypeError) throw error;
+    throw new Error(
+      `The upstream MCP server (${where}) started, but its tools could not be imported: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  const names = imported.names;
+  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, (toolName) =>
+    settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
+  );
+
+  const upstreamInfo = first.getServerVersion();
+  const instructions = first.getInstructions();
+  const served = createMcpServer({
+    registry,
+    dispatcher,
+    names,
+    info,
+    ...(instructions === undefined ? {} : { instructions }),
+    hints: (toolName) => {
+      const tool = imported?.tools.get(toolName);
+      return tool === undefined ? undefined : servedHints(tool, settingsOf(tool.name).idempotent);
+    },
+    // The upstream's own result, content blocks and all, goes back as it came.
+    formatResult: (result) => result as CallToolResult,
+  });
+  server = served;
+  logger.info({
+    event: 'proxy.ready',
+    upstream: upstreamInfo === undefined ? 'unknown' : `${upstreamInfo.name} ${upstreamInfo.version}`,
+    tools: names.size,
+  });
+
+  const face = imported;
+  return Object.freeze({
+    server: served,
+    registry,
+    dispatcher,
+    imported: face,
+    close: async () => {
+      if (supervisor.closing) return;
+      const stopped = supervisor.stop(face.client);
+      await served.close().catch(() => {});
+      await stopped;
+    },
+  });
+}
+
+// A tool's settings: its own entry under `tools` over `defaults`.
+function toolSettings(config: McpProxyConfig): (upstreamName: string) => McpProxyToolConfig {
+  return (upstreamName) => ({
     ...config.defaults,
     ...(config.tools !== undefined && Object.hasOwn(config.tools, upstreamName)
       ? config.tools[upstreamName]
       : {}),
   });
+}
 
+function importUpstream(
+  first: Client,
+  registry: ToolRegistry,
+  supervisor: Supervisor,
+  settingsOf: (upstreamName: string) => McpProxyToolConfig,
+  logger: LineLogger,
+  onChange: () => void,
+): Promise<ImportedMcpTools> {
+  return importMcpTools(first, registry, {
+    output: 'result',
+    reconnect: supervisor.restart,
+    // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
+    rename: localNameOf,
+    configure: (tool) => {
+      const { timeoutMs, idempotent } = settingsOf(tool.name);
+      return {
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        ...(idempotent === undefined ? {} : { idempotent }),
+      };
+    },
+    onError: (error) => logger.error({ event: 'upstream.refresh_failed', message: messageOf(error) }),
+    onChange,
+  });
+}
+
+interface Supervisor {
+  /** Set once `stop()` ran: no process starts after it. */
+  readonly closing: boolean;
+  /** Starts one upstream (the first, or after a crash) and watches it. */
+  start(): Promise<Client>;
+  /** Keeps starting one, with backoff for a server that keeps crashing, until one answers. */
+  restart(): Promise<Client>;
+  /** Stops restarting and closes the client given (its process ends). */
+  stop(client: Client): Promise<void>;
+}
+
+// Starts the upstream, notices it exit, and restarts it with backoff when it keeps crashing.
+function supervise(connect: () => Promise<Client>, logger: LineLogger, onExit: () => void): Supervisor {
   let closing = false;
   let startedAt = Date.now();
   let quickCrashes = 0;
   let current: Client | undefined;
-  let imported: ImportedMcpTools | undefined;
-  let server: Server | undefined;
 
   const start = async (): Promise<Client> => {
     const client = await connect();
@@ -155,15 +259,12 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       const livedMs = Date.now() - startedAt;
       quickCrashes = livedMs >= stableAfterMs ? 1 : quickCrashes + 1;
       logger.warn({ event: 'upstream.exited', livedMs, restart: 'now' });
-      imported?.reconnect().catch(() => {
-        // Logged by the import's onError; calls waiting for it fail transient.
-      });
+      onExit();
     };
     client.onerror = (error) => logger.debug({ event: 'upstream.error', message: error.message });
     return client;
   };
 
-  // Keeps trying until an upstream answers `initialize` or the proxy closes.
   const restart = async (): Promise<Client> => {
     for (;;) {
       if (closing) throw new Error('The proxy is closing');
@@ -177,42 +278,32 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
         return await start();
       } catch (error) {
         quickCrashes += 1;
-        logger.error({
-          event: 'upstream.start_failed',
-          message: error instanceof Error ? error.message : String(error),
-        });
+        logger.error({ event: 'upstream.start_failed', message: messageOf(error) });
       }
     }
   };
 
-  const first = await start();
-  const registry = new ToolRegistry();
-  imported = await importMcpTools(first, registry, {
-    output: 'result',
-    reconnect: restart,
-    // Every upstream name must survive as a registry name; the wire keeps the upstream's own.
-    configure: (tool) => {
-      const { timeoutMs, idempotent } = settingsOf(tool.name);
-      return {
-        ...(timeoutMs === undefined ? {} : { timeoutMs }),
-        ...(idempotent === undefined ? {} : { idempotent }),
-      };
+  return {
+    get closing() {
+      return closing;
     },
-    onError: (error) =>
-      logger.error({
-        event: 'upstream.refresh_failed',
-        message: error instanceof Error ? error.message : String(error),
-      }),
-    onChange: () => {
-      server?.sendToolListChanged().catch(() => {
-        // Not connected yet, or the host has gone: nobody to tell.
-      });
+    start,
+    restart,
+    stop: async (client) => {
+      closing = true;
+      await client.close().catch(() => {});
     },
-  });
-  const names = imported.names;
+  };
+}
 
-  const attemptsOf = (toolName: string | undefined): number =>
-    settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? '').maxAttempts ?? 3;
+// The default stack with a breaker inside idempotency, each tool's own attempts, and logging.
+function proxyDispatcher(
+  registry: ToolRegistry,
+  config: McpProxyConfig,
+  logger: LineLogger,
+  logLevel: LogLevel | 'silent',
+  settingsOf: (toolName: string | undefined) => McpProxyToolConfig,
+): Dispatcher {
   const mostAttempts = Math.max(
     3,
     config.defaults?.maxAttempts ?? 0,
@@ -223,7 +314,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
     retry: {
       maxAttempts: mostAttempts,
-      shouldRetry: (error, ctx) => isRetryable(error, ctx) && ctx.attempt < attemptsOf(ctx.tool?.name),
+      shouldRetry: (error, ctx) =>
+        isRetryable(error, ctx) && ctx.attempt < (settingsOf(ctx.tool?.name).maxAttempts ?? 3),
     },
   });
   const breaker = circuitBreaker({
@@ -239,50 +331,65 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   );
   const layers: Middleware[] =
     logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
-  const dispatcher = createDispatcher(layers);
+  return createDispatcher(layers);
+}
 
-  const upstreamInfo = first.getServerVersion();
-  const instructions = first.getInstructions();
-  server = createMcpServer({
-    registry,
-    dispatcher,
-    names,
-    info,
-    ...(instructions === undefined ? {} : { instructions }),
-    hints: (toolName) => {
-      const tool = imported?.tools.get(toolName);
-      if (tool === undefined) return undefined;
-      const { readOnlyHint, destructiveHint, openWorldHint } = tool.annotations ?? {};
-      return {
-        ...(tool.title === undefined ? {} : { title: tool.title }),
-        ...(readOnlyHint === undefined ? {} : { readOnlyHint }),
-        ...(destructiveHint === undefined ? {} : { destructiveHint }),
-        ...(openWorldHint === undefined ? {} : { openWorldHint }),
-        ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
-      };
-    },
-    // The upstream's own result, content blocks and all, goes back as it came.
-    formatResult: (result) => result as CallToolResult,
-  });
-  logger.info({
-    event: 'proxy.ready',
-    upstream: upstreamInfo === undefined ? 'unknown' : `${upstreamInfo.name} ${upstreamInfo.version}`,
-    tools: names.size,
-  });
+/**
+ * The title, annotations and output schema the proxy serves for an upstream tool: the upstream's
+ * as they are, except an `idempotent` the proxy's config sets, which is served as
+ * `idempotentHint` since the proxy retries the tool by it.
+ *
+ * @example
+ * servedHints(tool, settingsOf(tool.name).idempotent);
+ */
+function servedHints(tool: McpTool, idempotent: boolean | undefined): McpToolHints {
+  return {
+    ...(tool.title === undefined ? {} : { title: tool.title }),
+    annotations:
+      idempotent === undefined
+        ? { ...tool.annotations }
+        : { ...tool.annotations, idempotentHint: idempotent },
+    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+  };
+}
 
-  const served = server;
-  return Object.freeze({
-    server: served,
-    registry,
-    dispatcher,
-    imported,
-    close: async () => {
-      if (closing) return;
-      closing = true;
-      await served.close().catch(() => {});
-      await imported?.client.close().catch(() => {});
-    },
-  });
+/**
+ * The proxy's registry name for an upstream tool name, one to one: the registry takes only
+ * lowercase letters, digits, `_` and `-`, and names that differ only in case or separators
+ * (`searchDocs`, `search_docs`) must never meet. `_` is written `__`, a capital `_` and its
+ * lowercase letter, any other character `_<code point>_`; a name longer than 250 characters
+ * that way is its SHA-256 instead.
+ *
+ * @example
+ * localNameOf('searchDocs');  // 'usearch_docs'
+ * localNameOf('search_docs'); // 'usearch__docs'
+ */
+export function localNameOf(upstreamName: string): string {
+  let local = 'u';
+  for (const char of upstreamName) {
+    if (/^[a-z0-9-]$/.test(char)) local += char;
+    else if (char === '_') local += '__';
+    else if (/^[A-Z]$/.test(char)) local += `_${char.toLowerCase()}`;
+    else local += `_${String(char.codePointAt(0))}_`;
+  }
+  return local.length <= 250 ? local : `h${createHash('sha256').update(upstreamName).digest('hex')}`;
+}
+
+// A per-tool setting for a tool the upstream does not have would be dropped without a word.
+function checkToolNames(config: McpProxyConfig, names: ReadonlyMap<string, string>): void {
+  const known = new Set(names.values());
+  const unknown = Object.keys(config.tools ?? {}).filter((name) => !known.has(name));
+  if (unknown.length === 0) return;
+  const quoted = (list: string[]) => list.map((name) => JSON.stringify(name)).join(', ');
+  const shown = [...known].slice(0, 50);
+  const more = known.size > shown.length ? `, and ${known.size - shown.length} more` : '';
+  throw new TypeError(
+    `config.tools names ${unknown.length === 1 ? 'a tool' : 'tools'} the upstream does not have: ${quoted(unknown)}; its tools are ${known.size === 0 ? 'none' : quoted(shown) + more}`,
+  );
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
@@ -336,75 +443,6 @@ function inheritedEnv(): Record<string, string> {
   return env;
 }
 
-const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent']);
-
-/**
- * Throws a TypeError naming the first bad setting of a proxy config (unknown keys included).
- *
- * @example
- * checkConfig(JSON.parse(readFileSync('proxy.json', 'utf8')));
- */
-export function checkConfig(config: unknown): asserts config is McpProxyConfig {
-  const object = (value: unknown, where: string): Record<string, unknown> => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      throw new TypeError(`${where} must be an object`);
-    }
-    return value as Record<string, unknown>;
-  };
-  const tool = (value: unknown, where: string): void => {
-    const settings = object(value, where);
-    for (const key of Object.keys(settings)) {
-      if (!toolKeys.has(key))
-        throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
-    }
-    const { timeoutMs, maxAttempts, idempotent } = settings;
-    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
-      throw new TypeError(`${where}.timeoutMs must be a number > 0, got ${JSON.stringify(timeoutMs)}`);
-    }
-    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && (maxAttempts as number) >= 1)) {
-      throw new TypeError(`${where}.maxAttempts must be an integer >= 1, got ${JSON.stringify(maxAttempts)}`);
-    }
-    if (idempotent !== undefined && typeof idempotent !== 'boolean') {
-      throw new TypeError(`${where}.idempotent must be a boolean, got ${JSON.stringify(idempotent)}`);
-    }
-  };
-  const root = object(config, 'config');
-  for (const key of Object.keys(root)) {
-    if (!['defaults', 'tools', 'concurrency', 'breaker'].includes(key)) {
-      throw new TypeError(`config.${key} is not a setting (use defaults, tools, concurrency, breaker)`);
-    }
-  }
-  if (root['defaults'] !== undefined) tool(root['defaults'], 'config.defaults');
-  if (root['tools'] !== undefined) {
-    for (const [name, settings] of Object.entries(object(root['tools'], 'config.tools'))) {
-      tool(settings, `config.tools[${JSON.stringify(name)}]`);
-    }
-  }
-  const { concurrency, breaker } = root;
-  if (concurrency !== undefined && !(Number.isInteger(concurrency) && (concurrency as number) >= 1)) {
-    throw new TypeError(`config.concurrency must be an integer >= 1, got ${JSON.stringify(concurrency)}`);
-  }
-  if (breaker !== undefined) {
-    const { failureThreshold, cooldownMs, ...rest } = object(breaker, 'config.breaker');
-    const extra = Object.keys(rest)[0];
-    if (extra !== undefined)
-      throw new TypeError(`config.breaker.${extra} is not a setting (use failureThreshold, cooldownMs)`);
-    if (
-      failureThreshold !== undefined &&
-      !(Number.isInteger(failureThreshold) && (failureThreshold as number) >= 1)
-    ) {
-      throw new TypeError(
-        `config.breaker.failureThreshold must be an integer >= 1, got ${JSON.stringify(failureThreshold)}`,
-      );
-    }
-    if (cooldownMs !== undefined && !(typeof cooldownMs === 'number' && cooldownMs >= 0)) {
-      throw new TypeError(
-        `config.breaker.cooldownMs must be a number >= 0, got ${JSON.stringify(cooldownMs)}`,
-      );
-    }
-  }
-}
-
 // A logger that writes each record as one readable line: `level event key=value …`.
 type LineLogger = Logger & Record<LogLevel, (record: Record<string, unknown>) => void>;
 
@@ -415,21 +453,50 @@ function lineLogger(
 ): LineLogger {
   const lowest = level === 'silent' ? levels.length : levels.indexOf(level);
   const show = (key: string, value: unknown): string => {
-    if (key === 'tool' && typeof value === 'string') return upstreamName(value);
     if (typeof value === 'number') return String(Math.round(value));
-    return typeof value === 'string' && value !== '' && !/\s/.test(value) ? value : JSON.stringify(value);
+    if (key === 'tool' && typeof value === 'string') return logValue(upstreamName(value));
+    return logValue(typeof value === 'string' ? value : jsonOf(value));
   };
   const write = (at: LogLevel) => (record: Record<string, unknown>) => {
     if (levels.indexOf(at) < lowest) return;
     const { event, ...details } = record;
     const fields = Object.entries(details)
       .filter(([, value]) => value !== undefined)
-      .map(([key, value]) => `${key}=${show(key, value)}`);
+      .map(([key, value]) => `${logValue(key)}=${show(key, value)}`);
     try {
-      log([`[mcp-proxy] ${at}`, String(event), ...fields].join(' '));
+      log([`[mcp-proxy] ${at}`, logValue(String(event)), ...fields].join(' '));
     } catch {
       // A log line that cannot be written never fails a call.
     }
   };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+/**
+ * A value as a log line writes it: bare when it cannot be read as more than one field or line,
+ * else a JSON string with every control, format and line-separator character escaped, so no
+ * value a client sends (a tool name, an argument quoted in a message) can forge a record.
+ *
+ * @example
+ * logValue('echoText');        // 'echoText'
+ * logValue('x\n[mcp-proxy] error'); // '"x\\n[mcp-proxy] error"'
+ */
+export function logValue(text: string): string {
+  if (/^[^\s"=\\\p{C}]+$/u.test(text)) return text;
+  // JSON.stringify escapes C0 controls only; DEL, C1 controls (a terminal's CSI), bidi marks
+  // and U+2028/U+2029 would pass through it.
+  return JSON.stringify(text).replace(/[\p{C}\u2028\u2029]/gu, (char) =>
+    Array.from(
+      { length: char.length },
+      (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`,
+    ).join(''),
+  );
+}
+
+function jsonOf(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }

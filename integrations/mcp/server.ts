@@ -14,10 +14,12 @@ import {
   toToolMessage,
   type Dispatcher,
   type DispatchOptions,
+  type DispatchSuccess,
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
 import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import { unsendable } from './sendable.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
 export interface McpToolHints {
@@ -31,6 +33,13 @@ export interface McpToolHints {
   openWorldHint?: boolean;
   /** A JSON Schema of the tool's `structuredContent`; the client then requires and checks it. */
   outputSchema?: McpTool['outputSchema'];
+  /**
+   * Annotations served as they are, for passing another server's on (the proxy serves its
+   * upstream's this way): `idempotentHint` is then theirs, not the registry's `idempotent`, and
+   * the hint fields above win over theirs.
+   * @default none (`idempotentHint` is the tool's `idempotent`)
+   */
+  annotations?: McpTool['annotations'];
 }
 
 /** Options shared by `createMcpServer`, `registerMcpTools` and `toMcpTools`. */
@@ -65,7 +74,9 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    */
   maxMessageLength?: number;
   /**
-   * Turns a successful result into the call's result.
+   * Turns a successful result into the call's result. What it returns is checked before it is
+   * sent: a result that throws here, or that no transport can write as JSON (nested more than
+   * 1000 levels deep, circular, a BigInt), is answered as an `internal` failure instead.
    * @default toCallToolResult (JSON text, and `structuredContent` for a plain object)
    */
   formatResult?: (result: unknown, toolName: string) => CallToolResult;
@@ -140,30 +151,8 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     throw new TypeError('registerMcpTools() needs a low-level Server from @modelcontextprotocol/sdk/server');
   }
   requireObject('registerMcpTools', options);
-  const {
-    dispatcher,
-    pageSize = defaultPageSize,
-    maxMessageLength = 2000,
-    formatResult = defaultFormat,
-    dispatchOptions = {},
-  } = options;
   const lookup = toolLookup('registerMcpTools', options);
-  if (typeof dispatcher !== 'object' || dispatcher === null || typeof dispatcher.dispatch !== 'function') {
-    throw new TypeError('registerMcpTools() dispatcher must be a Dispatcher');
-  }
-  if (!Number.isInteger(pageSize) || pageSize < 1) {
-    throw new TypeError(`registerMcpTools() pageSize must be an integer >= 1, got ${String(pageSize)}`);
-  }
-  if (maxMessageLength !== Infinity && (!Number.isInteger(maxMessageLength) || maxMessageLength < 1)) {
-    throw new TypeError(
-      `registerMcpTools() maxMessageLength must be an integer >= 1, got ${String(maxMessageLength)}`,
-    );
-  }
-  if (typeof formatResult !== 'function')
-    throw new TypeError('registerMcpTools() formatResult must be a function');
-  if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
-    throw new TypeError('registerMcpTools() dispatchOptions must be an object');
-  }
+  const { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions } = callSettings(options);
   if (server.transport !== undefined) {
     throw new TypeError(
       'registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected',
@@ -226,7 +215,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     }
     const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
     if (progressSent !== undefined) await progressSent;
-    if (outcome.ok) return formatResult(outcome.result, toolName);
+    if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
     if (outcome.kind === 'not_found') {
       // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
       throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
@@ -236,6 +225,64 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     }
     return toCallToolResult(outcome, { maxLength: maxMessageLength });
   });
+}
+
+type CallSettings = Required<
+  Pick<
+    RegisterMcpToolsOptions,
+    'dispatcher' | 'pageSize' | 'maxMessageLength' | 'formatResult' | 'dispatchOptions'
+  >
+>;
+
+function callSettings(options: RegisterMcpToolsOptions): CallSettings {
+  const {
+    dispatcher,
+    pageSize = defaultPageSize,
+    maxMessageLength = 2000,
+    formatResult = defaultFormat,
+    dispatchOptions = {},
+  } = options;
+  if (typeof dispatcher !== 'object' || dispatcher === null || typeof dispatcher.dispatch !== 'function') {
+    throw new TypeError('registerMcpTools() dispatcher must be a Dispatcher');
+  }
+  if (!Number.isInteger(pageSize) || pageSize < 1) {
+    throw new TypeError(`registerMcpTools() pageSize must be an integer >= 1, got ${String(pageSize)}`);
+  }
+  if (maxMessageLength !== Infinity && (!Number.isInteger(maxMessageLength) || maxMessageLength < 1)) {
+    throw new TypeError(
+      `registerMcpTools() maxMessageLength must be an integer >= 1, got ${String(maxMessageLength)}`,
+    );
+  }
+  if (typeof formatResult !== 'function')
+    throw new TypeError('registerMcpTools() formatResult must be a function');
+  if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
+    throw new TypeError('registerMcpTools() dispatchOptions must be an object');
+  }
+  return { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions };
+}
+
+// Every call gets an answer: a response the transport cannot write is never sent, and the
+// client would wait until its own timeout for it.
+function sendableSuccess(
+  outcome: DispatchSuccess,
+  toolName: string,
+  wireName: string,
+  formatResult: (result: unknown, toolName: string) => CallToolResult,
+  maxLength: number,
+): CallToolResult {
+  let problem: string | undefined;
+  try {
+    const result = formatResult(outcome.result, toolName);
+    // The default rendering is plain JSON of bounded depth by construction.
+    problem = formatResult === defaultFormat ? undefined : unsendable(result);
+    if (problem === undefined) return result;
+  } catch (error) {
+    problem = `formatting it failed (${error instanceof Error ? error.message : String(error)})`;
+  }
+  const failure = new DispatchError('internal', `The result of "${wireName}" cannot be sent: ${problem}`, {
+    attempts: outcome.attempts,
+  });
+  return toCallToolResult(failure, { maxLength });
 }
 
 /**
@@ -305,14 +352,16 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
   return {
     tools: () =>
       registry.list().map((listing) => {
-        const { title, outputSchema, ...annotations } = hintsFor(listing.name) ?? {};
+        const { title, outputSchema, annotations: given, ...hinted } = hintsFor(listing.name) ?? {};
+        const annotations =
+          given === undefined ? { ...hinted, idempotentHint: listing.idempotent } : { ...given, ...hinted };
         const tool: McpTool = {
           name: names.get(listing.name) ?? listing.name,
           description: listing.description,
           // JSON Schema property values are objects (or booleans, which the SDK's type leaves out).
           inputSchema: toObjectSchema(listing.inputSchema) as McpTool['inputSchema'],
-          annotations: { ...annotations, idempotentHint: listing.idempotent },
         };
+        if (Object.keys(annotations).length > 0) tool.annotations = annotations;
         if (title !== undefined) tool.title = title;
         if (outputSchema !== undefined) tool.outputSchema = outputSchema;
         return tool;

@@ -317,7 +317,7 @@ describe('importMcpTools', () => {
     });
   });
 
-  it('fails a call transient when the connection closes, and reconnects for the next one', async () => {
+  it('fails an idempotent call transient when the connection closes, and reconnects for the next one', async () => {
     let connections = 0;
     let firstLog: ReturnType<typeof buildRemoteServer>['log'] | undefined;
     const connect = async () => {
@@ -327,7 +327,10 @@ describe('importMcpTools', () => {
       return client;
     };
     const registry = new ToolRegistry();
-    const imported = await importMcpTools(await connect(), registry, { reconnect: connect });
+    const imported = await importMcpTools(await connect(), registry, {
+      reconnect: connect,
+      configure: () => ({ idempotent: true }),
+    });
     const dispatcher = createDispatcher(defaultStack({ registry, retry: { maxAttempts: 1 } }));
     const running = dispatcher.dispatch('slow_tool', {});
     await expect.poll(() => firstLog?.calls['slowTool']).toBe(1);
@@ -339,6 +342,20 @@ describe('importMcpTools', () => {
     });
     expect(await dispatcher.dispatch('get_weather', { city: 'Oslo' })).toMatchObject({ ok: true });
     expect(connections).toBe(2);
+  });
+
+  it('fails a non-idempotent call in flight when the connection closes as internal, its outcome unknown', async () => {
+    const { client, log } = await remote();
+    const registry = new ToolRegistry();
+    await importMcpTools(client, registry);
+    const dispatcher = createDispatcher(defaultStack({ registry }));
+    const running = dispatcher.dispatch('slow_tool', {});
+    await expect.poll(() => log.calls['slowTool']).toBe(1);
+    await client.close();
+    const outcome = await running;
+    expect(outcome).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+    expect(outcome.ok ? '' : outcome.message).toMatch(/"slowTool" was running, so its outcome is unknown/);
+    expect(log.calls['slowTool']).toBe(1);
   });
 
   it('rejects bad options with a TypeError naming the option', async () => {
@@ -354,7 +371,7 @@ describe('importMcpTools', () => {
 });
 
 describe('importMcpTools over stdio', () => {
-  it('fails a call that crashes the remote process as transient, and serves again after a reconnect', async () => {
+  it('fails an idempotent call that crashes the remote process as transient, and serves again after a reconnect', async () => {
     const connect = async () => {
       const client = new Client({ name: 'importer', version: '1.0.0' });
       await client.connect(
@@ -368,7 +385,10 @@ describe('importMcpTools over stdio', () => {
       return client;
     };
     const registry = new ToolRegistry();
-    await importMcpTools(await connect(), registry, { reconnect: connect });
+    await importMcpTools(await connect(), registry, {
+      reconnect: connect,
+      configure: () => ({ idempotent: true }),
+    });
     const dispatcher = createDispatcher(defaultStack({ registry, retry: { maxAttempts: 1 } }));
     expect(await dispatcher.dispatch('crash_process', {})).toMatchObject({ ok: false, kind: 'transient' });
     expect(await dispatcher.dispatch('get_weather', { city: 'Lima' })).toMatchObject({

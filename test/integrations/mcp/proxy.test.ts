@@ -86,7 +86,12 @@ describe('tool-dispatcher mcp-proxy', () => {
   beforeAll(async () => {
     proxy = await startProxy('main', {
       defaults: { timeoutMs: 20_000 },
-      tools: { hang: { timeoutMs: 300 }, chargeOnce: { idempotent: false }, echoText: { idempotent: true } },
+      tools: {
+        hang: { timeoutMs: 300 },
+        chargeOnce: { idempotent: false },
+        echoText: { idempotent: true },
+        crashFirst: { idempotent: true },
+      },
       concurrency: 4,
       breaker: { failureThreshold: 50, cooldownMs: 1_000 },
     });
@@ -120,7 +125,7 @@ describe('tool-dispatcher mcp-proxy', () => {
     expect(textOf(result)).toMatch(/^error \(schema\): Invalid args for "echoText"/);
   });
 
-  it('retries a call whose upstream crashed, on the restarted process', async () => {
+  it('retries an idempotent call whose upstream crashed, on the restarted process', async () => {
     const result = await proxy.client.callTool({ name: 'crashFirst', arguments: { key: 'once', times: 1 } });
     expect(JSON.parse(textOf(result))).toEqual({ key: 'once', calls: 2 });
     expect(proxy.stderr()).toMatch(/upstream\.exited/);

@@ -371,6 +371,24 @@ describe('toMcpTools and toCallToolResult', () => {
     expect(tools.find((tool) => tool.name === 'shape.union')?.inputSchema.type).toBe('object');
   });
 
+  it("serves hints.annotations as they are, their idempotentHint over the registry's", () => {
+    const { registry } = setup();
+    const tools = toMcpTools({
+      registry,
+      hints: {
+        'search.web': { annotations: { title: 'Web search', idempotentHint: false }, readOnlyHint: true },
+        'list.items': { annotations: {} },
+      },
+    });
+    expect(tools.find((tool) => tool.name === 'search.web')?.annotations).toEqual({
+      title: 'Web search',
+      idempotentHint: false,
+      readOnlyHint: true,
+    });
+    expect(tools.find((tool) => tool.name === 'list.items')?.annotations).toBeUndefined();
+    expect(tools.find((tool) => tool.name === 'pay.charge')?.annotations).toEqual({ idempotentHint: false });
+  });
+
   it('turns an outcome into a CallToolResult', async () => {
     const { dispatcher } = setup();
     expect(toCallToolResult(await dispatcher.dispatch('search.web', { query: 'a' }))).toEqual({

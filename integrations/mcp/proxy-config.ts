@@ -1,0 +1,101 @@
+/**
+ * The proxy's settings: their types and the check of a `--config` file, apart from proxy.ts so that
+ * the command line is parsed (and `--help` answered) without loading the MCP SDK.
+ * @module
+ */
+
+/** Settings of one tool, or the defaults of every tool. */
+export interface McpProxyToolConfig {
+  /** Per-attempt timeout in milliseconds. */
+  timeoutMs?: number;
+  /** Attempts in total for a retryable failure (1 = never retried). */
+  maxAttempts?: number;
+  /** Whether running it twice is harmless: timeouts are then retried too. */
+  idempotent?: boolean;
+}
+
+/** The proxy's settings, as the `--config` file holds them. */
+export interface McpProxyConfig {
+  /** Settings of every tool. */
+  defaults?: McpProxyToolConfig;
+  /** Settings of single tools, by upstream name; they win over `defaults`. */
+  tools?: Record<string, McpProxyToolConfig>;
+  /** Calls running upstream at once; the rest queue in order. */
+  concurrency?: number;
+  /** The circuit breaker in front of each tool. */
+  breaker?: { failureThreshold?: number; cooldownMs?: number };
+}
+
+/** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
+export type McpUpstream =
+  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
+  | { url: string };
+
+const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent']);
+
+/**
+ * Throws a TypeError naming the first bad setting of a proxy config (unknown keys included).
+ *
+ * @example
+ * checkConfig(JSON.parse(readFileSync('proxy.json', 'utf8')));
+ */
+export function checkConfig(config: unknown): asserts config is McpProxyConfig {
+  const object = (value: unknown, where: string): Record<string, unknown> => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new TypeError(`${where} must be an object`);
+    }
+    return value as Record<string, unknown>;
+  };
+  const tool = (value: unknown, where: string): void => {
+    const settings = object(value, where);
+    for (const key of Object.keys(settings)) {
+      if (!toolKeys.has(key))
+        throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
+    }
+    const { timeoutMs, maxAttempts, idempotent } = settings;
+    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+      throw new TypeError(`${where}.timeoutMs must be a number > 0, got ${JSON.stringify(timeoutMs)}`);
+    }
+    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && (maxAttempts as number) >= 1)) {
+      throw new TypeError(`${where}.maxAttempts must be an integer >= 1, got ${JSON.stringify(maxAttempts)}`);
+    }
+    if (idempotent !== undefined && typeof idempotent !== 'boolean') {
+      throw new TypeError(`${where}.idempotent must be a boolean, got ${JSON.stringify(idempotent)}`);
+    }
+  };
+  const root = object(config, 'config');
+  for (const key of Object.keys(root)) {
+    if (!['defaults', 'tools', 'concurrency', 'breaker'].includes(key)) {
+      throw new TypeError(`config.${key} is not a setting (use defaults, tools, concurrency, breaker)`);
+    }
+  }
+  if (root['defaults'] !== undefined) tool(root['defaults'], 'config.defaults');
+  if (root['tools'] !== undefined) {
+    for (const [name, settings] of Object.entries(object(root['tools'], 'config.tools'))) {
+      tool(settings, `config.tools[${JSON.stringify(name)}]`);
+    }
+  }
+  const { concurrency, breaker } = root;
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && (concurrency as number) >= 1)) {
+    throw new TypeError(`config.concurrency must be an integer >= 1, got ${JSON.stringify(concurrency)}`);
+  }
+  if (breaker !== undefined) {
+    const { failureThreshold, cooldownMs, ...rest } = object(breaker, 'config.breaker');
+    const extra = Object.keys(rest)[0];
+    if (extra !== undefined)
+      throw new TypeError(`config.breaker.${extra} is not a setting (use failureThreshold, cooldownMs)`);
+    if (
+      failureThreshold !== undefined &&
+      !(Number.isInteger(failureThreshold) && (failureThreshold as number) >= 1)
+    ) {
+      throw new TypeError(
+        `config.breaker.failureThreshold must be an integer >= 1, got ${JSON.stringify(failureThreshold)}`,
+      );
+    }
+    if (cooldownMs !== undefined && !(typeof cooldownMs === 'number' && cooldownMs >= 0)) {
+      throw new TypeError(
+        `config.breaker.cooldownMs must be a number >= 0, got ${JSON.stringify(cooldownMs)}`,
+      );
+    }
+  }
+}
