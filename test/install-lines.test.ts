@@ -1,0 +1,46 @@
+// A user finds an install line for the package and for each host: in the README's Install section
+// and at the top of each integration guide, naming the peer that subpath needs.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..');
+const read = (path: string) => readFileSync(join(root, path), 'utf8');
+const peers = Object.keys(JSON.parse(read('package.json')).peerDependencies as Record<string, string>);
+
+const guides: Record<string, readonly string[]> = {
+  'docs/integrations/openai.md': ['openai'],
+  'docs/integrations/anthropic.md': ['@anthropic-ai/sdk'],
+  'docs/integrations/ai-sdk.md': ['ai'],
+  'docs/integrations/langchain.md': ['langchain', '@langchain/core'],
+  'docs/integrations/openai-agents.md': ['@openai/agents'],
+  'docs/integrations/mcp.md': ['@modelcontextprotocol/sdk'],
+  'docs/integrations/otel.md': ['@opentelemetry/api'],
+  'docs/scale-out.md': ['redis', 'ioredis'],
+};
+
+describe('install lines', () => {
+  it('gives the README an install line for the package and one for every peer', () => {
+    const readme = read('README.md');
+    expect(readme).toMatch(/^npm install tool-dispatcher zod$/m);
+    const installed = new Set(
+      [...readme.matchAll(/npm install tool-dispatcher ([^`\n]+)/g)].flatMap((match) =>
+        (match[1] as string).trim().split(/\s+/),
+      ),
+    );
+    const missing = peers.filter((peer) => !installed.has(peer));
+    expect(missing).toEqual([]);
+  });
+
+  it.each(Object.entries(guides))('opens %s with its install line', (path, needs) => {
+    const opening = read(path).split('\n').slice(0, 6).join('\n');
+    const line = /^npm install tool-dispatcher .*$/m.exec(opening)?.[0] ?? '';
+    for (const peer of needs) expect(line).toContain(peer);
+  });
+
+  it('covers every peer in some guide', () => {
+    const covered = new Set(Object.values(guides).flat());
+    expect(peers.filter((peer) => !covered.has(peer))).toEqual([]);
+  });
+});
