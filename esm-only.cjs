@@ -6,4 +6,6 @@ const error = new Error(
     'or from CommonJS with await import("tool-dispatcher").',
 );
 error.code = 'ERR_REQUIRE_ESM';
+// The message is the whole story: no frames of this file.
+error.stack = `Error: ${error.message}`;
 throw error;
