@@ -1,9 +1,151 @@
 /**
- * tool-dispatcher: the core and every middleware factory, under their pinned names. Host
- * integrations live under their own subpaths (`tool-dispatcher/openai`, `/mcp`, `/otel`, …) and
- * are never loaded from here.
+ * tool-dispatcher: what a user of the dispatcher needs, under pinned names: the dispatcher, the
+ * registry, the error envelope, every layer and the default stack with their options, the helpers
+ * a harness loop uses, and the types. The author kit (`sleep`, `raceAbort`, the option checks…)
+ * and the in-memory stores live in `tool-dispatcher/middleware`. Host integrations live under
+ * their own subpaths (`tool-dispatcher/openai`, `/mcp`, `/otel`, …) and are never loaded from here.
  * @module
  */
 
-export * from './src/index.js';
-export * from './middleware/index.js';
+// The dispatcher and the registry.
+export { compose, createDispatcher, defaultToolTimeoutMs, ToolRegistry } from './src/index.js';
+export type {
+  ComposableMiddleware,
+  ComposableStack,
+  ComposedMiddleware,
+  DispatchCall,
+  Dispatcher,
+  DispatcherOptions,
+  GatherOptions,
+  RegisterOptions,
+  ToolListing,
+} from './src/index.js';
+
+// The envelope.
+export {
+  DispatchError,
+  isDispatchError,
+  jsonRpcCodeFor,
+  toDispatchError,
+  ToolError,
+  TransientError,
+} from './src/index.js';
+export type {
+  DispatchErrorJson,
+  DispatchErrorKind,
+  DispatchErrorOptions,
+  JsonRpcError,
+  JsonRpcErrorCode,
+  JsonRpcErrorData,
+  ToolErrorOptions,
+  TransientErrorOptions,
+} from './src/index.js';
+
+// The helpers a harness loop and a host integration use.
+export {
+  createBudget,
+  createNameMap,
+  harnessStep,
+  providerCallOptions,
+  systemClock,
+  toJsonSafe,
+  toObjectSchema,
+  toolAnswer,
+  toToolMessage,
+} from './src/index.js';
+export type {
+  Budget,
+  Clock,
+  HarnessHook,
+  HarnessStep,
+  HarnessStepOptions,
+  JsonObjectSchema,
+  JsonSafeOptions,
+  LocalBudget,
+  NameMap,
+  NameMapOptions,
+  ProviderCall,
+  ToolAnswer,
+  ToolAnswerOptions,
+  ToolMessageOptions,
+} from './src/index.js';
+
+// The onion, the tools and the events.
+export type {
+  CustomDispatchEvent,
+  DispatchContext,
+  DispatchEvent,
+  DispatchEventBase,
+  DispatchEventDetails,
+  DispatchEventOf,
+  DispatchEventType,
+  DispatchOptions,
+  DispatchSuccess,
+  EventListener,
+  KnownDispatchEvent,
+  Middleware,
+  Next,
+  Outcome,
+  ProgressUpdate,
+  StandardSchemaV1,
+  Tool,
+  ToolContext,
+  ToolDefinition,
+  ToolHandler,
+} from './src/index.js';
+
+// The state seam: what a store implements (the memory stores are in `tool-dispatcher/middleware`).
+export type {
+  CircuitRecord,
+  CircuitStore,
+  CircuitStoreState,
+  CircuitView,
+  IdempotencyClaim,
+  IdempotencyCompletion,
+  IdempotencyLease,
+  IdempotencyStore,
+  MaybePromise,
+  SlotPermit,
+  SlotStore,
+  SlotWaiter,
+  StoreBudget,
+  StoreFingerprint,
+  StoreLease,
+} from './src/index.js';
+
+// The layers and the default stack.
+export {
+  budgetGuard,
+  circuitBreaker,
+  concurrencyLimit,
+  defaultStack,
+  errorMapping,
+  idempotency,
+  isCircuitFailure,
+  isRetryable,
+  logging,
+  retry,
+  schemaValidation,
+  timeout,
+  toolLookup,
+} from './middleware/index.js';
+export type {
+  CircuitBreakerMiddleware,
+  CircuitBreakerOptions,
+  CircuitSnapshot,
+  CircuitState,
+  ConcurrencyLimitMiddleware,
+  ConcurrencyLimitOptions,
+  ConcurrencyLoad,
+  DefaultStackOptions,
+  IdempotencyMiddleware,
+  IdempotencyOptions,
+  IdempotencySize,
+  Logger,
+  LoggingOptions,
+  LogLevel,
+  LogRecord,
+  RetryOptions,
+  SchemaValidationOptions,
+  TimeoutOptions,
+} from './middleware/index.js';

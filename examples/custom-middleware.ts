@@ -42,6 +42,22 @@ export interface RateLimitOptions {
   now?: () => number;
 }
 
+// The layer declares its event, so `ctx.emit` checks the details and a listener reads them typed
+// once it has narrowed on `type`. In your own code the module is 'tool-dispatcher'.
+declare module '../index.js' {
+  interface DispatchEventDetails {
+    /** A call was turned away: the tool's `limit` per `windowMs` is spent for `retryAfterMs` more. */
+    'rate_limit.rejected': {
+      /** The calls allowed per window. */
+      readonly limit: number;
+      /** The window length in milliseconds. */
+      readonly windowMs: number;
+      /** The time left in the window, in milliseconds. */
+      readonly retryAfterMs: number;
+    };
+  }
+}
+
 /**
  * Lets each tool run at most `limit` dispatches per fixed window; the next one fails at once
  * with kind `rate_limited` and `retryAfterMs` (the time left in the window).
@@ -138,9 +154,7 @@ console.log('stack:', stack.map((layer) => layer.name).join(' → '));
 const dispatcher = createDispatcher(stack, {
   onEvent: (event) => {
     if (event.type === 'rate_limit.rejected') {
-      console.log(
-        `  event ${event.type}: limit ${String(event.limit)}, retry after ${String(event.retryAfterMs)} ms`,
-      );
+      console.log(`  event ${event.type}: limit ${event.limit}, retry after ${event.retryAfterMs} ms`);
     }
   },
 });

@@ -1,5 +1,6 @@
 // The author kit: the helpers the built-in layers are made with, published so that a layer of
-// your own waits, cancels and checks its options the same way (docs/writing-middleware.md).
+// your own waits, cancels, checks its options and keeps a store's lease the same way
+// (docs/writing-middleware.md). None of it is exported from the package root.
 
 export { maxTimerDelayMs, neverAborted, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
 export { budgetExceeded, cancelled } from '../src/internal/failures.js';
@@ -11,3 +12,7 @@ export {
   requireNumber,
 } from '../src/internal/options.js';
 export { isThenable } from '../src/internal/thenable.js';
+export { withoutStackFrames } from '../src/errors.js';
+export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
+// For a handler that relays its call to another service (as the MCP client does).
+export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';

@@ -18,7 +18,6 @@ export {
   isDispatchError,
   jsonRpcCodeFor,
   toDispatchError,
-  withoutStackFrames,
 } from './errors.js';
 export type {
   DispatchErrorJson,
@@ -61,7 +60,6 @@ export type {
   ToolHandler,
 } from './types.js';
 
-export { hasProgressListener, signalEndsWithAttempt } from './attempt.js';
 export { harnessStep, toolAnswer, toToolMessage } from './harness.js';
 export { toJsonSafe } from './json-safe.js';
 export { providerCallOptions } from './provider-call.js';

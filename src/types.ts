@@ -130,7 +130,18 @@ export interface DispatchEventBase {
   readonly [detail: string]: unknown;
 }
 
-/** The events the library's own layers emit, by `type`. */
+/**
+ * The details of every declared event, by `type`: the library's own, and those a third-party
+ * layer declares by merging its own into this interface. A declared event narrows on `type` with
+ * no cast, and `ctx.emit` checks its details.
+ *
+ * @example
+ * declare module 'tool-dispatcher' {
+ *   interface DispatchEventDetails {
+ *     'rate_limit.rejected': { readonly retryAfterMs: number };
+ *   }
+ * }
+ */
 export interface DispatchEventDetails {
   /** An attempt starts. */
   'dispatch.attempt': Record<never, never>;
@@ -234,36 +245,44 @@ export interface DispatchEventDetails {
   };
 }
 
-/** The type of an event the library's own layers emit. */
+/** The type of a declared event: the library's own, or one a layer declared. */
 export type DispatchEventType = keyof DispatchEventDetails;
 
 /**
- * The event of type `Type` of the library's own layers, with its details typed.
+ * The declared event of type `Type`, with its details typed.
  *
  * @example
- * if (event.type === 'dispatch.retry') {
- *   const { delayMs } = event as DispatchEventOf<'dispatch.retry'>;
- * }
+ * const delayOf = (event: DispatchEventOf<'dispatch.retry'>) => event.delayMs;
  */
 export type DispatchEventOf<Type extends DispatchEventType> = DispatchEventBase & {
   /** What happened. */
   readonly type: Type;
 } & DispatchEventDetails[Type];
 
-/** An event of the library's own layers, discriminated by `type`. */
+/** A declared event, discriminated by `type`. */
 export type KnownDispatchEvent = { [Type in DispatchEventType]: DispatchEventOf<Type> }[DispatchEventType];
 
-/** An event of a third-party layer: any other `type`, with its own details. */
+/**
+ * An event whose `type` no layer declared in `DispatchEventDetails`: a third-party layer may
+ * emit one, and it reaches every listener. A listener that handles such events by name types its
+ * parameter `DispatchEvent | CustomDispatchEvent` (or the layer declares its events, better).
+ */
 export interface CustomDispatchEvent extends DispatchEventBase {
   /** What happened, in the layer's own namespace (e.g. `rate_limit.wait`). */
   readonly type: string;
 }
 
 /**
- * A structured event emitted at a transition of a dispatch: one of the library's own (narrow it
- * by `type`) or a third-party layer's.
+ * A structured event emitted at a transition of a dispatch: a declared event, narrowed by `type`
+ * with no cast. A listener may also receive an undeclared one (`CustomDispatchEvent`), so one
+ * that handles every declared type lets any other pass rather than assert it is `never`.
+ *
+ * @example
+ * const onEvent = (event: DispatchEvent) => {
+ *   if (event.type === 'dispatch.retry') console.log(`retrying in ${event.delayMs} ms`);
+ * };
  */
-export type DispatchEvent = KnownDispatchEvent | CustomDispatchEvent;
+export type DispatchEvent = KnownDispatchEvent;
 
 /** Receives structured events. */
 export type EventListener = (event: DispatchEvent) => void;
@@ -303,9 +322,20 @@ export interface DispatchContext {
    * Emits a structured event to the dispatcher's `onEvent` and to `listen`ers; never throws.
    * The event's own fields (`type`, `tool`, `callId`, `attempt`) always win over `details`.
    */
-  emit<Type extends DispatchEventType>(type: Type, details: DispatchEventDetails[Type]): void;
-  /** Emits a third-party layer's own event (name it `<layer>.<what>`). */
-  emit(type: string, details?: Record<string, unknown>): void;
+  emit<Type extends DispatchEventType>(
+    type: Type,
+    ...details: Record<never, never> extends DispatchEventDetails[Type]
+      ? [details?: DispatchEventDetails[Type]]
+      : [details: DispatchEventDetails[Type]]
+  ): void;
+  /**
+   * Emits a third-party layer's own event that it has not declared (name it `<layer>.<what>`);
+   * a declared type takes the overload above, which checks its details.
+   */
+  emit<Type extends string>(
+    type: Type & (Type extends DispatchEventType ? never : unknown),
+    details?: Record<string, unknown>,
+  ): void;
   /** Adds a listener for this dispatch's events; returns the function that removes it. */
   listen(listener: EventListener): () => void;
 }

@@ -62,7 +62,9 @@ function violations(folder: string, breaks: (file: string, specifier: string) =>
 
 describe('the import rules', () => {
   it('reads the specifiers it checks', () => {
-    expect(specifiersOf(join(root, 'index.ts'))).toEqual(['./src/index.js', './middleware/index.js']);
+    expect(new Set(specifiersOf(join(root, 'index.ts')))).toEqual(
+      new Set(['./src/index.js', './middleware/index.js']),
+    );
     expect(sourceFiles('src').length).toBeGreaterThan(10);
   });
 

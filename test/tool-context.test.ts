@@ -4,8 +4,6 @@ import {
   circuitBreaker,
   createDispatcher,
   defaultStack,
-  hasProgressListener,
-  signalEndsWithAttempt,
   toToolMessage,
   ToolError,
   ToolRegistry,
@@ -14,6 +12,7 @@ import {
   type ProgressUpdate,
   type ToolContext,
 } from '../index.js';
+import { hasProgressListener, signalEndsWithAttempt } from '../middleware/index.js';
 
 beforeEach(() => vi.useFakeTimers({ now: 1_000_000 }));
 afterEach(() => vi.useRealTimers());

@@ -37,14 +37,12 @@ export function createFleetDispatcher(
 ): Dispatcher {
   const { hooks, onCircuitOpen } = options;
   const onEvent = (event: DispatchEvent) => {
-    const details = event as DispatchEvent & Record<string, unknown>;
-    if (event.type === 'idempotency.lease_lost')
-      hooks?.leaseLost?.(String(details.key), String(details.fence));
+    if (event.type === 'idempotency.lease_lost') hooks?.leaseLost?.(event.key, String(event.fence));
     else if (event.type === 'idempotency.store_error')
-      hooks?.storeError?.(String(details.key), String(details.operation), details.error);
+      hooks?.storeError?.(event.key, event.operation, event.error);
     else if (event.type === 'circuit.open') {
-      hooks?.circuitOpened?.(String(details.key));
-      onCircuitOpen?.(String(details.key));
+      hooks?.circuitOpened?.(event.key);
+      onCircuitOpen?.(event.key);
     }
   };
   const dispatcher = createDispatcher(

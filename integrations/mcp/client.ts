@@ -17,11 +17,10 @@ import {
   ToolError,
   TransientError,
   createNameMap,
-  hasProgressListener,
-  signalEndsWithAttempt,
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
+import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import { unsendable } from './sendable.js';

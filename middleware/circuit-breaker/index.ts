@@ -9,7 +9,7 @@ import {
   requireNumber,
   requireClock,
 } from '../../src/internal/options.js';
-import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../../src/types.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { CircuitStore } from '../../src/stores.js';
 import { sharedBreaker } from './shared.js';
@@ -264,7 +264,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     const judged: DispatchError[] = [];
     const unsubscribe = ctx.listen((event) => {
       if (event.type !== 'dispatch.attempt_failed') return;
-      const { error } = event as DispatchEventOf<'dispatch.attempt_failed'>;
+      const { error } = event;
       if (!isDispatchError(error)) return;
       judged.push(error);
       if (counts(error)) recordFailure(ctx, key, trial);

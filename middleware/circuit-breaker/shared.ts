@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
 import type { CircuitRecord, CircuitStore, CircuitView, MaybePromise } from '../../src/stores.js';
 import { trusted } from '../../src/internal/trusted.js';
-import type { DispatchContext, DispatchEventOf, Middleware, Next } from '../../src/types.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import type { CircuitSnapshot, CircuitState } from './snapshot.js';
 
 /** The in-memory breaker a shared one falls back on. */
@@ -235,7 +235,7 @@ export function sharedBreaker<Trial>(
     };
     const unsubscribe = ctx.listen((event) => {
       if (event.type !== 'dispatch.attempt_failed') return;
-      const { error } = event as DispatchEventOf<'dispatch.attempt_failed'>;
+      const { error } = event;
       if (!isDispatchError(error)) return;
       judged.push(error);
       judge(error);

@@ -4,12 +4,12 @@ import {
   circuitBreaker,
   createDispatcher,
   errorMapping,
-  memoryCircuitStore,
   ToolRegistry,
   toolLookup,
   TransientError,
   type DispatchEvent,
 } from '../../index.js';
+import { memoryCircuitStore } from '../../middleware/index.js';
 import type { CircuitStore } from '../../src/stores.js';
 import { gate } from '../helpers/gate.js';
 import { asyncCircuitStore } from './stores-async.js';

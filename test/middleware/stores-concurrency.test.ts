@@ -6,11 +6,11 @@ import {
   defaultStack,
   DispatchError,
   errorMapping,
-  memorySlotStore,
   ToolRegistry,
   toolLookup,
   type DispatchEvent,
 } from '../../index.js';
+import { memorySlotStore } from '../../middleware/index.js';
 import type { SlotStore } from '../../src/stores.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 import { asyncSlotStore } from './stores-async.js';

@@ -5,12 +5,12 @@ import {
   defaultStack,
   errorMapping,
   idempotency,
-  memoryIdempotencyStore,
   toolLookup,
   ToolRegistry,
   type DispatchEvent,
   type ToolContext,
 } from '../../index.js';
+import { memoryIdempotencyStore } from '../../middleware/index.js';
 import type { IdempotencyStore } from '../../src/stores.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 import { fingerprint } from '../../middleware/idempotency/fingerprint.js';

@@ -9,6 +9,7 @@ import {
   defaultStack,
   logging,
   ToolRegistry,
+  type CustomDispatchEvent,
   type DispatchEvent,
   type LogRecord,
   type Middleware,
@@ -27,7 +28,7 @@ it("keeps an event's own fields whatever its details are named", async () => {
     ctx.emit('custom.retry', { type: 'dispatch.retry', kind: 'transient', delayMs: 1 });
     await next();
   };
-  const events: DispatchEvent[] = [];
+  const events: (DispatchEvent | CustomDispatchEvent)[] = [];
   const records: LogRecord[] = [];
   const write = (record: LogRecord) => void records.push(record);
   const breaker = circuitBreaker({ failureThreshold: 1 });
@@ -63,7 +64,7 @@ it('keeps a detail named "__proto__" as a plain field, never as the prototype of
     ctx.emit('custom.note', details);
     await next();
   };
-  const events: DispatchEvent[] = [];
+  const events: (DispatchEvent | CustomDispatchEvent)[] = [];
   const registry = new ToolRegistry().register({
     name: 'ok.tool',
     inputSchema: z.object({}),

@@ -1,0 +1,72 @@
+// The package root's run-time names, pinned: the list grows only on purpose (a new name here is a
+// new contract, a name gone is a breaking change for the CHANGELOG), and the author kit stays in
+// `tool-dispatcher/middleware`.
+
+import { describe, expect, it } from 'vitest';
+import * as root from '../index.js';
+import * as kit from '../middleware/kit.js';
+import * as middleware from '../middleware/index.js';
+
+const rootNames = [
+  // The dispatcher and the registry.
+  'compose',
+  'createDispatcher',
+  'defaultToolTimeoutMs',
+  'ToolRegistry',
+  // The envelope.
+  'DispatchError',
+  'isDispatchError',
+  'jsonRpcCodeFor',
+  'toDispatchError',
+  'ToolError',
+  'TransientError',
+  // The helpers a harness loop and a host integration use.
+  'createBudget',
+  'createNameMap',
+  'harnessStep',
+  'providerCallOptions',
+  'systemClock',
+  'toJsonSafe',
+  'toObjectSchema',
+  'toolAnswer',
+  'toToolMessage',
+  // The layers and the default stack.
+  'budgetGuard',
+  'circuitBreaker',
+  'concurrencyLimit',
+  'defaultStack',
+  'errorMapping',
+  'idempotency',
+  'isCircuitFailure',
+  'isRetryable',
+  'logging',
+  'retry',
+  'schemaValidation',
+  'timeout',
+  'toolLookup',
+];
+
+const memoryStores = ['memoryCircuitStore', 'memoryIdempotencyStore', 'memorySlotStore'];
+
+describe('the package root', () => {
+  it('exports exactly its pinned names', () => {
+    expect(Object.keys(root).sort()).toEqual([...rootNames].sort());
+  });
+
+  it('exports no name of the author kit and no memory store', () => {
+    const kitNames = [...Object.keys(kit), ...memoryStores];
+    expect(kitNames).toContain('sleep');
+    expect(kitNames.filter((name) => name in root)).toEqual([]);
+  });
+
+  it('leaves every kit name and memory store to tool-dispatcher/middleware', () => {
+    for (const name of [...Object.keys(kit), ...memoryStores]) expect(middleware).toHaveProperty(name);
+  });
+
+  it('exports each layer as the same function from both faces', () => {
+    const fromMiddleware = new Map(Object.entries(middleware));
+    const layers = Object.entries(root).filter(([name]) => fromMiddleware.has(name));
+    expect(layers.map(([name]) => name)).toContain('defaultStack');
+    for (const [name, value] of layers) expect(value, name).toBe(fromMiddleware.get(name));
+  });
+});
