@@ -1,4 +1,7 @@
-// Error mapping: the outermost layer, turning anything thrown inside into the one envelope.
+/**
+ * Error mapping: the outermost layer, turning anything thrown inside into the one envelope.
+ * @module
+ */
 
 import { toDispatchError } from '../src/errors.js';
 import { trusted } from '../src/internal/trusted.js';

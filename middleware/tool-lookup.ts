@@ -1,4 +1,7 @@
-// Tool lookup: resolves the requested name to a registered tool, or fails with `not_found`.
+/**
+ * Tool lookup: resolves the requested name to a registered tool, or fails with `not_found`.
+ * @module
+ */
 
 import { DispatchError } from '../src/errors.js';
 import { trusted } from '../src/internal/trusted.js';

@@ -1,4 +1,7 @@
-// A caller's tool-call budget: a count of attempts that concurrent dispatches draw from.
+/**
+ * A caller's tool-call budget: a count of attempts that concurrent dispatches draw from.
+ * @module
+ */
 
 /**
  * A tool-call budget shared by any number of dispatches; each handler attempt uses one unit.

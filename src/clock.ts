@@ -1,4 +1,7 @@
-// Time as the library sees it: injectable, and by default the globals that fake timers replace.
+/**
+ * Time as the library sees it: injectable, and by default the globals that fake timers replace.
+ * @module
+ */
 
 /** The time source and timers a middleware uses; inject one to control time in tests. */
 export interface Clock {

@@ -1,4 +1,7 @@
-// The one error envelope every failure becomes, and the error a handler throws to ask for a retry.
+/**
+ * The one error envelope every failure becomes, and the error a handler throws to ask for a retry.
+ * @module
+ */
 
 /** The failure kinds this library produces; middleware may add its own strings. */
 export type DispatchErrorKind =

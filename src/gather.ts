@@ -1,4 +1,7 @@
-// gatherBounded: a batch of calls, at most `concurrency` at a time, with no promise per call.
+/**
+ * gatherBounded: a batch of calls, at most `concurrency` at a time, with no promise per call.
+ * @module
+ */
 
 import { DispatchError, describeThrown } from './errors.js';
 import type { Report } from './stack-runner.js';

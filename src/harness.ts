@@ -1,4 +1,7 @@
-// Harness-loop helpers: what the agent loop does with an outcome, and how the model reads it.
+/**
+ * Harness-loop helpers: what the agent loop does with an outcome, and how the model reads it.
+ * @module
+ */
 
 import { DispatchError, describeThrown, withoutStackFrames } from './errors.js';
 import { optionsObject, requireInteger } from './internal/options.js';

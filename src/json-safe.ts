@@ -1,5 +1,8 @@
-// The one JSON-safe renderer: what a log record, a tool message or a wire payload carries of any
-// value a handler or a layer produced, whatever that value is.
+/**
+ * The one JSON-safe renderer: what a log record, a tool message or a wire payload carries of any
+ * value a handler or a layer produced, whatever that value is.
+ * @module
+ */
 
 import { describeThrown, withoutStackFrames } from './errors.js';
 

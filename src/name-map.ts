@@ -1,4 +1,7 @@
-// A reversible map between registry names (`search.web`) and the names a provider accepts.
+/**
+ * A reversible map between registry names (`search.web`) and the names a provider accepts.
+ * @module
+ */
 
 /** Options for `createNameMap`. */
 export interface NameMapOptions {

@@ -1,4 +1,7 @@
-// A tool's JSON Schema made acceptable to providers: a root `type: 'object'`, no `$schema`.
+/**
+ * A tool's JSON Schema made acceptable to providers: a root `type: 'object'`, no `$schema`.
+ * @module
+ */
 
 /** A JSON Schema whose root is an object schema, as OpenAI, Anthropic, MCP and the AI SDK require. */
 export interface JsonObjectSchema {

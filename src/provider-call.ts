@@ -1,4 +1,7 @@
-// From a host's per-call values to strict dispatch options: the call id, the scoped key, the signal.
+/**
+ * From a host's per-call values to strict dispatch options: the call id, the scoped key, the signal.
+ * @module
+ */
 
 import type { DispatchOptions } from './types.js';
 

@@ -1,4 +1,7 @@
-// The tool registry: names to tool records, and the tool list a model is shown.
+/**
+ * The tool registry: names to tool records, and the tool list a model is shown.
+ * @module
+ */
 
 import { z } from 'zod';
 import type { StandardSchemaV1 } from './standard-schema.js';

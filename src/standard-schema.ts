@@ -1,5 +1,8 @@
-// The Standard Schema v1 interface (https://standardschema.dev), copied as its authors intend so
-// that any conforming validator (zod, valibot, arktype…) can describe a tool's input.
+/**
+ * The Standard Schema v1 interface (https://standardschema.dev), copied as its authors intend so
+ * that any conforming validator (zod, valibot, arktype…) can describe a tool's input.
+ * @module
+ */
 
 /** A validator that follows the Standard Schema v1 interface; zod 4 schemas are one. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {

@@ -1,9 +1,12 @@
-// The state seam: where the layers keep what must outlive one call, as clock.ts is the seam for time.
-//
-// Stores hold data; middleware keep the decisions. A store offers atomic primitives (claim a key,
-// compare-and-set a record, take a permit) and never runs a layer's state machine, so the memory
-// and the Redis stores never implement the same machine twice. Every method may answer
-// synchronously: the memory stores do, so the default stack pays no promise for them.
+/**
+ * The state seam: where the layers keep what must outlive one call, as clock.ts is the seam for time.
+ *
+ * Stores hold data; middleware keep the decisions. A store offers atomic primitives (claim a key,
+ * compare-and-set a record, take a permit) and never runs a layer's state machine, so the memory
+ * and the Redis stores never implement the same machine twice. Every method may answer
+ * synchronously: the memory stores do, so the default stack pays no promise for them.
+ * @module
+ */
 
 import { noop } from './internal/abort.js';
 import { systemClock, type Clock } from './clock.js';

@@ -1,4 +1,7 @@
-// The registry as an AI SDK ToolSet whose tools run through the dispatcher.
+/**
+ * The registry as an AI SDK ToolSet whose tools run through the dispatcher.
+ * @module
+ */
 
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import {

@@ -1,4 +1,7 @@
-// The error an AI SDK tool throws when its dispatch failed: the SDK turns it into a `tool-error` the model reads.
+/**
+ * The error an AI SDK tool throws when its dispatch failed: the SDK turns it into a `tool-error` the model reads.
+ * @module
+ */
 
 import { isDispatchError, toToolMessage, type DispatchError, type ToolMessageOptions } from '../../index.js';
 

@@ -1,5 +1,8 @@
-// createAnthropicToolkit: the registry as Claude tools, a turn's tool uses run through the
-// dispatcher, and runnable tools for the SDK's tool runner.
+/**
+ * createAnthropicToolkit: the registry as Claude tools, a turn's tool uses run through the
+ * dispatcher, and runnable tools for the SDK's tool runner.
+ * @module
+ */
 
 import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/messages';

@@ -1,4 +1,7 @@
-// A LangChain agent middleware that carries the registry's tools and runs their calls through the dispatcher.
+/**
+ * A LangChain agent middleware that carries the registry's tools and runs their calls through the dispatcher.
+ * @module
+ */
 
 import { createMiddleware } from 'langchain';
 import { withInvalidCallsMoved } from './invalid-calls.js';

@@ -1,4 +1,7 @@
-// Tool calls whose JSON the provider could not parse, turned into calls the middleware answers.
+/**
+ * Tool calls whose JSON the provider could not parse, turned into calls the middleware answers.
+ * @module
+ */
 
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
 

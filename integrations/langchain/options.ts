@@ -1,4 +1,7 @@
-// The options both LangChain factories share, read and checked once when the factory is called.
+/**
+ * The options both LangChain factories share, read and checked once when the factory is called.
+ * @module
+ */
 
 import {
   createNameMap,

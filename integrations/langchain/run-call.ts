@@ -1,4 +1,7 @@
-// One LangChain tool call through the dispatcher, answered as the ToolMessage the model reads.
+/**
+ * One LangChain tool call through the dispatcher, answered as the ToolMessage the model reads.
+ * @module
+ */
 
 import { ToolMessage } from '@langchain/core/messages';
 import { DispatchError, providerCallOptions, toolAnswer, type Outcome } from '../../index.js';

@@ -1,4 +1,7 @@
-// The registry as LangChain tools whose calls run through the dispatcher.
+/**
+ * The registry as LangChain tools whose calls run through the dispatcher.
+ * @module
+ */
 
 import type { ToolMessage } from '@langchain/core/messages';
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools';

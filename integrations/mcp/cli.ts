@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// The `tool-dispatcher` command; `mcp-proxy` serves an MCP server's tools through the dispatcher.
-// The MCP SDK is an optional peer that `npx tool-dispatcher` alone never installs, so nothing of
-// it is imported up front: --help, --version and a bad command line answer without it, and a
-// missing SDK is one line saying how to run the command with it.
+/**
+ * The `tool-dispatcher` command; `mcp-proxy` serves an MCP server's tools through the dispatcher.
+ * The MCP SDK is an optional peer that `npx tool-dispatcher` alone never installs, so nothing of
+ * it is imported up front: --help, --version and a bad command line answer without it, and a
+ * missing SDK is one line saying how to run the command with it.
+ * @module
+ */
 
 import { missingPeers, installCommand, packageVersion } from '../peers.js';
 import { HelpRequested, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';

@@ -1,4 +1,7 @@
-// Importing a remote MCP server's tools into a registry, each call a `tools/call` over a client.
+/**
+ * Importing a remote MCP server's tools into a registry, each call a `tools/call` over a client.
+ * @module
+ */
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

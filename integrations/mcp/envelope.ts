@@ -1,4 +1,7 @@
-// The `_meta` keys this integration reads and writes, and the envelope it puts on the wire.
+/**
+ * The `_meta` keys this integration reads and writes, and the envelope it puts on the wire.
+ * @module
+ */
 
 import type { DispatchError, DispatchErrorJson } from '../../index.js';
 

@@ -1,4 +1,7 @@
-// The `mcp-proxy` command line: flags, the --config file under them, and the usage text.
+/**
+ * The `mcp-proxy` command line: flags, the --config file under them, and the usage text.
+ * @module
+ */
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

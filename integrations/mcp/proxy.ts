@@ -1,4 +1,7 @@
-// The resilience proxy: an upstream MCP server's tools, served again through the dispatcher.
+/**
+ * The resilience proxy: an upstream MCP server's tools, served again through the dispatcher.
+ * @module
+ */
 
 import { createHash } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';

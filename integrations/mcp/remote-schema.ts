@@ -1,4 +1,7 @@
-// A remote tool's JSON Schema as a Standard Schema validator that can also describe itself.
+/**
+ * A remote tool's JSON Schema as a Standard Schema validator that can also describe itself.
+ * @module
+ */
 
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import type { StandardSchemaV1 } from '../../index.js';

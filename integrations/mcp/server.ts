@@ -1,4 +1,7 @@
-// Serving a registry over MCP: tools/list from the registry, tools/call through the dispatcher.
+/**
+ * Serving a registry over MCP: tools/list from the registry, tools/call through the dispatcher.
+ * @module
+ */
 
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {

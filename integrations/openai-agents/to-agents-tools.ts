@@ -1,4 +1,7 @@
-// The registry as OpenAI Agents SDK function tools whose calls run through the dispatcher.
+/**
+ * The registry as OpenAI Agents SDK function tools whose calls run through the dispatcher.
+ * @module
+ */
 
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import {

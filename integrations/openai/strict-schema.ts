@@ -1,5 +1,8 @@
-// OpenAI's strict mode: a tool schema rewritten to the Structured Outputs subset, and the nulls
-// the model then sends for optional fields taken back out before our validator sees them.
+/**
+ * OpenAI's strict mode: a tool schema rewritten to the Structured Outputs subset, and the nulls
+ * the model then sends for optional fields taken back out before our validator sees them.
+ * @module
+ */
 
 import type { JsonObjectSchema } from '../../index.js';
 

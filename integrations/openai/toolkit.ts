@@ -1,4 +1,7 @@
-// createOpenAIToolkit: the registry as OpenAI tools, and a turn's tool calls run through the dispatcher.
+/**
+ * createOpenAIToolkit: the registry as OpenAI tools, and a turn's tool calls run through the dispatcher.
+ * @module
+ */
 
 import type {
   ChatCompletionAssistantMessageParam,

@@ -1,4 +1,7 @@
-// The attribute and event names the OpenTelemetry layers write, and how a dispatch event becomes one.
+/**
+ * The attribute and event names the OpenTelemetry layers write, and how a dispatch event becomes one.
+ * @module
+ */
 
 import type { Attributes } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent } from '../../index.js';

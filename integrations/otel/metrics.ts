@@ -1,4 +1,7 @@
-// Metrics: the GenAI tool duration histogram and the dispatcher's own counters, per tool.
+/**
+ * Metrics: the GenAI tool duration histogram and the dispatcher's own counters, per tool.
+ * @module
+ */
 
 import {
   createNoopMeter,

@@ -1,5 +1,8 @@
-// What the OpenTelemetry layers write for a failure's message: never an idempotency key, and no
-// text that may quote the arguments unless recording arguments is on.
+/**
+ * What the OpenTelemetry layers write for a failure's message: never an idempotency key, and no
+ * text that may quote the arguments unless recording arguments is on.
+ * @module
+ */
 
 /** The parts of a failure its telemetry message is chosen from. */
 export interface Failure {

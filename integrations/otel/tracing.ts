@@ -1,4 +1,7 @@
-// Tracing: one GenAI `execute_tool` span per dispatch, with what only the dispatcher knows as span events.
+/**
+ * Tracing: one GenAI `execute_tool` span per dispatch, with what only the dispatcher knows as span events.
+ * @module
+ */
 
 import {
   context,

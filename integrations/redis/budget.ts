@@ -1,4 +1,7 @@
-// A tool-call budget on Redis: one atomic take per attempt, shared by every worker, never below zero.
+/**
+ * A tool-call budget on Redis: one atomic take per attempt, shared by every worker, never below zero.
+ * @module
+ */
 
 import { storeUnavailable, type StoreBudget } from '../../src/stores.js';
 import { num, runScript } from './call.js';

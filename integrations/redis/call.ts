@@ -1,4 +1,7 @@
-// One store call: a script run under its own deadline, any failure turned into `store_unavailable`.
+/**
+ * One store call: a script run under its own deadline, any failure turned into `store_unavailable`.
+ * @module
+ */
 
 import { storeUnavailable } from '../../src/stores.js';
 import type { RedisScript, StoreClient } from './client.js';

@@ -1,4 +1,7 @@
-// The circuit store on Redis: versioned records and failure windows on the server, a local mirror kept fresh by pub/sub.
+/**
+ * The circuit store on Redis: versioned records and failure windows on the server, a local mirror kept fresh by pub/sub.
+ * @module
+ */
 
 import type { CircuitRecord, CircuitStore, CircuitStoreState, CircuitView } from '../../src/stores.js';
 import { num, runScript, text } from './call.js';

@@ -1,4 +1,7 @@
-// The only thing the Redis stores need from a client: run a script, and (optionally) subscribe to a channel.
+/**
+ * The only thing the Redis stores need from a client: run a script, and (optionally) subscribe to a channel.
+ * @module
+ */
 
 import { createHash } from 'node:crypto';
 

@@ -1,4 +1,7 @@
-// One subscription per client and channel, fanned out to every store of the process that listens on it.
+/**
+ * One subscription per client and channel, fanned out to every store of the process that listens on it.
+ * @module
+ */
 
 import type { StoreClient } from './client.js';
 

@@ -1,4 +1,7 @@
-// The idempotency store on Redis: one execution per key across the fleet, leases on the server's clock.
+/**
+ * The idempotency store on Redis: one execution per key across the fleet, leases on the server's clock.
+ * @module
+ */
 
 import { DispatchError } from '../../index.js';
 import {

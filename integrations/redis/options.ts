@@ -1,4 +1,7 @@
-// Option checks shared by the Redis stores: each factory throws a TypeError naming the option.
+/**
+ * Option checks shared by the Redis stores: each factory throws a TypeError naming the option.
+ * @module
+ */
 
 import type { StoreClient } from './client.js';
 

@@ -1,4 +1,7 @@
-// The Lua scripts: one atomic round trip per state change, each safe to send twice, all time from the server.
+/**
+ * The Lua scripts: one atomic round trip per state change, each safe to send twice, all time from the server.
+ * @module
+ */
 
 import { defineScript } from './client.js';
 

@@ -1,4 +1,7 @@
-// The fleet-wide slot store on Redis: a leased counting semaphore per pool, FIFO within the process.
+/**
+ * The fleet-wide slot store on Redis: a leased counting semaphore per pool, FIFO within the process.
+ * @module
+ */
 
 import { DispatchError, isDispatchError } from '../../index.js';
 import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } from '../../src/stores.js';

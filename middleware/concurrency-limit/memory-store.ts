@@ -1,4 +1,7 @@
-// The concurrency layer's in-memory slot store: today's FIFO semaphore behind the SlotStore seam.
+/**
+ * The concurrency layer's in-memory slot store: today's FIFO semaphore behind the SlotStore seam.
+ * @module
+ */
 
 import { FifoSemaphore } from './fifo-semaphore.js';
 import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
