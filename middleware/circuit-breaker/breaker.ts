@@ -1,7 +1,7 @@
 /**
- * The circuit breaker's one decision loop: a call's admission is read from a `CircuitStore`, and
- * its outcome is written back to it. Without a user's store the store is a memory store; with
- * one, a memory store takes every call the user's store cannot answer for.
+ * The circuit breaker's one decision loop: a call's admission is read from a `CircuitStore` and
+ * its outcome written back. Without a user's store, the circuits live in a memory store; with
+ * one, the memory store judges every call the user's store cannot answer for.
  * @module
  */
 
@@ -18,7 +18,6 @@ export interface BreakerConfig {
   readonly windowMs: number;
   readonly cooldownMs: number;
   readonly halfOpenMaxCalls: number;
-  /** The lease a probe takes in a user's store; a memory store's probes hold theirs until they end. */
   readonly probeLeaseMs: number;
   readonly counts: (error: DispatchError) => boolean;
   readonly keyOf: (ctx: DispatchContext) => string;
@@ -27,8 +26,8 @@ export interface BreakerConfig {
 /** A probe call's claim on a half-open circuit: its token in the record's `probe` list. */
 interface Probe {
   readonly token: string;
-  // Set once the probe's outcome was written (or found its half-open period over), so later
-  // attempts of the same call are judged as any call's, and no release is needed.
+  // Set once its outcome was written, or its half-open period found over: later attempts of
+  // the call are then judged as any call's, and there is no slot left to give back.
   decided: boolean;
 }
 
@@ -38,7 +37,7 @@ interface Pass {
   readonly probe: Probe | undefined;
 }
 
-type Decision = 'success' | 'failure';
+type Outcome = 'success' | 'failure';
 
 function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
@@ -49,13 +48,16 @@ function step<T, U>(value: MaybePromise<T>, then: (value: T) => MaybePromise<U>)
   return isPromise(value) ? value.then(then) : then(value);
 }
 
-/** Runs `work`; if the store throws or rejects on the way, runs `otherwise` instead. */
-function orElse(work: () => MaybePromise<void>, otherwise: () => MaybePromise<void>): MaybePromise<void> {
-  let result: MaybePromise<void>;
+/** Runs `work`; if it throws or rejects, runs `otherwise` instead. */
+function attempt<T>(
+  work: () => MaybePromise<T>,
+  otherwise: (error: unknown) => MaybePromise<T>,
+): MaybePromise<T> {
+  let result: MaybePromise<T>;
   try {
     result = work();
-  } catch {
-    return otherwise();
+  } catch (error) {
+    return otherwise(error);
   }
   return isPromise(result) ? result.then(undefined, otherwise) : result;
 }
@@ -66,9 +68,8 @@ function isClosed(record: CircuitRecord | undefined): boolean {
 
 /** The probe tokens of a half-open record whose lease has not ended. */
 function liveProbes(record: CircuitRecord, now: number): string[] {
-  return record.state === 'half_open' && record.probe !== '' && record.probeUntil > now
-    ? record.probe.split(' ')
-    : [];
+  const live = record.state === 'half_open' && record.probe !== '' && record.probeUntil > now;
+  return live ? record.probe.split(' ') : [];
 }
 
 function holds(record: CircuitRecord | undefined, token: string): boolean {
@@ -78,28 +79,28 @@ function holds(record: CircuitRecord | undefined, token: string): boolean {
 const closedRecord: CircuitRecord = { state: 'closed', failures: 0, openedAt: 0, probe: '', probeUntil: 0 };
 const maxSeen = 10_000;
 
-/** One breaker: its circuits in `store`, and `fallback` for the calls `store` cannot answer. */
+/** One breaker: its circuits in a store, with a memory store as the default and the fallback. */
 export class Breaker {
   readonly #store: CircuitStore;
-  readonly #fallback: MemoryCircuitStore | undefined;
+  readonly #local: MemoryCircuitStore;
   readonly #config: BreakerConfig;
-  // The passes of calls that do not probe, made once: the hot path allocates none.
+  // The passes of calls that do not probe, made once: an idle breaker allocates none.
   readonly #plain: Pass;
   readonly #plainLocal: Pass;
   // Failure and probe ids must be unique across a fleet sharing a store: a process prefix, then a counter.
   readonly #origin = randomUUID();
   #ids = 0;
-  // The last view of each circuit of a user's store, for `state` and `snapshot` while the store
-  // answers only with promises; a memory store answers at once, so it has none.
+  // The last view of each circuit in a user's store, for `state` and `snapshot` while it answers
+  // only with promises; a memory store answers at once, so it needs none.
   readonly #seen: Map<string, CircuitView> | undefined;
 
-  constructor(store: CircuitStore, fallback: MemoryCircuitStore | undefined, config: BreakerConfig) {
-    this.#store = store;
-    this.#fallback = fallback;
+  constructor(store: CircuitStore | undefined, local: MemoryCircuitStore, config: BreakerConfig) {
+    this.#store = store ?? local;
+    this.#local = local;
     this.#config = config;
-    this.#plain = { store, probe: undefined };
-    this.#plainLocal = { store: fallback ?? store, probe: undefined };
-    this.#seen = fallback === undefined ? undefined : new Map();
+    this.#plain = { store: this.#store, probe: undefined };
+    this.#plainLocal = { store: local, probe: undefined };
+    this.#seen = store === undefined ? undefined : new Map();
   }
 
   /** The layer: admits the call, runs it, and judges every attempt it made. */
@@ -144,42 +145,29 @@ export class Breaker {
       // failure was judged when it was reported.
       else if (!judged.includes(failure) && counts(failure)) track(this.#judge(ctx, key, pass, 'failure'));
     }
-    if (pass.probe !== undefined && !pass.probe.decided) {
-      // Released after the writes above, so a probe that decided keeps its decision.
-      if (pending !== undefined) await Promise.all(pending);
-      pending = undefined;
-      track(this.#release(key, pass.store, pass.probe));
-    }
+    if (pass.probe !== undefined && !pass.probe.decided) track(this.#release(key, pass.store, pass.probe));
     // The call waits for its own bookkeeping (each store call has a deadline), so whoever sees
     // its outcome sees the circuit it left.
     if (pending !== undefined) await Promise.all(pending);
     if (failed) throw thrown;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Admission
-
   /** Lets the call through, makes it a probe, or throws `circuit_open`. */
   #admit(ctx: DispatchContext, key: string): MaybePromise<Pass> {
-    let read: MaybePromise<CircuitView>;
-    try {
-      read = this.#store.read(key);
-    } catch (error) {
-      return this.#admitLocally(ctx, key, error);
-    }
-    if (!isPromise(read)) return this.#admitOn(ctx, key, this.#store, this.#remember(key, read), 0);
-    return read.then(
-      (view) => this.#admitOn(ctx, key, this.#store, this.#remember(key, view), 0),
-      (error: unknown) => this.#admitLocally(ctx, key, error),
+    const store = this.#store;
+    const local = this.#local;
+    // A memory store holding nothing for the key is a closed circuit: no read, no clock.
+    if (store === local && !local.has(key)) return this.#plain;
+    return attempt(
+      () =>
+        step(store.read(key), (view) => this.#admitOn(ctx, key, store, this.#remember(key, view, store), 0)),
+      (error) => {
+        // A refusal is the store's answer; any other error is a user's store that could not
+        // answer, so the local store admits the call.
+        if (isDispatchError(error) && error.kind === 'circuit_open') throw error;
+        return this.#admitOn(ctx, key, local, local.read(key), 0);
+      },
     );
-  }
-
-  /** Admits on the fallback: the user's store could not answer. */
-  #admitLocally(ctx: DispatchContext, key: string, error: unknown): MaybePromise<Pass> {
-    const local = this.#fallback;
-    // A memory store never fails, so only a user's store leads here.
-    if (local === undefined) throw error;
-    return this.#admitOn(ctx, key, local, local.read(key), 0);
   }
 
   #admitOn(
@@ -190,17 +178,17 @@ export class Breaker {
     round: number,
   ): MaybePromise<Pass> {
     const { record, now } = view;
+    const local = this.#local;
     if (record === undefined || record.state === 'closed') {
-      const fallback = this.#fallback;
-      if (store === this.#store && fallback !== undefined) {
-        // Failures the user's store could not count opened the fallback's circuit: it decides
-        // until it closes again.
-        const local = fallback.read(key);
-        if (!isClosed(local.record)) return this.#admitOn(ctx, key, fallback, local, 0);
+      // Failures the user's store could not count opened the local circuit: it decides until
+      // it closes again.
+      if (store !== local && local.has(key)) {
+        const seen = local.read(key);
+        if (!isClosed(seen.record)) return this.#admitOn(ctx, key, local, seen, 0);
       }
       return store === this.#store ? this.#plain : this.#plainLocal;
     }
-    const { cooldownMs, halfOpenMaxCalls } = this.#config;
+    const { cooldownMs, halfOpenMaxCalls, probeLeaseMs } = this.#config;
     if (record.state === 'open' && now < record.openedAt + cooldownMs) {
       // Capped, so a clock that stepped back never promises more than one cooldown.
       const retryAfterMs = Math.min(record.openedAt + cooldownMs - now, cooldownMs);
@@ -211,102 +199,66 @@ export class Breaker {
       );
     }
     const probes = liveProbes(record, now);
-    if (probes.length >= halfOpenMaxCalls || round > 1) throw this.#busy(ctx, key);
-    const token = this.#nextId();
-    probes.push(token);
-    const local = store !== this.#store || this.#fallback === undefined;
-    const claim: CircuitRecord = {
-      state: 'half_open',
-      failures: record.failures,
-      openedAt: record.openedAt,
-      probe: probes.join(' '),
-      // A memory store's prober is in this process: it cannot crash without ending its call.
-      probeUntil: local ? Infinity : now + this.#config.probeLeaseMs,
-    };
-    let written: ReturnType<CircuitStore['compareAndSet']>;
-    try {
-      written = store.compareAndSet(key, view.version, claim);
-    } catch (error) {
-      return this.#admitLocally(ctx, key, error);
+    if (probes.length >= halfOpenMaxCalls || round > 1) {
+      // No cooldown is left to report: the wait is for a running probe to decide.
+      const busy = halfOpenMaxCalls === 1 ? 'probe call is' : 'probe calls are';
+      throw new DispatchError(
+        'circuit_open',
+        `The circuit for "${key}" is half-open and its ${busy} busy; try again shortly`,
+        { attempts: ctx.attempt },
+      );
     }
-    const claimed = (result: {
-      readonly written: boolean;
-      readonly view: CircuitView;
-    }): MaybePromise<Pass> => {
-      if (!result.written) {
-        // The write lost, maybe to a close that lets the call in: look once more.
-        return this.#admitOn(ctx, key, store, this.#remember(key, result.view, store), round + 1);
-      }
+    const token = this.#nextId();
+    const claim: CircuitRecord = {
+      ...record,
+      state: 'half_open',
+      probe: [...probes, token].join(' '),
+      // A prober in this process cannot crash without ending its call, so a local claim needs no lease.
+      probeUntil: store === local ? Infinity : now + probeLeaseMs,
+    };
+    return step(store.compareAndSet(key, view.version, claim), (result) => {
       this.#remember(key, result.view, store);
+      // The write lost, maybe to a close that lets the call in: look again.
+      if (!result.written) return this.#admitOn(ctx, key, store, result.view, round + 1);
       if (record.state === 'open') ctx.emit('circuit.half_open', { key });
       return { store, probe: { token, decided: false } };
-    };
-    if (!isPromise(written)) return claimed(written);
-    return written.then(claimed, (error: unknown) => this.#admitLocally(ctx, key, error));
+    });
   }
 
-  #busy(ctx: DispatchContext, key: string): DispatchError {
-    // No cooldown is left to report: the wait is for a running probe to decide.
-    const probes = this.#config.halfOpenMaxCalls === 1 ? 'probe call is' : 'probe calls are';
-    return new DispatchError(
-      'circuit_open',
-      `The circuit for "${key}" is half-open and its ${probes} busy; try again shortly`,
-      { attempts: ctx.attempt },
-    );
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Outcomes
-
-  /** Writes one outcome; what the user's store cannot take, the fallback does. */
-  #judge(ctx: DispatchContext, key: string, pass: Pass, outcome: Decision): MaybePromise<void> {
-    const fallback = this.#fallback;
-    if (pass.store !== this.#store || fallback === undefined) return this.#record(ctx, key, pass, outcome);
-    // Any success clears the fallback's streak too, so it never opens on failures a success
-    // has since answered.
-    if (outcome === 'success') this.#clearStreak(key, fallback);
-    return orElse(
+  /** Writes one outcome; what the user's store cannot take, the local store counts. */
+  #judge(ctx: DispatchContext, key: string, pass: Pass, outcome: Outcome): MaybePromise<void> {
+    const local = this.#local;
+    if (pass.store === local) return this.#record(ctx, key, pass, outcome);
+    // Any success clears the local streak too, so it never opens on failures since answered.
+    if (outcome === 'success') this.#clearStreak(key, local);
+    return attempt(
       () => this.#record(ctx, key, pass, outcome),
-      () => this.#plainOutcome(ctx, key, fallback, outcome),
+      () => this.#record(ctx, key, this.#plainLocal, outcome),
     );
   }
 
-  #record(ctx: DispatchContext, key: string, { store, probe }: Pass, outcome: Decision): MaybePromise<void> {
-    if (probe === undefined || probe.decided) return this.#plainOutcome(ctx, key, store, outcome);
-    return this.#decide(ctx, key, store, probe, outcome, 0);
-  }
-
-  /** A call that is not a probe: a failure joins the streak, a success clears it. */
-  #plainOutcome(
-    ctx: DispatchContext,
-    key: string,
-    store: CircuitStore,
-    outcome: Decision,
-  ): MaybePromise<void> {
+  /** A probe's outcome decides its circuit; any other failure joins the streak, a success clears it. */
+  #record(ctx: DispatchContext, key: string, { store, probe }: Pass, outcome: Outcome): MaybePromise<void> {
+    if (probe !== undefined && !probe.decided) return this.#decide(ctx, key, store, probe, outcome, 0);
     if (outcome === 'success') return this.#clearStreak(key, store);
-    const { failureThreshold, windowMs } = this.#config;
-    return step(store.addFailure(key, this.#nextId(), windowMs), (view) => {
+    return step(store.addFailure(key, this.#nextId(), this.#config.windowMs), (view) => {
       this.#remember(key, view, store);
-      // A failure landing on an open circuit (a call that started before it opened) changes
-      // nothing: the next write clears the window.
-      if (isClosed(view.record) && view.failures >= failureThreshold) {
+      // A failure of a call that started before its circuit opened changes nothing: the next
+      // write clears the window.
+      if (isClosed(view.record) && view.failures >= this.#config.failureThreshold) {
         return this.#open(ctx, key, store, view, view.failures);
       }
     });
   }
 
   #clearStreak(key: string, store: CircuitStore): MaybePromise<void> {
-    const read = store.read(key);
-    if (isPromise(read)) return read.then((view) => this.#clearSeenStreak(key, store, view));
-    return this.#clearSeenStreak(key, store, read);
-  }
-
-  #clearSeenStreak(key: string, store: CircuitStore, view: CircuitView): MaybePromise<void> {
-    this.#remember(key, view, store);
-    // Without a streak to clear, no write at all.
-    if (!isClosed(view.record) || view.failures === 0) return;
-    return step(store.compareAndSet(key, view.version, view.record ?? closedRecord), (result) => {
-      this.#remember(key, result.view, store);
+    if (store === this.#local && !this.#local.has(key)) return;
+    return step(store.read(key), (view) => {
+      this.#remember(key, view, store);
+      // Without a streak to clear, no write at all.
+      if (!isClosed(view.record) || view.failures === 0) return;
+      const cleared = store.compareAndSet(key, view.version, view.record ?? closedRecord);
+      return step(cleared, (result) => void this.#remember(key, result.view, store));
     });
   }
 
@@ -325,27 +277,27 @@ export class Breaker {
   }
 
   /**
-   * A probe's outcome: success closes the circuit, failure opens it for a new cooldown, while
-   * its half-open period lasts. Once it is over (another probe decided, or the lease ended), the
-   * call is judged as any call, so a probe of an earlier period never decides for the next one.
+   * While its half-open period lasts, a probe's success closes the circuit and its failure
+   * opens it for a new cooldown. Once the period is over (another probe decided, or its lease
+   * ended) it is judged as any call, so a probe never decides for a later period.
    */
   #decide(
     ctx: DispatchContext,
     key: string,
     store: CircuitStore,
     probe: Probe,
-    outcome: Decision,
+    outcome: Outcome,
     round: number,
   ): MaybePromise<void> {
     probe.decided = true;
     return step(store.read(key), (view) => {
       this.#remember(key, view, store);
-      if (!holds(view.record, probe.token)) return this.#plainOutcome(ctx, key, store, outcome);
+      if (!holds(view.record, probe.token)) return this.#record(ctx, key, { store, probe }, outcome);
       if (outcome === 'failure') return this.#open(ctx, key, store, view, 1);
       return step(store.compareAndSet(key, view.version, undefined), (result) => {
         this.#remember(key, result.view, store);
         if (result.written) ctx.emit('circuit.close', { key });
-        // Another probe's claim moved the version: decide again on the circuit as it is now.
+        // Another probe's claim moved the version: decide on the circuit as it is now.
         else if (round === 0) return this.#decide(ctx, key, store, probe, outcome, 1);
       });
     });
@@ -354,31 +306,30 @@ export class Breaker {
   /** A probe that ended undecided (cancelled, say) gives its slot back for the next caller. */
   #release(key: string, store: CircuitStore, probe: Probe): MaybePromise<void> {
     probe.decided = true;
-    return orElse(
-      () =>
-        step(store.read(key), (view) => {
-          const { record } = view;
-          if (record === undefined || !holds(record, probe.token)) return;
-          const rest = record.probe.split(' ').filter((token) => token !== probe.token);
-          const next = {
-            ...record,
-            probe: rest.join(' '),
-            probeUntil: rest.length === 0 ? 0 : record.probeUntil,
-          };
-          return step(store.compareAndSet(key, view.version, next), (result) => {
-            this.#remember(key, result.view, store);
-          });
-        }),
-      // Its lease ends on its own.
-      () => {},
-    );
+    const release = () =>
+      step(store.read(key), (view) => {
+        const { record } = view;
+        if (record === undefined || !holds(record, probe.token)) return;
+        const rest = record.probe.split(' ').filter((token) => token !== probe.token);
+        const freed = {
+          ...record,
+          probe: rest.join(' '),
+          probeUntil: rest.length === 0 ? 0 : record.probeUntil,
+        };
+        return step(
+          store.compareAndSet(key, view.version, freed),
+          (result) => void this.#remember(key, result.view, store),
+        );
+      });
+    // A user's store that cannot answer frees the slot when the lease ends.
+    return attempt(release, ignore);
   }
 
   #nextId(): string {
     return `${this.#origin}:${++this.#ids}`;
   }
 
-  #remember(key: string, view: CircuitView, store: CircuitStore = this.#store): CircuitView {
+  #remember(key: string, view: CircuitView, store: CircuitStore): CircuitView {
     const seen = this.#seen;
     if (seen === undefined || store !== this.#store) return view;
     if (!seen.has(key) && seen.size >= maxSeen) seen.delete(seen.keys().next().value as string);
@@ -386,23 +337,22 @@ export class Breaker {
     return view;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // A look at the circuits
-
   /** The state of the circuit for `key`, as `CircuitBreakerMiddleware.state` reports it. */
   state(key: string): CircuitState {
     const view = this.#viewNow(key);
     const shared = view === undefined ? undefined : this.#describe(view);
-    if (shared !== undefined || this.#fallback === undefined) return shared?.state ?? 'closed';
-    return this.#describe(this.#fallback.read(key))?.state ?? 'closed';
+    if (shared !== undefined || this.#store === this.#local) return shared?.state ?? 'closed';
+    return this.#describe(this.#local.read(key))?.state ?? 'closed';
   }
 
   /** Every circuit that is not plainly closed, as `CircuitBreakerMiddleware.snapshot` reports them. */
   snapshot(): Record<string, CircuitSnapshot> {
     const entries = new Map<string, CircuitSnapshot>();
-    for (const [key, view] of this.#fallback?.entries() ?? []) {
-      const snapshot = this.#describe(view);
-      if (snapshot !== undefined) entries.set(key, snapshot);
+    if (this.#store !== this.#local) {
+      for (const [key, view] of this.#local.entries()) {
+        const snapshot = this.#describe(view);
+        if (snapshot !== undefined) entries.set(key, snapshot);
+      }
     }
     let listed: Iterable<readonly [string, CircuitView]> = this.#seen ?? [];
     try {
@@ -426,7 +376,7 @@ export class Breaker {
     try {
       const read = this.#store.read(key);
       if (!isPromise(read)) return read;
-      read.then((view) => this.#remember(key, view), ignore);
+      read.then((view) => this.#remember(key, view, this.#store), ignore);
     } catch {
       // Fall through to what was seen.
     }
@@ -441,12 +391,8 @@ export class Breaker {
     const { openedAt, failures } = record;
     const { cooldownMs } = this.#config;
     if (record.state === 'open' && now < openedAt + cooldownMs) {
-      return {
-        state: 'open',
-        failures,
-        openedAt,
-        retryAfterMs: Math.min(openedAt + cooldownMs - now, cooldownMs),
-      };
+      const retryAfterMs = Math.min(openedAt + cooldownMs - now, cooldownMs);
+      return { state: 'open', failures, openedAt, retryAfterMs };
     }
     return { state: 'half_open', failures, openedAt, probes: liveProbes(record, now).length };
   }

@@ -180,10 +180,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
   };
   // Without a store the circuits live in a memory store; with one, a memory store judges the
   // calls the user's store cannot answer for.
-  const breaker =
-    store === undefined
-      ? new Breaker(memoryCircuitStore({ clock }), undefined, config)
-      : new Breaker(store, memoryCircuitStore({ clock }), config);
+  const breaker = new Breaker(store, memoryCircuitStore({ clock }), config);
   const layer = trusted(function circuitBreaker(ctx: DispatchContext, next: Next): Promise<void> {
     return breaker.run(ctx, next);
   });

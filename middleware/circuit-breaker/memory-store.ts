@@ -9,6 +9,8 @@ import type { CircuitRecord, CircuitStore, CircuitView } from '../../src/stores.
 
 /** A `CircuitStore` that answers every method at once, without a promise. */
 export interface MemoryCircuitStore extends CircuitStore {
+  /** Whether it holds anything for `key`: without, the circuit is closed with no failures. */
+  has(key: string): boolean;
   read(key: string): CircuitView;
   compareAndSet(
     key: string,
@@ -68,6 +70,7 @@ export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): Mem
   };
 
   return {
+    has: (key: string) => circuits.has(key),
     read: (key: string) => view(circuits.get(key), clock.now()),
     compareAndSet: (key: string, version: number, next: CircuitRecord | undefined) => {
       const now = clock.now();
