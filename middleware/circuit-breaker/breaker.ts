@@ -62,6 +62,10 @@ function attempt<T>(
   return isPromise(result) ? result.then(undefined, otherwise) : result;
 }
 
+function track(pending: Array<Promise<void>>, work: MaybePromise<void>): void {
+  if (isPromise(work)) pending.push(work);
+}
+
 function isClosed(record: CircuitRecord | undefined): boolean {
   return record === undefined || record.state === 'closed';
 }
@@ -113,16 +117,14 @@ export class Breaker {
     // Every attempt made inside this layer reports its own envelope, whether a retry layer
     // sits inside (several attempts per pass) or outside (one attempt per pass).
     const judged: DispatchError[] = [];
-    let pending: Array<Promise<void>> | undefined;
-    const track = (work: MaybePromise<void>) => {
-      if (isPromise(work)) (pending ??= []).push(work);
-    };
+    // Bookkeeping a user's store answers with promises; a memory store leaves this empty.
+    const pending: Array<Promise<void>> = [];
     const unsubscribe = ctx.listen((event) => {
       if (event.type !== 'dispatch.attempt_failed') return;
       const { error } = event;
       if (!isDispatchError(error)) return;
       judged.push(error);
-      if (counts(error)) track(this.#judge(ctx, key, pass, 'failure'));
+      if (counts(error)) track(pending, this.#judge(ctx, key, pass, 'failure'));
     });
     let thrown: unknown;
     let failed = false;
@@ -140,15 +142,17 @@ export class Breaker {
         : ctx.outcome?.ok === false
           ? ctx.outcome
           : undefined;
-      if (failure === undefined) track(this.#judge(ctx, key, pass, 'success'));
+      if (failure === undefined) track(pending, this.#judge(ctx, key, pass, 'success'));
       // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
       // failure was judged when it was reported.
-      else if (!judged.includes(failure) && counts(failure)) track(this.#judge(ctx, key, pass, 'failure'));
+      else if (!judged.includes(failure) && counts(failure))
+        track(pending, this.#judge(ctx, key, pass, 'failure'));
     }
-    if (pass.probe !== undefined && !pass.probe.decided) track(this.#release(key, pass.store, pass.probe));
+    if (pass.probe !== undefined && !pass.probe.decided)
+      track(pending, this.#release(key, pass.store, pass.probe));
     // The call waits for its own bookkeeping (each store call has a deadline), so whoever sees
     // its outcome sees the circuit it left.
-    if (pending !== undefined) await Promise.all(pending);
+    if (pending.length > 0) await Promise.all(pending);
     if (failed) throw thrown;
   }
 
