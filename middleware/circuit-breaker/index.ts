@@ -69,9 +69,9 @@ export interface CircuitBreakerOptions {
    * Where circuits live when processes share them (e.g. `redisCircuitStore`): a circuit opened
    * by one process turns calls away in all, failures count fleet-wide within `windowMs`, and a
    * half-open circuit lets one probe through across the fleet (so `halfOpenMaxCalls` must be 1).
-   * A store that cannot answer never fails a call: the call is judged by this process's own
-   * in-memory breaker instead.
-   * @default undefined (circuits kept in this process)
+   * A store that cannot answer never fails a call: the call is judged against this process's
+   * own `memoryCircuitStore` instead.
+   * @default undefined (circuits kept in this process, in a `memoryCircuitStore`)
    * @example
    * circuitBreaker({ failureThreshold: 5, store: redisCircuitStore(redis) });
    */
