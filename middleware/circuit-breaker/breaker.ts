@@ -259,8 +259,9 @@ export class Breaker {
     if (store === this.#local && !this.#local.has(key)) return;
     return step(store.read(key), (view) => {
       this.#remember(key, view, store);
-      // Without a streak to clear, no write at all.
-      if (!isClosed(view.record) || view.failures === 0) return;
+      // Without a streak to clear, a user's store gets no write; the local store drops the
+      // spent circuit, so it holds live ones only and an idle key reads no clock.
+      if (!isClosed(view.record) || (view.failures === 0 && store !== this.#local)) return;
       const cleared = store.compareAndSet(key, view.version, view.record ?? closedRecord);
       return step(cleared, (result) => void this.#remember(key, result.view, store));
     });
