@@ -1,7 +1,11 @@
-// Circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls decide.
+/**
+ * The circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls
+ * decide. This file holds the options and the factory; `breaker.ts` holds the decision loop.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
+import type { DispatchError } from '../../src/errors.js';
 import {
   optionsObject,
   requireFunction,
@@ -12,7 +16,8 @@ import {
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { CircuitStore } from '../../src/stores.js';
-import { sharedBreaker } from './shared.js';
+import { Breaker } from './breaker.js';
+import { memoryCircuitStore } from './memory-store.js';
 import type { CircuitSnapshot, CircuitState } from './snapshot.js';
 
 export type { CircuitSnapshot, CircuitState } from './snapshot.js';
@@ -64,9 +69,9 @@ export interface CircuitBreakerOptions {
    * Where circuits live when processes share them (e.g. `redisCircuitStore`): a circuit opened
    * by one process turns calls away in all, failures count fleet-wide within `windowMs`, and a
    * half-open circuit lets one probe through across the fleet (so `halfOpenMaxCalls` must be 1).
-   * A store that cannot answer never fails a call: the call is judged by this process's own
-   * in-memory breaker instead.
-   * @default undefined (circuits kept in this process)
+   * A store that cannot answer never fails a call: the call is judged against this process's
+   * own `memoryCircuitStore` instead.
+   * @default undefined (circuits kept in this process, in a `memoryCircuitStore`)
    * @example
    * circuitBreaker({ failureThreshold: 5, store: redisCircuitStore(redis) });
    */
@@ -106,22 +111,6 @@ const failureKinds: ReadonlySet<string> = new Set(['timeout', 'transient', 'inte
  */
 export function isCircuitFailure(error: DispatchError): boolean {
   return failureKinds.has(error.kind);
-}
-
-/** The probes of one half-open period. */
-interface Trial {
-  probes: number;
-}
-
-interface Circuit {
-  state: CircuitState;
-  // Times of the counted failures, oldest first: the current streak while closed, the
-  // failures that opened the circuit otherwise.
-  failureTimes: number[];
-  openedAt: number;
-  // Replaced on every entry into half-open, so a probe that outlives its period can neither
-  // free a slot of the next one nor decide for it.
-  trial: Trial;
 }
 
 /**
@@ -180,171 +169,25 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     }
   }
 
-  const circuits = new Map<string, Circuit>();
-  const counts = isFailure ?? isCircuitFailure;
-
-  const open = (ctx: DispatchContext, key: string, circuit: Circuit, now: number) => {
-    circuit.state = 'open';
-    circuit.openedAt = now;
-    ctx.emit('circuit.open', { key, failures: circuit.failureTimes.length, cooldownMs });
+  const config = {
+    failureThreshold,
+    windowMs,
+    cooldownMs,
+    halfOpenMaxCalls,
+    probeLeaseMs,
+    counts: isFailure ?? isCircuitFailure,
+    keyOf,
   };
-
-  // Lets a call through or throws `circuit_open`; returns the trial when the call is a probe.
-  const admit = (ctx: DispatchContext, key: string): Trial | undefined => {
-    const circuit = circuits.get(key);
-    if (circuit === undefined || circuit.state === 'closed') return undefined;
-    if (circuit.state === 'open') {
-      const now = clock.now();
-      const remainingMs = circuit.openedAt + cooldownMs - now;
-      if (remainingMs > 0) {
-        // Capped, so a clock that stepped back never promises more than one cooldown.
-        const retryAfterMs = Math.min(remainingMs, cooldownMs);
-        throw new DispatchError(
-          'circuit_open',
-          `The circuit for "${key}" is open after repeated failures; try again in ${retryAfterMs} ms`,
-          { attempts: ctx.attempt, retryAfterMs },
-        );
-      }
-      circuit.state = 'half_open';
-      circuit.trial = { probes: 0 };
-      ctx.emit('circuit.half_open', { key });
-    }
-    const { trial } = circuit;
-    if (trial.probes >= halfOpenMaxCalls) {
-      // No cooldown is left to report: the wait is for a running probe to decide.
-      throw new DispatchError(
-        'circuit_open',
-        `The circuit for "${key}" is half-open and its probe calls are busy; try again shortly`,
-        { attempts: ctx.attempt },
-      );
-    }
-    trial.probes += 1;
-    return trial;
-  };
-
-  const recordFailure = (ctx: DispatchContext, key: string, trial: Trial | undefined) => {
-    const now = clock.now();
-    let circuit = circuits.get(key);
-    if (circuit === undefined) {
-      circuit = { state: 'closed', failureTimes: [], openedAt: 0, trial: { probes: 0 } };
-      circuits.set(key, circuit);
-    }
-    if (circuit.state === 'closed') {
-      const times = circuit.failureTimes;
-      times.push(now);
-      let expired = 0;
-      // The newest time is `now`, so the scan stops there at the latest.
-      while (now - (times[expired] as number) > windowMs) expired += 1;
-      if (expired > 0) times.splice(0, expired);
-      if (times.length >= failureThreshold) open(ctx, key, circuit, now);
-    } else if (circuit.state === 'half_open' && trial === circuit.trial) {
-      circuit.failureTimes = [now];
-      open(ctx, key, circuit, now);
-    }
-  };
-
-  const recordSuccess = (ctx: DispatchContext, key: string, trial: Trial | undefined) => {
-    const circuit = circuits.get(key);
-    if (circuit === undefined) return;
-    // A closed circuit without failures is the same as none, so the map only holds live ones.
-    if (circuit.state === 'closed') {
-      circuits.delete(key);
-    } else if (circuit.state === 'half_open' && trial === circuit.trial) {
-      circuits.delete(key);
-      ctx.emit('circuit.close', { key });
-    }
-  };
-
-  const middleware = trusted(async function circuitBreaker(ctx: DispatchContext, next: Next): Promise<void> {
-    const key = String(keyOf(ctx));
-    const trial = admit(ctx, key);
-    const attemptsBefore = ctx.attempt;
-    // Every attempt made inside this layer reports its own envelope, whether a retry layer
-    // sits inside (several attempts per pass) or outside (one attempt per pass).
-    const judged: DispatchError[] = [];
-    const unsubscribe = ctx.listen((event) => {
-      if (event.type !== 'dispatch.attempt_failed') return;
-      const { error } = event;
-      if (!isDispatchError(error)) return;
-      judged.push(error);
-      if (counts(error)) recordFailure(ctx, key, trial);
-    });
-    let thrown: unknown;
-    let failed = false;
-    try {
-      await next();
-    } catch (error) {
-      failed = true;
-      thrown = error;
-    } finally {
-      unsubscribe();
-    }
-    if (trial !== undefined) trial.probes -= 1;
-    if (ctx.attempt > attemptsBefore) {
-      const failure = failed
-        ? toDispatchError(thrown, ctx.attempt)
-        : ctx.outcome?.ok === false
-          ? ctx.outcome
-          : undefined;
-      if (failure === undefined) recordSuccess(ctx, key, trial);
-      // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
-      // failure was judged when it was reported.
-      else if (!judged.includes(failure) && counts(failure)) recordFailure(ctx, key, trial);
-    }
-    if (failed) throw thrown;
+  // Without a store the circuits live in a memory store; with one, a memory store judges the
+  // calls the user's store cannot answer for.
+  const breaker = new Breaker(store, memoryCircuitStore({ clock }), config);
+  const layer = trusted(function circuitBreaker(ctx: DispatchContext, next: Next): Promise<void> {
+    return breaker.run(ctx, next);
   });
-
-  const describe = (circuit: Circuit, now: number): CircuitSnapshot | undefined => {
-    const failures = circuit.failureTimes.length;
-    if (circuit.state === 'closed') {
-      const live = circuit.failureTimes.filter((time) => now - time <= windowMs).length;
-      return live === 0 ? undefined : { state: 'closed', failures: live };
-    }
-    const { openedAt } = circuit;
-    if (circuit.state === 'open' && now - openedAt < cooldownMs) {
-      return {
-        state: 'open',
-        failures,
-        openedAt,
-        retryAfterMs: Math.min(openedAt + cooldownMs - now, cooldownMs),
-      };
-    }
-    const probes = circuit.state === 'half_open' ? circuit.trial.probes : 0;
-    return { state: 'half_open', failures, openedAt, probes };
-  };
-
-  const localState = (key: string): CircuitState => {
-    const circuit = circuits.get(key);
-    if (circuit === undefined) return 'closed';
-    return describe(circuit, clock.now())?.state ?? 'closed';
-  };
-
-  const localSnapshot = (): Record<string, CircuitSnapshot> => {
-    const now = clock.now();
-    const entries: Array<[string, CircuitSnapshot]> = [];
-    for (const [key, circuit] of circuits) {
-      const snapshot = describe(circuit, now);
-      if (snapshot === undefined) circuits.delete(key);
-      else entries.push([key, snapshot]);
-    }
-    // fromEntries defines own properties, so a key such as "__proto__" stays a plain key.
-    return Object.fromEntries(entries);
-  };
-
-  if (store !== undefined) {
-    const shared = sharedBreaker(store, {
-      failureThreshold,
-      windowMs,
-      cooldownMs,
-      probeLeaseMs,
-      counts,
-      keyOf,
-      local: { admit, recordFailure, recordSuccess, snapshot: localSnapshot, state: localState },
-    });
-    return Object.assign(shared.layer, { state: shared.state, snapshot: shared.snapshot });
-  }
-
-  return Object.assign(middleware, { state: localState, snapshot: localSnapshot });
+  return Object.assign(layer, {
+    state: (key: string) => breaker.state(key),
+    snapshot: () => breaker.snapshot(),
+  });
 }
 
 function defaultKey(ctx: DispatchContext): string {

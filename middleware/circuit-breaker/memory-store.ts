@@ -1,7 +1,25 @@
-// The circuit breaker's in-memory store: versioned circuit records and failure windows, answered synchronously.
+/**
+ * The circuit breaker's in-memory store: versioned circuit records and failure windows, answered
+ * synchronously. It is the breaker's store when none is given, and its fallback when one fails.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { CircuitRecord, CircuitStore, CircuitView } from '../../src/stores.js';
+
+/** A `CircuitStore` that answers every method at once, without a promise. */
+export interface MemoryCircuitStore extends CircuitStore {
+  /** Whether it holds anything for `key`: without, the circuit is closed with no failures. */
+  has(key: string): boolean;
+  read(key: string): CircuitView;
+  compareAndSet(
+    key: string,
+    version: number,
+    next: CircuitRecord | undefined,
+  ): { readonly written: boolean; readonly view: CircuitView };
+  addFailure(key: string, failureId: string, windowMs: number): CircuitView;
+  entries(): Iterable<readonly [string, CircuitView]>;
+}
 
 /** Options for `memoryCircuitStore`. */
 export interface MemoryCircuitStoreOptions {
@@ -40,7 +58,7 @@ class Circuit {
  * const circuits = memoryCircuitStore();
  * const view = circuits.read('search.web'); // { record: undefined, version: 0, failures: 0, now }
  */
-export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): CircuitStore {
+export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): MemoryCircuitStore {
   const { clock = systemClock } = options;
   if (typeof clock?.now !== 'function') throw new TypeError('clock must have now()');
   const circuits = new Map<string, Circuit>();
@@ -52,6 +70,7 @@ export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): Cir
   };
 
   return {
+    has: (key: string) => circuits.has(key),
     read: (key: string) => view(circuits.get(key), clock.now()),
     compareAndSet: (key: string, version: number, next: CircuitRecord | undefined) => {
       const now = clock.now();

@@ -23,6 +23,7 @@ import {
   type CircuitBreakerOptions,
   type CircuitState,
 } from '../../middleware/circuit-breaker/index.js';
+import { memoryCircuitStore } from '../../middleware/circuit-breaker/memory-store.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 
 beforeEach(() => {
@@ -350,6 +351,36 @@ describe('circuitBreaker: half-open probes', () => {
     expect(kindOf(await h.call())).toBe('ok');
     expect(h.breaker.state('search.web')).toBe('closed');
   });
+
+  it.each([
+    ['without a store', () => ({})],
+    ['on a store', () => ({ store: memoryCircuitStore() })],
+  ])(
+    'emits circuit.half_open once per half-open period, though a cancelled probe hands its slot on (%s)',
+    async (_name, store) => {
+      const h = harness({
+        breaker: { failureThreshold: 1, cooldownMs: 5_000, ...store() },
+        systemClock: true,
+      });
+      h.behaviour['search.web'] = 'transient';
+      await h.call();
+      vi.setSystemTime(Date.now() + 5_000);
+      h.behaviour['search.web'] = 'gated';
+      const controller = new AbortController();
+      const probe = h.call('search.web', 'q', controller.signal);
+      await flush();
+      controller.abort();
+      expect(kindOf(await probe)).toBe('cancelled');
+      await flush();
+      h.behaviour['search.web'] = 'ok';
+      expect(kindOf(await h.call())).toBe('ok');
+      expect(h.circuitEvents().map((event) => event.type)).toEqual([
+        'circuit.open',
+        'circuit.half_open',
+        'circuit.close',
+      ]);
+    },
+  );
 
   it('does not let a probe of an earlier half-open period decide for the next one', async () => {
     const h = harness({ breaker: { failureThreshold: 1, cooldownMs: 5_000 }, maxAttempts: 2 });
