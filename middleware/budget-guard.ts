@@ -1,7 +1,7 @@
 // Budget guard: fails fast when the caller's tool-call budget is already spent.
 
 import type { DispatchError } from '../src/errors.js';
-import { budgetExceeded } from '../src/internal/failures.js';
+import { budgetExceeded } from './kit.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 

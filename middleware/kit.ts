@@ -11,3 +11,4 @@ export {
   requireNumber,
 } from '../src/internal/options.js';
 export { isThenable } from '../src/internal/thenable.js';
+export { parseJsonArgs } from '../src/internal/raw-json-args.js';

@@ -40,7 +40,9 @@ export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';
 export type {
+  AttemptLimits,
   CustomDispatchEvent,
+  DeadlineClock,
   DispatchContext,
   DispatchEvent,
   DispatchEventBase,
