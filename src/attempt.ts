@@ -26,6 +26,9 @@ interface LimitedContext extends DispatchContext {
   readonly baseSignal: AbortSignal;
 }
 
+/** How an attempt ended: failed with the envelope `error`, or succeeded (`ctx.outcome` holds it). */
+export type AttemptSettled = (failed: boolean, error?: unknown) => void;
+
 /**
  * Runs one attempt: parses args still in JSON text, takes a budget unit, counts the attempt,
  * emits `dispatch.attempt`, calls the handler and records a success in `ctx.outcome`. A handler
@@ -34,28 +37,42 @@ interface LimitedContext extends DispatchContext {
  * late outcome is ignored.
  */
 export function runAttempt(ctx: DispatchContext): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    attempt(ctx, (failed, error) => (failed ? reject(error) : resolve()));
+  });
+}
+
+/**
+ * `runAttempt` for a runner that needs no promise: calls `settled` once, always later (in a
+ * microtask at the earliest), never before this returns.
+ */
+export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   const { tool } = ctx;
   if (tool === undefined) {
-    return Promise.reject(
-      new DispatchError(
-        'internal',
-        'No tool was resolved for this call: the stack needs toolLookup(registry)',
-        { attempts: ctx.attempt },
-      ),
+    const error = new DispatchError(
+      'internal',
+      'No tool was resolved for this call: the stack needs toolLookup(registry)',
+      { attempts: ctx.attempt },
     );
+    return failLater(settled, error);
   }
   // A stack without the schema layer still hands the handler its args, never the JSON text.
   const badJson = parseJsonArgs(ctx);
-  if (badJson !== undefined) return Promise.reject(badJson);
+  if (badJson !== undefined) return failLater(settled, badJson);
   const limited = ctx as LimitedContext;
   const limit = limited.currentLimit;
   const base = limit === undefined ? (limited.baseSignal ?? ctx.signal) : neverAborted;
   const stopped = stopOf(ctx, limit, base);
-  if (stopped !== undefined) return Promise.reject(stopped);
+  if (stopped !== undefined) return failLater(settled, stopped);
   const { budget } = ctx;
-  if (budget !== undefined && !isLocalBudget(budget))
-    return attemptOnSharedBudget(ctx, tool, limit, base, budget);
-  return attemptWith(ctx, tool, limit, base, false);
+  if (budget !== undefined && !isLocalBudget(budget)) {
+    return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);
+  }
+  attemptWith(ctx, tool, limit, base, false, settled);
+}
+
+function failLater(settled: AttemptSettled, error: unknown): void {
+  queueMicrotask(() => settled(true, error));
 }
 
 // Why the attempt may not run, if something already stopped it.
@@ -76,15 +93,16 @@ function attemptOnSharedBudget(
   limit: Limit | undefined,
   base: AbortSignal,
   budget: Budget,
-): Promise<void> {
+  settled: AttemptSettled,
+): void {
   let taken: boolean | Promise<boolean>;
   try {
     taken = budget.tryConsume(1);
   } catch (error) {
-    return Promise.reject(error);
+    return failLater(settled, error);
   }
-  if (taken === true) return attemptWith(ctx, tool, limit, base, true);
-  if (!isThenable(taken)) return Promise.reject(budgetExceeded(ctx));
+  if (taken === true) return attemptWith(ctx, tool, limit, base, true, settled);
+  if (!isThenable(taken)) return failLater(settled, budgetExceeded(ctx));
   const charged = adoptResult(taken).then(
     (ok) => {
       if (ok !== true) throw budgetExceeded(ctx);
@@ -94,11 +112,14 @@ function attemptOnSharedBudget(
     },
   );
   const signal = limit === undefined ? base : limit.signal;
-  return raceAbort(charged, signal, () => cancelled(ctx, signal)).then(() => {
-    const stopped = stopOf(ctx, limit, base);
-    if (stopped !== undefined) throw stopped;
-    return attemptWith(ctx, tool, limit, base, true);
-  });
+  raceAbort(charged, signal, () => cancelled(ctx, signal)).then(
+    () => {
+      const stopped = stopOf(ctx, limit, base);
+      if (stopped !== undefined) settled(true, stopped);
+      else attemptWith(ctx, tool, limit, base, true, settled);
+    },
+    (error: unknown) => settled(true, error),
+  );
 }
 
 function attemptWith(
@@ -107,36 +128,49 @@ function attemptWith(
   limit: Limit | undefined,
   base: AbortSignal,
   charged: boolean,
-): Promise<void> {
+  settled: AttemptSettled,
+): void {
   let run: AttemptContext;
   let returned: unknown;
   try {
     run = startAttempt(ctx, limit, base, charged);
     returned = callHandler(ctx, tool, run);
   } catch (error) {
-    return Promise.reject(error);
+    return failLater(settled, error);
   }
   if (!mayBeThenable(returned)) {
     // The handler may have stopped its own call while it ran.
     const stopped = stopOf(ctx, limit, base);
-    if (stopped !== undefined) return Promise.reject(failedAttempt(ctx, stopped));
+    if (stopped !== undefined) return failLater(settled, failedAttempt(ctx, stopped));
     ctx.outcome = { ok: true, result: returned, attempts: run.attempt };
-    return Promise.resolve();
+    return queueMicrotask(() => settled(false));
   }
   if (limit === undefined && base === neverAborted) {
     // Nothing can stop this attempt: it ends with the handler.
     const attempt = run.attempt;
-    return builtInThen.call(
-      adoptResult(returned),
+    return followOrFail(
+      returned,
       (result) => {
         ctx.outcome = { ok: true, result, attempts: attempt };
+        settled(false);
       },
-      (error: unknown) => {
-        throw failedAttempt(ctx, handlerFailure(error, attempt));
-      },
-    ) as Promise<void>;
+      (error: unknown) => settled(true, failedAttempt(ctx, handlerFailure(error, attempt))),
+    );
   }
-  return run.settle(ctx, returned);
+  run.settle(ctx, returned, settled);
+}
+
+// followResult, where a promise whose species cannot be built fails the attempt.
+function followOrFail(
+  returned: unknown,
+  onFulfilled: (value: unknown) => void,
+  onRejected: (reason: unknown) => void,
+): void {
+  try {
+    followResult(returned, onFulfilled, onRejected);
+  } catch (error) {
+    queueMicrotask(() => onRejected(error));
+  }
 }
 
 /**
@@ -255,7 +289,7 @@ class AttemptContext implements ToolContext, LimitWaiter {
   #ended = false;
   #stopReason: unknown = undefined;
   #stopped = false;
-  #reject: ((error: unknown) => void) | undefined = undefined;
+  #settled: AttemptSettled = noop;
   #unwatch: () => void = noop;
 
   /** Whether `ctx` is an AttemptContext whose signal is its attempt's own. */
@@ -294,38 +328,31 @@ class AttemptContext implements ToolContext, LimitWaiter {
   }
 
   /** Settles once with what the handler returned, or at once when the limit ends first. */
-  settle(ctx: DispatchContext, returned: unknown): Promise<void> {
+  settle(ctx: DispatchContext, returned: unknown, settled: AttemptSettled): void {
     const attempt = this.attempt;
-    return new Promise<void>((resolve, reject) => {
-      this.#reject = reject;
-      const limit = this.#limit;
-      if (limit?.error !== undefined) {
-        // The handler stopped its own call while it ran; its late outcome is nobody's.
-        adoptResult(returned).then(undefined, noop);
-        this.limitEnded(limit.error, limit.reason);
-        return;
-      }
-      if (limit !== undefined) limit.wait(this);
-      else {
-        const base = this.#base;
-        this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(ctx, base), base.reason));
-      }
-      try {
-        followResult(
-          returned,
-          (result) => {
-            if (!this.finish()) return;
-            ctx.outcome = { ok: true, result, attempts: attempt };
-            resolve();
-          },
-          (error: unknown) => {
-            if (this.finish()) reject(failedAttempt(ctx, handlerFailure(error, attempt)));
-          },
-        );
-      } catch (error) {
-        if (this.finish()) reject(failedAttempt(ctx, handlerFailure(error, attempt)));
-      }
-    });
+    this.#settled = settled;
+    const limit = this.#limit;
+    if (limit?.error !== undefined) {
+      // The handler stopped its own call while it ran; its late outcome is nobody's.
+      adoptResult(returned).then(undefined, noop);
+      return this.limitEnded(limit.error, limit.reason);
+    }
+    if (limit !== undefined) limit.wait(this);
+    else {
+      const base = this.#base;
+      this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(ctx, base), base.reason));
+    }
+    followOrFail(
+      returned,
+      (result) => {
+        if (!this.finish()) return;
+        ctx.outcome = { ok: true, result, attempts: attempt };
+        settled(false);
+      },
+      (error: unknown) => {
+        if (this.finish()) settled(true, failedAttempt(ctx, handlerFailure(error, attempt)));
+      },
+    );
   }
 
   /** The limit ended (or the signal aborted) while the attempt ran: it fails at once. */
@@ -333,8 +360,12 @@ class AttemptContext implements ToolContext, LimitWaiter {
     if (!this.finish()) return;
     this.#stopped = true;
     this.#stopReason = reason;
-    this.#reject?.(failedAttempt(this.#dispatch, error));
+    const failure = failedAttempt(this.#dispatch, error);
     this.#controller?.abort(reason);
+    // Whoever ran the attempt takes it up once the signal has aborted, never inside a timer or
+    // an abort listener.
+    const settled = this.#settled;
+    queueMicrotask(() => settled(true, failure));
   }
 
   /** Ends the attempt; false when it had already ended. */

@@ -10,7 +10,7 @@
 
 import { isLocalBudget } from '../../src/budget.js';
 import type { DispatchError } from '../../src/errors.js';
-import { runAttempt } from '../../src/attempt.js';
+import { attempt } from '../../src/attempt.js';
 import {
   composeWithAttempt,
   failWith,
@@ -174,28 +174,21 @@ class FusedStack {
     if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
       return this.#follow(fromRetry(ctx), done, true);
     const { timeout } = this.#parts;
-    let restore = noop;
-    let attempt: Promise<void>;
+    let restore: () => void;
     try {
       const timeoutMs = timeout.deadlineMs(ctx);
       if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, true);
       restore = ctx.limit({ timeoutMs, clock: timeout.clock });
-      attempt = runAttempt(ctx);
     } catch (error) {
       // The timeout layer failing the first attempt: retry sees it, as in the onion.
-      attempt = Promise.reject(error);
+      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done));
     }
-    attempt.then(
-      () => {
-        restore();
-        this.#semaphore.release();
-        done(false);
-      },
-      (error: unknown) => {
-        restore();
-        this.#afterFirstFailure(ctx, error, done);
-      },
-    );
+    attempt(ctx, (failed, error) => {
+      restore();
+      if (failed) return this.#afterFirstFailure(ctx, error, done);
+      this.#semaphore.release();
+      done(false);
+    });
   }
 
   // The first attempt failed: retry decides, and runs the next ones through the onion.
@@ -235,5 +228,3 @@ class FusedStack {
     queueMicrotask(() => report(failWith(ctx, error, this.#finish)));
   }
 }
-
-function noop(): void {}
