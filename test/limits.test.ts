@@ -14,10 +14,11 @@ import {
   timeout,
   ToolRegistry,
   toolLookup,
+  TransientError,
   cancelled,
   raceAbort,
 } from '../index.js';
-import { gate } from './helpers/gate.js';
+import { flush, gate } from './helpers/gate.js';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
@@ -190,5 +191,96 @@ describe('ctx.limit', () => {
     } finally {
       process.off('unhandledRejection', unhandled);
     }
+  });
+});
+
+// Behaviours once pinned as bugs of the claim protocol between timeout and the attempt step; the
+// protocol is gone, the behaviours stay.
+describe('limits across retries and nested timeouts', () => {
+  it('a timeout placed outside retry still bounds the later attempts', async () => {
+    let calls = 0;
+    const registry = registryWith(() => {
+      calls += 1;
+      if (calls === 1) return Promise.reject(new TransientError('flaky'));
+      return new Promise<never>(() => {});
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      timeout({ defaultMs: 1_000 }),
+      retry({ random: () => 0 }),
+    ]);
+    let outcome: unknown;
+    void dispatcher.dispatch('op', { q: 'x' }).then((value) => (outcome = value));
+    await vi.advanceTimersByTimeAsync(5_000);
+    await flush();
+    expect(calls).toBe(2);
+    expect(outcome).toMatchObject({ kind: 'timeout' });
+  });
+
+  it('an overall and a per-attempt timeout answer a caller that aborts while the handler starts', async () => {
+    const caller = new AbortController();
+    const registry = registryWith(() => {
+      caller.abort();
+      return new Promise<never>(() => {});
+    });
+    let stackSettled = false;
+    const dispatcher = createDispatcher([
+      async (_ctx, next) => {
+        try {
+          await next();
+        } finally {
+          stackSettled = true;
+        }
+      },
+      errorMapping(),
+      toolLookup(registry),
+      timeout({ defaultMs: 10_000 }),
+      retry({ random: () => 0 }),
+      timeout({ defaultMs: 1_000 }),
+    ]);
+    let outcome: unknown;
+    void dispatcher.dispatch('op', { q: 'x' }, { signal: caller.signal }).then((value) => (outcome = value));
+    await vi.advanceTimersByTimeAsync(60_000);
+    await flush();
+    expect(stackSettled).toBe(true);
+    expect(outcome).toMatchObject({ kind: 'cancelled' });
+  });
+
+  it('a layer inside timeout that sets and restores ctx.signal itself keeps the caller’s abort working', async () => {
+    const narrow: Middleware = async function narrow(ctx, next) {
+      const parent = ctx.signal;
+      const controller = new AbortController();
+      const onParentAbort = () => controller.abort(parent.reason);
+      parent.addEventListener('abort', onParentAbort, { once: true });
+      ctx.signal = controller.signal;
+      try {
+        await next();
+      } finally {
+        parent.removeEventListener('abort', onParentAbort);
+        ctx.signal = parent;
+      }
+    };
+    let calls = 0;
+    const registry = registryWith(async () => {
+      calls += 1;
+      throw new TransientError('busy');
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      retry({ random: () => 0 }),
+      timeout({ defaultMs: 1_000 }),
+      narrow,
+    ]);
+    const caller = new AbortController();
+    const pending = dispatcher.dispatch('op', { q: 'x' }, { signal: caller.signal });
+    await vi.advanceTimersByTimeAsync(10); // attempt 1 failed, retry is in its 100 ms backoff
+    expect(calls).toBe(1);
+    caller.abort();
+    expect(await pending).toMatchObject({ kind: 'cancelled' });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(calls).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
