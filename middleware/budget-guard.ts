@@ -1,4 +1,7 @@
-// Budget guard: fails fast when the caller's tool-call budget is already spent.
+/**
+ * Budget guard: fails fast when the caller's tool-call budget is already spent.
+ * @module
+ */
 
 import type { DispatchError } from '../src/errors.js';
 import { budgetExceeded } from './kit.js';

@@ -1,5 +1,8 @@
-// The author kit: the helpers the built-in layers are made with, published so that a layer of
-// your own waits, cancels and checks its options the same way (docs/writing-middleware.md).
+/**
+ * The author kit: the helpers the built-in layers are made with, published so that a layer of
+ * your own waits, cancels and checks its options the same way (docs/writing-middleware.md).
+ * @module
+ */
 
 export { maxTimerDelayMs, neverAborted, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
 export { budgetExceeded, cancelled } from '../src/internal/failures.js';

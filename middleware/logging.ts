@@ -1,4 +1,7 @@
-// Logging: writes one structured, JSON-safe record per event of a dispatch to any leveled logger.
+/**
+ * Logging: writes one structured, JSON-safe record per event of a dispatch to any leveled logger.
+ * @module
+ */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
 import { optionsObject, requireFunction } from './kit.js';

@@ -1,4 +1,7 @@
-// Retry: re-runs the layers inside it after a retryable failure, with jittered exponential backoff.
+/**
+ * Retry: re-runs the layers inside it after a retryable failure, with jittered exponential backoff.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { type DispatchError, toDispatchError } from '../src/errors.js';

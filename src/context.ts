@@ -111,9 +111,8 @@ export class CallContext {
 
   emit(type: string, details?: Record<string, unknown>): void {
     if (this.onEvent === undefined && this.listeners === undefined) return;
-    // The event's own fields come first, the details after them (on Node 20's V8 a spread
-    // followed by more properties gets a hidden class of its own each time, about a microsecond
-    // per event), and are written back, so a detail can never pass for one of them.
+    // The event's own fields come first, the details after them, and the own fields are written
+    // back, so a detail can never pass for one of them.
     const { toolName: tool, callId, attempt } = this;
     const event = { type, tool, callId, attempt, ...details } as Record<string, unknown>;
     if (details !== undefined) {

@@ -1,4 +1,7 @@
-// The types every layer shares: tools, dispatch options, the context, middleware and outcomes.
+/**
+ * The types every layer shares: tools, dispatch options, the context, middleware and outcomes.
+ * @module
+ */
 
 import type { Budget } from './budget.js';
 import type { Clock } from './clock.js';

@@ -1,4 +1,7 @@
-// Circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls decide.
+/**
+ * Circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls decide.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';

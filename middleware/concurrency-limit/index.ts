@@ -1,4 +1,7 @@
-// Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
+/**
+ * Concurrency limit: at most `max` executions inside this layer at once; the rest queue in FIFO order.
+ * @module
+ */
 
 import { isDispatchError, type DispatchError } from '../../src/errors.js';
 import { onAbort, cancelled, optionsObject, requireClock, requireInteger } from '../kit.js';

@@ -1,4 +1,7 @@
-// Idempotency: calls that share a key run the handler once, in flight and for a while after success.
+/**
+ * Idempotency: calls that share a key run the handler once, in flight and for a while after success.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';

@@ -1,4 +1,7 @@
-// Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
+/**
+ * Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
+ * @module
+ */
 
 import { DispatchError, describeThrown } from '../../src/errors.js';
 import { isThenable, parseJsonArgs, optionsObject, requireInteger } from '../kit.js';

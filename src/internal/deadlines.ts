@@ -1,12 +1,15 @@
-// Attempt deadlines, cheap enough to give every attempt one: the lists behind `ctx.limit`.
-//
-// Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
-// - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
-//   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
-// - armed deadlines of the same duration expire in the order they started, so each duration keeps
-//   them in a linked list served by a single Node timer, set for the earliest one; while that list
-//   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
-// A deadline is measured from its start either way, and when nothing is armed no timer is left.
+/**
+ * Attempt deadlines, cheap enough to give every attempt one: the lists behind `ctx.limit`.
+ *
+ * Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
+ * - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
+ *   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
+ * - armed deadlines of the same duration expire in the order they started, so each duration keeps
+ *   them in a linked list served by a single Node timer, set for the earliest one; while that list
+ *   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
+ * A deadline is measured from its start either way, and when nothing is armed no timer is left.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../clock.js';
 

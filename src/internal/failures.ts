@@ -1,4 +1,7 @@
-// Envelopes several layers make the same way.
+/**
+ * Envelopes several layers make the same way.
+ * @module
+ */
 
 import { DispatchError } from '../errors.js';
 import type { DispatchContext } from '../types.js';
