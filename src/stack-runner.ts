@@ -4,12 +4,12 @@
  */
 
 import { runAttempt } from './attempt.js';
-import { compose, type ComposedMiddleware } from './compose.js';
+import { compose, type ComposableStack, type ComposedMiddleware } from './compose.js';
 import type { CallContext } from './context.js';
 export type { CallContext } from './context.js';
 import { toDispatchError } from './errors.js';
 import { trusted } from './internal/trusted.js';
-import type { DispatchContext, Middleware, Outcome } from './types.js';
+import type { Middleware, Outcome } from './types.js';
 
 /** Ends a call: turns what `ctx` holds into the outcome the dispatch resolves to. */
 export type Finish = (ctx: CallContext) => Outcome;
@@ -87,11 +87,11 @@ export function stackRunner(stack: readonly Middleware[], finish: Finish): Stack
     // Inside a stack the group only records its outcome: the outer layers see it, and the
     // dispatcher ends the call once they settle.
     const tail = group.build(recorded);
+    // next() of the last outer layer resolves with the group's outcome (a layer may ignore it).
     const runTail = trusted(
-      (ctx: DispatchContext): Promise<void> =>
-        new Promise<void>((resolve) => tail(ctx as CallContext, () => resolve())),
+      (ctx: CallContext): Promise<Outcome> => new Promise<Outcome>((resolve) => tail(ctx, resolve)),
     );
-    const run = compose<CallContext>([...stack.slice(0, start), runTail]);
+    const run = compose<CallContext>([...(stack.slice(0, start) as ComposableStack<CallContext>), runTail]);
     return (ctx, report) => reportWhenSettled(ctx, run(ctx), finish, report);
   }
   return onionRunner(stack, finish);
