@@ -4,7 +4,7 @@
  */
 
 import type { DispatchError } from '../src/errors.js';
-import { budgetExceeded } from '../src/internal/failures.js';
+import { budgetExceeded } from './kit.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 

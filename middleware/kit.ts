@@ -19,3 +19,4 @@ export { withoutStackFrames } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
+export { parseJsonArgs } from '../src/internal/raw-json-args.js';

@@ -4,7 +4,7 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { optionsObject, requireFunction } from '../src/internal/options.js';
+import { optionsObject, requireFunction } from './kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 

@@ -5,16 +5,17 @@
 
 import { systemClock, type Clock } from '../src/clock.js';
 import { type DispatchError, toDispatchError } from '../src/errors.js';
-import { sleep } from '../src/internal/abort.js';
-import { trusted } from '../src/internal/trusted.js';
-import { budgetExceeded, cancelled } from '../src/internal/failures.js';
 import {
+  sleep,
+  budgetExceeded,
+  cancelled,
   optionsObject,
   requireFunction,
   requireInteger,
   requireNumber,
   requireClock,
-} from '../src/internal/options.js';
+} from './kit.js';
+import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `retry`. */

@@ -1,9 +1,15 @@
-// The innermost step of every dispatcher: one attempt of the resolved tool's handler.
+/**
+ * The innermost step of every dispatcher: one attempt of the resolved tool's handler. It is the
+ * only code that calls a handler, and it settles each attempt once: with the handler's outcome,
+ * or at once when the deadline passes or the signal stops it, whatever the handler does.
+ * @module
+ */
 
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
-import { neverAborted, raceAbort } from './internal/abort.js';
-import { AttemptAbort, abortSourceOf, type AbortSource } from './internal/attempt-abort.js';
+import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
+import type { Limit, LimitWaiter } from './internal/limits.js';
+import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isLocalBudget, type Budget } from './budget.js';
 import type {
   DispatchContext,
@@ -14,46 +20,89 @@ import type {
   ToolHandler,
 } from './types.js';
 
+/** What the attempt step reads of a context beyond `DispatchContext`: the dispatcher's contexts have it. */
+interface LimitedContext extends DispatchContext {
+  readonly currentLimit: Limit | undefined;
+  readonly baseSignal: AbortSignal;
+}
+
+/** How an attempt ended: failed with the envelope `error`, or succeeded (`ctx.outcome` holds it). */
+export type AttemptSettled = (failed: boolean, error?: unknown) => void;
+
 /**
- * Runs one attempt: takes a budget unit, counts the attempt, emits `dispatch.attempt`, calls the
- * handler with the current signal and records a success in `ctx.outcome`. A handler failure is
- * rejected as an envelope (`transient` for a `TransientError`, otherwise `internal`); an abort
- * ends the attempt at once and the handler's late outcome is ignored.
+ * Runs one attempt: parses args still in JSON text, takes a budget unit, counts the attempt,
+ * emits `dispatch.attempt`, calls the handler and records a success in `ctx.outcome`. A handler
+ * failure is rejected as an envelope (`transient` for a `TransientError`, otherwise `internal`);
+ * the deadline (`timeout`) or a stop (`cancelled`) ends the attempt at once, and the handler's
+ * late outcome is ignored.
  */
 export function runAttempt(ctx: DispatchContext): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    attempt(ctx, (failed, error) => (failed ? reject(error) : resolve()));
+  });
+}
+
+/**
+ * `runAttempt` for a runner that needs no promise: calls `settled` once, always later (in a
+ * microtask at the earliest), never before this returns.
+ */
+export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   const { tool } = ctx;
   if (tool === undefined) {
-    return Promise.reject(
-      new DispatchError(
-        'internal',
-        'No tool was resolved for this call: the stack needs toolLookup(registry)',
-        { attempts: ctx.attempt },
-      ),
+    const error = new DispatchError(
+      'internal',
+      'No tool was resolved for this call: the stack needs toolLookup(registry)',
+      { attempts: ctx.attempt },
     );
+    return failLater(settled, error);
   }
-  const source = abortSourceOf(ctx);
+  // A stack without the schema layer still hands the handler its args, never the JSON text.
+  const badJson = parseJsonArgs(ctx);
+  if (badJson !== undefined) return failLater(settled, badJson);
+  const limited = ctx as LimitedContext;
+  const limit = limited.currentLimit;
+  const base = limit === undefined ? (limited.baseSignal ?? ctx.signal) : neverAborted;
+  const stopped = stopOf(ctx, limit, base);
+  if (stopped !== undefined) return failLater(settled, stopped);
   const { budget } = ctx;
-  if (budget !== undefined && !isLocalBudget(budget)) return attemptOnSharedBudget(ctx, tool, source, budget);
-  return attemptWith(ctx, tool, source, false);
+  if (budget !== undefined && !isLocalBudget(budget)) {
+    return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);
+  }
+  attemptWith(ctx, tool, limit, base, false, settled);
+}
+
+function failLater(settled: AttemptSettled, error: unknown): void {
+  queueMicrotask(() => settled(true, error));
+}
+
+// Why the attempt may not run, if something already stopped it.
+function stopOf(
+  ctx: DispatchContext,
+  limit: Limit | undefined,
+  base: AbortSignal,
+): DispatchError | undefined {
+  if (limit !== undefined) return limit.error;
+  return base !== neverAborted && base.aborted ? cancelled(ctx, base) : undefined;
 }
 
 // A budget that may answer with a promise: the unit is taken first, and the attempt starts only
-// once it is, under the abort source it was asked for.
+// once it is, still inside its limits (the wait ends when they do).
 function attemptOnSharedBudget(
   ctx: DispatchContext,
   tool: Tool,
-  source: AbortSource,
+  limit: Limit | undefined,
+  base: AbortSignal,
   budget: Budget,
-): Promise<void> {
-  if (source.aborted) return Promise.reject(cancelled(ctx, ctx.signal));
+  settled: AttemptSettled,
+): void {
   let taken: boolean | Promise<boolean>;
   try {
     taken = budget.tryConsume(1);
   } catch (error) {
-    return Promise.reject(error);
+    return failLater(settled, error);
   }
-  if (taken === true) return attemptWith(ctx, tool, source, true);
-  if (!isThenable(taken)) return Promise.reject(budgetExceeded(ctx));
+  if (taken === true) return attemptWith(ctx, tool, limit, base, true, settled);
+  if (!isThenable(taken)) return failLater(settled, budgetExceeded(ctx));
   const charged = adoptResult(taken).then(
     (ok) => {
       if (ok !== true) throw budgetExceeded(ctx);
@@ -62,91 +111,81 @@ function attemptOnSharedBudget(
       throw budgetUnavailable(ctx, error);
     },
   );
-  // Not claimed while the store answers: a timeout layer outside races this wait itself.
-  const waited =
-    source instanceof AttemptAbort || source === neverAborted
-      ? charged
-      : raceAbort(charged, source, () => cancelled(ctx, source));
-  return waited.then(() => {
-    // The deadline passed, or the caller left, while the unit was being taken.
-    if (source.aborted) throw cancelled(ctx, ctx.signal);
-    return attemptWith(ctx, tool, source, true);
-  });
+  const signal = limit === undefined ? base : limit.signal;
+  raceAbort(charged, signal, () => cancelled(ctx, signal)).then(
+    () => {
+      const stopped = stopOf(ctx, limit, base);
+      if (stopped !== undefined) settled(true, stopped);
+      else attemptWith(ctx, tool, limit, base, true, settled);
+    },
+    (error: unknown) => settled(true, error),
+  );
 }
 
-function attemptWith(ctx: DispatchContext, tool: Tool, source: AbortSource, charged: boolean): Promise<void> {
-  // Right inside a timeout layer, this step settles the attempt for it (see AttemptAbort).
-  const claimed = source instanceof AttemptAbort && source.claimable && source.owner === 'none';
-  if (claimed) source.own('attempt');
+function attemptWith(
+  ctx: DispatchContext,
+  tool: Tool,
+  limit: Limit | undefined,
+  base: AbortSignal,
+  charged: boolean,
+  settled: AttemptSettled,
+): void {
+  let run: AttemptContext;
   let returned: unknown;
   try {
-    returned = callHandler(ctx, tool, source, charged);
+    run = startAttempt(ctx, limit, base, charged);
+    returned = callHandler(ctx, tool, run);
   } catch (error) {
-    if (claimed && !source.end()) return Promise.reject(source.interruption);
-    return Promise.reject(error);
+    return failLater(settled, error);
   }
-  const attempt = ctx.attempt;
   if (!mayBeThenable(returned)) {
-    if (claimed && !source.end()) return Promise.reject(source.interruption);
-    ctx.outcome = { ok: true, result: returned, attempts: attempt };
-    return Promise.resolve();
+    // The handler may have stopped its own call while it ran.
+    const stopped = stopOf(ctx, limit, base);
+    if (stopped !== undefined) return failLater(settled, failedAttempt(ctx, stopped));
+    ctx.outcome = { ok: true, result: returned, attempts: run.attempt };
+    return queueMicrotask(() => settled(false));
   }
-  if (claimed) {
-    return new Promise<void>((resolve, reject) => {
-      try {
-        followResult(
-          returned,
-          (result) => {
-            if (!source.end()) return;
-            ctx.outcome = { ok: true, result, attempts: attempt };
-            resolve();
-          },
-          (error: unknown) => {
-            if (source.end()) reject(failedAttempt(ctx, handlerFailure(error, attempt)));
-          },
-        );
-      } catch (error) {
-        reject(source.end() ? failedAttempt(ctx, handlerFailure(error, attempt)) : source.interruption);
-        return;
-      }
-      if (source.ended) reject(source.interruption);
-      else source.own('attempt', reject);
-    });
-  }
-  const settled = adoptResult(returned);
-  // A failure after the attempt was aborted is late: it is no longer this attempt's outcome.
-  const fail = (error: unknown) => {
-    const failure = handlerFailure(error, attempt);
-    throw source.aborted ? failure : failedAttempt(ctx, failure);
-  };
-  if (source instanceof AttemptAbort) {
-    // A layer between us and the timeout races the attempt; a late outcome is not recorded.
-    return builtInThen.call(
-      settled,
+  if (limit === undefined && base === neverAborted) {
+    // Nothing can stop this attempt: it ends with the handler.
+    const attempt = run.attempt;
+    return followOrFail(
+      returned,
       (result) => {
-        if (!source.aborted) ctx.outcome = { ok: true, result, attempts: attempt };
+        ctx.outcome = { ok: true, result, attempts: attempt };
+        settled(false);
       },
-      fail,
-    ) as Promise<void>;
+      (error: unknown) => settled(true, failedAttempt(ctx, handlerFailure(error, attempt))),
+    );
   }
-  const record = (result: unknown) => {
-    ctx.outcome = { ok: true, result, attempts: attempt };
-  };
-  if (source === neverAborted) return builtInThen.call(settled, record, fail) as Promise<void>;
-  return raceAbort(builtInThen.call(settled, undefined, fail), source, () =>
-    failedAttempt(ctx, cancelled(ctx, source)),
-  ).then(record);
+  run.settle(ctx, returned, settled);
+}
+
+// followResult, where a promise whose species cannot be built fails the attempt.
+function followOrFail(
+  returned: unknown,
+  onFulfilled: (value: unknown) => void,
+  onRejected: (reason: unknown) => void,
+): void {
+  try {
+    followResult(returned, onFulfilled, onRejected);
+  } catch (error) {
+    queueMicrotask(() => onRejected(error));
+  }
 }
 
 /**
- * Starts one attempt of `tool` under `source`: takes a budget unit (unless `charged`: the caller
- * took it already), counts the attempt, emits `dispatch.attempt` and calls the handler. Returns
- * what the handler returned; throws the envelope when the attempt cannot start (aborted, budget
- * spent) or the handler throws. A budget whose `tryConsume` answers with a promise must be
- * charged by the caller first (see `isLocalBudget`); one that does so here anyway fails closed.
+ * Starts one attempt inside `limit` (or, without one, under `base`): takes a budget unit (unless
+ * `charged`: the caller took it already), counts the attempt and emits `dispatch.attempt`.
+ * Returns the handler's context; throws the envelope when the attempt cannot start (stopped,
+ * budget spent). A budget whose `tryConsume` answers with a promise must be charged first (see
+ * `isLocalBudget`); one that does so here anyway fails closed.
  */
-export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSource, charged = false): unknown {
-  if (source.aborted) throw cancelled(ctx, ctx.signal);
+function startAttempt(
+  ctx: DispatchContext,
+  limit: Limit | undefined,
+  base: AbortSignal,
+  charged: boolean,
+): AttemptContext {
   if (!charged && ctx.budget !== undefined) {
     const taken = ctx.budget.tryConsume(1);
     if (taken !== true) {
@@ -162,19 +201,18 @@ export function callHandler(ctx: DispatchContext, tool: Tool, source: AbortSourc
   }
   const attempt = ++ctx.attempt;
   ctx.emit('dispatch.attempt');
-  // An observer of that event may have aborted the call; the handler is then not started.
-  if (source.aborted) throw cancelled(ctx, ctx.signal);
-  const handler = tool.handler as ToolHandler<unknown>;
+  // An observer of that event may have stopped the call; the handler is then not started.
+  const stopped = stopOf(ctx, limit, base);
+  if (stopped !== undefined) throw stopped;
+  return new AttemptContext(ctx, attempt, limit, base);
+}
+
+function callHandler(ctx: DispatchContext, tool: Tool, run: AttemptContext): unknown {
   try {
-    // A handler that declares no context parameter (`(args) => …`) can reach it only through
-    // `arguments`: it gets the same fields as prototype getters, which cost nothing until read.
-    const toolCtx =
-      handler.length === 1
-        ? new LeanAttemptContext(source, attempt, ctx)
-        : new AttemptContext(source, attempt, ctx);
-    return handler(ctx.args, toolCtx);
+    return (tool.handler as ToolHandler<unknown>)(ctx.args, run);
   } catch (error) {
-    throw failedAttempt(ctx, handlerFailure(error, attempt));
+    run.finish();
+    throw failedAttempt(ctx, handlerFailure(error, run.attempt));
   }
 }
 
@@ -202,7 +240,7 @@ function adoptResult(returned: unknown): Promise<unknown> {
  * Calls back when what a handler returned settles, always later, never before this returns.
  * Throws only if the promise's species cannot be built, as a hostile subclass may arrange.
  */
-export function followResult(
+function followResult(
   returned: unknown,
   onFulfilled: (value: unknown) => void,
   onRejected: (reason: unknown) => void,
@@ -233,116 +271,126 @@ function mayBeThenable(value: unknown): boolean {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
-// What a handler is given. Every field is an own enumerable property, so a handler that passes
-// `{ ...ctx }` on (or logs it) keeps them all. The signal of a lazy per-attempt abort is still
-// built only when read: an AbortController costs more than the rest of an attempt, so it is an
-// own accessor there, defined from one shared descriptor.
-// Its link to the dispatch is #private: a handler that logs its context shows only what
-// ToolContext promises, never the dispatch's internals or, through them, other calls.
-class AttemptContext implements ToolContext {
+// What a handler is given, and the attempt it belongs to. Every field is an own enumerable
+// property, so a handler that passes `{ ...ctx }` on (or logs it) keeps them all. Inside a limit
+// the signal is the attempt's own, built on first read from one shared descriptor: it fires when
+// the limit ends while the attempt runs, never after. Its link to the dispatch is #private: a
+// handler that logs its context shows only what ToolContext promises.
+class AttemptContext implements ToolContext, LimitWaiter {
   declare readonly signal: AbortSignal;
-  readonly #source: AttemptAbort | undefined;
   readonly idempotencyKey: string | undefined;
   readonly callId: string;
   readonly deadline: number;
   readonly progress: ToolContext['progress'];
+  readonly #limit: Limit | undefined;
+  readonly #dispatch: DispatchContext;
+  readonly #base: AbortSignal;
+  #controller: AbortController | undefined = undefined;
+  #ended = false;
+  #stopReason: unknown = undefined;
+  #stopped = false;
+  #settled: AttemptSettled = noop;
+  #unwatch: () => void = noop;
 
-  /** Whether `ctx` is an AttemptContext whose signal is that of an abort owned by its attempt. */
+  /** Whether `ctx` is an AttemptContext whose signal is its attempt's own. */
   static hasAttemptSignal(ctx: unknown): boolean {
-    return typeof ctx === 'object' && ctx !== null && #source in ctx && endsWithAttempt(ctx.#source);
+    return typeof ctx === 'object' && ctx !== null && #limit in ctx && ctx.#limit !== undefined;
   }
 
   static readonly #lazySignal: PropertyDescriptor = {
     get(this: AttemptContext): AbortSignal {
-      return (this.#source as AttemptAbort).signal;
+      if (this.#controller === undefined) {
+        this.#controller = new AbortController();
+        if (this.#stopped) this.#controller.abort(this.#stopReason);
+      }
+      return this.#controller.signal;
     },
     enumerable: true,
     configurable: false,
   };
 
   constructor(
-    source: AbortSignal | AttemptAbort,
+    dispatch: DispatchContext,
     readonly attempt: number,
-    ctx: DispatchContext,
+    limit: Limit | undefined,
+    base: AbortSignal,
   ) {
-    const { options } = ctx;
+    this.#dispatch = dispatch;
+    this.#base = base;
+    const { options } = dispatch;
     this.idempotencyKey = options.idempotencyKey;
-    this.callId = ctx.callId;
-    this.deadline = source instanceof AttemptAbort ? source.deadline : Infinity;
+    this.callId = dispatch.callId;
+    this.deadline = dispatch.deadline ?? Infinity;
     this.progress = options.onProgress === undefined ? ignoreProgress : progressTo(options.onProgress);
-    if (source instanceof AttemptAbort) {
-      this.#source = source;
-      Object.defineProperty(this, 'signal', AttemptContext.#lazySignal);
-    } else {
-      this.#source = undefined;
-      (this as { signal: AbortSignal }).signal = source;
+    this.#limit = limit;
+    if (limit === undefined) (this as { signal: AbortSignal }).signal = base;
+    else Object.defineProperty(this, 'signal', AttemptContext.#lazySignal);
+  }
+
+  /** Settles once with what the handler returned, or at once when the limit ends first. */
+  settle(ctx: DispatchContext, returned: unknown, settled: AttemptSettled): void {
+    const attempt = this.attempt;
+    this.#settled = settled;
+    const limit = this.#limit;
+    if (limit?.error !== undefined) {
+      // The handler stopped its own call while it ran; its late outcome is nobody's.
+      adoptResult(returned).then(undefined, noop);
+      return this.limitEnded(limit.error, limit.reason);
     }
-  }
-}
-
-// The context of a handler that declares only its args: every field works, read lazily through
-// the prototype, so the attempt builds neither the signal nor a generated call id for it.
-class LeanAttemptContext implements ToolContext {
-  readonly #source: AbortSignal | AttemptAbort;
-  readonly #ctx: DispatchContext;
-
-  constructor(
-    source: AbortSignal | AttemptAbort,
-    readonly attempt: number,
-    ctx: DispatchContext,
-  ) {
-    this.#source = source;
-    this.#ctx = ctx;
-  }
-
-  /** Whether `ctx` is a LeanAttemptContext whose signal is that of an abort owned by its attempt. */
-  static hasAttemptSignal(ctx: unknown): boolean {
-    return typeof ctx === 'object' && ctx !== null && #source in ctx && endsWithAttempt(ctx.#source);
+    if (limit !== undefined) limit.wait(this);
+    else {
+      const base = this.#base;
+      this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(ctx, base), base.reason));
+    }
+    followOrFail(
+      returned,
+      (result) => {
+        if (!this.finish()) return;
+        ctx.outcome = { ok: true, result, attempts: attempt };
+        settled(false);
+      },
+      (error: unknown) => {
+        if (this.finish()) settled(true, failedAttempt(ctx, handlerFailure(error, attempt)));
+      },
+    );
   }
 
-  get signal(): AbortSignal {
-    const source = this.#source;
-    return source instanceof AttemptAbort ? source.signal : source;
+  /** The limit ended (or the signal aborted) while the attempt ran: it fails at once. */
+  limitEnded(error: DispatchError, reason: unknown): void {
+    if (!this.finish()) return;
+    this.#stopped = true;
+    this.#stopReason = reason;
+    const failure = failedAttempt(this.#dispatch, error);
+    this.#controller?.abort(reason);
+    // Whoever ran the attempt takes it up once the signal has aborted, never inside a timer or
+    // an abort listener.
+    const settled = this.#settled;
+    queueMicrotask(() => settled(true, failure));
   }
 
-  get idempotencyKey(): string | undefined {
-    return this.#ctx.options.idempotencyKey;
-  }
-
-  get callId(): string {
-    return this.#ctx.callId;
-  }
-
-  get deadline(): number {
-    const source = this.#source;
-    return source instanceof AttemptAbort ? source.deadline : Infinity;
-  }
-
-  get progress(): ToolContext['progress'] {
-    const { onProgress } = this.#ctx.options;
-    return onProgress === undefined ? ignoreProgress : progressTo(onProgress);
+  /** Ends the attempt; false when it had already ended. */
+  finish(): boolean {
+    if (this.#ended) return false;
+    this.#ended = true;
+    this.#limit?.unwait(this);
+    this.#unwatch();
+    return true;
   }
 }
 
 function ignoreProgress(): void {}
 
-// A claimable abort is made by a timeout layer right outside the attempt step: it lives for
-// exactly one attempt and, once that has ended, nothing aborts it any more (see AttemptAbort).
-function endsWithAttempt(source: AbortSignal | AttemptAbort | undefined): boolean {
-  return source instanceof AttemptAbort && source.claimable;
-}
-
 /**
  * Whether `ctx.signal` belongs to this attempt alone and never fires once the attempt has ended,
- * as under a timeout layer right outside it (the default stack): a handler may then give it to a
- * client that never removes its listeners or acts on any later abort, instead of a signal of
- * its own linked to it. False for any other context, so the handler keeps its own.
+ * as for every attempt under a deadline or a layer's limit (the default stack): a handler may
+ * then give it to a client that never removes its listeners or acts on any later abort, instead
+ * of a signal of its own linked to it. False for any other context, so the handler keeps its own.
  *
  * @example
  * const signal = signalEndsWithAttempt(ctx) ? ctx.signal : linkedCopyOf(ctx.signal);
  */
 export function signalEndsWithAttempt(ctx: ToolContext): boolean {
-  return AttemptContext.hasAttemptSignal(ctx) || LeanAttemptContext.hasAttemptSignal(ctx);
+  return AttemptContext.hasAttemptSignal(ctx);
 }
 
 /**
@@ -381,7 +429,7 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
  * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
  * itself is `internal`, never mistaken for a timeout of this dispatcher.
  */
-export function handlerFailure(error: unknown, attempts: number): DispatchError {
+function handlerFailure(error: unknown, attempts: number): DispatchError {
   if (!isDispatchError(error)) return toDispatchError(error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

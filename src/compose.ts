@@ -87,19 +87,16 @@ export function compose<Context>(middleware: ComposableStack<Context>): Composed
         }
       }
       let running = false;
+      const settled = () => {
+        running = false;
+      };
       const next = (): Promise<unknown> => {
         if (running) return Promise.reject(new Error('next() called multiple times'));
         running = true;
-        return run(index + 1).then(
-          (value) => {
-            running = false;
-            return value;
-          },
-          (error: unknown) => {
-            running = false;
-            throw error;
-          },
-        );
+        const inner = run(index + 1);
+        // Watched beside the layer, not in its way: the flag is cleared before the layer resumes.
+        inner.then(settled, settled);
+        return inner;
       };
       try {
         return Promise.resolve(fn(context, next));

@@ -1,25 +1,26 @@
-// The concrete per-dispatch context: one fixed-shape object, so every dispatch stays on V8's fast path.
+/**
+ * The concrete per-dispatch context: the dispatch's data, its events, and the limits (deadline
+ * and stop signal) the layers put on the layers inside them.
+ * @module
+ */
 
 import type { Budget } from './budget.js';
 import { isDispatchError } from './errors.js';
 import { swallow } from './internal/abort.js';
-import type { AbortSource, AttemptAbort, LazySignalContext } from './internal/attempt-abort.js';
-import type { DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
+import { Limit } from './internal/limits.js';
+import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
 
 /** The `DispatchContext` the dispatcher makes for each call. */
-export class CallContext implements LazySignalContext {
+export class CallContext {
   tool: Tool | undefined = undefined;
   attempt = 0;
   outcome: Outcome | undefined = undefined;
   /** What the dispatch resolved to, once it has; set by the dispatcher only. */
   finished: Outcome | undefined = undefined;
-  /**
-   * Whether the call is still in the synchronous run in which the dispatcher read `startedAt`:
-   * only then may a fused group's first deadline count from `startedAt` instead of reading the
-   * clock again. Layers in front of a fused group clear it once they have returned.
-   */
-  inStartingRun = true;
-  private attemptAbort: AttemptAbort | undefined = undefined;
+  /** When the current attempt must end, on its deadline's clock; `Infinity` for none. */
+  deadline = Infinity;
+  /** The innermost limit a layer set, if any: the attempt step waits on it. */
+  currentLimit: Limit | undefined = undefined;
   private stateBag: Record<string, unknown> | undefined = undefined;
   private listeners: EventListener[] | undefined = undefined;
 
@@ -32,11 +33,10 @@ export class CallContext implements LazySignalContext {
     public args: unknown,
     readonly options: DispatchOptions,
     public budget: Budget | undefined,
+    /** The signal under any limit: the caller's, or one a layer set. */
     public baseSignal: AbortSignal,
     readonly startedAt: number,
     private readonly onEvent: EventListener | undefined,
-    /** The stack's last layer, right outside the attempt step. */
-    readonly innermostLayer: unknown,
   ) {
     this.givenCallId = callId;
   }
@@ -52,25 +52,27 @@ export class CallContext implements LazySignalContext {
   }
 
   get signal(): AbortSignal {
-    return this.attemptAbort === undefined ? this.baseSignal : this.attemptAbort.signal;
+    return this.currentLimit === undefined ? this.baseSignal : this.currentLimit.signal;
   }
 
+  // A layer that sets the signal itself (and puts the old one back) still works: the attempt
+  // step then watches that signal, under the same deadline.
   set signal(signal: AbortSignal) {
     this.baseSignal = signal;
-    this.attemptAbort = undefined;
+    this.currentLimit = undefined;
   }
 
-  abortSource(): AbortSource {
-    return this.attemptAbort ?? this.baseSignal;
-  }
-
-  setAttemptAbort(abort: AttemptAbort | undefined): void {
-    this.attemptAbort = abort;
-  }
-
-  restoreSignal(base: AbortSignal, abort: AttemptAbort | undefined): void {
-    this.baseSignal = base;
-    this.attemptAbort = abort;
+  limit(limits: AttemptLimits): () => void {
+    const { baseSignal, currentLimit, deadline } = this;
+    const limit = new Limit(this, currentLimit, baseSignal, deadline, limits);
+    this.currentLimit = limit;
+    this.deadline = limit.deadline;
+    return () => {
+      limit.dispose();
+      this.baseSignal = baseSignal;
+      this.currentLimit = currentLimit;
+      this.deadline = deadline;
+    };
   }
 
   // What console.log and util.inspect show: the dispatch as middleware sees it, not the
@@ -109,9 +111,8 @@ export class CallContext implements LazySignalContext {
 
   emit(type: string, details?: Record<string, unknown>): void {
     if (this.onEvent === undefined && this.listeners === undefined) return;
-    // The event's own fields come first, the details after them (on Node 20's V8 a spread
-    // followed by more properties gets a hidden class of its own each time, about a microsecond
-    // per event), and are written back, so a detail can never pass for one of them.
+    // The event's own fields come first, the details after them, and the own fields are written
+    // back, so a detail can never pass for one of them.
     const { toolName: tool, callId, attempt } = this;
     const event = { type, tool, callId, attempt, ...details } as Record<string, unknown>;
     if (details !== undefined) {

@@ -1,4 +1,7 @@
-// The dispatcher: composes a stack around the attempt step and turns every call into an outcome.
+/**
+ * The dispatcher: composes a stack around the attempt step and turns every call into an outcome.
+ * @module
+ */
 
 import { createBudget, type Budget } from './budget.js';
 import { flattenStack } from './compose.js';
@@ -41,8 +44,8 @@ export interface Dispatcher {
    */
   gatherBounded(calls: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]>;
   /**
-   * Like `dispatch`, for args that arrive as JSON text (a model's tool-call arguments): the
-   * schema layer parses them inside the stack, so text that is not JSON fails that call with
+   * Like `dispatch`, for args that arrive as JSON text (a model's tool-call arguments): they are
+   * parsed inside the stack (by the schema layer, else by the attempt step), so text that is not JSON fails that call with
    * `schema`, seen by every layer and observer like any other failure. `""` means `{}`.
    *
    * @example
@@ -73,8 +76,7 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
   if (onEvent !== undefined) requireFunction('onEvent', onEvent);
   requireFunction('now', now);
   // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
-  const runStack = stackRunner(stack, (ctx) => finish(ctx), { startsWithDispatch: now === readSystemClock });
-  const innermostLayer = stack[stack.length - 1];
+  const runStack = stackRunner(stack, (ctx) => finish(ctx));
   let calls = 0;
 
   // Starts one call and reports its outcome exactly once, possibly before returning. Both
@@ -93,7 +95,6 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
       signal,
       now(),
       onEvent,
-      innermostLayer,
     );
     // Failures found before any layer runs still end through `finish`, so observers see them,
     // and a microtask later, so that no event fires inside the dispatch() call itself.

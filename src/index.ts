@@ -39,7 +39,9 @@ export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';
 export type {
+  AttemptLimits,
   CustomDispatchEvent,
+  DeadlineClock,
   DispatchContext,
   DispatchEvent,
   DispatchEventBase,

@@ -1,6 +1,10 @@
-// The types every layer shares: tools, dispatch options, the context, middleware and outcomes.
+/**
+ * The types every layer shares: tools, dispatch options, the context, middleware and outcomes.
+ * @module
+ */
 
 import type { Budget } from './budget.js';
+import type { Clock } from './clock.js';
 import type { DispatchError, DispatchErrorKind } from './errors.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
@@ -304,12 +308,26 @@ export interface DispatchContext {
   /** Handler attempts made so far. */
   attempt: number;
   /**
-   * The signal inner layers and the handler see. A layer that derives a narrower signal
-   * (timeout, idempotency) sets it for the layers inside and restores it when they settle.
-   * Inside the timeout layer the attempt's signal is built on first read, so read it only when
-   * you need it.
+   * The signal inner layers see: the caller's, ended early by any limit a layer set
+   * (`limit`), built on first read, so read it only when you wait. Every wait ends when it aborts.
+   * Assigning it still works (put the old one back when the layers inside settle), though
+   * `limit` is the way to narrow it.
    */
   signal: AbortSignal;
+  /**
+   * When the current attempt must end, in milliseconds on its deadline's clock; `Infinity` for
+   * none. Set through `limit`; the attempt step ends the handler's attempt when it passes.
+   */
+  readonly deadline: number;
+  /**
+   * Puts limits on the layers inside (a deadline, a signal that stops them) and returns the
+   * function that puts the old ones back: call it in `finally`. A deadline only ever tightens.
+   *
+   * @example
+   * const restore = ctx.limit({ timeoutMs: 5_000 });
+   * try { await next(); } finally { restore(); }
+   */
+  limit(limits: AttemptLimits): () => void;
   /** The result, once a layer has one: set on success by the attempt, on failure by error mapping. */
   outcome: Outcome | undefined;
   /** Scratch space shared between layers; each layer uses its own key. */
@@ -338,6 +356,31 @@ export interface DispatchContext {
   ): void;
   /** Adds a listener for this dispatch's events; returns the function that removes it. */
   listen(listener: EventListener): () => void;
+}
+
+/** The clock a deadline is measured and armed on. */
+export type DeadlineClock = Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
+
+/** What `ctx.limit` takes: the limits for the layers inside, each optional. */
+export interface AttemptLimits {
+  /**
+   * Milliseconds from now until the attempts inside must end; the earlier of this and any outer
+   * deadline wins. When it passes, `dispatch.timeout` is emitted, `ctx.signal` aborts and the
+   * running attempt fails with `timeout`. Beyond a Node timer's range (about 24.8 days) it
+   * counts as none.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * The clock `timeoutMs` is measured and armed on.
+   * @default systemClock
+   */
+  readonly clock?: DeadlineClock;
+  /**
+   * The signal that stops the layers inside, in place of the current one (an outer deadline
+   * still applies). Derive it from `ctx.signal` to tighten; the idempotency leader gives one that
+   * outlives its own caller on purpose.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** What `next()` returns: a promise that settles when the inner layers have. */

@@ -112,4 +112,61 @@ describe('the import rules', () => {
       }),
     ).toEqual([]);
   });
+
+  it('lets a layer use the core only through its public modules, the kit and trusted()', () => {
+    // The modules src/index.ts re-exports are the core's public face.
+    const publicCore = new Set(
+      specifiersOf(join(root, 'src/index.ts')).map((specifier) =>
+        target(join(root, 'src/index.ts'), specifier),
+      ),
+    );
+    publicCore.add('src/internal/trusted.js');
+    // The default preset also uses the seam its fast runner plugs into, and the one attempt step.
+    const presetSeam = new Set(['src/stack-runner.js', 'src/attempt.js']);
+    expect(publicCore.has('src/types.js')).toBe(true);
+    expect(
+      violations('middleware', (file, specifier) => {
+        if (!isRelative(specifier)) return false;
+        const to = target(file, specifier);
+        if (!to.startsWith('src/')) return false;
+        const from = relative(root, file).split(sep).join('/');
+        // The kit is the one door from the layers into src/internal/, and it publishes the attempt
+        // step's two helpers for handlers that relay a call (the MCP client).
+        if (from === 'middleware/kit.ts') {
+          return !(to.startsWith('src/internal/') || publicCore.has(to) || to === 'src/attempt.js');
+        }
+        if (publicCore.has(to)) return false;
+        return !(from.startsWith('middleware/default-stack/') && presetSeam.has(to));
+      }),
+    ).toEqual([]);
+  });
+
+  it('names no layer anywhere in src/', () => {
+    const layers = [
+      'errorMapping',
+      'toolLookup',
+      'schemaValidation',
+      'budgetGuard',
+      'idempotency',
+      'concurrencyLimit',
+      'circuitBreaker',
+      'retry',
+      'timeout',
+      'logging',
+      'defaultStack',
+      'innermostLayer',
+    ];
+    const named: string[] = [];
+    for (const file of sourceFiles('src')) {
+      // Code only: comments and string literals (messages may tell a user which layer to add).
+      const code = readFileSync(file, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/\/\/.*$/gm, '')
+        .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, "''");
+      for (const name of layers) {
+        if (new RegExp(`\\b${name}\\b`).test(code)) named.push(`${relative(root, file)}: ${name}`);
+      }
+    }
+    expect(named).toEqual([]);
+  });
 });

@@ -3,6 +3,7 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  circuitBreaker,
   createDispatcher,
   defaultStack,
   ToolRegistry,
@@ -13,6 +14,7 @@ import {
   type Outcome,
   type ToolHandler,
 } from '../index.js';
+import { stackRunner } from '../src/stack-runner.js';
 import { flush, gate } from './helpers/gate.js';
 import { buildStack, calcSchema, type CalcArgs, type StackFormOptions } from './helpers/stack-forms.js';
 
@@ -451,5 +453,76 @@ describe('the default stack as a fused tail', () => {
     const dispatcher = createDispatcher([outer, again, ...defaultStack({ registry })]);
     await expect(dispatcher.dispatch('calc', { n: 1 })).resolves.toMatchObject({ ok: true, result: 3 });
     expect(runs).toBe(2);
+  });
+});
+
+describe('a breaker given to defaultStack', () => {
+  const finish = (ctx: { outcome: Outcome | undefined }) => ctx.outcome as Outcome;
+
+  // The MCP proxy's shape before the option: a breaker spliced in before the concurrency limit.
+  function spliced(registry: ToolRegistry, breaker: Middleware): Middleware[] {
+    const stack = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 } });
+    stack.splice(5, 0, breaker);
+    return stack;
+  }
+
+  it('sits between idempotency and the concurrency limit, and the stack keeps its fast runner', () => {
+    const registry = new ToolRegistry();
+    const breaker = circuitBreaker();
+    const stack = defaultStack({ registry, breaker });
+    expect(stack.map((layer) => layer.name)).toEqual([
+      'errorMapping',
+      'toolLookup',
+      'schemaValidation',
+      'budgetGuard',
+      'idempotency',
+      'circuitBreaker',
+      'concurrencyLimit',
+      'retry',
+      'timeout',
+    ]);
+    expect(stackRunner(stack, finish).name).toBe('runFusedStack');
+    expect(stackRunner([(_ctx, next) => next(), ...stack], finish).name).not.toBe('runFusedStack');
+    expect(stackRunner(spliced(registry, circuitBreaker()), finish).name).not.toBe('runFusedStack');
+    expect(() => defaultStack({ registry, breaker: 'no' as unknown as Middleware })).toThrow(TypeError);
+  });
+
+  it('opens, refuses and closes as the spliced onion does', async () => {
+    vi.useFakeTimers();
+    const runs: Run[][] = [];
+    for (const form of ['option', 'spliced'] as const) {
+      let failing = true;
+      const registry = new ToolRegistry().register({
+        name: 'calc',
+        inputSchema: schema,
+        handler: async ({ n }) => {
+          if (failing) throw new TransientError('down');
+          return n;
+        },
+      });
+      const breaker = circuitBreaker({ failureThreshold: 2, cooldownMs: 1_000 });
+      const events: DispatchEvent[] = [];
+      const layers =
+        form === 'option'
+          ? defaultStack({ registry, breaker, retry: { random: () => 0, baseDelayMs: 10 } })
+          : spliced(registry, breaker);
+      const dispatcher = createDispatcher(layers, { onEvent: (event) => void events.push(event) });
+      const seen: Run[] = [];
+      for (const step of ['fail', 'refused', 'wait', 'probe', 'closed'] as const) {
+        if (step === 'wait') {
+          await vi.advanceTimersByTimeAsync(1_000);
+          failing = false;
+          continue;
+        }
+        events.length = 0;
+        seen.push(await settle(dispatcher.dispatch('calc', { n: 3 }), events));
+      }
+      runs.push(seen);
+    }
+    const [option, onion] = runs as [Run[], Run[]];
+    expect(option).toEqual(onion);
+    expect(option.map((run) => (run.outcome as Outcome).ok)).toEqual([false, false, true, true]);
+    expect(option[1]?.outcome).toMatchObject({ kind: 'circuit_open' });
+    expect(option[2]?.events).toContain('circuit.close');
   });
 });

@@ -2,7 +2,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../src/clock.js';
-import { DeadlineScheduler } from '../middleware/timeout/deadlines.js';
+import { DeadlineScheduler } from '../src/internal/deadlines.js';
 import { startDeadline } from './helpers/deadline.js';
 
 beforeEach(() => {

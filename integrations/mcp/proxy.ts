@@ -312,8 +312,16 @@ function proxyDispatcher(
     config.defaults?.maxAttempts ?? 0,
     ...Object.values(config.tools ?? {}).map((tool) => tool.maxAttempts ?? 0),
   );
+  const breaker = circuitBreaker({
+    ...(config.breaker?.failureThreshold === undefined
+      ? {}
+      : { failureThreshold: config.breaker.failureThreshold }),
+    ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
+  });
+  // The breaker sits between idempotency and the concurrency cap, on the preset's fast path.
   const stack = defaultStack({
     registry,
+    breaker,
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
     retry: {
       maxAttempts: mostAttempts,
@@ -321,17 +329,6 @@ function proxyDispatcher(
         isRetryable(error, ctx) && ctx.attempt < (settingsOf(ctx.tool?.name).maxAttempts ?? 3),
     },
   });
-  const breaker = circuitBreaker({
-    ...(config.breaker?.failureThreshold === undefined
-      ? {}
-      : { failureThreshold: config.breaker.failureThreshold }),
-    ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
-  });
-  stack.splice(
-    stack.findIndex((layer) => layer.name === 'concurrencyLimit'),
-    0,
-    breaker,
-  );
   const layers: Middleware[] =
     logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
   return createDispatcher(layers);

@@ -6,13 +6,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { DispatchError } from '../../src/errors.js';
-import {
-  optionsObject,
-  requireFunction,
-  requireInteger,
-  requireNumber,
-  requireClock,
-} from '../../src/internal/options.js';
+import { optionsObject, requireFunction, requireInteger, requireNumber, requireClock } from '../kit.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { CircuitStore } from '../../src/stores.js';

@@ -4,12 +4,10 @@
  */
 
 import { isDispatchError, type DispatchError } from '../../src/errors.js';
-import { onAbort } from '../../src/internal/abort.js';
+import { onAbort, cancelled, optionsObject, requireClock, requireInteger } from '../kit.js';
 import { keepLeaseAlive, storeUnavailable, type SlotPermit, type SlotStore } from '../../src/stores.js';
-import { cancelled } from '../../src/internal/failures.js';
 import { FifoSemaphore } from './fifo-semaphore.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { optionsObject, requireClock, requireInteger } from '../../src/internal/options.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 

@@ -1,35 +1,33 @@
-// The default stack, fused: the eight layers' happy path run as plain calls, one promise per call.
-//
-// Through the onion every layer that must see the outcome (error mapping, the slot release,
-// retry, the deadline) chains a promise of its own, and each costs a microtask turn: on a busy
-// fan-out that is most of what a dispatch costs. defaultStack() registers its layers with this
-// runner (src/stack-runner.ts), which runs them from their own parts as long as the call stays
-// on the common path: a free slot, no idempotency key, a synchronous validator, a first attempt
-// that succeeds. Anything else continues through the onion from the layer it reached, so
-// queueing, deduplication and every retry after the first keep a single implementation.
+/**
+ * The default stack, fused: its layers' common path run as plain calls around the one attempt
+ * step. defaultStack() registers its layers with this runner (src/stack-runner.ts), which runs
+ * them from their own parts while the call stays on the common path: no idempotency key, a
+ * synchronous validator, a free slot, a first attempt that succeeds. Anything else continues
+ * through the onion from the layer it reached, so queueing, deduplication and every retry after
+ * the first keep a single implementation.
+ * @module
+ */
 
-import { callHandler, followResult, handlerFailure } from '../../src/attempt.js';
 import { isLocalBudget } from '../../src/budget.js';
-import { systemClock } from '../../src/clock.js';
-import type { CallContext } from '../../src/context.js';
 import type { DispatchError } from '../../src/errors.js';
-import { maxTimerDelayMs } from '../../src/internal/abort.js';
-import { AttemptAbort } from '../../src/internal/attempt-abort.js';
-import { failedAttempt } from '../../src/internal/failures.js';
+import { attempt } from '../../src/attempt.js';
 import {
   composeWithAttempt,
   failWith,
   reportWhenSettled,
+  type CallContext,
   type Finish,
   type FusedRunnerFactory,
-  type FusedRunnerOptions,
   type Report,
-  type StackRunner,
 } from '../../src/stack-runner.js';
-import type { DispatchContext, Middleware, Outcome } from '../../src/types.js';
+import type { DispatchContext, Middleware } from '../../src/types.js';
 import type { FifoSemaphore } from '../concurrency-limit/fifo-semaphore.js';
+import { maxTimerDelayMs } from '../kit.js';
 import type { RetryParts } from '../retry.js';
 import type { TimeoutParts } from '../timeout/index.js';
+
+/** How the layers from the concurrency limit inward ended: failed with `error`, or not. */
+type Done = (failed: boolean, error?: unknown) => void;
 
 /** A step that may fail a call: the envelope, or `undefined` to go on. */
 type Check = (ctx: DispatchContext) => DispatchError | undefined;
@@ -44,6 +42,8 @@ export interface DefaultStackParts {
   };
   readonly budgetGuard: { readonly layer: Middleware; readonly check: Check };
   readonly idempotency: Middleware;
+  /** A layer between idempotency and the concurrency limit (a circuit breaker), if any. */
+  readonly breaker: Middleware | undefined;
   readonly concurrencyLimit: {
     readonly layer: Middleware;
     readonly semaphore: FifoSemaphore;
@@ -58,168 +58,173 @@ export interface DefaultStackParts {
  * attempt step, and faster on the common path.
  */
 export function fusedDefaultStack(parts: DefaultStackParts): FusedRunnerFactory {
-  return (finish, options) => fuse(parts, finish, options);
+  return (finish) => {
+    const stack = new FusedStack(parts, finish);
+    return function runFusedStack(ctx, report) {
+      stack.run(ctx, report);
+    };
+  };
 }
 
-function fuse(
-  parts: DefaultStackParts,
-  finish: Finish,
-  { startsWithDispatch }: FusedRunnerOptions,
-): StackRunner {
-  const { toolLookup: tool, schemaValidation: schema, budgetGuard: budget, retry, timeout } = parts;
-  const { semaphore, withPermit } = parts.concurrencyLimit;
+// The onion from each layer inward, for calls that leave the common path there.
+interface Onions {
+  readonly fromBudget: (ctx: CallContext) => Promise<void>;
+  readonly fromIdempotency: (ctx: CallContext) => Promise<void>;
+  readonly fromConcurrency: (ctx: CallContext) => Promise<void>;
+  readonly fromRetry: (ctx: CallContext) => Promise<void>;
+  readonly fromTimeout: (ctx: CallContext) => Promise<void>;
+}
 
-  // A first attempt that starts in the same synchronous run as the dispatch (always, unless
-  // layers in front of this group deferred it) counts its deadline from the dispatch's start on
-  // one clock: one clock read per call, not two.
-  const sharedStart = startsWithDispatch && timeout.clock === systemClock;
+function onionsOf(parts: DefaultStackParts): Onions {
+  const { budgetGuard, idempotency, breaker, concurrencyLimit, retry, timeout } = parts;
+  const fromBreaker = breaker === undefined ? [] : [breaker];
+  return {
+    fromBudget: composeWithAttempt([
+      budgetGuard.layer,
+      idempotency,
+      ...fromBreaker,
+      concurrencyLimit.layer,
+      retry.layer,
+      timeout.layer,
+    ]),
+    fromIdempotency: composeWithAttempt([
+      idempotency,
+      ...fromBreaker,
+      concurrencyLimit.layer,
+      retry.layer,
+      timeout.layer,
+    ]),
+    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, timeout.layer]),
+    fromRetry: composeWithAttempt([retry.layer, timeout.layer]),
+    fromTimeout: composeWithAttempt([timeout.layer]),
+  };
+}
 
-  // The onion from a given layer inward, for calls that leave the common path there.
-  const fromBudget = composeWithAttempt([
-    budget.layer,
-    parts.idempotency,
-    parts.concurrencyLimit.layer,
-    retry.layer,
-    timeout.layer,
-  ]);
-  const fromIdempotency = composeWithAttempt([
-    parts.idempotency,
-    parts.concurrencyLimit.layer,
-    retry.layer,
-    timeout.layer,
-  ]);
-  const fromConcurrency = composeWithAttempt([parts.concurrencyLimit.layer, retry.layer, timeout.layer]);
-  const fromRetry = composeWithAttempt([retry.layer, timeout.layer]);
-  const fromTimeout = composeWithAttempt([timeout.layer]);
+class FusedStack {
+  readonly #parts: DefaultStackParts;
+  readonly #finish: Finish;
+  readonly #onions: Onions;
+  readonly #semaphore: FifoSemaphore;
 
-  const settle = (ctx: CallContext, running: Promise<unknown>, report: Report): void =>
-    reportWhenSettled(ctx, running, finish, report);
-  const fail = (ctx: CallContext, error: unknown): Outcome => failWith(ctx, error, finish);
-  // An outcome known while dispatch() still runs is reported a microtask later, as through the
-  // onion: its events never fire inside the dispatch() call (a listener that dispatches again
-  // must not nest, call after call), and a caller that aborts in the same turn is heard first.
-  const failSoon = (ctx: CallContext, error: unknown, report: Report): void => {
-    queueMicrotask(() => report(fail(ctx, error)));
-  };
-  // The same, for calls holding a slot of the concurrency layer.
-  const succeedHolding = (ctx: CallContext): Outcome => {
-    semaphore.release();
-    return finish(ctx);
-  };
-  const failHolding = (ctx: CallContext, error: unknown): Outcome => {
-    semaphore.release();
-    return fail(ctx, error);
-  };
-  const settleHolding = (ctx: CallContext, running: Promise<unknown>, report: Report): void => {
-    running.then(
-      () => report(succeedHolding(ctx)),
-      (error: unknown) => report(failHolding(ctx, error)),
-    );
-  };
+  constructor(parts: DefaultStackParts, finish: Finish) {
+    this.#parts = parts;
+    this.#finish = finish;
+    this.#onions = onionsOf(parts);
+    this.#semaphore = parts.concurrencyLimit.semaphore;
+  }
 
-  const afterValidation = (ctx: CallContext, report: Report): void => {
-    const spent = budget.check(ctx);
-    if (spent !== undefined) return failSoon(ctx, spent, report);
-    if (ctx.options.idempotencyKey !== undefined) return settle(ctx, fromIdempotency(ctx), report);
-    if (!semaphore.tryAcquire()) return settle(ctx, fromConcurrency(ctx), report);
-    // A fleet-wide pool answers through the onion: its permit is held across the attempts.
-    if (withPermit !== undefined)
-      return settleHolding(
-        ctx,
-        withPermit(ctx, () => fromRetry(ctx) as Promise<void>),
-        report,
-      );
-    // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
-    if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
-      return settleHolding(ctx, fromRetry(ctx), report);
-    let ms: number;
-    try {
-      ms = timeout.deadlineMs(ctx);
-    } catch (error) {
-      // Inside the onion this is the timeout layer failing the first attempt, which retry sees.
-      return failedLater(ctx, error, report);
-    }
-    if (ms > maxTimerDelayMs) return settleHolding(ctx, fromRetry(ctx), report);
-    firstAttempt(ctx, ms, report);
-  };
-
-  // The first attempt failed: retry decides whether the onion runs the next ones.
-  const failed = (ctx: CallContext, error: unknown, report: Report): void => {
-    let rest: Promise<void>;
-    try {
-      rest = retry.afterFailure(ctx, () => fromTimeout(ctx) as Promise<void>, 1, error);
-    } catch (final) {
-      return report(failHolding(ctx, final));
-    }
-    settleHolding(ctx, rest, report);
-  };
-
-  // A failure known while the attempt is still starting (or from inside a deadline's timer or an
-  // abort listener) is taken up a microtask later, as the onion would: retry then decides after
-  // the caller has had its turn to abort and after the attempt's signal has aborted, never
-  // inside dispatch() itself.
-  const failedLater = (ctx: CallContext, error: unknown, report: Report): void => {
-    queueMicrotask(() => failed(ctx, error, report));
-  };
-
-  // The first attempt, inside its deadline and holding a slot; a failure goes to retry.
-  const firstAttempt = (ctx: CallContext, ms: number, report: Report): void => {
-    let started: AttemptAbort | DispatchError;
-    try {
-      started = timeout.startDeadline(ctx, ms, sharedStart && ctx.inStartingRun ? ctx.startedAt : undefined);
-    } catch (error) {
-      return failedLater(ctx, error, report);
-    }
-    if (!(started instanceof AttemptAbort)) return failedLater(ctx, started, report);
-    const source = started;
-    source.own('attempt');
-    let returned: unknown;
-    try {
-      returned = callHandler(ctx, ctx.tool as NonNullable<CallContext['tool']>, source);
-    } catch (error) {
-      return failedLater(ctx, source.end() ? error : source.interruption, report);
-    }
-    const attempt = ctx.attempt;
-    // A plain value goes the same way as a promise: it is reported a promise turn later, never
-    // inside the dispatch() call.
-    try {
-      followResult(
-        returned,
-        (result) => {
-          if (!source.end()) return;
-          ctx.outcome = { ok: true, result, attempts: attempt };
-          report(succeedHolding(ctx));
-        },
-        (error: unknown) => {
-          if (source.end()) failed(ctx, failedAttempt(ctx, handlerFailure(error, attempt)), report);
-        },
-      );
-    } catch (error) {
-      return failedLater(
-        ctx,
-        source.end() ? failedAttempt(ctx, handlerFailure(error, attempt)) : source.interruption,
-        report,
-      );
-    }
-    if (source.ended) return failedLater(ctx, source.interruption, report);
-    // A deadline or an abort ends the attempt from a timer or a listener.
-    source.own('attempt', (interruption) => failedLater(ctx, interruption, report));
-  };
-
-  return function runFusedStack(ctx: CallContext, report: Report): void {
+  run(ctx: CallContext, report: Report): void {
+    const { toolLookup, schemaValidation } = this.#parts;
     let checked: ReturnType<DefaultStackParts['schemaValidation']['check']>;
     try {
-      checked = tool.lookup(ctx) ?? schema.check(ctx);
-      if (checked === undefined) return afterValidation(ctx, report);
+      checked = toolLookup.lookup(ctx) ?? schemaValidation.check(ctx);
+      if (checked === undefined) return this.#afterValidation(ctx, report);
     } catch (error) {
-      // Only steps before the slot is taken can throw here; later ones catch their own.
-      return failSoon(ctx, error, report);
+      return this.#failSoon(ctx, error, report);
     }
-    if (!(checked instanceof Promise)) return failSoon(ctx, checked, report);
-    settle(
+    if (!(checked instanceof Promise)) return this.#failSoon(ctx, checked, report);
+    const { fromBudget } = this.#onions;
+    this.#settle(
       ctx,
       checked.then((problem) => (problem === undefined ? fromBudget(ctx) : Promise.reject(problem))),
       report,
     );
-  };
+  }
+
+  #afterValidation(ctx: CallContext, report: Report): void {
+    const spent = this.#parts.budgetGuard.check(ctx);
+    if (spent !== undefined) return this.#failSoon(ctx, spent, report);
+    if (ctx.options.idempotencyKey !== undefined) {
+      return this.#settle(ctx, this.#onions.fromIdempotency(ctx), report);
+    }
+    const { breaker } = this.#parts;
+    if (breaker === undefined) {
+      const finish = this.#finish;
+      return this.#fromConcurrency(ctx, (failed, error) =>
+        report(failed ? failWith(ctx, error, finish) : finish(ctx)),
+      );
+    }
+    const inner = (): Promise<void> =>
+      new Promise<void>((resolve, reject) =>
+        this.#fromConcurrency(ctx, (failed, error) => (failed ? reject(error) : resolve())),
+      );
+    let running: Promise<void>;
+    try {
+      running = breaker(ctx, inner);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    this.#settle(ctx, running, report);
+  }
+
+  // The concurrency limit inward, as its layer and the ones inside it would end: a free slot
+  // runs the first attempt here, inside its deadline; anything else runs through the onion.
+  #fromConcurrency(ctx: CallContext, done: Done): void {
+    if (!this.#semaphore.tryAcquire()) return this.#follow(this.#onions.fromConcurrency(ctx), done, false);
+    const { withPermit } = this.#parts.concurrencyLimit;
+    const { fromRetry } = this.#onions;
+    // A fleet-wide pool answers through the onion: its permit is held across the attempts.
+    if (withPermit !== undefined)
+      return this.#follow(
+        withPermit(ctx, () => fromRetry(ctx)),
+        done,
+        true,
+      );
+    // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
+    if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
+      return this.#follow(fromRetry(ctx), done, true);
+    const { timeout } = this.#parts;
+    let restore: () => void;
+    try {
+      const timeoutMs = timeout.deadlineMs(ctx);
+      if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, true);
+      restore = ctx.limit({ timeoutMs, clock: timeout.clock });
+    } catch (error) {
+      // The timeout layer failing the first attempt: retry sees it, as in the onion.
+      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done));
+    }
+    attempt(ctx, (failed, error) => {
+      restore();
+      if (failed) return this.#afterFirstFailure(ctx, error, done);
+      this.#semaphore.release();
+      done(false);
+    });
+  }
+
+  // The first attempt failed: retry decides, and runs the next ones through the onion.
+  #afterFirstFailure(ctx: CallContext, error: unknown, done: Done): void {
+    let rest: Promise<void>;
+    try {
+      rest = this.#parts.retry.afterFailure(ctx, () => this.#onions.fromTimeout(ctx), 1, error);
+    } catch (final) {
+      this.#semaphore.release();
+      return done(true, final);
+    }
+    this.#follow(rest, done, true);
+  }
+
+  // Ends with `running`, freeing the slot first when the call holds one.
+  #follow(running: Promise<void>, done: Done, holding: boolean): void {
+    running.then(
+      () => {
+        if (holding) this.#semaphore.release();
+        done(false);
+      },
+      (error: unknown) => {
+        if (holding) this.#semaphore.release();
+        done(true, error);
+      },
+    );
+  }
+
+  #settle(ctx: CallContext, running: Promise<unknown>, report: Report): void {
+    reportWhenSettled(ctx, running, this.#finish, report);
+  }
+
+  // An outcome known while dispatch() still runs is reported a microtask later, as through the
+  // onion: its events never fire inside the dispatch() call (a listener that dispatches again
+  // must not nest, call after call), and a caller that aborts in the same turn is heard first.
+  #failSoon(ctx: CallContext, error: unknown, report: Report): void {
+    queueMicrotask(() => report(failWith(ctx, error, this.#finish)));
+  }
 }

@@ -26,6 +26,12 @@ export interface DefaultStackOptions {
   idempotency?: IdempotencyOptions;
   /** Options for `concurrencyLimit`. */
   concurrency?: ConcurrencyLimitOptions;
+  /**
+   * A layer placed between `idempotency` and `concurrencyLimit`, such as a `circuitBreaker()`:
+   * it judges every attempt of a call, is skipped by cache hits and followers of a key, and is
+   * passed before a call queues for a slot. The stack keeps its fast runner.
+   */
+  breaker?: Middleware;
   /** Options for `retry`. */
   retry?: RetryOptions;
   /** Options for `timeout`. */
@@ -36,7 +42,7 @@ export interface DefaultStackOptions {
  * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
  * validation, budget guard, idempotency, concurrency limit, retry, timeout. The dispatcher runs
  * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
- * put in front of them (tracing, logging, a breaker) keep the fast path.
+ * put in front of them (tracing, logging) keep the fast path, and so does a `breaker` given here.
  *
  * Stores are the layers' own options: `idempotency: { store }` and `concurrency: { max, store }`
  * share keys and a fleet-wide pool across processes; a step whose store answers with a promise
@@ -45,6 +51,8 @@ export interface DefaultStackOptions {
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
  * @example
+ * defaultStack({ registry, breaker: circuitBreaker({ failureThreshold: 3 }) });
+ * @example
  * defaultStack({ registry, idempotency: { store: redisIdempotencyStore(redis) },
  *   concurrency: { max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) } });
  */
@@ -52,7 +60,12 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('defaultStack() needs an options object with a registry');
   }
+  const { breaker } = options;
+  if (breaker !== undefined && typeof breaker !== 'function') {
+    throw new TypeError('defaultStack() breaker must be a middleware function');
+  }
   const parts = {
+    breaker,
     errorMapping: errorMapping(),
     toolLookup: createToolLookup(options.registry),
     schemaValidation: createSchemaValidation(options.schema),
@@ -68,6 +81,7 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
     parts.schemaValidation.layer,
     parts.budgetGuard.layer,
     parts.idempotency,
+    ...(breaker === undefined ? [] : [breaker]),
     parts.concurrencyLimit.layer,
     parts.retry.layer,
     parts.timeout.layer,

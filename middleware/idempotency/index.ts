@@ -1,14 +1,23 @@
-// Idempotency: calls that share a key run the handler once, in flight and for a while after success.
+/**
+ * Idempotency: calls that share a key run the handler once, in flight and for a while after success.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
-import { neverAborted, noop, onAbort, raceAbort } from '../../src/internal/abort.js';
-import { cancelled } from '../../src/internal/failures.js';
+import {
+  neverAborted,
+  onAbort,
+  raceAbort,
+  cancelled,
+  optionsObject,
+  requireInteger,
+  requireNumber,
+  requireClock,
+} from '../kit.js';
 import { fingerprint, type Fingerprint } from './fingerprint.js';
-import { leadExecution } from './lead-abort.js';
 import { SuccessCache } from './success-cache.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { optionsObject, requireInteger, requireNumber, requireClock } from '../../src/internal/options.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   keepLeaseAlive,
@@ -136,7 +145,10 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
     const flight = new Flight(print, callerSignal !== neverAborted);
     inFlight.set(key, flight);
-    if (flight.controller !== undefined) ctx.signal = flight.controller.signal;
+    // The execution outlives its own caller while others wait on it: its signal replaces the
+    // caller's, and aborts when every caller has left.
+    const restore =
+      flight.controller === undefined ? undefined : ctx.limit({ signal: flight.controller.signal });
     const forget = () => {
       if (inFlight.get(key) === flight) inFlight.delete(key);
     };
@@ -146,7 +158,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
     next().then(
       () => {
-        ctx.signal = callerSignal;
+        restore?.();
         forget();
         const { outcome } = ctx;
         if (outcome?.ok === true) {
@@ -158,7 +170,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
         }
       },
       (error: unknown) => {
-        ctx.signal = callerSignal;
+        restore?.();
         forget();
         flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
       },
@@ -346,9 +358,10 @@ function storeBacked(
     signal: AbortSignal,
   ): Promise<StoreSettlement | 'again'> => {
     const { key } = lease;
-    // The attempt's signal aborts when every local caller has left or the lease is lost.
-    const execution = leadExecution(ctx, middleware);
-    const offCaller = onAbort(signal, () => execution.stop(signal));
+    // The execution's signal aborts when every local caller has left or the lease is lost.
+    const execution = new AbortController();
+    const restore = ctx.limit({ signal: execution.signal });
+    const offCaller = onAbort(signal, () => execution.abort(signal.reason));
     let lostReported = false;
     const reportLost = () => {
       if (lostReported || !lease.signal.aborted) return;
@@ -358,14 +371,14 @@ function storeBacked(
     // A store aborts a lease's signal only when a renewal or the completion finds it gone, so
     // it is watched from the first renewal on: a call shorter than a renewal period never
     // makes the store build that signal.
-    let offLease = noop;
+    let offLease: () => void = ignore;
     let watching = false;
     const renew = () => {
       if (!watching) {
         watching = true;
         offLease = onAbort(lease.signal, () => {
           reportLost();
-          execution.stop(lease.signal);
+          execution.abort(lease.signal.reason);
         });
       }
       return store.renew(lease);
@@ -374,7 +387,7 @@ function storeBacked(
     let failure: unknown;
     let failed = false;
     try {
-      await execution.run(next);
+      await next();
     } catch (error) {
       failed = true;
       failure = error;
@@ -382,7 +395,7 @@ function storeBacked(
       stop();
       offCaller();
       offLease();
-      execution.restore();
+      restore();
     }
     const { outcome } = ctx;
     if (failed || outcome?.ok !== true) {

@@ -1,11 +1,12 @@
-// Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
+/**
+ * Schema validation: args must satisfy the tool's schema before any attempt; the handler gets the parsed value.
+ * @module
+ */
 
 import { DispatchError, describeThrown } from '../../src/errors.js';
-import { RawJsonArgs } from '../../src/internal/raw-json-args.js';
-import { isThenable } from '../../src/internal/thenable.js';
+import { isThenable, parseJsonArgs, optionsObject, requireInteger } from '../kit.js';
 import { argsShapeProblem } from './args-shape.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { optionsObject, requireInteger } from '../../src/internal/options.js';
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
@@ -54,11 +55,8 @@ export function createSchemaValidation(options?: SchemaValidationOptions): {
     let validated: StandardSchemaV1.Result<unknown> | PromiseLike<StandardSchemaV1.Result<unknown>>;
     let asynchronous: boolean;
     try {
-      if (ctx.args instanceof RawJsonArgs) {
-        const parsed = ctx.args.parse(name);
-        if (parsed instanceof DispatchError) return parsed;
-        ctx.args = parsed.value;
-      }
+      const badJson = parseJsonArgs(ctx);
+      if (badJson !== undefined) return badJson;
       const problem = readableShapeProblem(name, ctx.args, maxDepth);
       if (problem !== undefined) return problem;
       validated = tool.inputSchema['~standard'].validate(ctx.args);

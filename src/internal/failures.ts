@@ -1,13 +1,30 @@
-// Envelopes several layers make the same way.
+/**
+ * Envelopes several layers make the same way.
+ * @module
+ */
 
 import { DispatchError } from '../errors.js';
 import type { DispatchContext } from '../types.js';
 
-/** The envelope for a caller that aborted. */
+// The timeouts of deadlines (see limits.ts): a signal aborted by one ends its waits with it.
+const deadlineErrors = new WeakSet<DispatchError>();
+
+/** Marks `error` as a deadline's timeout, which `cancelled` passes on as it is. */
+export function markDeadline(error: DispatchError): DispatchError {
+  deadlineErrors.add(error);
+  return error;
+}
+
+/**
+ * The envelope for a wait that `signal` ended: `cancelled` for a caller that aborted, or the
+ * `timeout` of the deadline that aborted it (`ctx.signal` inside a timeout layer).
+ */
 export function cancelled(ctx: DispatchContext, signal: AbortSignal): DispatchError {
+  const { reason } = signal;
+  if (reason instanceof DispatchError && deadlineErrors.has(reason)) return reason;
   return new DispatchError('cancelled', `The call to "${ctx.displayName}" was cancelled by the caller`, {
     attempts: ctx.attempt,
-    cause: signal.reason,
+    cause: reason,
   });
 }
 

@@ -1,7 +1,25 @@
-// Args that arrived as a JSON string (`dispatchJson`): parsed by the schema layer, inside the
-// stack, so that a parse failure is a `schema` outcome every layer and observer sees.
+/**
+ * Args that arrived as a JSON string (`dispatchJson`): parsed inside the stack, so that a parse
+ * failure is a `schema` outcome every layer and observer sees.
+ * @module
+ */
 
 import { DispatchError } from '../errors.js';
+import type { DispatchContext } from '../types.js';
+
+/**
+ * Parses `ctx.args` in place when they are still the JSON text `dispatchJson` received; returns
+ * the `schema` envelope for text that is not JSON. Whichever step comes first (the schema layer,
+ * else the attempt step) parses them, so a handler never sees the text's wrapper.
+ */
+export function parseJsonArgs(ctx: DispatchContext): DispatchError | undefined {
+  const { args } = ctx;
+  if (!(args instanceof RawJsonArgs)) return undefined;
+  const parsed = args.parse(ctx.displayName);
+  if (parsed instanceof DispatchError) return parsed;
+  ctx.args = parsed.value;
+  return undefined;
+}
 
 /** The raw JSON text of a call's args, until the schema layer parses it. */
 export class RawJsonArgs {

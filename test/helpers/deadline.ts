@@ -1,6 +1,6 @@
 // A plain deadline node for testing the scheduler on its own: it calls a function when it passes.
 
-import type { DeadlineList, DeadlineNode, DeadlineScheduler } from '../../middleware/timeout/deadlines.js';
+import type { DeadlineList, DeadlineNode, DeadlineScheduler } from '../../src/internal/deadlines.js';
 
 /** A deadline that calls `onExpiry` when it passes. */
 export class TestDeadline implements DeadlineNode {

@@ -5,7 +5,7 @@
 // ~190 million entries.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { DeadlineScheduler } from '../../middleware/timeout/deadlines.js';
+import { DeadlineScheduler } from '../../src/internal/deadlines.js';
 import { startDeadline } from '../helpers/deadline.js';
 
 beforeEach(() => vi.useFakeTimers());

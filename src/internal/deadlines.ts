@@ -1,20 +1,23 @@
-// Attempt deadlines, cheap enough to give every attempt one.
-//
-// Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
-// - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
-//   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
-// - armed deadlines of the same duration expire in the order they started, so each duration keeps
-//   them in a linked list served by a single Node timer, set for the earliest one; while that list
-//   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
-// A deadline is measured from its start either way, and when nothing is armed no timer is left.
+/**
+ * Attempt deadlines, cheap enough to give every attempt one: the lists behind `ctx.limit`.
+ *
+ * Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
+ * - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
+ *   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
+ * - armed deadlines of the same duration expire in the order they started, so each duration keeps
+ *   them in a linked list served by a single Node timer, set for the earliest one; while that list
+ *   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
+ * A deadline is measured from its start either way, and when nothing is armed no timer is left.
+ * @module
+ */
 
-import { systemClock, type Clock } from '../../src/clock.js';
+import { systemClock, type Clock } from '../clock.js';
 
 const nodeSetTimeout = globalThis.setTimeout;
 
 /**
  * What the scheduler keeps of a deadline: when it passes and its place in its duration's list.
- * The owner (a timed attempt) is the node itself, which saves an object per deadline.
+ * The owner (a limit) is the node itself, which saves an object per deadline.
  */
 export interface DeadlineNode {
   readonly ms: number;

@@ -1,0 +1,177 @@
+/**
+ * The limits a layer puts on the layers inside it (`ctx.limit`): a deadline, a signal, or both.
+ * A limit ends once, when its deadline passes or what it watches stops, and tells whoever waits
+ * on it; its `AbortSignal` is only built when someone reads it.
+ * @module
+ */
+
+import { DispatchError } from '../errors.js';
+import { systemClock } from '../clock.js';
+import type { AttemptLimits, DeadlineClock, DispatchContext } from '../types.js';
+import { maxTimerDelayMs, neverAborted, noop, onAbort } from './abort.js';
+import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
+import { cancelled, markDeadline } from './failures.js';
+
+/** Told once when a limit ends: its envelope, the signal's reason, and whether a deadline passed. */
+export interface LimitWaiter {
+  limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void;
+}
+
+const schedulers = new WeakMap<DeadlineClock, DeadlineScheduler>();
+
+function schedulerFor(clock: DeadlineClock): DeadlineScheduler {
+  let scheduler = schedulers.get(clock);
+  if (scheduler === undefined) {
+    scheduler = new DeadlineScheduler(clock);
+    schedulers.set(clock, scheduler);
+  }
+  return scheduler;
+}
+
+/** One `ctx.limit` call: the deadline and stop the layers inside it run under. */
+export class Limit implements DeadlineNode, LimitWaiter {
+  /** When the attempts inside must end, on the deadline's clock; `Infinity` for none. */
+  readonly deadline: number;
+  ended = false;
+  error: DispatchError | undefined = undefined;
+  reason: unknown = undefined;
+  // Its own deadline, as a node of the scheduler's lists (only when it is the binding one).
+  ms = 0;
+  at = Infinity;
+  cancelled = false;
+  list: DeadlineList | undefined = undefined;
+  previous: DeadlineNode | undefined = undefined;
+  next: DeadlineNode | undefined = undefined;
+  #controller: AbortController | undefined = undefined;
+  #waiters: LimitWaiter | LimitWaiter[] | undefined = undefined;
+  #scheduler: DeadlineScheduler | undefined = undefined;
+  #unwatch: () => void = noop;
+  #replacesSignal: boolean;
+  readonly #ctx: DispatchContext;
+  readonly #outer: Limit | undefined;
+
+  constructor(
+    ctx: DispatchContext,
+    outer: Limit | undefined,
+    base: AbortSignal,
+    deadline: number,
+    limits: AttemptLimits,
+  ) {
+    this.#ctx = ctx;
+    this.#outer = outer;
+    this.#replacesSignal = limits.signal !== undefined;
+    this.deadline = deadline;
+    const { timeoutMs } = limits;
+    if (timeoutMs !== undefined && timeoutMs <= maxTimerDelayMs) {
+      const clock = limits.clock ?? systemClock;
+      const at = clock.now() + timeoutMs;
+      if (at < deadline) {
+        this.deadline = at;
+        this.at = at;
+        this.ms = timeoutMs;
+        this.#scheduler = schedulerFor(clock);
+      }
+    }
+    if (!this.#watch(outer, limits.signal ?? base) && this.#scheduler !== undefined) {
+      this.#scheduler.schedule(this);
+    }
+  }
+
+  // Watches what ends this limit; true when that has already happened.
+  #watch(outer: Limit | undefined, signal: AbortSignal): boolean {
+    if (outer !== undefined) {
+      if (outer.error !== undefined && (!this.#replacesSignal || outer.error.kind === 'timeout')) {
+        this.#end(outer.error as DispatchError, outer.reason, false);
+        return true;
+      }
+      if (!outer.ended) outer.wait(this);
+      if (!this.#replacesSignal) return false;
+    }
+    if (signal === neverAborted) return false;
+    if (signal.aborted) {
+      this.#end(cancelled(this.#ctx, signal), signal.reason, false);
+      return true;
+    }
+    this.#unwatch = onAbort(signal, () => this.#end(cancelled(this.#ctx, signal), signal.reason, false));
+    return false;
+  }
+
+  /** The signal of the layers inside, built on first read. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.error !== undefined) this.#controller.abort(this.reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Tells `waiter` when this limit ends; nothing when it is removed first. */
+  wait(waiter: LimitWaiter): void {
+    const waiters = this.#waiters;
+    if (waiters === undefined) this.#waiters = waiter;
+    else if (Array.isArray(waiters)) waiters.push(waiter);
+    else this.#waiters = [waiters, waiter];
+  }
+
+  /** Stops telling `waiter`. */
+  unwait(waiter: LimitWaiter): void {
+    const waiters = this.#waiters;
+    if (waiters === waiter) this.#waiters = undefined;
+    else if (Array.isArray(waiters)) {
+      const index = waiters.indexOf(waiter);
+      if (index !== -1) waiters.splice(index, 1);
+    }
+  }
+
+  /** An outer limit ended: so does this one, unless it replaced the signal and no deadline passed. */
+  limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void {
+    if (this.#replacesSignal && !deadline) return;
+    this.#end(error, reason, deadline);
+  }
+
+  /** The deadline passed: `dispatch.timeout` is emitted and everything inside ends with `timeout`. */
+  expire(): void {
+    if (this.ended) return;
+    const ctx = this.#ctx;
+    const error = markDeadline(
+      new DispatchError(
+        'timeout',
+        `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`,
+        {
+          attempts: ctx.attempt,
+        },
+      ),
+    );
+    ctx.emit('dispatch.timeout', { timeoutMs: this.ms });
+    this.#end(error, error, true);
+  }
+
+  /** The layer that set this limit is done: it never ends after this, and holds nothing. */
+  dispose(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.#release();
+  }
+
+  #end(error: DispatchError, reason: unknown, deadline: boolean): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.error = error;
+    this.reason = reason;
+    const waiters = this.#waiters;
+    this.#release();
+    if (waiters !== undefined) {
+      for (const waiter of Array.isArray(waiters) ? [...waiters] : [waiters])
+        waiter.limitEnded(error, reason, deadline);
+    }
+    this.#controller?.abort(reason);
+  }
+
+  #release(): void {
+    this.#waiters = undefined;
+    this.#scheduler?.cancel(this);
+    this.#unwatch();
+    this.#unwatch = noop;
+    this.#outer?.unwait(this);
+  }
+}
