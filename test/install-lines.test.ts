@@ -44,3 +44,15 @@ describe('install lines', () => {
     expect(peers.filter((peer) => !covered.has(peer))).toEqual([]);
   });
 });
+
+describe('the Node version', () => {
+  it('is one minimum in package.json, the lockfile and the README', () => {
+    const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
+    const locked = (
+      JSON.parse(read('package-lock.json')) as { packages: Record<string, { engines?: { node?: string } }> }
+    ).packages['']?.engines?.node;
+    expect(engines).toBe('>=20.19');
+    expect(locked).toBe(engines);
+    expect(read('README.md')).toContain('Node 20.19 or later');
+  });
+});
