@@ -24,6 +24,7 @@ import {
   type Middleware,
   type Next,
 } from '../../index.js';
+import { parseJsonArgs } from '../../middleware/index.js';
 import {
   attributeText,
   genAi,
@@ -165,8 +166,12 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
 
     const traceOfCall = new TracedDispatch(ctx, span, owned, settings);
     try {
-      if (recordArguments)
+      if (recordArguments) {
+        // dispatchJson's text is parsed here, so the attribute holds the arguments and not that
+        // text quoted again; text that is not JSON stays for the schema step to report.
+        parseJsonArgs(ctx);
         span.setAttribute(genAi.toolCallArguments, attributeText(ctx.args, maxAttributeLength));
+      }
     } catch {
       // A broken span loses its attributes, never the call.
     }
