@@ -8,7 +8,9 @@
 // - dispatchJson: the same with the args as JSON text, parsed inside the stack;
 // - chat / responses: the toolkit's `runChatToolCalls` / `runResponsesCalls` on an assistant
 //   message / output with those 8 calls (parse, name map, options, `toToolMessage`, the replies).
-// Exit code 1 when `chat / bare` is above `target`, measured in the same run.
+// The target is on `chat / parse`: the toolkit's turn against the floor any toolkit has, the same 8
+// dispatches with each argument text parsed first. Exit code 1 when it is above `target`, measured
+// in the same run.
 
 import { pathToFileURL } from 'node:url';
 import {
@@ -23,8 +25,11 @@ import { loadIntegration, loadLibrary, loadOptionsFromArgv, type LoadedLibrary }
 import { consoleTable, formatRatio } from './report.js';
 import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
 
-/** The most the toolkit may cost per turn, as a multiple of the bare dispatches. */
-export const target = 1.5;
+/**
+ * The most a toolkit turn may cost, as a multiple of its floor `8 × (JSON.parse + dispatch)`
+ * measured in the same run (issue 20; it was 1.5× the bare dispatches, below the floor itself).
+ */
+export const target = 1.25;
 
 const callsPerTurn = 8;
 const toolName = 'bench.immediate';
@@ -51,7 +56,7 @@ export interface OpenAIToolkitBenchResult {
    * model's argument text before (or while) it dispatches.
    */
   parsedVsBare: Ratio;
-  /** Whether `chatVsBare.median` is within `target`. */
+  /** Whether `chatVsParsed.median` (the toolkit over its floor) is within `target`. */
   withinTarget: boolean;
 }
 
@@ -134,18 +139,16 @@ export async function runOpenAIToolkitBench(
   const jsonVsBare = pairedRatio(group, 'json', 'bare');
   const chatVsParsed = pairedRatio(group, 'chat', 'parse');
   const parsedVsBare = pairedRatio(group, 'parse', 'bare');
-  const withinTarget = chatVsBare.median <= target;
+  const withinTarget = chatVsParsed.median <= target;
   log(
-    `   runChatToolCalls / bare dispatch:   ${formatRatio(chatVsBare)}   (target ≤ ${target}×)${withinTarget ? '' : '  MISSED'}`,
-  );
-  log(`   runResponsesCalls / bare dispatch:  ${formatRatio(responsesVsBare)}`);
-  log(`   dispatchJson / dispatch:            ${formatRatio(jsonVsBare)}   (parsing inside the stack)`);
-  log(
-    `   runChatToolCalls / parse + dispatch: ${formatRatio(chatVsParsed)}   (the toolkit beyond JSON.parse)`,
+    `   runChatToolCalls / parse + dispatch: ${formatRatio(chatVsParsed)}   (target ≤ ${target}×: the toolkit over its floor)${withinTarget ? '' : '  MISSED'}`,
   );
   log(
-    `   JSON.parse + dispatch / bare:       ${formatRatio(parsedVsBare)}   (the floor: no toolkit, only the parse)`,
+    `   JSON.parse + dispatch / bare:        ${formatRatio(parsedVsBare)}   (the floor: no toolkit, only the parse)`,
   );
+  log(`   runChatToolCalls / bare dispatch:    ${formatRatio(chatVsBare)}`);
+  log(`   runResponsesCalls / bare dispatch:   ${formatRatio(responsesVsBare)}`);
+  log(`   dispatchJson / dispatch:             ${formatRatio(jsonVsBare)}   (parsing inside the stack)`);
   return { group, chatVsBare, responsesVsBare, jsonVsBare, chatVsParsed, parsedVsBare, withinTarget };
 }
 

@@ -109,114 +109,108 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function') {
     throw new TypeError('clock must have now, setTimeout and clearTimeout');
   }
-  const renewEveryMs = leaseMs < Infinity ? leaseMs / 3 : Infinity;
-  const epoch = clock.now();
+  const keys = new MemoryKeys(maxEntries, leaseMs, clock);
+  // Own properties, not prototype methods: a store is passed around as a bag of functions.
+  return {
+    claim: (key, fingerprint, claimOptions) => keys.claim(key, fingerprint, claimOptions),
+    renew: (lease) => keys.renew(lease),
+    complete: (lease, result, ttlMs) => keys.complete(lease, result, ttlMs),
+    release: (lease) => keys.release(lease),
+    changed: (key, fence, waitOptions) => keys.changed(key, fence, waitOptions),
+    size: () => keys.size(),
+  };
+}
+
+/** The store's state: one success cache per TTL and the held keys. */
+class MemoryKeys {
+  private readonly renewEveryMs: number;
+  private readonly epoch: number;
   // One cache per TTL the layer asks for: normally exactly one.
-  const caches = new Map<number, SuccessCache>();
-  const held = new Map<string, Held>();
-  let fences = 0;
-  let tokens = 0;
+  private readonly caches = new Map<number, SuccessCache>();
+  private readonly held = new Map<string, Held>();
+  private fences = 0;
+  private tokens = 0;
 
-  const cached = (key: string, now: number) => {
-    for (const [ttlMs, cache] of caches) {
-      const entry = cache.get(key, now);
-      if (entry !== undefined) return { entry, expiresInMs: ttlMs - (now - epoch - entry.completedMs) };
-    }
-    return undefined;
-  };
+  constructor(
+    private readonly maxEntries: number,
+    private readonly leaseMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.renewEveryMs = leaseMs < Infinity ? leaseMs / 3 : Infinity;
+    this.epoch = clock.now();
+  }
 
-  // A lapsed lease frees its key at the first look after it ended, as a Redis key expires.
-  const live = (key: string, now: number): Held | undefined => {
-    const entry = held.get(key);
-    if (entry === undefined || now < entry.expiresAt) return entry;
-    held.delete(key);
-    entry.wake();
-    return undefined;
-  };
-
-  const remember = (lease: MemoryLease, result: unknown, ttlMs: number, now: number) => {
-    let cache = caches.get(ttlMs);
-    if (cache === undefined) {
-      cache = new SuccessCache(ttlMs, maxEntries, epoch);
-      caches.set(ttlMs, cache);
-    }
-    cache.set(lease.key, lease.fingerprint, result, now);
-  };
-
-  const claim = (
-    key: string,
-    fingerprint: StoreFingerprint,
-    claimOptions?: { token?: string },
-  ): IdempotencyClaim => {
-    const now = clock.now();
-    const hit = cached(key, now);
+  claim(key: string, fingerprint: StoreFingerprint, claimOptions?: { token?: string }): IdempotencyClaim {
+    const now = this.clock.now();
+    const hit = this.cached(key, now);
     if (hit !== undefined) {
       if (hit.entry.fingerprint !== fingerprint) return conflict;
       return { kind: 'hit', result: hit.entry.result, expiresInMs: hit.expiresInMs };
     }
-    const entry = live(key, now);
+    const entry = this.live(key, now);
     const token = claimOptions?.token;
     if (entry !== undefined) {
       if (entry.lease.fingerprint !== fingerprint) return conflict;
       if (token !== undefined && entry.lease.token === token) return { kind: 'lead', lease: entry.lease };
       return { kind: 'follow', fence: entry.lease.fence, leaseEndsInMs: entry.expiresAt - now };
     }
-    const lease = new MemoryLease(key, token ?? `m${++tokens}`, ++fences, renewEveryMs, fingerprint);
-    held.set(key, new Held(lease, now + leaseMs));
+    const lease = new MemoryLease(key, token ?? `m${++this.tokens}`, ++this.fences, this.renewEveryMs, fingerprint);
+    this.held.set(key, new Held(lease, now + this.leaseMs));
     return { kind: 'lead', lease };
-  };
+  }
 
-  const renew = (lease: IdempotencyLease): boolean => {
-    const now = clock.now();
-    const entry = live(lease.key, now);
+  renew(lease: IdempotencyLease): boolean {
+    const now = this.clock.now();
+    const entry = this.live(lease.key, now);
     if (entry === undefined || entry.lease.token !== lease.token) {
       (lease as MemoryLease).lose?.();
       return false;
     }
-    entry.expiresAt = now + leaseMs;
+    entry.expiresAt = now + this.leaseMs;
     return true;
-  };
+  }
 
-  const complete = (lease: IdempotencyLease, result: unknown, ttlMs: number): IdempotencyCompletion => {
+  complete(lease: IdempotencyLease, result: unknown, ttlMs: number): IdempotencyCompletion {
     if (!(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
-    const now = clock.now();
+    const now = this.clock.now();
     const mine = lease as MemoryLease;
     if (mine.completed) return stored;
-    const entry = held.get(lease.key);
+    const entry = this.held.get(lease.key);
     if (entry !== undefined && entry.lease.token === lease.token) {
       const late = now >= entry.expiresAt;
-      held.delete(lease.key);
-      remember(mine, result, ttlMs, now);
+      this.held.delete(lease.key);
+      this.remember(mine, result, ttlMs, now);
       mine.completed = true;
       entry.wake();
       return late ? { kind: 'late' } : stored;
     }
-    const other = entry === undefined ? undefined : live(lease.key, now);
-    const hit = cached(lease.key, now);
+    const other = entry === undefined ? undefined : this.live(lease.key, now);
+    const hit = this.cached(lease.key, now);
     if (other === undefined && hit === undefined) {
       // The lease lapsed and nobody claimed the key since: the success still counts.
-      remember(mine, result, ttlMs, now);
+      this.remember(mine, result, ttlMs, now);
       mine.completed = true;
       return { kind: 'late' };
     }
     mine.lose();
     return hit === undefined ? { kind: 'lost' } : { kind: 'lost', winner: { result: hit.entry.result } };
-  };
+  }
 
-  const release = (lease: IdempotencyLease): void => {
-    const entry = held.get(lease.key);
+  release(lease: IdempotencyLease): void {
+    const entry = this.held.get(lease.key);
     if (entry === undefined || entry.lease.token !== lease.token) return;
-    held.delete(lease.key);
+    this.held.delete(lease.key);
     entry.wake();
-  };
+  }
 
-  const changed = (
+  changed(
     key: string,
     fence: number,
     waitOptions: { signal: AbortSignal; timeoutMs: number },
-  ): void | Promise<void> => {
+  ): void | Promise<void> {
     const { signal, timeoutMs } = waitOptions;
-    const entry = live(key, clock.now());
+    const { clock } = this;
+    const entry = this.live(key, clock.now());
     if (entry === undefined || entry.lease.fence !== fence || signal.aborted) return;
     return new Promise<void>((resolve) => {
       let handle: unknown;
@@ -234,20 +228,39 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
         (handle as { unref?: () => void } | undefined)?.unref?.();
       }
     });
-  };
+  }
 
-  return {
-    claim,
-    renew,
-    complete,
-    release,
-    changed,
-    size: () => {
-      let count = 0;
-      for (const cache of caches.values()) count += cache.size;
-      return { cached: count, inFlight: held.size };
-    },
-  };
+  size(): { cached: number; inFlight: number } {
+    let count = 0;
+    for (const cache of this.caches.values()) count += cache.size;
+    return { cached: count, inFlight: this.held.size };
+  }
+
+  private cached(key: string, now: number) {
+    for (const [ttlMs, cache] of this.caches) {
+      const entry = cache.get(key, now);
+      if (entry !== undefined) return { entry, expiresInMs: ttlMs - (now - this.epoch - entry.completedMs) };
+    }
+    return undefined;
+  }
+
+  // A lapsed lease frees its key at the first look after it ended, as a Redis key expires.
+  private live(key: string, now: number): Held | undefined {
+    const entry = this.held.get(key);
+    if (entry === undefined || now < entry.expiresAt) return entry;
+    this.held.delete(key);
+    entry.wake();
+    return undefined;
+  }
+
+  private remember(lease: MemoryLease, result: unknown, ttlMs: number, now: number): void {
+    let cache = this.caches.get(ttlMs);
+    if (cache === undefined) {
+      cache = new SuccessCache(ttlMs, this.maxEntries, this.epoch);
+      this.caches.set(ttlMs, cache);
+    }
+    cache.set(lease.key, lease.fingerprint, result, now);
+  }
 }
 
 const conflict: IdempotencyClaim = { kind: 'conflict' };
