@@ -72,7 +72,9 @@ export type {
 
 // The onion, the tools and the events.
 export type {
+  AttemptLimits,
   CustomDispatchEvent,
+  DeadlineClock,
   DispatchContext,
   DispatchEvent,
   DispatchEventBase,

@@ -41,5 +41,5 @@ export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './id
 export { memorySlotStore } from './concurrency-limit/memory-store.js';
 export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';
 export { memoryCircuitStore } from './circuit-breaker/memory-store.js';
-export type { MemoryCircuitStoreOptions } from './circuit-breaker/memory-store.js';
+export type { MemoryCircuitStore, MemoryCircuitStoreOptions } from './circuit-breaker/memory-store.js';
 export * from './kit.js';
