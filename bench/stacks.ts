@@ -14,7 +14,7 @@ import pRetry from 'p-retry';
 import pTimeout, { TimeoutError } from 'p-timeout';
 import { z } from 'zod';
 import type { Library } from './library.js';
-import type { Clock, Dispatcher, ToolContext } from '../index.js';
+import type { Clock, Dispatcher, Middleware, ToolContext } from '../index.js';
 
 /** The args every per-dispatch case sends. */
 export const smallArgs = { query: 'typescript dispatcher', limit: 10 };
@@ -84,6 +84,17 @@ export interface Stacks {
   oursOwnCache: Dispatcher;
   /** `createDispatcher([passThrough, ...defaultStack({ registry })])`: the default stack as a fused tail. */
   oursBehindLayer: Dispatcher;
+  /**
+   * The MCP proxy's stack: `defaultStack({ registry, breaker: circuitBreaker() })` (the proxy also
+   * sets its retry policy and concurrency, which change no layer's place).
+   */
+  oursWithBreaker: Dispatcher;
+  /** The layers `oursWithBreaker` runs, for the fast-path check (`fastPath.ts`). */
+  breakerStack: readonly Middleware[];
+  /** The same layers with the breaker spliced in by hand, which runs the onion. */
+  breakerSpliced: readonly Middleware[];
+  /** The layers of `ours`. */
+  defaultLayers: readonly Middleware[];
   /** The default stack with `retry({ baseDelayMs: 0 })`. */
   oursZeroBackoff: Dispatcher;
   /** The default stack whose timeout layer runs on a manual clock (`timeoutClock.fire()`). */
@@ -112,7 +123,7 @@ export const toolNames = {
 
 /** Builds every stack over the same tools, with the library under test. */
 export function createStacks(lib: Library): Stacks {
-  const { ToolRegistry, TransientError, createDispatcher, defaultStack } = lib;
+  const { ToolRegistry, TransientError, circuitBreaker, createDispatcher, defaultStack } = lib;
   // Fails its first attempt with a `TransientError`, then succeeds: the retry path.
   const flakyHandler = async (args: Args, ctx: Pick<ToolContext, 'attempt'>): Promise<number> => {
     if (ctx.attempt === 1) throw new TransientError('backend busy');
@@ -140,7 +151,13 @@ export function createStacks(lib: Library): Stacks {
     registry.register({ name, inputSchema: tool.schema, handler: tool.handler });
   }
 
-  const ours = createDispatcher(defaultStack({ registry }));
+  const defaultLayers = defaultStack({ registry });
+  const ours = createDispatcher(defaultLayers);
+  const breakerStack = defaultStack({ registry, breaker: circuitBreaker() });
+  const oursWithBreaker = createDispatcher(breakerStack);
+  // The proxy's stack before defaultStack took a breaker: spliced before the concurrency limit.
+  const breakerSpliced = defaultStack({ registry });
+  breakerSpliced.splice(5, 0, circuitBreaker());
   const oursOwnCache = createDispatcher(defaultStack({ registry }));
   const oursBehindLayer = createDispatcher([
     function passThrough(_ctx, next) {
@@ -227,6 +244,10 @@ export function createStacks(lib: Library): Stacks {
     ours,
     oursOwnCache,
     oursBehindLayer,
+    oursWithBreaker,
+    breakerStack,
+    breakerSpliced,
+    defaultLayers,
     oursZeroBackoff,
     oursManualTimeout,
     timeoutClock,

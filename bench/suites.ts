@@ -62,6 +62,9 @@ export function perDispatchCases(stacks: Stacks): BenchCase[] {
     sequential('oursBehindLayer', '[pass-through layer, ...default stack], no key', () =>
       stacks.oursBehindLayer.dispatch(name, smallArgs),
     ),
+    sequential('oursWithBreaker', "defaultStack({ breaker }) (the MCP proxy's stack), no key", () =>
+      stacks.oursWithBreaker.dispatch(name, smallArgs),
+    ),
     sequential('oursKeyMiss', 'default stack, idempotency key: miss (fresh key)', () =>
       stacks.ours.dispatch(name, smallArgs, { idempotencyKey: `miss-${++missKey}` }),
     ),
