@@ -5,7 +5,7 @@
  * @module
  */
 
-export { maxTimerDelayMs, neverAborted, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
+export { maxTimerDelayMs, neverAborted, noop, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
 export { budgetExceeded, cancelled } from '../src/internal/failures.js';
 export {
   optionsObject,

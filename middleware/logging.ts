@@ -4,7 +4,7 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { optionsObject, requireFunction } from './kit.js';
+import { isThenable, noop, optionsObject, requireFunction } from './kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -166,9 +166,7 @@ export function logging(options: LoggingOptions): Middleware {
     if (rank[eventLevel] < threshold) return;
     try {
       const returned: unknown = logger[eventLevel](toRecord(ctx, event, now, recordArguments));
-      if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
-        (returned as PromiseLike<unknown>).then(undefined, () => undefined);
-      }
+      if (isThenable(returned)) returned.then(undefined, noop);
     } catch {
       // A broken logger must never break the dispatch it observes.
     }

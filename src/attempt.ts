@@ -10,6 +10,7 @@ import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
 import type { Limit, LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
+import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
 import type {
   DispatchContext,
@@ -190,7 +191,7 @@ function startAttempt(
     const taken = ctx.budget.tryConsume(1);
     if (taken !== true) {
       if (isThenable(taken)) {
-        (taken as Promise<unknown>).then(undefined, ignoreProgress);
+        taken.then(undefined, noop);
         throw budgetUnavailable(
           ctx,
           new TypeError('the budget answered with a promise where an answer was due at once'),
@@ -259,10 +260,6 @@ function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError 
       cause: error,
     },
   );
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return mayBeThenable(value) && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
@@ -378,6 +375,8 @@ class AttemptContext implements ToolContext, LimitWaiter {
   }
 }
 
+// The progress of a call nobody listens to; `hasProgressListener` knows it by identity, so it is
+// its own function and not the shared `noop`.
 function ignoreProgress(): void {}
 
 /**
@@ -415,9 +414,7 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
     if (typeof message === 'string') update.message = message;
     try {
       const returned: unknown = listener(update);
-      if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
-        (returned as PromiseLike<unknown>).then(undefined, ignoreProgress);
-      }
+      if (isThenable(returned)) returned.then(undefined, noop);
     } catch {
       // Ignored on purpose.
     }

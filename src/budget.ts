@@ -6,7 +6,8 @@
 /**
  * A tool-call budget shared by any number of dispatches; each handler attempt uses one unit.
  * `tryConsume` may answer with a promise (a budget shared across processes, such as
- * `redisBudget`); the attempt step awaits it only then, so `createBudget` costs no promise.
+ * `redisBudget`); the attempt step awaits it only then, so a budget that answers at once is
+ * charged before the handler is called, in the same turn.
  */
 export interface Budget {
   /** Units left (for a shared budget, the last count its store reported): a hint. */

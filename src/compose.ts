@@ -1,4 +1,7 @@
-// The onion: koa-compose's contract, except that `next()` may run again once it has settled.
+/**
+ * The onion: koa-compose's contract, except that `next()` may run again once it has settled.
+ * @module
+ */
 
 import { isTrusted } from './internal/trusted.js';
 

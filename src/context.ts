@@ -6,39 +6,71 @@
 
 import type { Budget } from './budget.js';
 import { isDispatchError } from './errors.js';
-import { swallow } from './internal/abort.js';
+import { noop } from './internal/abort.js';
 import { Limit } from './internal/limits.js';
+import { isThenable } from './internal/thenable.js';
 import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
+
+/** What the dispatcher knows of a call when it starts it. */
+export interface CallContextOptions {
+  /** The caller's `callId`, if it gave one. */
+  callId: string | undefined;
+  /** The call's number in its dispatcher, for the `call-N` id made when none was given. */
+  serial: number;
+  toolName: string;
+  args: unknown;
+  options: DispatchOptions;
+  budget: Budget | undefined;
+  /** The caller's signal, or `neverAborted`. */
+  signal: AbortSignal;
+  startedAt: number;
+  onEvent: EventListener | undefined;
+}
 
 /** The `DispatchContext` the dispatcher makes for each call. */
 export class CallContext {
-  tool: Tool | undefined = undefined;
-  attempt = 0;
-  outcome: Outcome | undefined = undefined;
+  // Assigned in the constructor, in the order the positional version had them, so every context
+  // keeps the same property order (what a spread or JSON.stringify of it shows).
+  private readonly serial: number;
+  readonly toolName: string;
+  args: unknown;
+  readonly options: DispatchOptions;
+  budget: Budget | undefined;
+  /** The signal under any limit: the caller's, or one a layer set. */
+  baseSignal: AbortSignal;
+  readonly startedAt: number;
+  private readonly onEvent: EventListener | undefined;
+  tool: Tool | undefined;
+  attempt: number;
+  outcome: Outcome | undefined;
   /** What the dispatch resolved to, once it has; set by the dispatcher only. */
-  finished: Outcome | undefined = undefined;
+  finished: Outcome | undefined;
   /** When the current attempt must end, on its deadline's clock; `Infinity` for none. */
-  deadline = Infinity;
+  deadline: number;
   /** The innermost limit a layer set, if any: the attempt step waits on it. */
-  currentLimit: Limit | undefined = undefined;
-  private stateBag: Record<string, unknown> | undefined = undefined;
-  private listeners: EventListener[] | undefined = undefined;
-
+  currentLimit: Limit | undefined;
+  private stateBag: Record<string, unknown> | undefined;
+  private listeners: EventListener[] | undefined;
   private givenCallId: string | undefined;
 
-  constructor(
-    callId: string | undefined,
-    private readonly serial: number,
-    readonly toolName: string,
-    public args: unknown,
-    readonly options: DispatchOptions,
-    public budget: Budget | undefined,
-    /** The signal under any limit: the caller's, or one a layer set. */
-    public baseSignal: AbortSignal,
-    readonly startedAt: number,
-    private readonly onEvent: EventListener | undefined,
-  ) {
-    this.givenCallId = callId;
+  constructor(call: CallContextOptions) {
+    this.serial = call.serial;
+    this.toolName = call.toolName;
+    this.args = call.args;
+    this.options = call.options;
+    this.budget = call.budget;
+    this.baseSignal = call.signal;
+    this.startedAt = call.startedAt;
+    this.onEvent = call.onEvent;
+    this.tool = undefined;
+    this.attempt = 0;
+    this.outcome = undefined;
+    this.finished = undefined;
+    this.deadline = Infinity;
+    this.currentLimit = undefined;
+    this.stateBag = undefined;
+    this.listeners = undefined;
+    this.givenCallId = call.callId;
   }
 
   // Built on first read: most calls never need their generated id as a string.
@@ -138,9 +170,7 @@ export class CallContext {
 function deliver(listener: EventListener, event: DispatchEvent): void {
   try {
     const returned: unknown = listener(event);
-    if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
-      (returned as PromiseLike<unknown>).then(undefined, swallow);
-    }
+    if (isThenable(returned)) returned.then(undefined, noop);
   } catch {
     // Ignored on purpose.
   }

@@ -13,7 +13,7 @@ import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireFunction } from './internal/options.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
-import { stackRunner, type Report } from './stack-runner.js';
+import { stackRunner, type Report, type StackRunner } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 
 /** Options for `createDispatcher`. */
@@ -75,62 +75,14 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
   const { onEvent, now = readSystemClock } = options;
   if (onEvent !== undefined) requireFunction('onEvent', onEvent);
   requireFunction('now', now);
-  // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
-  const runStack = stackRunner(stack, (ctx) => finish(ctx));
-  let calls = 0;
-
-  // Starts one call and reports its outcome exactly once, possibly before returning. Both
-  // `dispatch` and `gatherBounded` build on it; the latter needs no promise per call.
-  const start = (name: string, args: unknown, callOptions: DispatchOptions, report: Report): void => {
-    const problem = callOptions === noOptions ? undefined : readableOptionsProblem(callOptions);
-    const options = problem === undefined ? callOptions : noOptions;
-    const signal = options.signal ?? neverAborted;
-    const ctx = new CallContext(
-      options.callId,
-      ++calls,
-      typeof name === 'string' ? name : describeName(name),
-      args,
-      options,
-      problem === undefined ? resolveBudget(options.budget) : undefined,
-      signal,
-      now(),
-      onEvent,
-    );
-    // Failures found before any layer runs still end through `finish`, so observers see them,
-    // and a microtask later, so that no event fires inside the dispatch() call itself.
-    const refusal =
-      problem !== undefined
-        ? new DispatchError('schema', `Invalid dispatch options: ${problem}`)
-        : typeof name !== 'string'
-          ? new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`)
-          : signal !== neverAborted && signal.aborted
-            ? cancelled(ctx, signal)
-            : undefined;
-    if (refusal !== undefined) {
-      ctx.outcome = refusal;
-      return queueMicrotask(() => report(finish(ctx)));
-    }
-    if (signal === neverAborted) return runStack(ctx, report);
-    // The caller's abort ends the call at once, whatever the layers are doing; they still see
-    // the signal and clean up, but their late outcome no longer matters to this caller.
-    let answered = false;
-    let unsubscribe = noop;
-    const answer = (outcome: Outcome) => {
-      if (answered) return;
-      answered = true;
-      unsubscribe();
-      report(outcome);
-    };
-    runStack(ctx, answer);
-    if (!answered) unsubscribe = onAbort(signal, () => answer(finish(ctx, cancelled(ctx, signal))));
-  };
+  const calls = new Calls(stack, onEvent, now);
 
   const dispatch = <Result>(
     name: string,
     args: unknown,
     options: DispatchOptions = noOptions,
   ): Promise<Outcome<Result>> =>
-    new Promise((resolve) => startSafely(name, args, options, resolve as Report));
+    new Promise((resolve) => calls.startSafely(name, args, options, resolve as Report));
 
   const dispatchJson = <Result>(
     name: string,
@@ -147,17 +99,86 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
     return dispatch(name, new RawJsonArgs(argsJson), options);
   };
 
+  const gatherBounded = (batch: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]> =>
+    gather(batch, options, (name, args, callOptions, report) =>
+      calls.startSafely(name, args, callOptions === undefined ? noOptions : callOptions, report),
+    );
+
+  return { dispatch, gatherBounded, dispatchJson };
+}
+
+/** One dispatcher's calls: each started, run through the stack and ended exactly once. */
+class Calls {
+  private readonly runStack: StackRunner;
+  private count = 0;
+
+  constructor(
+    stack: readonly Middleware[],
+    private readonly onEvent: EventListener | undefined,
+    private readonly now: () => number,
+  ) {
+    // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
+    this.runStack = stackRunner(stack, (ctx) => this.finish(ctx));
+  }
+
   // Only an injected `now` that throws can make `start` throw, and then before any report: the
   // call still ends with an envelope instead of a rejection or, in a batch, a hang.
-  const startSafely = (name: string, args: unknown, options: DispatchOptions, report: Report): void => {
+  startSafely(name: string, args: unknown, options: DispatchOptions, report: Report): void {
     try {
-      start(name, args, options, report);
+      this.start(name, args, options, report);
     } catch (error) {
       report(new DispatchError('internal', `The call could not start: ${describeThrown(error)}`));
     }
-  };
+  }
 
-  const finish = (ctx: CallContext, final?: Outcome): Outcome => {
+  // Starts one call and reports its outcome exactly once, possibly before returning. Both
+  // `dispatch` and `gatherBounded` build on it; the latter needs no promise per call.
+  private start(name: string, args: unknown, callOptions: DispatchOptions, report: Report): void {
+    const problem = callOptions === noOptions ? undefined : readableOptionsProblem(callOptions);
+    const options = problem === undefined ? callOptions : noOptions;
+    const signal = options.signal ?? neverAborted;
+    const { now } = this;
+    const ctx = new CallContext({
+      callId: options.callId,
+      serial: ++this.count,
+      toolName: typeof name === 'string' ? name : describeName(name),
+      args,
+      options,
+      budget: problem === undefined ? resolveBudget(options.budget) : undefined,
+      signal,
+      startedAt: now(),
+      onEvent: this.onEvent,
+    });
+    // Failures found before any layer runs still end through `finish`, so observers see them,
+    // and a microtask later, so that no event fires inside the dispatch() call itself.
+    const refusal =
+      problem !== undefined
+        ? new DispatchError('schema', `Invalid dispatch options: ${problem}`)
+        : typeof name !== 'string'
+          ? new DispatchError('not_found', `Tool names are strings, got ${ctx.toolName}`)
+          : signal !== neverAborted && signal.aborted
+            ? cancelled(ctx, signal)
+            : undefined;
+    if (refusal !== undefined) {
+      ctx.outcome = refusal;
+      return queueMicrotask(() => report(this.finish(ctx)));
+    }
+    if (signal === neverAborted) return this.runStack(ctx, report);
+    // The caller's abort ends the call at once, whatever the layers are doing; they still see
+    // the signal and clean up, but their late outcome no longer matters to this caller.
+    let answered = false;
+    let unsubscribe = noop;
+    const answer = (outcome: Outcome) => {
+      if (answered) return;
+      answered = true;
+      unsubscribe();
+      report(outcome);
+    };
+    this.runStack(ctx, answer);
+    if (!answered) unsubscribe = onAbort(signal, () => answer(this.finish(ctx, cancelled(ctx, signal))));
+  }
+
+  private finish(ctx: CallContext, final?: Outcome): Outcome {
     // The first ending wins; a stack that settles after the caller aborted reports nothing.
     if (ctx.finished !== undefined) return ctx.finished;
     const outcome =
@@ -168,7 +189,7 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
       });
     ctx.finished = outcome;
     if (!ctx.observed) return outcome;
-    const durationMs = elapsedSince(ctx.startedAt);
+    const durationMs = this.elapsedSince(ctx.startedAt);
     if (outcome.ok) {
       ctx.emit('dispatch.success', { attempts: outcome.attempts, durationMs });
     } else {
@@ -180,28 +201,23 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
       });
     }
     return outcome;
-  };
+  }
 
   // The end of a call runs inside promise callbacks: an injected `now` that throws there would
   // leave the call unanswered, so a broken clock costs the event its duration, not the call.
-  const elapsedSince = (startedAt: number): number => {
+  private elapsedSince(startedAt: number): number {
+    // Called as a plain function, as given: never as a method of this class.
+    const { now } = this;
     try {
       return now() - startedAt;
     } catch {
       return Number.NaN;
     }
-  };
-
-  const gatherBounded = (batch: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]> =>
-    gather(batch, options, (name, args, callOptions, report) =>
-      startSafely(name, args, callOptions === undefined ? noOptions : callOptions, report),
-    );
-
-  return { dispatch, gatherBounded, dispatchJson };
+  }
 }
 
 // Options are read before any layer can catch; a hostile getter must still end as an envelope.
-// Shared by every call without options, so that such a call allocates none.
+// Shared by every call without options, which `start` knows by identity and need not check.
 const noOptions: DispatchOptions = Object.freeze({});
 
 function readableOptionsProblem(options: unknown): string | undefined {

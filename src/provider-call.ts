@@ -46,10 +46,8 @@ export function providerCallOptions(call: ProviderCall): DispatchOptions & {
   const id = usableId(call.providerId);
   const callId = id ?? `${call.idPrefix}-${globalThis.crypto.randomUUID()}`;
   const { displayName } = call;
-  // The call's own fields come first and the shared ones are spread after them: on Node 20's V8
-  // an object spread followed by more properties gets a hidden class of its own each time (about
-  // a microsecond, and every later read of the options goes megamorphic). The call's own values
-  // are then written back over any the base repeats.
+  // The call's own fields come first and the shared ones are spread after them; the call's own
+  // values are then written back over any the base repeats, so its id and name always win.
   const options: DispatchOptions & { callId: string } =
     displayName === undefined ? { callId, ...call.base } : { callId, displayName, ...call.base };
   options.callId = callId;

@@ -298,8 +298,8 @@ export interface SlotWaiter {
  * The layer's use, per call: `tryAcquire()`; if it gives a permit, run; otherwise `enqueue` a
  * waiter (emit `concurrency.queued`) and remove it with the returned function when the caller
  * aborts. While holding a permit: `keepLeaseAlive(permit, () => store.renew(permit))`. When the
- * inner layers settle: stop renewing, then `release(permit)` (do not await it on the hot path:
- * a release that fails leaves the slot to its lease).
+ * inner layers settle: stop renewing, then `release(permit)` (without waiting for it: the call's
+ * outcome does not depend on it, and a release that fails leaves the slot to its lease).
  */
 export interface SlotStore {
   /** The pool's name. */

@@ -14,6 +14,7 @@ import {
   type Observable,
 } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
+import { noop } from '../../middleware/index.js';
 import { genAi, isTerminal, metricToolName, ours, scopeName, scopeVersion } from './attributes.js';
 
 /** Options for `otelMetrics`. */
@@ -365,5 +366,3 @@ class MeteredDispatch {
     }
   }
 }
-
-function noop(): void {}

@@ -24,7 +24,7 @@ import {
   type Middleware,
   type Next,
 } from '../../index.js';
-import { parseJsonArgs } from '../../middleware/index.js';
+import { noop, parseJsonArgs } from '../../middleware/index.js';
 import {
   attributeText,
   genAi,
@@ -491,8 +491,6 @@ function requireBoolean(name: string, value: unknown): void {
 function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
-
-function noop(): void {}
 
 // A proxy provider with no delegate answers with the API's shared no-op provider.
 const noopTracerProvider = new ProxyTracerProvider().getDelegate();

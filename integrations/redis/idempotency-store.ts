@@ -4,6 +4,7 @@
  */
 
 import { DispatchError } from '../../index.js';
+import { noop } from '../../middleware/index.js';
 import {
   storeUnavailable,
   type IdempotencyClaim,
@@ -408,5 +409,3 @@ export function redisIdempotencyStore(
     },
   };
 }
-
-function noop(): void {}

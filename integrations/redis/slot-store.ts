@@ -4,6 +4,7 @@
  */
 
 import { DispatchError, isDispatchError } from '../../index.js';
+import { noop } from '../../middleware/index.js';
 import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } from '../../src/stores.js';
 import { num, renewableInTime, runScript } from './call.js';
 import type { StoreClient } from './client.js';
@@ -263,5 +264,3 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
     },
   };
 }
-
-function noop(): void {}

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
 import type { CircuitRecord, CircuitStore, CircuitView, MaybePromise } from '../../src/stores.js';
+import { isThenable, noop } from '../kit.js';
 import type { DispatchContext, Next } from '../../src/types.js';
 import type { MemoryCircuitStore } from './memory-store.js';
 import type { CircuitSnapshot, CircuitState } from './snapshot.js';
@@ -39,13 +40,9 @@ interface Pass {
 
 type Outcome = 'success' | 'failure';
 
-function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
 /** Runs `then` on a store's answer: at once when it came without a promise. */
 function step<T, U>(value: MaybePromise<T>, then: (value: T) => MaybePromise<U>): MaybePromise<U> {
-  return isPromise(value) ? value.then(then) : then(value);
+  return isThenable(value) ? value.then(then) : then(value);
 }
 
 /** Runs `work`; if it throws or rejects, runs `otherwise` instead. */
@@ -59,11 +56,11 @@ function attempt<T>(
   } catch (error) {
     return otherwise(error);
   }
-  return isPromise(result) ? result.then(undefined, otherwise) : result;
+  return isThenable(result) ? result.then(undefined, otherwise) : result;
 }
 
 function track(pending: Array<Promise<void>>, work: MaybePromise<void>): void {
-  if (isPromise(work)) pending.push(work);
+  if (isThenable(work)) pending.push(work);
 }
 
 function isClosed(record: CircuitRecord | undefined): boolean {
@@ -88,7 +85,7 @@ export class Breaker {
   readonly #store: CircuitStore;
   readonly #local: MemoryCircuitStore;
   readonly #config: BreakerConfig;
-  // The passes of calls that do not probe, made once: an idle breaker allocates none.
+  // The passes of calls that do not probe hold nothing of their own: one of each serves every call.
   readonly #plain: Pass;
   readonly #plainLocal: Pass;
   // Failure and probe ids must be unique across a fleet sharing a store: a process prefix, then a counter.
@@ -111,7 +108,7 @@ export class Breaker {
   async run(ctx: DispatchContext, next: Next): Promise<void> {
     const key = String(this.#config.keyOf(ctx));
     const admitted = this.#admit(ctx, key);
-    const pass = isPromise(admitted) ? await admitted : admitted;
+    const pass = isThenable(admitted) ? await admitted : admitted;
     const attemptsBefore = ctx.attempt;
     const { counts } = this.#config;
     // Every attempt made inside this layer reports its own envelope, whether a retry layer
@@ -327,7 +324,7 @@ export class Breaker {
         );
       });
     // A user's store that cannot answer frees the slot when the lease ends.
-    return attempt(release, ignore);
+    return attempt(release, noop);
   }
 
   #nextId(): string {
@@ -362,8 +359,8 @@ export class Breaker {
     let listed: Iterable<readonly [string, CircuitView]> = this.#seen ?? [];
     try {
       const all = this.#store.entries();
-      if (!isPromise(all)) listed = all;
-      else all.then(undefined, ignore);
+      if (!isThenable(all)) listed = all;
+      else all.then(undefined, noop);
     } catch {
       // What was seen will do.
     }
@@ -380,8 +377,8 @@ export class Breaker {
   #viewNow(key: string): CircuitView | undefined {
     try {
       const read = this.#store.read(key);
-      if (!isPromise(read)) return read;
-      read.then((view) => this.#remember(key, view, this.#store), ignore);
+      if (!isThenable(read)) return read;
+      read.then((view) => this.#remember(key, view, this.#store), noop);
     } catch {
       // Fall through to what was seen.
     }
@@ -402,5 +399,3 @@ export class Breaker {
     return { state: 'half_open', failures, openedAt, probes: liveProbes(record, now).length };
   }
 }
-
-function ignore(): void {}

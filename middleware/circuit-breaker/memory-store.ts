@@ -16,7 +16,12 @@ export interface MemoryCircuitStore extends CircuitStore {
     key: string,
     version: number,
     next: CircuitRecord | undefined,
-  ): { readonly written: boolean; readonly view: CircuitView };
+  ): {
+    /** Whether the write landed. */
+    readonly written: boolean;
+    /** The circuit after the write, or as it is when the write did not land. */
+    readonly view: CircuitView;
+  };
   addFailure(key: string, failureId: string, windowMs: number): CircuitView;
   entries(): Iterable<readonly [string, CircuitView]>;
 }

@@ -1,4 +1,7 @@
-// What a circuit breaker reports of a circuit: its state and its snapshot.
+/**
+ * What a circuit breaker reports of a circuit: its state and its snapshot.
+ * @module
+ */
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
 export type CircuitState = 'closed' | 'open' | 'half_open';

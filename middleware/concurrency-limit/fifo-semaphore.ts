@@ -2,8 +2,9 @@
  * A counting semaphore whose waiters queue first in, first out and can leave the queue at once.
  *
  * async-mutex's Semaphore was the first choice, but it cannot drop one waiter (only cancel them
- * all), so a caller that aborts would keep its place until a slot reached it; and it costs a
- * promise on every uncontended acquire, which is the hot path of every dispatch.
+ * all), so a caller that aborts would keep its place until a slot reached it; and its acquire
+ * always answers with a promise, where the layer and the default stack's runner take a free slot
+ * in the same turn (`tryAcquire`).
  * @module
  */
 

@@ -4,7 +4,7 @@
  */
 
 import { isDispatchError, type DispatchError } from '../../src/errors.js';
-import { onAbort, cancelled, optionsObject, requireClock, requireInteger } from '../kit.js';
+import { onAbort, cancelled, noop, optionsObject, requireClock, requireInteger } from '../kit.js';
 import { keepLeaseAlive, storeUnavailable, type SlotPermit, type SlotStore } from '../../src/stores.js';
 import { FifoSemaphore } from './fifo-semaphore.js';
 import { trusted } from '../../src/internal/trusted.js';
@@ -150,43 +150,69 @@ function storePermits(
   onStoreError: 'fail' | 'local',
   clock: ConcurrencyLimitOptions['clock'] & object,
 ): (ctx: DispatchContext, next: Next) => Promise<void> {
-  const timers =
-    typeof clock.setTimeout === 'function' && typeof clock.clearTimeout === 'function'
-      ? (clock as Pick<Clock, 'setTimeout' | 'clearTimeout'>)
-      : systemClock;
+  const permits = new StorePermits(store, onStoreError, clock);
+  return (ctx, next) => permits.run(ctx, next);
+}
+
+class StorePermits {
+  private readonly timers: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   // How many calls of this layer wait in the store's queue right now, for `concurrency.queued`.
-  let waiting = 0;
+  private waiting = 0;
 
-  const unavailable = (error: unknown): DispatchError =>
-    isDispatchError(error)
-      ? error
-      : storeUnavailable(`The slot pool "${store.pool}" could not be reached`, { cause: error });
+  constructor(
+    private readonly store: SlotStore,
+    private readonly onStoreError: 'fail' | 'local',
+    private readonly clock: ConcurrencyLimitOptions['clock'] & object,
+  ) {
+    this.timers =
+      typeof clock.setTimeout === 'function' && typeof clock.clearTimeout === 'function'
+        ? (clock as Pick<Clock, 'setTimeout' | 'clearTimeout'>)
+        : systemClock;
+  }
 
-  // A permit that arrives for a caller who has left goes straight back.
-  const giveBack = (permit: SlotPermit) => {
+  run(ctx: DispatchContext, next: Next): Promise<void> {
+    let answer: SlotPermit | Promise<SlotPermit | undefined> | undefined;
     try {
-      Promise.resolve(store.release(permit)).catch(ignore);
-    } catch {
-      // The permit's lease frees it.
+      answer = this.acquire(ctx);
+    } catch (error) {
+      return this.failed(next, error);
     }
-  };
+    if (!(answer instanceof Promise)) return this.hold(ctx, next, answer);
+    return answer.then(
+      (permit) => this.hold(ctx, next, permit),
+      (error: unknown) => this.failed(next, error),
+    );
+  }
 
-  const wait = (ctx: DispatchContext): Promise<SlotPermit> => {
+  private acquire(ctx: DispatchContext): SlotPermit | Promise<SlotPermit | undefined> | undefined {
+    const answer = this.store.tryAcquire();
+    if (!(answer instanceof Promise)) return answer ?? this.wait(ctx);
+    const { signal } = ctx;
+    return answer.then((permit) => {
+      if (permit === undefined) return this.wait(ctx);
+      if (!signal.aborted) return permit;
+      this.giveBack(permit);
+      throw cancelled(ctx, signal);
+    });
+  }
+
+  private wait(ctx: DispatchContext): Promise<SlotPermit> {
     const { signal } = ctx;
     if (signal.aborted) return Promise.reject(cancelled(ctx, signal));
+    const { store, clock } = this;
     const queuedAt = clock.now();
     return new Promise<SlotPermit>((resolve, reject) => {
       let settled = false;
-      let unsubscribe = ignore;
+      let unsubscribe = noop;
       const finish = () => {
         settled = true;
-        waiting -= 1;
+        this.waiting -= 1;
         unsubscribe();
       };
-      waiting += 1;
+      this.waiting += 1;
       const leave = store.enqueue({
         grant: (permit) => {
-          if (settled) return giveBack(permit);
+          if (settled) return this.giveBack(permit);
           finish();
           ctx.emit('concurrency.acquired', { waitedMs: clock.now() - queuedAt });
           resolve(permit);
@@ -204,58 +230,48 @@ function storePermits(
         leave();
         reject(cancelled(ctx, signal));
       });
-      ctx.emit('concurrency.queued', { queued: waiting, max: store.max, pool: store.pool });
+      ctx.emit('concurrency.queued', { queued: this.waiting, max: store.max, pool: store.pool });
     });
-  };
+  }
 
-  const acquire = (ctx: DispatchContext): SlotPermit | Promise<SlotPermit | undefined> | undefined => {
-    const answer = store.tryAcquire();
-    if (!(answer instanceof Promise)) return answer ?? wait(ctx);
-    const { signal } = ctx;
-    return answer.then((permit) => {
-      if (permit === undefined) return wait(ctx);
-      if (!signal.aborted) return permit;
-      giveBack(permit);
-      throw cancelled(ctx, signal);
-    });
-  };
-
-  const hold = (ctx: DispatchContext, next: Next, permit: SlotPermit | undefined): Promise<void> => {
+  private hold(ctx: DispatchContext, next: Next, permit: SlotPermit | undefined): Promise<void> {
     if (permit === undefined) return next();
-    const stop = keepLeaseAlive(permit, () => store.renew(permit), timers);
+    const { store } = this;
+    const stop = keepLeaseAlive(permit, () => store.renew(permit), this.timers);
     // A lost permit is reported, not acted on: the call keeps running (its side effects may have
     // started), and the pool is over its cap by one until the call ends.
     const unlisten = onAbort(permit.signal, () => ctx.emit('concurrency.lease_lost', { pool: store.pool }));
     const done = () => {
       stop();
       unlisten();
-      giveBack(permit);
+      this.giveBack(permit);
     };
     return next().then(done, (error: unknown) => {
       done();
       throw error;
     });
-  };
+  }
 
-  const failed = (next: Next, error: unknown): Promise<void> => {
-    if (isDispatchError(error) && error.kind === 'cancelled') return Promise.reject(error);
-    if (onStoreError === 'local') return next();
-    return Promise.reject(unavailable(error));
-  };
-
-  return (ctx, next) => {
-    let answer: ReturnType<typeof acquire>;
+  // A permit that arrives for a caller who has left goes straight back.
+  private giveBack(permit: SlotPermit): void {
     try {
-      answer = acquire(ctx);
-    } catch (error) {
-      return failed(next, error);
+      Promise.resolve(this.store.release(permit)).catch(noop);
+    } catch {
+      // The permit's lease frees it.
     }
-    if (!(answer instanceof Promise)) return hold(ctx, next, answer);
-    return answer.then(
-      (permit) => hold(ctx, next, permit),
-      (error: unknown) => failed(next, error),
-    );
-  };
+  }
+
+  private failed(next: Next, error: unknown): Promise<void> {
+    if (isDispatchError(error) && error.kind === 'cancelled') return Promise.reject(error);
+    if (this.onStoreError === 'local') return next();
+    return Promise.reject(this.unavailable(error));
+  }
+
+  private unavailable(error: unknown): DispatchError {
+    return isDispatchError(error)
+      ? error
+      : storeUnavailable(`The slot pool "${this.store.pool}" could not be reached`, { cause: error });
+  }
 }
 
 function requireSlotStore(store: unknown): void {
@@ -265,5 +281,3 @@ function requireSlotStore(store: unknown): void {
   );
   if (missing.length > 0) throw new TypeError(`store must be a SlotStore (missing ${missing.join(', ')})`);
 }
-
-function ignore(): void {}

@@ -55,7 +55,7 @@ export interface DefaultStackParts {
 
 /**
  * The runner of the default stack: equivalent to composing its layers as an onion around the
- * attempt step, and faster on the common path.
+ * attempt step, calling the same parts one after another on the common path.
  */
 export function fusedDefaultStack(parts: DefaultStackParts): FusedRunnerFactory {
   return (finish) => {

@@ -1,11 +1,14 @@
-// The fingerprint of a call: a SHA-256 digest of its tool name and a canonical form of its args,
-// so that "same args" means JSON-equal content and different args never share a digest.
-//
-// The canonical form follows JSON equality: keys in sorted order, `-0` as `0`, a property whose
-// value is `undefined` as if it were absent (but `undefined` in an array stays apart from
-// `null`: a hole is not a value the caller sent). Maps and Sets
-// compare by content in any insertion order. Binary data (Buffers, typed arrays, ArrayBuffers)
-// is digested as bytes, never spelled out one byte at a time.
+/**
+ * The fingerprint of a call: a SHA-256 digest of its tool name and a canonical form of its args,
+ * so that "same args" means JSON-equal content and different args never share a digest.
+ *
+ * The canonical form follows JSON equality: keys in sorted order, `-0` as `0`, a property whose
+ * value is `undefined` as if it were absent (but `undefined` in an array stays apart from
+ * `null`: a hole is not a value the caller sent). Maps and Sets
+ * compare by content in any insertion order. Binary data (Buffers, typed arrays, ArrayBuffers)
+ * is digested as bytes, never spelled out one byte at a time.
+ * @module
+ */
 
 import { hash } from 'node:crypto';
 
@@ -22,8 +25,7 @@ export type Fingerprint = string;
  * cycles and any size.
  */
 export function fingerprint(toolName: string, args: unknown): Fingerprint {
-  // One-shot hashing: a Hash object costs several times the digest of a small call.
-  // 'binary' (Latin-1) keeps the whole digest in a 32-character string, the smallest a cache entry can hold.
+  // 'binary' (Latin-1): the digest's 32 bytes as a 32-character string; only equality is asked of it.
   return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, 'binary');
 }
 

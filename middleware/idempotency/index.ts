@@ -6,7 +6,9 @@
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
 import {
+  isThenable,
   neverAborted,
+  noop,
   onAbort,
   raceAbort,
   cancelled,
@@ -135,35 +137,68 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
   requireClock(clock, ['now']);
   if (store !== undefined) return storeBacked(store, ttlMs, clock);
 
-  const cache = new SuccessCache(ttlMs, maxEntries, clock.now());
-  const inFlight = new Map<string, Flight>();
+  const layer = new LocalIdempotency(new SuccessCache(ttlMs, maxEntries, clock.now()), clock);
+  const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
+    const key = ctx.options.idempotencyKey;
+    return key === undefined ? next() : layer.keyed(ctx, next, key);
+  });
+  return Object.assign(middleware, {
+    size: () => ({ cached: layer.cache.size, inFlight: layer.inFlight.size }),
+  });
+}
 
-  const lead = async (ctx: DispatchContext, next: Next, key: string, print: Fingerprint) => {
+/** The layer without a store: successes cached and executions shared in this process. */
+class LocalIdempotency {
+  readonly inFlight = new Map<string, Flight>();
+
+  constructor(
+    readonly cache: SuccessCache,
+    private readonly clock: Pick<Clock, 'now'>,
+  ) {}
+
+  async keyed(ctx: DispatchContext, next: Next, key: string): Promise<void> {
+    const { tool } = ctx;
+    if (tool === undefined) {
+      throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
+    }
+    const print = fingerprint(tool.name, ctx.args);
+    const cached = this.cache.get(key, this.clock.now());
+    if (cached !== undefined) {
+      if (cached.fingerprint !== print) throw conflict(key);
+      ctx.emit('idempotency.hit', { key, source: 'cache' });
+      ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
+      return;
+    }
+    const flight = this.inFlight.get(key);
+    if (flight === undefined) return this.lead(ctx, next, key, print);
+    if (flight.fingerprint !== print) throw conflict(key);
+    ctx.emit('idempotency.hit', { key, source: 'in_flight' });
+    return this.follow(ctx, key, flight);
+  }
+
+  private async lead(ctx: DispatchContext, next: Next, key: string, print: Fingerprint): Promise<void> {
     const callerSignal = ctx.signal;
     // A caller that left before leading (during an async validation, say) never starts an
     // execution: with nobody to detach it later, it would run and spend a budget unit.
     if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
     const flight = new Flight(print, callerSignal !== neverAborted);
-    inFlight.set(key, flight);
+    this.inFlight.set(key, flight);
     // The execution outlives its own caller while others wait on it: its signal replaces the
     // caller's, and aborts when every caller has left.
     const restore =
       flight.controller === undefined ? undefined : ctx.limit({ signal: flight.controller.signal });
-    const forget = () => {
-      if (inFlight.get(key) === flight) inFlight.delete(key);
-    };
     // The leader's own caller is answered by the dispatcher the moment it aborts; this layer
     // only detaches it and keeps the context for the execution that others may still wait on.
     // Subscribed before the layers inside start, so an abort while they do is not missed.
-    const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
+    const unsubscribe = onAbort(callerSignal, () => this.detach(key, flight, callerSignal.reason));
     next().then(
       () => {
         restore?.();
-        forget();
+        this.forget(key, flight);
         const { outcome } = ctx;
         if (outcome?.ok === true) {
           // An execution every caller abandoned may still finish; its result is not remembered.
-          if (!flight.abandoned) remember(key, print, outcome.result);
+          if (!flight.abandoned) this.cache.set(key, print, outcome.result, this.clock.now());
           flight.settle({ ok: true, result: outcome.result });
         } else {
           flight.settle({ ok: false, error: outcome ?? noOutcome(ctx) });
@@ -171,65 +206,37 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
       },
       (error: unknown) => {
         restore?.();
-        forget();
+        this.forget(key, flight);
         flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
       },
     );
     const settlement = await flight.done;
     unsubscribe();
     if (!settlement.ok) throw settlement.error;
-  };
+  }
 
-  // Once the last waiter has left, a new call with the key must start afresh, not join the
-  // execution being torn down.
-  const detach = (key: string, flight: Flight, reason: unknown) => {
-    if (!flight.detach(reason)) return;
-    flight.abandoned = true;
-    if (inFlight.get(key) === flight) inFlight.delete(key);
-  };
-
-  const remember = (key: string, print: Fingerprint, result: unknown) => {
-    cache.set(key, print, result, clock.now());
-  };
-
-  const follow = async (ctx: DispatchContext, key: string, flight: Flight) => {
+  private async follow(ctx: DispatchContext, key: string, flight: Flight): Promise<void> {
     flight.waiters += 1;
     const { signal } = ctx;
     const settlement = await raceAbort(flight.done, signal, () => {
-      detach(key, flight, signal.reason);
+      this.detach(key, flight, signal.reason);
       return cancelled(ctx, signal);
     });
     if (!settlement.ok) throw settlement.error;
     ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
-  };
+  }
 
-  const keyed = async (ctx: DispatchContext, next: Next, key: string): Promise<void> => {
-    const { tool } = ctx;
-    if (tool === undefined) {
-      throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
-    }
-    const print = fingerprint(tool.name, ctx.args);
-    const cached = cache.get(key, clock.now());
-    if (cached !== undefined) {
-      if (cached.fingerprint !== print) throw conflict(key);
-      ctx.emit('idempotency.hit', { key, source: 'cache' });
-      ctx.outcome = { ok: true, result: cached.result, attempts: 0 };
-      return;
-    }
-    const flight = inFlight.get(key);
-    if (flight === undefined) return lead(ctx, next, key, print);
-    if (flight.fingerprint !== print) throw conflict(key);
-    ctx.emit('idempotency.hit', { key, source: 'in_flight' });
-    return follow(ctx, key, flight);
-  };
+  // Once the last waiter has left, a new call with the key must start afresh, not join the
+  // execution being torn down.
+  private detach(key: string, flight: Flight, reason: unknown): void {
+    if (!flight.detach(reason)) return;
+    flight.abandoned = true;
+    this.forget(key, flight);
+  }
 
-  const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
-    const key = ctx.options.idempotencyKey;
-    return key === undefined ? next() : keyed(ctx, next, key);
-  });
-  return Object.assign(middleware, {
-    size: () => ({ cached: cache.size, inFlight: inFlight.size }),
-  });
+  private forget(key: string, flight: Flight): void {
+    if (this.inFlight.get(key) === flight) this.inFlight.delete(key);
+  }
 }
 
 function conflict(key: string): DispatchError {
@@ -259,10 +266,6 @@ const completeRetryMs = 50;
 // Retries of a completion whose lease never lapses on its own (a memory store's).
 const maxCompleteRetries = 8;
 
-function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
 function storeBacked(
   store: IdempotencyStore,
   ttlMs: number,
@@ -278,112 +281,156 @@ function storeBacked(
       ? (clock as Pick<Clock, 'setTimeout' | 'clearTimeout'>)
       : systemClock;
   // A store's TTL is finite: "for ever" is as long as a timer can count.
-  const storeTtlMs = Math.min(ttlMs, 2 ** 47);
-  const inFlight = new Map<string, StoreFlight>();
+  const layer = new StoreIdempotency(store, Math.min(ttlMs, 2 ** 47), timers);
+  const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
+    const key = ctx.options.idempotencyKey;
+    return key === undefined ? next() : layer.keyed(ctx, next, key);
+  });
+  return Object.assign(middleware, {
+    size: () => ({ cached: 0, inFlight: layer.inFlight.size }),
+  });
+}
 
-  const unavailable = (error: unknown): DispatchError => {
-    if (isDispatchError(error)) return error;
-    return storeUnavailable(
-      `The idempotency store could not be reached: ${String((error as Error)?.message ?? error)}`,
-      {
-        cause: error,
+/** The layer with a store: this process's callers of a key share one walk of the store's loop. */
+class StoreIdempotency {
+  readonly inFlight = new Map<string, StoreFlight>();
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly storeTtlMs: number,
+    private readonly timers: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+  ) {}
+
+  async keyed(ctx: DispatchContext, next: Next, key: string): Promise<void> {
+    const { tool } = ctx;
+    if (tool === undefined) {
+      throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
+    }
+    const print = fingerprint(tool.name, ctx.args);
+    const existing = this.inFlight.get(key);
+    if (existing !== undefined) {
+      const settlement = await this.join(ctx, key, existing, print);
+      if (!settlement.ok) throw settlement.error;
+      ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
+      return;
+    }
+    const callerSignal = ctx.signal;
+    if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
+    const flight = new StoreFlight(print, callerSignal !== neverAborted);
+    this.inFlight.set(key, flight);
+    const unsubscribe = onAbort(callerSignal, () => this.detach(key, flight, callerSignal.reason));
+    this.launch(ctx, next, key, flight, flight.controller?.signal ?? callerSignal);
+    const settlement = await flight.done;
+    unsubscribe();
+    if (!settlement.ok) throw settlement.error;
+    if (settlement.hit) {
+      ctx.emit('idempotency.hit', { key, source: 'cache' });
+      ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
+    } else if (ctx.outcome?.ok !== true || ctx.outcome.result !== settlement.result) {
+      // The result of another leader's execution of the key, after this one lost its lease.
+      ctx.outcome = { ok: true, result: settlement.result, attempts: ctx.attempt };
+    }
+  }
+
+  // Another caller in this process runs the key: wait for its settlement.
+  private join(
+    ctx: DispatchContext,
+    key: string,
+    existing: StoreFlight,
+    print: Fingerprint,
+  ): Promise<StoreSettlement> {
+    if (existing.fingerprint !== print) throw conflict(key);
+    existing.waiters += 1;
+    ctx.emit('idempotency.hit', { key, source: 'in_flight' });
+    const callerSignal = ctx.signal;
+    return raceAbort(existing.done, callerSignal, () => {
+      this.detach(key, existing, callerSignal.reason);
+      return cancelled(ctx, callerSignal);
+    });
+  }
+
+  // The first caller in this process walks the store's loop for everyone who joins its flight.
+  private launch(
+    ctx: DispatchContext,
+    next: Next,
+    key: string,
+    flight: StoreFlight,
+    signal: AbortSignal,
+  ): void {
+    this.execute(ctx, next, key, flight.fingerprint, signal).then(
+      (settlement) => {
+        this.forget(key, flight);
+        flight.settle(settlement);
+      },
+      (error: unknown) => {
+        this.forget(key, flight);
+        flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
       },
     );
-  };
+  }
 
-  const detach = (key: string, flight: StoreFlight, reason: unknown) => {
-    flight.waiters -= 1;
-    if (flight.waiters > 0 || flight.settled) return;
-    flight.controller?.abort(reason);
-    if (inFlight.get(key) === flight) inFlight.delete(key);
-  };
-
-  const release = (lease: IdempotencyLease) => {
-    try {
-      const released = store.release(lease);
-      if (isPromise(released)) released.catch(ignore);
-    } catch {
-      // The lease frees the key when it ends.
-    }
-  };
-
-  // The side effect happened and the caller has its result; the store learns of it as soon as
-  // it can. Until the lease ends, other processes wait for the key rather than run it again.
-  const completeLater = (
+  // claim → hit / unshareable / conflict / lead / follow, until one answers.
+  private async execute(
     ctx: DispatchContext,
-    lease: IdempotencyLease,
-    result: unknown,
-    tries: number,
-    delayMs: number,
-    reportLost: () => void,
-  ): void => {
-    // The lease ended before the success could be stored: another process may run the key.
-    if (lease.signal.aborted) return reportLost();
-    // Past about a lease (three renewal periods) the lease has ended, even if its store never said so.
-    const giveUpAfter =
-      lease.renewEveryMs < Infinity
-        ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1
-        : maxCompleteRetries;
-    if (tries >= Math.max(giveUpAfter, 1)) return;
-    const handle = timers.setTimeout(() => {
-      let answer: MaybePromise<unknown>;
+    next: Next,
+    key: string,
+    print: Fingerprint,
+    signal: AbortSignal,
+  ): Promise<StoreSettlement> {
+    let followed = false;
+    for (;;) {
+      if (signal.aborted) return { ok: false, error: cancelled(ctx, signal) };
+      let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
       try {
-        answer = store.complete(lease, result, storeTtlMs);
+        const answer = this.store.claim(key, print);
+        claim = isThenable(answer) ? await answer : answer;
       } catch (error) {
-        ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-        return completeLater(
-          ctx,
-          lease,
-          result,
-          tries + 1,
-          Math.min(delayMs * 2, lease.renewEveryMs),
-          reportLost,
-        );
+        return { ok: false, error: unavailable(error) };
       }
-      if (isPromise(answer)) {
-        answer.then(reportLost, (error: unknown) => {
-          ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-          completeLater(ctx, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs), reportLost);
-        });
+      switch (claim.kind) {
+        case 'hit':
+          return { ok: true, result: claim.result, hit: true };
+        case 'conflict':
+          return { ok: false, error: conflict(key) };
+        case 'unshareable':
+          return { ok: false, error: unshareable(key, claim.reason, claim.expiresInMs) };
+        case 'follow': {
+          if (!followed) ctx.emit('idempotency.hit', { key, source: 'in_flight' });
+          followed = true;
+          try {
+            const waited = this.store.changed(key, claim.fence, { signal, timeoutMs: claim.leaseEndsInMs });
+            if (isThenable(waited)) await waited;
+          } catch (error) {
+            return { ok: false, error: unavailable(error) };
+          }
+          continue;
+        }
+        case 'lead': {
+          if (signal.aborted) {
+            this.release(claim.lease);
+            return { ok: false, error: cancelled(ctx, signal) };
+          }
+          const settlement = await this.lead(ctx, next, claim.lease, signal);
+          if (settlement !== 'again') return settlement;
+          continue;
+        }
       }
-    }, delayMs);
-    (handle as { unref?: () => void } | undefined)?.unref?.();
-  };
+    }
+  }
 
   // Runs the key once under its lease; answers what this process's callers get.
-  const lead = async (
+  private async lead(
     ctx: DispatchContext,
     next: Next,
     lease: IdempotencyLease,
     signal: AbortSignal,
-  ): Promise<StoreSettlement | 'again'> => {
-    const { key } = lease;
+  ): Promise<StoreSettlement | 'again'> {
     // The execution's signal aborts when every local caller has left or the lease is lost.
     const execution = new AbortController();
     const restore = ctx.limit({ signal: execution.signal });
     const offCaller = onAbort(signal, () => execution.abort(signal.reason));
-    let lostReported = false;
-    const reportLost = () => {
-      if (lostReported || !lease.signal.aborted) return;
-      lostReported = true;
-      ctx.emit('idempotency.lease_lost', { key, fence: lease.fence });
-    };
-    // A store aborts a lease's signal only when a renewal or the completion finds it gone, so
-    // it is watched from the first renewal on: a call shorter than a renewal period never
-    // makes the store build that signal.
-    let offLease: () => void = ignore;
-    let watching = false;
-    const renew = () => {
-      if (!watching) {
-        watching = true;
-        offLease = onAbort(lease.signal, () => {
-          reportLost();
-          execution.abort(lease.signal.reason);
-        });
-      }
-      return store.renew(lease);
-    };
-    const stop = keepLeaseAlive(lease, renew, timers);
+    const watch = new LeaseWatch(ctx, lease, execution);
+    const stop = keepLeaseAlive(lease, () => watch.renew(this.store), this.timers);
     let failure: unknown;
     let failed = false;
     try {
@@ -394,14 +441,14 @@ function storeBacked(
     } finally {
       stop();
       offCaller();
-      offLease();
+      watch.stop();
       restore();
     }
     const { outcome } = ctx;
     if (failed || outcome?.ok !== true) {
-      release(lease);
+      this.release(lease);
       // Another leader took the key over: its outcome is this call's too.
-      if (watching && lease.signal.aborted && !signal.aborted) return 'again';
+      if (watch.watching && lease.signal.aborted && !signal.aborted) return 'again';
       return {
         ok: false,
         error: failed
@@ -414,137 +461,138 @@ function storeBacked(
     const result = outcome.result;
     let completion: MaybePromise<Awaited<ReturnType<IdempotencyStore['complete']>>>;
     try {
-      completion = store.complete(lease, result, storeTtlMs);
-      if (isPromise(completion)) completion = await completion;
+      completion = this.store.complete(lease, result, this.storeTtlMs);
+      if (isThenable(completion)) completion = await completion;
     } catch (error) {
-      ctx.emit('idempotency.store_error', { key, operation: 'complete', error });
+      ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
       // A completion that failed past the lease's end finds it lost: that is said too.
-      reportLost();
-      completeLater(ctx, lease, result, 1, completeRetryMs, reportLost);
+      watch.reportLost();
+      this.completeLater(ctx, lease, result, 1, completeRetryMs, watch.reportLost);
       return { ok: true, result, hit: false };
     }
     // Only a renewal or this completion can have found the lease gone.
-    if (watching || completion.kind === 'lost') reportLost();
+    if (watch.watching || completion.kind === 'lost') watch.reportLost();
     if (completion.kind === 'lost' && completion.winner !== undefined) {
       return { ok: true, result: completion.winner.result, hit: false };
     }
     return { ok: true, result, hit: false };
-  };
+  }
 
-  // claim → hit / unshareable / conflict / lead / follow, until one answers.
-  const execute = async (
+  // The side effect happened and the caller has its result; the store learns of it as soon as
+  // it can. Until the lease ends, other processes wait for the key rather than run it again.
+  private completeLater(
     ctx: DispatchContext,
-    next: Next,
-    key: string,
-    print: Fingerprint,
-    signal: AbortSignal,
-  ): Promise<StoreSettlement> => {
-    let followed = false;
-    for (;;) {
-      if (signal.aborted) return { ok: false, error: cancelled(ctx, signal) };
-      let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
+    lease: IdempotencyLease,
+    result: unknown,
+    tries: number,
+    delayMs: number,
+    reportLost: () => void,
+  ): void {
+    // The lease ended before the success could be stored: another process may run the key.
+    if (lease.signal.aborted) return reportLost();
+    // Past about a lease (three renewal periods) the lease has ended, even if its store never said so.
+    const giveUpAfter =
+      lease.renewEveryMs < Infinity
+        ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1
+        : maxCompleteRetries;
+    if (tries >= Math.max(giveUpAfter, 1)) return;
+    const again = (error: unknown) => {
+      ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
+      this.completeLater(
+        ctx,
+        lease,
+        result,
+        tries + 1,
+        Math.min(delayMs * 2, lease.renewEveryMs),
+        reportLost,
+      );
+    };
+    const handle = this.timers.setTimeout(() => {
+      let answer: MaybePromise<unknown>;
       try {
-        const answer = store.claim(key, print);
-        claim = isPromise(answer) ? await answer : answer;
+        answer = this.store.complete(lease, result, this.storeTtlMs);
       } catch (error) {
-        return { ok: false, error: unavailable(error) };
+        return again(error);
       }
-      switch (claim.kind) {
-        case 'hit':
-          return { ok: true, result: claim.result, hit: true };
-        case 'conflict':
-          return { ok: false, error: conflict(key) };
-        case 'unshareable':
-          return {
-            ok: false,
-            error: new DispatchError(
-              'idempotency_result_unavailable',
-              `Idempotency key "${shorten(key)}" already succeeded, but its result could not be shared (${claim.reason}); it is not run again`,
-              { retryAfterMs: claim.expiresInMs },
-            ),
-          };
-        case 'follow': {
-          if (!followed) ctx.emit('idempotency.hit', { key, source: 'in_flight' });
-          followed = true;
-          try {
-            const waited = store.changed(key, claim.fence, { signal, timeoutMs: claim.leaseEndsInMs });
-            if (isPromise(waited)) await waited;
-          } catch (error) {
-            return { ok: false, error: unavailable(error) };
-          }
-          continue;
-        }
-        case 'lead': {
-          if (signal.aborted) {
-            release(claim.lease);
-            return { ok: false, error: cancelled(ctx, signal) };
-          }
-          const settlement = await lead(ctx, next, claim.lease, signal);
-          if (settlement !== 'again') return settlement;
-          continue;
-        }
-      }
-    }
-  };
+      if (isThenable(answer)) answer.then(reportLost, again);
+    }, delayMs);
+    (handle as { unref?: () => void } | undefined)?.unref?.();
+  }
 
-  const keyed = async (ctx: DispatchContext, next: Next, key: string): Promise<void> => {
-    const { tool } = ctx;
-    if (tool === undefined) {
-      throw new DispatchError('internal', 'idempotency() must sit inside toolLookup()');
+  private release(lease: IdempotencyLease): void {
+    try {
+      const released = this.store.release(lease);
+      if (isThenable(released)) released.catch(noop);
+    } catch {
+      // The lease frees the key when it ends.
     }
-    const print = fingerprint(tool.name, ctx.args);
-    const callerSignal = ctx.signal;
-    const existing = inFlight.get(key);
-    if (existing !== undefined) {
-      if (existing.fingerprint !== print) throw conflict(key);
-      existing.waiters += 1;
-      ctx.emit('idempotency.hit', { key, source: 'in_flight' });
-      const settlement = await raceAbort(existing.done, callerSignal, () => {
-        detach(key, existing, callerSignal.reason);
-        return cancelled(ctx, callerSignal);
+  }
+
+  private detach(key: string, flight: StoreFlight, reason: unknown): void {
+    flight.waiters -= 1;
+    if (flight.waiters > 0 || flight.settled) return;
+    flight.controller?.abort(reason);
+    this.forget(key, flight);
+  }
+
+  private forget(key: string, flight: StoreFlight): void {
+    if (this.inFlight.get(key) === flight) this.inFlight.delete(key);
+  }
+}
+
+/** A leader's watch on its lease: reports the lease lost once, and aborts the execution with it. */
+class LeaseWatch {
+  // A store aborts a lease's signal only when a renewal or the completion finds it gone, so it
+  // is watched from the first renewal on: a call shorter than a renewal period never makes the
+  // store build that signal.
+  watching = false;
+  private lostReported = false;
+  private offLease: () => void = noop;
+
+  constructor(
+    private readonly ctx: DispatchContext,
+    private readonly lease: IdempotencyLease,
+    private readonly execution: AbortController,
+  ) {}
+
+  renew(store: IdempotencyStore): ReturnType<IdempotencyStore['renew']> {
+    if (!this.watching) {
+      this.watching = true;
+      this.offLease = onAbort(this.lease.signal, () => {
+        this.reportLost();
+        this.execution.abort(this.lease.signal.reason);
       });
-      if (!settlement.ok) throw settlement.error;
-      ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
-      return;
     }
-    if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
-    const flight = new StoreFlight(print, callerSignal !== neverAborted);
-    inFlight.set(key, flight);
-    const unsubscribe = onAbort(callerSignal, () => detach(key, flight, callerSignal.reason));
-    const signal = flight.controller?.signal ?? callerSignal;
-    execute(ctx, next, key, print, signal).then(
-      (settlement) => {
-        if (inFlight.get(key) === flight) inFlight.delete(key);
-        flight.settle(settlement);
-      },
-      (error: unknown) => {
-        if (inFlight.get(key) === flight) inFlight.delete(key);
-        flight.settle({ ok: false, error: toDispatchError(error, ctx.attempt) });
-      },
-    );
-    const settlement = await flight.done;
-    unsubscribe();
-    if (!settlement.ok) throw settlement.error;
-    if (settlement.hit) {
-      ctx.emit('idempotency.hit', { key, source: 'cache' });
-      ctx.outcome = { ok: true, result: settlement.result, attempts: 0 };
-    } else if (ctx.outcome?.ok !== true || ctx.outcome.result !== settlement.result) {
-      // The result of another leader's execution of the key, after this one lost its lease.
-      ctx.outcome = { ok: true, result: settlement.result, attempts: ctx.attempt };
-    }
-  };
+    return store.renew(this.lease);
+  }
 
-  const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
-    const key = ctx.options.idempotencyKey;
-    return key === undefined ? next() : keyed(ctx, next, key);
-  });
-  return Object.assign(middleware, {
-    size: () => ({ cached: 0, inFlight: inFlight.size }),
-  });
+  stop(): void {
+    this.offLease();
+  }
+
+  readonly reportLost = (): void => {
+    if (this.lostReported || !this.lease.signal.aborted) return;
+    this.lostReported = true;
+    this.ctx.emit('idempotency.lease_lost', { key: this.lease.key, fence: this.lease.fence });
+  };
+}
+
+function unavailable(error: unknown): DispatchError {
+  if (isDispatchError(error)) return error;
+  return storeUnavailable(
+    `The idempotency store could not be reached: ${String((error as Error)?.message ?? error)}`,
+    { cause: error },
+  );
+}
+
+function unshareable(key: string, reason: string, expiresInMs: number): DispatchError {
+  return new DispatchError(
+    'idempotency_result_unavailable',
+    `Idempotency key "${shorten(key)}" already succeeded, but its result could not be shared (${reason}); it is not run again`,
+    { retryAfterMs: expiresInMs },
+  );
 }
 
 function shorten(key: string): string {
   return key.length > 64 ? `${key.slice(0, 61)}...` : key;
 }
-
-function ignore(): void {}

@@ -1,4 +1,7 @@
-// The idempotency layer's in-memory store: held keys and recent successes in this process, answered synchronously.
+/**
+ * The idempotency layer's in-memory store: held keys and recent successes in this process, answered synchronously.
+ * @module
+ */
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
@@ -154,7 +157,13 @@ class MemoryKeys {
       if (token !== undefined && entry.lease.token === token) return { kind: 'lead', lease: entry.lease };
       return { kind: 'follow', fence: entry.lease.fence, leaseEndsInMs: entry.expiresAt - now };
     }
-    const lease = new MemoryLease(key, token ?? `m${++this.tokens}`, ++this.fences, this.renewEveryMs, fingerprint);
+    const lease = new MemoryLease(
+      key,
+      token ?? `m${++this.tokens}`,
+      ++this.fences,
+      this.renewEveryMs,
+      fingerprint,
+    );
     this.held.set(key, new Held(lease, now + this.leaseMs));
     return { kind: 'lead', lease };
   }

@@ -1,5 +1,8 @@
-// The idempotency layer's memory of recent successes: bounded in size, expired in completion
-// order, and never paused for long, whatever the number of keys.
+/**
+ * The idempotency layer's memory of recent successes: bounded in size, expired in completion
+ * order, and never paused for long, whatever the number of keys.
+ * @module
+ */
 
 import type { Fingerprint } from './fingerprint.js';
 
@@ -70,8 +73,8 @@ export class SuccessCache {
 
   /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */
   set(key: string, fingerprint: Fingerprint, result: unknown, now: number): void {
-    // Two small integers rather than one double: V8 keeps a small integer in the entry itself,
-    // while a fraction would make it box this field in every entry, 16 bytes each.
+    // Kept as whole milliseconds and a fraction in `fractionUnits`, both integers: `ageOf` puts
+    // them back together, keeping the fraction a fractional clock gives.
     const at = now - this.#epoch;
     const whole = Math.floor(at);
     const fraction = Math.floor((at - whole) * fractionUnits);

@@ -1,4 +1,7 @@
-// The shape checks raw args get before any schema sees them: an object, acyclic, not too deep.
+/**
+ * The shape checks raw args get before any schema sees them: an object, acyclic, not too deep.
+ * @module
+ */
 
 /** What is wrong with the shape of raw args, or `undefined` when nothing is. */
 export function argsShapeProblem(args: unknown, maxDepth: number): string | undefined {

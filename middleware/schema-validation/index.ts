@@ -45,7 +45,8 @@ export function createSchemaValidation(options?: SchemaValidationOptions): {
   const { maxDepth = 64 } = optionsObject('schemaValidation', options);
   requireInteger('maxDepth', maxDepth, 1);
 
-  // Validates and replaces ctx.args; only an asynchronous validator costs a promise.
+  // Validates and replaces ctx.args: at once for a synchronous validator, with a promise only for
+  // an asynchronous one (which the default stack's runner leaves to the onion).
   const check = (ctx: DispatchContext): DispatchError | undefined | Promise<DispatchError | undefined> => {
     const { tool } = ctx;
     if (tool === undefined) {

@@ -1,8 +1,11 @@
-// Abort plumbing shared by the layers: a signal that never fires, one listener per signal, abortable waits.
+/**
+ * Abort plumbing shared by the layers: a signal that never fires, one listener per signal, abortable waits.
+ * @module
+ */
 
 import type { Clock } from '../clock.js';
 
-/** A signal nobody can abort, for calls without one; sharing it costs nothing per dispatch. */
+/** A signal nobody can abort, for calls without one; `onAbort` knows it and subscribes nothing. */
 export const neverAborted: AbortSignal = new AbortController().signal;
 
 /** The longest delay a Node timer honours; longer ones would fire after 1 ms. */
@@ -18,7 +21,7 @@ const fanOuts = new WeakMap<AbortSignal, FanOut>();
 
 /**
  * Calls `callback` once when `signal` aborts and returns a function that unsubscribes. Does
- * nothing (and costs nothing) for `neverAborted`. A signal that has already aborted calls back in
+ * nothing for `neverAborted`. A signal that has already aborted calls back in
  * a microtask: an abort that happened while the subscriber was still setting up is not missed.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
@@ -62,7 +65,10 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   };
 }
 
-/** Does nothing: the unsubscribe of a subscription that never needed one. */
+/**
+ * Does nothing: the unsubscribe of a subscription that never needed one, or the rejection
+ * handler of a promise whose outcome nobody is waiting for any more.
+ */
 export function noop(): void {}
 
 /**
@@ -76,7 +82,7 @@ export function raceAbort<T>(
 ): Promise<T> {
   if (signal === neverAborted) return Promise.resolve(promise);
   if (signal.aborted) {
-    Promise.resolve(promise).then(undefined, swallow);
+    Promise.resolve(promise).then(undefined, noop);
     return Promise.reject(reason());
   }
   return new Promise<T>((resolve, reject) => {
@@ -116,6 +122,3 @@ export function sleep(
     );
   });
 }
-
-/** Does nothing with an error: marks a promise whose outcome nobody is waiting for any more. */
-export function swallow(): void {}

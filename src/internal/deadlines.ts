@@ -1,13 +1,13 @@
 /**
- * Attempt deadlines, cheap enough to give every attempt one: the lists behind `ctx.limit`.
+ * Attempt deadlines, one per attempt: the lists behind `ctx.limit`.
  *
- * Setting and clearing a Node timer costs about as much as the rest of a dispatch together, so:
  * - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
  *   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
  * - armed deadlines of the same duration expire in the order they started, so each duration keeps
  *   them in a linked list served by a single Node timer, set for the earliest one; while that list
  *   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
- * A deadline is measured from its start either way, and when nothing is armed no timer is left.
+ * A deadline is measured from its start either way, so arming it late never lengthens it, and
+ * when nothing is armed no timer is left to keep the process alive.
  * @module
  */
 
@@ -17,7 +17,7 @@ const nodeSetTimeout = globalThis.setTimeout;
 
 /**
  * What the scheduler keeps of a deadline: when it passes and its place in its duration's list.
- * The owner (a limit) is the node itself, which saves an object per deadline.
+ * The owner (a limit) is the node itself, so a limit has exactly one place in one list.
  */
 export interface DeadlineNode {
   readonly ms: number;
@@ -63,7 +63,7 @@ export class DeadlineList {
 export class DeadlineScheduler {
   readonly #lists = new Map<number, DeadlineList>();
   // Deadlines started this tick, to be armed at its end: a list like the armed ones (each node
-  // is its own link), so that starting and cancelling one allocates nothing and costs O(1).
+  // is its own link), so that cancelling one is O(1) wherever it waits.
   readonly #waiting = new DeadlineList(Number.NaN);
   #armScheduled = false;
 
@@ -96,8 +96,8 @@ export class DeadlineScheduler {
     const { list } = deadline;
     if (list === undefined) return;
     list.remove(deadline);
-    // The timer may now be early for the new first deadline; when it fires it is set again, which
-    // is cheaper than moving it on every cancel.
+    // The timer may now be early for the new first deadline. That is harmless: a timer that
+    // fires expires only the deadlines that have passed and is set again for the first one left.
     if (list.first === undefined && list !== this.#waiting) this.#stop(list);
   }
 

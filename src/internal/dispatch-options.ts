@@ -1,4 +1,7 @@
-// Checks a dispatch's own options; a bad one fails that call with `schema`, before any layer runs.
+/**
+ * Checks a dispatch's own options; a bad one fails that call with `schema`, before any layer runs.
+ * @module
+ */
 
 import { isBudget } from '../budget.js';
 

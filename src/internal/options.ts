@@ -1,4 +1,7 @@
-// Option checks for middleware factories: each failure is a TypeError naming the option.
+/**
+ * Option checks for middleware factories: each failure is a TypeError naming the option.
+ * @module
+ */
 
 /** Throws unless `value` is an integer >= `min`. */
 export function requireInteger(name: string, value: unknown, min: number): number {

@@ -1,5 +1,8 @@
-// Telling a promise from a plain value the way `await` does: by a callable `then`, so promises
-// from another realm (a vm context, a polyfill) are followed too.
+/**
+ * Telling a promise from a plain value the way `await` does: by a callable `then`, so promises
+ * from another realm (a vm context, a polyfill) are followed too.
+ * @module
+ */
 
 /**
  * Whether `value` has a callable `then`. Reading `then` may run a getter (or a hostile proxy's

@@ -1,5 +1,8 @@
-// The library's own layers, which never call next() while an earlier call is running, so the
-// composer can skip the bookkeeping that catches that mistake in third-party middleware.
+/**
+ * The library's own layers, which never call next() while an earlier call is running, so the
+ * composer can skip the bookkeeping that catches that mistake in third-party middleware.
+ * @module
+ */
 
 type AnyFunction = (...args: never[]) => unknown;
 
