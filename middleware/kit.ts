@@ -15,7 +15,7 @@ export {
   requireNumber,
 } from '../src/internal/options.js';
 export { isThenable } from '../src/internal/thenable.js';
-export { withoutStackFrames } from '../src/errors.js';
+export { isJsonParseError, withoutStackFrames } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';

@@ -4,7 +4,7 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { isThenable, noop, optionsObject, requireFunction } from './kit.js';
+import { isJsonParseError, isThenable, noop, optionsObject, requireFunction } from './kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -223,21 +223,15 @@ function withoutArgumentText(ctx: DispatchContext, event: DispatchEvent, key: st
     if (key === 'message' && event.type === 'dispatch.failure') {
       const { outcome } = ctx;
       const cause = outcome?.ok === false && outcome.message === value ? outcome.cause : undefined;
-      return isParserError(cause) ? parserMessage : event.kind === 'schema' ? schemaMessage : value;
+      return isJsonParseError(cause) ? parserMessage : event.kind === 'schema' ? schemaMessage : value;
     }
     if (!(value instanceof Error)) return value;
-    if (isParserError(value) || isParserError(value.cause)) return parserMessage;
+    if (isJsonParseError(value) || isJsonParseError(value.cause)) return parserMessage;
     return (value as { kind?: unknown }).kind === 'schema' ? schemaMessage : value;
   } catch {
     // A detail that cannot be read is left out rather than risk its text.
     return undefined;
   }
-}
-
-function isParserError(value: unknown): boolean {
-  return (
-    value instanceof SyntaxError || (value as { name?: unknown } | null | undefined)?.name === 'SyntaxError'
-  );
 }
 
 // defineProperty, so a field named "__proto__" stays a plain field and never swaps the prototype.

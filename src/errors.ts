@@ -309,6 +309,20 @@ export class ToolError extends Error {
 }
 
 /**
+ * Whether `value` is a JSON parser's error (a `SyntaxError`, from this realm or another), whose
+ * message quotes the text it failed on: logs and telemetry keep such messages out unless the user
+ * records arguments.
+ *
+ * @example
+ * try { JSON.parse('{"ssn": 078') } catch (error) { isJsonParseError(error); } // true
+ */
+export function isJsonParseError(value: unknown): boolean {
+  return (
+    value instanceof SyntaxError || (value as { name?: unknown } | null | undefined)?.name === 'SyntaxError'
+  );
+}
+
+/**
  * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
  * `TransientError` becomes `transient`, a `ToolError` `tool_error`, everything else `internal`.
  *

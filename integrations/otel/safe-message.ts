@@ -4,6 +4,8 @@
  * @module
  */
 
+import { isJsonParseError } from '../../middleware/index.js';
+
 /** The parts of a failure its telemetry message is chosen from. */
 export interface Failure {
   /** The envelope's kind. */
@@ -58,7 +60,7 @@ function containsKey(message: string, key: string): boolean {
 
 function isParserError(cause: unknown): boolean {
   try {
-    return cause instanceof SyntaxError || (cause as { name?: unknown } | null)?.name === 'SyntaxError';
+    return isJsonParseError(cause);
   } catch {
     // A cause that cannot be read may be anything: treated as the parser's, so withheld.
     return true;
