@@ -9,17 +9,15 @@
 
 import { pathToFileURL } from 'node:url';
 import { AIMessage, createAgent, fakeModel, ToolMessage } from 'langchain';
-import { z } from 'zod';
-import {
-  createBudget,
-  createDispatcher,
-  defaultStack,
-  ToolError,
-  ToolRegistry,
-  TransientError,
-  type Outcome,
-} from '../index.js';
+import { createBudget, type Outcome } from '../index.js';
 import { dispatcherMiddleware } from '../integrations/langchain/index.js';
+import {
+  checkoutAnswer,
+  checkoutCalls,
+  checkoutPrompt,
+  createCheckout,
+  replayedCharge,
+} from './checkout/index.js';
 
 /** What the run did, for a test or a summary line. */
 export interface LangChainLoopSummary {
@@ -33,50 +31,6 @@ export interface LangChainLoopSummary {
   readonly failures: readonly string[];
 }
 
-/** The checkout tools: in-memory backends, each scripted to show one behaviour. */
-function checkoutTools(charged: string[]) {
-  let inventoryRequests = 0;
-  return new ToolRegistry()
-    .register({
-      name: 'docs.search',
-      description: 'Searches the help centre.',
-      inputSchema: z.object({ query: z.string() }),
-      idempotent: true,
-      handler: ({ query }) => ({ hits: [`${query}: 30 days, original payment method`] }),
-    })
-    .register({
-      name: 'inventory.check',
-      description: 'Stock for a SKU (its backend drops the first request).',
-      inputSchema: z.object({ sku: z.string() }),
-      idempotent: true,
-      handler: ({ sku }) => {
-        inventoryRequests += 1;
-        if (inventoryRequests === 1) throw new TransientError('connection reset');
-        return { sku, inStock: 3 };
-      },
-    })
-    .register({
-      name: 'orders.charge',
-      description: 'Charges an order (cards decline above 1000).',
-      inputSchema: z.object({ order: z.string(), amount: z.number().positive() }),
-      handler: ({ order, amount }) => {
-        if (amount > 1000) throw new ToolError(`card declined for order ${order}`);
-        charged.push(order);
-        return `charged ${amount} to order ${order}`;
-      },
-    })
-    .register({
-      name: 'shipping.quote',
-      description: 'A shipping quote (its carrier never answers in time).',
-      inputSchema: z.object({ zip: z.string() }),
-      timeoutMs: 30,
-      handler: (_args, ctx) =>
-        new Promise<never>((_resolve, reject) =>
-          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
-        ),
-    });
-}
-
 /**
  * Runs the loop once and writes its transcript.
  *
@@ -88,32 +42,13 @@ export async function runLangChainLoop({
 }: {
   write?: (line: string) => void;
 } = {}): Promise<LangChainLoopSummary> {
-  const charged: string[] = [];
-  const registry = checkoutTools(charged);
-  const events: Record<string, number> = {};
-  const dispatcher = createDispatcher(defaultStack({ registry, retry: { random: () => 0 } }), {
-    onEvent: (event) => {
-      events[event.type] = (events[event.type] ?? 0) + 1;
-    },
-  });
+  const { registry, dispatcher, charged, events, summary } = createCheckout();
 
   const model = fakeModel()
-    .respondWithTools([
-      { id: 'call_1', name: 'docs__search', args: { query: 'refund policy' } },
-      { id: 'call_2', name: 'inventory__check', args: { sku: 'A1' } },
-      { id: 'call_3', name: 'orders__charge', args: { order: '1042', amount: 40 } },
-      { id: 'call_4', name: 'orders__charge', args: { order: '1043', amount: 5000 } },
-      { id: 'call_5', name: 'shipping__quote', args: { zip: '10115' } },
-      { id: 'call_6', name: 'docs__search', args: { query: 7 } },
-      { id: 'call_7', name: 'gift__wrap', args: {} },
-    ])
-    // The provider replays call_3 (as after a dropped connection): the cache answers it.
-    .respondWithTools([{ id: 'call_3', name: 'orders__charge', args: { order: '1042', amount: 40 } }])
-    .respond(
-      new AIMessage(
-        'Order 1042 is charged (once) and in stock; 1043 was declined and shipping had no quote in time.',
-      ),
-    );
+    .respondWithTools([...checkoutCalls])
+    // The provider replays the charge (as after a dropped connection): the cache answers it.
+    .respondWithTools([replayedCharge])
+    .respond(new AIMessage(checkoutAnswer));
 
   // The 20-line setup: the middleware brings the tools; keys are scoped to the thread.
   const agent = createAgent({
@@ -127,10 +62,9 @@ export async function runLangChainLoop({
       }),
     ],
   });
-  const prompt = 'Refund order 1042, charge its replacement and order 1043, and quote shipping to 10115.';
-  write(`user: ${prompt}`);
+  write(`user: ${checkoutPrompt}`);
   const result = await agent.invoke(
-    { messages: [{ role: 'user', content: prompt }] },
+    { messages: [{ role: 'user', content: checkoutPrompt }] },
     { configurable: { thread_id: 'thread-1' } },
   );
 
@@ -149,12 +83,7 @@ export async function runLangChainLoop({
       if (calls.length === 0) write(`model: ${message.text}`);
     }
   }
-  write('---');
-  write(`orders charged: ${charged.join(', ')} (${charged.length})`);
-  write(`failures the app saw: ${failures.join(', ')}`);
-  write(
-    `events: ${['dispatch.retry', 'dispatch.timeout', 'idempotency.hit', 'dispatch.failure'].map((type) => `${type}=${events[type] ?? 0}`).join(' ')}`,
-  );
+  for (const line of summary(failures)) write(line);
   return { text: String(result.messages.at(-1)?.text ?? ''), charged, events, failures };
 }
 
