@@ -8,7 +8,7 @@ import { flattenStack } from './compose.js';
 import { CallContext } from './context.js';
 import { DispatchError, describeThrown } from './errors.js';
 import { gather, type DispatchCall, type GatherOptions } from './gather.js';
-import { dispatchOptionsProblem } from './internal/dispatch-options.js';
+import { dispatchOptionsProblem } from './dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireFunction } from './internal/options.js';

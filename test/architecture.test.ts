@@ -169,4 +169,29 @@ describe('the import rules', () => {
     }
     expect(named).toEqual([]);
   });
+
+  it('keeps in src/internal/ only what several modules share (a one-user helper lives beside its user)', () => {
+    const users = new Map<string, Set<string>>();
+    for (const folder of ['src', 'middleware', 'integrations']) {
+      for (const file of sourceFiles(folder)) {
+        for (const specifier of specifiersOf(file)) {
+          if (!isRelative(specifier)) continue;
+          const to = target(file, specifier);
+          if (!to.startsWith('src/internal/')) continue;
+          const seen = users.get(to) ?? new Set<string>();
+          seen.add(relative(root, file).split(sep).join('/'));
+          users.set(to, seen);
+        }
+      }
+    }
+    const internal = sourceFiles('src/internal').map((file) =>
+      relative(root, file).split(sep).join('/').replace(/\.ts$/, '.js'),
+    );
+    const loners = internal.filter((module) => {
+      const by = [...(users.get(module) ?? [])];
+      // A helper of one other internal module already lives beside its user.
+      return by.length === 0 || (by.length === 1 && !by[0]!.startsWith('src/internal/'));
+    });
+    expect(loners).toEqual([]);
+  });
 });

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { isBudget } from '../budget.js';
+import { isBudget } from './budget.js';
 
 /** The longest idempotency key accepted; keys are held in memory for the TTL. */
 export const maxIdempotencyKeyLength = 1_024;
