@@ -17,6 +17,8 @@ export type DispatchErrorKind =
   | 'tool_error'
   | 'store_unavailable'
   | 'idempotency_result_unavailable'
+  | 'rate_limited'
+  | 'overloaded'
   | (string & {});
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
