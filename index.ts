@@ -41,6 +41,10 @@ export type {
   TransientErrorOptions,
 } from './src/index.js';
 
+// Reading a backend's 429 (rate limits).
+export { classifyRateLimit, parseRetryAfter } from './src/index.js';
+export type { HeadersLike, RetryAfterOptions } from './src/index.js';
+
 // The helpers a harness loop and a host integration use.
 export {
   createBudget,

@@ -12,6 +12,7 @@ import type { Limit, LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
+import { classifyRateLimit } from './rate-limit-signals.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -422,11 +423,13 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
 }
 
 /**
- * The envelope of a handler's own failure: `transient` for a `TransientError`, `tool_error` for a
+ * The envelope of a handler's own failure: `transient` for a `TransientError` or a rate-limit
+ * answer `classifyRateLimit` knows, `tool_error` for a
  * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
  * itself is `internal`, never mistaken for a timeout of this dispatcher.
  */
 function handlerFailure(error: unknown, attempts: number): DispatchError {
-  if (!isDispatchError(error)) return toDispatchError(error, attempts);
+  // A backend's 429 escaping the handler (an SDK's APIError, a Response) is a rate-limited `transient`.
+  if (!isDispatchError(error)) return toDispatchError(classifyRateLimit(error) ?? error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

@@ -20,6 +20,9 @@ const rootNames = [
   'toDispatchError',
   'ToolError',
   'TransientError',
+  // Reading a backend's 429 (rate limits).
+  'classifyRateLimit',
+  'parseRetryAfter',
   // The helpers a harness loop and a host integration use.
   'createBudget',
   'createNameMap',
