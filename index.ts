@@ -117,6 +117,11 @@ export type {
   StoreBudget,
   StoreFingerprint,
   StoreLease,
+  RateBucket,
+  RateGrant,
+  RateStore,
+  WindowReservation,
+  WindowStore,
 } from './src/index.js';
 
 // The layers and the default stack.
@@ -130,10 +135,12 @@ export {
   isCircuitFailure,
   isRetryable,
   logging,
+  rateLimit,
   retry,
   schemaValidation,
   timeout,
   toolLookup,
+  windowedBudget,
 } from './middleware/index.js';
 export type {
   CircuitBreakerMiddleware,
@@ -142,6 +149,8 @@ export type {
   CircuitState,
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
+  RateLimitOptions,
+  WindowedBudgetOptions,
   ConcurrencyLoad,
   DefaultStackOptions,
   IdempotencyMiddleware,

@@ -13,6 +13,7 @@ import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
 import { classifyRateLimit } from './rate-limit-signals.js';
+import { attemptCost } from './internal/cost.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -99,7 +100,8 @@ function attemptOnSharedBudget(
 ): void {
   let taken: boolean | Promise<boolean>;
   try {
-    taken = budget.tryConsume(1);
+    const units = attemptCost(ctx);
+    taken = units === 0 || budget.tryConsume(units);
   } catch (error) {
     return failLater(settled, error);
   }
@@ -176,7 +178,7 @@ function followOrFail(
 }
 
 /**
- * Starts one attempt inside `limit` (or, without one, under `base`): takes a budget unit (unless
+ * Starts one attempt inside `limit` (or, without one, under `base`): takes the tool's cost from the budget (unless
  * `charged`: the caller took it already), counts the attempt and emits `dispatch.attempt`.
  * Returns the handler's context; throws the envelope when the attempt cannot start (stopped,
  * budget spent). A budget whose `tryConsume` answers with a promise must be charged first (see
@@ -189,7 +191,8 @@ function startAttempt(
   charged: boolean,
 ): AttemptContext {
   if (!charged && ctx.budget !== undefined) {
-    const taken = ctx.budget.tryConsume(1);
+    const units = attemptCost(ctx);
+    const taken = units === 0 || ctx.budget.tryConsume(units);
     if (taken !== true) {
       if (isThenable(taken)) {
         taken.then(undefined, noop);

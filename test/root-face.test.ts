@@ -43,13 +43,21 @@ const rootNames = [
   'isCircuitFailure',
   'isRetryable',
   'logging',
+  'rateLimit',
   'retry',
   'schemaValidation',
   'timeout',
   'toolLookup',
+  'windowedBudget',
 ];
 
-const memoryStores = ['memoryCircuitStore', 'memoryIdempotencyStore', 'memorySlotStore'];
+const memoryStores = [
+  'memoryCircuitStore',
+  'memoryIdempotencyStore',
+  'memoryRateStore',
+  'memorySlotStore',
+  'memoryWindowStore',
+];
 
 describe('the package root', () => {
   it('exports exactly its pinned names', () => {
