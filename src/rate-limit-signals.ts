@@ -124,8 +124,9 @@ export function classifyRateLimit(
   options: RetryAfterOptions = {},
 ): TransientError | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
-  if (value instanceof TransientError) return value.rateLimited ? value : undefined;
   try {
+    // Inside the try: a hostile proxy throws even for `instanceof`.
+    if (value instanceof TransientError) return value.rateLimited ? value : undefined;
     const { status, headers, isError } = value as { status?: unknown; headers?: unknown; isError?: unknown };
     if (typeof status === 'number') {
       if (!rateLimitStatuses.has(status)) return undefined;

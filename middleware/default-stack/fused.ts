@@ -22,6 +22,9 @@ import {
 } from '../../src/stack-runner.js';
 import type { DispatchContext, Middleware } from '../../src/types.js';
 import type { Entry, SlotGate } from '../concurrency-limit/gate.js';
+import type { RateLimitParts } from '../rate-limit/index.js';
+import type { WindowedBudgetParts } from '../windowed-budget/index.js';
+import { AttemptGuards } from './guards.js';
 import { maxTimerDelayMs } from '../kit.js';
 import type { RetryParts } from '../retry.js';
 import type { TimeoutParts } from '../timeout/index.js';
@@ -46,6 +49,10 @@ export interface DefaultStackParts {
   readonly breaker: Middleware | undefined;
   readonly concurrencyLimit: { readonly layer: Middleware; readonly gate: SlotGate };
   readonly retry: RetryParts;
+  /** The `rateLimit` layers between retry and timeout, outermost first. */
+  readonly rateLimits: readonly RateLimitParts[];
+  /** The `windowedBudget` layers after them. */
+  readonly windowedBudgets: readonly WindowedBudgetParts[];
   readonly timeout: TimeoutParts;
 }
 
@@ -68,12 +75,18 @@ interface Onions {
   readonly fromIdempotency: (ctx: CallContext) => Promise<void>;
   readonly fromConcurrency: (ctx: CallContext) => Promise<void>;
   readonly fromRetry: (ctx: CallContext) => Promise<void>;
-  readonly fromTimeout: (ctx: CallContext) => Promise<void>;
+  /** The layers retry runs each attempt through. */
+  readonly insideRetry: (ctx: CallContext) => Promise<void>;
 }
 
 function onionsOf(parts: DefaultStackParts): Onions {
   const { budgetGuard, idempotency, breaker, concurrencyLimit, retry, timeout } = parts;
   const fromBreaker = breaker === undefined ? [] : [breaker];
+  const guards = [
+    ...parts.rateLimits.map((part) => part.layer),
+    ...parts.windowedBudgets.map((part) => part.layer),
+  ];
+  const perAttempt = [...guards, timeout.layer];
   return {
     fromBudget: composeWithAttempt([
       budgetGuard.layer,
@@ -81,18 +94,18 @@ function onionsOf(parts: DefaultStackParts): Onions {
       ...fromBreaker,
       concurrencyLimit.layer,
       retry.layer,
-      timeout.layer,
+      ...perAttempt,
     ]),
     fromIdempotency: composeWithAttempt([
       idempotency,
       ...fromBreaker,
       concurrencyLimit.layer,
       retry.layer,
-      timeout.layer,
+      ...perAttempt,
     ]),
-    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, timeout.layer]),
-    fromRetry: composeWithAttempt([retry.layer, timeout.layer]),
-    fromTimeout: composeWithAttempt([timeout.layer]),
+    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, ...perAttempt]),
+    fromRetry: composeWithAttempt([retry.layer, ...perAttempt]),
+    insideRetry: composeWithAttempt(perAttempt),
   };
 }
 
@@ -101,12 +114,14 @@ class FusedStack {
   readonly #finish: Finish;
   readonly #onions: Onions;
   readonly #gate: SlotGate;
+  readonly #guards: AttemptGuards;
 
   constructor(parts: DefaultStackParts, finish: Finish) {
     this.#parts = parts;
     this.#finish = finish;
     this.#onions = onionsOf(parts);
     this.#gate = parts.concurrencyLimit.gate;
+    this.#guards = new AttemptGuards(parts.rateLimits, parts.windowedBudgets);
   }
 
   run(ctx: CallContext, report: Report): void {
@@ -163,17 +178,28 @@ class FusedStack {
     if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
       return this.#follow(fromRetry(ctx), done, slot);
     const { timeout } = this.#parts;
-    let restore: () => void;
+    let timeoutMs: number;
     try {
-      const timeoutMs = timeout.deadlineMs(ctx);
-      if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, slot);
-      restore = ctx.limit({ timeoutMs, clock: timeout.clock });
+      timeoutMs = timeout.deadlineMs(ctx);
     } catch (error) {
       // The timeout layer failing the first attempt: retry sees it, as in the onion.
       return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done, slot));
     }
+    if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, slot);
+    // A limiter that makes the attempt wait, or a budget that answers later, runs as its layer.
+    const held = this.#guards.enter(ctx);
+    if (held === undefined) return this.#follow(fromRetry(ctx), done, slot);
+    let restore: () => void;
+    try {
+      restore = ctx.limit({ timeoutMs, clock: timeout.clock });
+    } catch (error) {
+      this.#guards.ended(ctx, held, true, error, false);
+      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done, slot));
+    }
+    const before = ctx.attempt;
     attempt(ctx, (failed, error) => {
       restore();
+      this.#guards.ended(ctx, held, failed, error, ctx.attempt > before);
       if (failed) return this.#afterFirstFailure(ctx, error, done, slot);
       slot.release();
       done(false);
@@ -184,7 +210,7 @@ class FusedStack {
   #afterFirstFailure(ctx: CallContext, error: unknown, done: Done, slot: Entry): void {
     let rest: Promise<void>;
     try {
-      rest = this.#parts.retry.afterFailure(ctx, () => this.#onions.fromTimeout(ctx), 1, error);
+      rest = this.#parts.retry.afterFailure(ctx, () => this.#onions.insideRetry(ctx), 1, error);
     } catch (final) {
       slot.release();
       return done(true, final);

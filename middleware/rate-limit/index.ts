@@ -73,6 +73,7 @@ export interface RateLimitOptions {
 /** What a fast runner took from a limiter for one attempt. */
 export interface RateTicket {
   readonly key: string;
+  readonly cost: number;
   readonly id: string;
 }
 
@@ -86,6 +87,8 @@ export interface RateLimitParts {
   tryTake(ctx: DispatchContext): RateTicket | undefined;
   /** An attempt that held `ticket` failed with `error`: a wait it asks for empties the bucket. */
   failed(ctx: DispatchContext, ticket: RateTicket, error: unknown): void;
+  /** Gives back the tokens of a ticket whose attempt did not start. */
+  untake(ticket: RateTicket): void;
 }
 
 /**
@@ -121,6 +124,7 @@ export function createRateLimit(
     layer,
     tryTake: (ctx) => limiter.tryTake(ctx),
     failed: (ctx, ticket, error) => limiter.failed(ctx, ticket.key, ticket.id, error),
+    untake: (ticket) => limiter.untake(ticket),
   };
 }
 
@@ -208,7 +212,12 @@ class RateLimiter {
       settings.store.cancel(key, cost, settings.bucket, id);
       return undefined;
     }
-    return { key, id };
+    return { key, cost, id };
+  }
+
+  untake(ticket: RateTicket): void {
+    const { store, bucket } = this.#settings;
+    store.cancel(ticket.key, ticket.cost, bucket, ticket.id);
   }
 
   run(ctx: DispatchContext, next: Next): Promise<void> {
