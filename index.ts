@@ -41,6 +41,10 @@ export type {
   TransientErrorOptions,
 } from './src/index.js';
 
+// Reading a backend's 429 (rate limits).
+export { classifyRateLimit, parseRetryAfter } from './src/index.js';
+export type { HeadersLike, RetryAfterOptions } from './src/index.js';
+
 // The helpers a harness loop and a host integration use.
 export {
   createBudget,
@@ -113,6 +117,11 @@ export type {
   StoreBudget,
   StoreFingerprint,
   StoreLease,
+  RateBucket,
+  RateGrant,
+  RateStore,
+  WindowReservation,
+  WindowStore,
 } from './src/index.js';
 
 // The layers and the default stack.
@@ -126,10 +135,12 @@ export {
   isCircuitFailure,
   isRetryable,
   logging,
+  rateLimit,
   retry,
   schemaValidation,
   timeout,
   toolLookup,
+  windowedBudget,
 } from './middleware/index.js';
 export type {
   CircuitBreakerMiddleware,
@@ -138,6 +149,8 @@ export type {
   CircuitState,
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
+  RateLimitOptions,
+  WindowedBudgetOptions,
   ConcurrencyLoad,
   DefaultStackOptions,
   IdempotencyMiddleware,

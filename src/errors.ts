@@ -17,6 +17,8 @@ export type DispatchErrorKind =
   | 'tool_error'
   | 'store_unavailable'
   | 'idempotency_result_unavailable'
+  | 'rate_limited'
+  | 'overloaded'
   | (string & {});
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
@@ -193,6 +195,12 @@ export function isDispatchError(value: unknown): value is DispatchError {
 export interface TransientErrorOptions {
   /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`). */
   retryAfterMs?: number;
+  /**
+   * The backend refused for its rate limit or quota (a 429): a `rateLimit` layer around the
+   * attempt slows every sibling call, and a circuit breaker never counts it as a failure.
+   * @default false
+   */
+  rateLimited?: boolean;
   /** The underlying error. */
   cause?: unknown;
 }
@@ -206,6 +214,8 @@ export interface TransientErrorOptions {
 export class TransientError extends Error {
   /** The least time to wait before the next attempt, in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /** Whether the backend refused for its rate limit or quota. */
+  readonly rateLimited: boolean;
 
   /**
    * Makes a retryable failure.
@@ -221,6 +231,7 @@ export class TransientError extends Error {
       throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
     }
     this.retryAfterMs = retryAfterMs;
+    this.rateLimited = options.rateLimited === true;
   }
 }
 

@@ -29,6 +29,8 @@ export type {
   ToolErrorOptions,
   TransientErrorOptions,
 } from './errors.js';
+export { classifyRateLimit, parseRetryAfter } from './rate-limit-signals.js';
+export type { HeadersLike, RetryAfterOptions } from './rate-limit-signals.js';
 export { createNameMap } from './name-map.js';
 export type { NameMap, NameMapOptions } from './name-map.js';
 export { toObjectSchema } from './object-schema.js';

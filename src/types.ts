@@ -69,6 +69,18 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default 30_000 (the timeout layer's `defaultMs`)
    */
   timeoutMs?: number;
+  /**
+   * What one attempt costs, in the units of the caller's `budget` and of every `windowedBudget`
+   * (tokens, cents…): a number, or a function of the parsed args. Reserved before the handler runs.
+   * @default 1
+   */
+  cost?: number | ((args: StandardSchemaV1.InferOutput<Schema>) => number);
+  /**
+   * The actual cost of a successful attempt, from its result (e.g. `usage.total_tokens`): a
+   * `windowedBudget` gives back what was reserved beyond it, and charges an overrun.
+   * @default undefined (the reserved cost stands)
+   */
+  settle?: (result: Awaited<Result>, args: StandardSchemaV1.InferOutput<Schema>) => number;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -85,6 +97,10 @@ export interface Tool {
   readonly idempotent: boolean;
   /** Its own per-attempt timeout, or `undefined` to use the timeout layer's default. */
   readonly timeoutMs: number | undefined;
+  /** What one attempt costs (a number or a function of the args); `undefined` for 1. */
+  readonly cost: number | ((args: never) => number) | undefined;
+  /** The actual cost of a successful attempt, from its result; `undefined` when none. */
+  readonly settle: ((result: never, args: never) => number) | undefined;
 }
 
 /** Per-call options of `dispatch`. */
@@ -107,6 +123,11 @@ export interface DispatchOptions {
   displayName?: string;
   /** Receives the handler's `ctx.progress(...)` reports; a listener that throws is ignored. */
   onProgress?: (update: ProgressUpdate) => void;
+  /**
+   * Who the call is for (a customer, a workspace): layers key their limits and budgets on it,
+   * e.g. `rateLimit({ key: (ctx) => ctx.options.tenant })`. A non-empty string.
+   */
+  tenant?: string;
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
@@ -227,6 +248,27 @@ export interface DispatchEventDetails {
     readonly operation: string;
     /** What the store threw. */
     readonly error: unknown;
+  };
+  /** A `rateLimit` layer makes the attempt wait for its tokens. */
+  'rate_limit.wait': {
+    /** The bucket's key. */
+    readonly key: string;
+    /** How long the attempt waits, in milliseconds. */
+    readonly waitMs: number;
+  };
+  /** An attempt's rate-limit answer emptied its key's bucket until `retryAfterMs` from now. */
+  'rate_limit.debit': {
+    /** The bucket's key. */
+    readonly key: string;
+    /** How long the bucket stays empty, in milliseconds. */
+    readonly retryAfterMs: number;
+  };
+  /** A settled cost exceeded its reservation in a `windowedBudget`: the excess was charged. */
+  'budget.overrun': {
+    /** The budget's key. */
+    readonly key: string;
+    /** Units charged beyond the reservation. */
+    readonly units: number;
   };
   /** A circuit opened. */
   'circuit.open': {
