@@ -12,6 +12,7 @@ import type { Limit, LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
+import { reconcileFirst } from './reconcile.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -135,6 +136,8 @@ function attemptWith(
   let returned: unknown;
   try {
     run = startAttempt(ctx, limit, base, charged);
+    // Reconcile before retry: only an attempt whose handler started can have acted.
+    if (tool.reconcile !== undefined) settled = reconcileFirst(ctx, tool, run.attempt, settled);
     returned = callHandler(ctx, tool, run);
   } catch (error) {
     return failLater(settled, error);

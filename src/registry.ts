@@ -145,6 +145,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     throw new TypeError('A tool definition must be an object');
   }
   const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } = definition;
+  const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -174,6 +175,14 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
     );
   }
+  if (reconcile !== undefined && typeof reconcile !== 'function') {
+    throw new TypeError(`reconcile of "${name}" must be a function`);
+  }
+  if (typeof reconcileTimeoutMs !== 'number' || !(reconcileTimeoutMs > 0)) {
+    throw new TypeError(
+      `reconcileTimeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(reconcileTimeoutMs)}`,
+    );
+  }
   return Object.freeze({
     name,
     description,
@@ -181,6 +190,8 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     handler: handler as Tool['handler'],
     idempotent,
     timeoutMs,
+    reconcile: reconcile as Tool['reconcile'],
+    reconcileTimeoutMs,
   });
 }
 

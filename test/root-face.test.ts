@@ -18,6 +18,7 @@ const rootNames = [
   'isDispatchError',
   'jsonRpcCodeFor',
   'toDispatchError',
+  'OutcomeUnknownError',
   'ToolError',
   'TransientError',
   // The helpers a harness loop and a host integration use.

@@ -262,7 +262,7 @@ export class KeyedCalls {
     const result = outcome.result;
     let completion: MaybePromise<IdempotencyCompletion>;
     try {
-      completion = this.store.complete(lease, result, this.storeTtlMs);
+      completion = this.store.complete(lease, result, this.ttlOf(ctx));
     } catch (error) {
       return this.completeFailed(flight, lease, result, error);
     }
@@ -271,6 +271,12 @@ export class KeyedCalls {
       (answer) => this.completed(flight, lease, result, answer),
       (error: unknown) => this.completeFailed(flight, lease, result, error),
     );
+  }
+
+  // A store's TTL is finite: "for ever" is as long as a timer can count.
+  private ttlOf(ctx: DispatchContext): number {
+    const { idempotencyTtlMs } = ctx.options;
+    return idempotencyTtlMs === undefined ? this.storeTtlMs : Math.min(idempotencyTtlMs, 2 ** 47);
   }
 
   private completed(
@@ -317,7 +323,7 @@ export class KeyedCalls {
     const handle = this.timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
       try {
-        answer = this.store.complete(lease, result, this.storeTtlMs);
+        answer = this.store.complete(lease, result, this.ttlOf(flight.ctx));
       } catch (error) {
         return again(error);
       }

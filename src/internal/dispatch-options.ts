@@ -43,5 +43,9 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (onProgress !== undefined && typeof onProgress !== 'function') {
     return 'onProgress must be a function';
   }
+  const { idempotencyTtlMs } = options as Record<string, unknown>;
+  if (idempotencyTtlMs !== undefined && (typeof idempotencyTtlMs !== 'number' || !(idempotencyTtlMs > 0))) {
+    return `idempotencyTtlMs must be a number > 0 (or Infinity), got ${String(idempotencyTtlMs)}`;
+  }
   return undefined;
 }
