@@ -37,6 +37,8 @@ export type {
   CircuitState,
 } from './circuit-breaker/index.js';
 export { memoryIdempotencyStore } from './idempotency/memory-store.js';
+export { memoryReceiptStore } from './idempotency/receipts.js';
+export type { MemoryReceiptStore, MemoryReceiptStoreOptions } from './idempotency/receipts.js';
 export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './idempotency/memory-store.js';
 export { memorySlotStore } from './concurrency-limit/memory-store.js';
 export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';

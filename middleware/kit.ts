@@ -20,3 +20,5 @@ export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
 export { parseJsonArgs } from '../src/internal/raw-json-args.js';
+// For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
+export { outcomeUnknown, reconcileOutcome } from '../src/internal/reconcile.js';

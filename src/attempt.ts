@@ -12,7 +12,7 @@ import type { Limit, LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
-import { reconcileFirst } from './reconcile.js';
+import { reconcileFirst } from './internal/reconcile.js';
 import type {
   DispatchContext,
   DispatchOptions,

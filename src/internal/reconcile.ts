@@ -4,10 +4,10 @@
  * @module
  */
 
-import { systemClock } from './clock.js';
-import { DispatchError, describeThrown, isDispatchError, type OutcomeWindow } from './errors.js';
-import { onAbort } from './internal/abort.js';
-import type { DispatchContext, Reconcile, ReconcileVerdict, Tool } from './types.js';
+import { systemClock } from '../clock.js';
+import { DispatchError, describeThrown, isDispatchError, type OutcomeWindow } from '../errors.js';
+import { onAbort } from './abort.js';
+import type { DispatchContext, Reconcile, ReconcileVerdict, Tool } from '../types.js';
 
 /** What reconciling an unknown outcome found. */
 export type Reconciled =
