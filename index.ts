@@ -27,6 +27,7 @@ export {
   isDispatchError,
   jsonRpcCodeFor,
   toDispatchError,
+  OutcomeUnknownError,
   ToolError,
   TransientError,
 } from './src/index.js';
@@ -37,6 +38,7 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './src/index.js';
@@ -98,6 +100,9 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  Reconcile,
+  ReconcileContext,
+  ReconcileVerdict,
 } from './src/index.js';
 
 // The state seam: what a store implements (the memory stores are in `tool-dispatcher/middleware`).

@@ -41,6 +41,8 @@ export type { RateLimitOptions } from './rate-limit/index.js';
 export { windowedBudget } from './windowed-budget/index.js';
 export type { WindowedBudgetOptions } from './windowed-budget/index.js';
 export { memoryIdempotencyStore } from './idempotency/memory-store.js';
+export { memoryReceiptStore } from './idempotency/receipts.js';
+export type { MemoryReceiptStore, MemoryReceiptStoreOptions } from './idempotency/receipts.js';
 export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './idempotency/memory-store.js';
 export { memorySlotStore } from './concurrency-limit/memory-store.js';
 export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';

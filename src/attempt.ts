@@ -14,6 +14,7 @@ import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
 import { classifyRateLimit } from './rate-limit-signals.js';
 import { attemptCost } from './internal/cost.js';
+import { reconcileFirst } from './internal/reconcile.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -138,6 +139,8 @@ function attemptWith(
   let returned: unknown;
   try {
     run = startAttempt(ctx, limit, base, charged);
+    // Reconcile before retry: only an attempt whose handler started can have acted.
+    if (tool.reconcile !== undefined) settled = reconcileFirst(ctx, tool, run.attempt, settled);
     returned = callHandler(ctx, tool, run);
   } catch (error) {
     return failLater(settled, error);

@@ -19,7 +19,20 @@ export type DispatchErrorKind =
   | 'idempotency_result_unavailable'
   | 'rate_limited'
   | 'overloaded'
+  | 'outcome_unknown'
   | (string & {});
+
+/**
+ * Where an unknown outcome came from: the attempt timed out, the handler said it cannot know
+ * (`OutcomeUnknownError`), the idempotency leader lost its lease, a previous leader crashed
+ * mid-call, or the shared store restarted empty.
+ */
+export type OutcomeWindow =
+  | 'attempt_timeout'
+  | 'handler_unknown'
+  | 'lease_lost'
+  | 'leader_crashed'
+  | 'store_reset';
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
 export type JsonRpcErrorCode = -32601 | -32602 | -32603;
@@ -42,6 +55,8 @@ export interface JsonRpcErrorData {
   attempts: number;
   /** When set, how long to wait before trying again, in milliseconds. */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 /** An envelope as plain JSON, as `DispatchError.toJSON()` returns it. */
@@ -58,6 +73,8 @@ export interface DispatchErrorJson {
   jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -76,6 +93,8 @@ export interface DispatchErrorOptions {
   jsonrpcCode?: JsonRpcErrorCode;
   /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
@@ -115,6 +134,8 @@ export class DispatchError extends Error {
   readonly jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /** For `outcome_unknown`: where the outcome was lost; `undefined` for other kinds. */
+  readonly window: OutcomeWindow | undefined;
 
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
@@ -129,7 +150,7 @@ export class DispatchError extends Error {
       options.cause === undefined ? undefined : { cause: options.cause },
     );
     this.name = 'DispatchError';
-    const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs } = options;
+    const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs, window } = options;
     // Every kind maps to one of the three codes (SPEC §4), whoever makes the envelope.
     if (jsonrpcCode !== -32601 && jsonrpcCode !== -32602 && jsonrpcCode !== -32603) {
       throw new TypeError(`jsonrpcCode must be -32601, -32602 or -32603, got ${String(jsonrpcCode)}`);
@@ -144,6 +165,7 @@ export class DispatchError extends Error {
     this.attempts = attempts;
     this.jsonrpcCode = jsonrpcCode;
     this.retryAfterMs = retryAfterMs;
+    this.window = window;
   }
 
   /**
@@ -155,6 +177,7 @@ export class DispatchError extends Error {
   toJsonRpcError(): JsonRpcError {
     const data: JsonRpcErrorData = { kind: this.kind, attempts: this.attempts };
     if (this.retryAfterMs !== undefined) data.retryAfterMs = this.retryAfterMs;
+    if (this.window !== undefined) data.window = this.window;
     return { code: this.jsonrpcCode, message: this.message, data };
   }
 
@@ -168,6 +191,7 @@ export class DispatchError extends Error {
       jsonrpcCode: this.jsonrpcCode,
     };
     if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
+    if (this.window !== undefined) json.window = this.window;
     return json;
   }
 }
@@ -334,8 +358,28 @@ export function isJsonParseError(value: unknown): boolean {
 }
 
 /**
+ * Thrown by a handler that sent its request and cannot know whether it took effect (the
+ * connection dropped after the write). The call fails with kind `outcome_unknown` (window
+ * `handler_unknown`) and is never retried, unless the tool's `reconcile` finds out first.
+ *
+ * @example
+ * throw new OutcomeUnknownError('sent, no answer', { cause: error });
+ */
+export class OutcomeUnknownError extends Error {
+  /**
+   * @example
+   * new OutcomeUnknownError('the bank closed the connection after the charge was sent');
+   */
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'OutcomeUnknownError';
+  }
+}
+
+/**
  * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
- * `TransientError` becomes `transient`, a `ToolError` `tool_error`, everything else `internal`.
+ * `TransientError` becomes `transient`, an `OutcomeUnknownError` `outcome_unknown`, a `ToolError`
+ * `tool_error`, everything else `internal`.
  *
  * @example
  * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1
@@ -348,6 +392,13 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
         attempts,
         cause: error,
         ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      });
+    }
+    if (error instanceof OutcomeUnknownError) {
+      return new DispatchError('outcome_unknown', describeThrown(error), {
+        attempts,
+        cause: error,
+        window: 'handler_unknown',
       });
     }
     if (error instanceof ToolError) {

@@ -13,6 +13,7 @@ export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
 export type { RegisterOptions, ToolListing } from './registry.js';
 export {
   DispatchError,
+  OutcomeUnknownError,
   ToolError,
   TransientError,
   isDispatchError,
@@ -26,6 +27,7 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './errors.js';
@@ -62,6 +64,9 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  Reconcile,
+  ReconcileContext,
+  ReconcileVerdict,
 } from './types.js';
 
 export { harnessStep, toolAnswer, toToolMessage } from './harness.js';

@@ -154,6 +154,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     cost,
     settle,
   } = definition;
+  const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -184,6 +185,14 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     );
   }
   checkCost(name, cost, settle);
+  if (reconcile !== undefined && typeof reconcile !== 'function') {
+    throw new TypeError(`reconcile of "${name}" must be a function`);
+  }
+  if (typeof reconcileTimeoutMs !== 'number' || !(reconcileTimeoutMs > 0)) {
+    throw new TypeError(
+      `reconcileTimeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(reconcileTimeoutMs)}`,
+    );
+  }
   return Object.freeze({
     name,
     description,
@@ -193,6 +202,8 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     timeoutMs,
     cost: cost as Tool['cost'],
     settle: settle as Tool['settle'],
+    reconcile: reconcile as Tool['reconcile'],
+    reconcileTimeoutMs,
   });
 }
 

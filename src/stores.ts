@@ -10,7 +10,7 @@
 
 import { noop } from './internal/abort.js';
 import { systemClock, type Clock } from './clock.js';
-import { DispatchError } from './errors.js';
+import { DispatchError, type OutcomeWindow } from './errors.js';
 
 /** A value, or a promise of it: what every store method returns. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -144,6 +144,11 @@ export type IdempotencyClaim =
       readonly kind: 'lead';
       /** The lead: renew it, then complete or release it. */
       readonly lease: IdempotencyLease;
+      /**
+       * The key's unsettled receipt (`running` or `in_doubt`) from an earlier leader, when the
+       * store keeps receipts: a present member, even `undefined`, means the claim looked.
+       */
+      readonly receipt?: Receipt | undefined;
     }
   /** A success is stored for this key and fingerprint; serve it without running the handler. */
   | {
@@ -237,11 +242,13 @@ export interface IdempotencyStore {
    * claim with the token of the current holder answers `lead` with the same lease again.
    *
    * @param options.token - The owner token to claim with; a fresh random one by default.
+   * @param options.tool - The tool's name: a store with `receipts` records a `running`
+   *   receipt for a lead in the same round trip.
    */
   claim(
     key: string,
     fingerprint: StoreFingerprint,
-    options?: { token?: string },
+    options?: { token?: string; tool?: string },
   ): MaybePromise<IdempotencyClaim>;
   /**
    * Extends the lease by a full lease from now. `false` when the lease is gone (expired and
@@ -250,14 +257,21 @@ export interface IdempotencyStore {
   renew(lease: IdempotencyLease): MaybePromise<boolean>;
   /**
    * Records the holder's success, served to every claim of the key for `ttlMs` from now.
-   * Resend-safe: completing twice stores once. Wakes every follower of the key.
+   * Resend-safe: completing twice stores once. Wakes every follower of the key. A store with
+   * `receipts` records `receipt` in the same round trip.
    */
-  complete(lease: IdempotencyLease, result: unknown, ttlMs: number): MaybePromise<IdempotencyCompletion>;
+  complete(
+    lease: IdempotencyLease,
+    result: unknown,
+    ttlMs: number,
+    receipt?: Receipt,
+  ): MaybePromise<IdempotencyCompletion>;
   /**
    * Frees the key after a failure, so the next caller leads at once; a no-op when the lease
-   * is no longer the holder's (it never deletes another leader's claim). Wakes followers.
+   * is no longer the holder's (it never deletes another leader's claim). Wakes followers. A
+   * store with `receipts` records `receipt` in the same round trip.
    */
-  release(lease: IdempotencyLease): MaybePromise<void>;
+  release(lease: IdempotencyLease, receipt?: Receipt): MaybePromise<void>;
   /**
    * Resolves when the holder with `fence` may have finished with `key` (completed, released,
    * or its lease ended), or after `timeoutMs` at the latest (the store may wake sooner, e.g. a
@@ -270,6 +284,60 @@ export interface IdempotencyStore {
     fence: number,
     options: { signal: AbortSignal; timeoutMs: number },
   ): MaybePromise<void>;
+  /** The store's own receipts, if it keeps them (written by `claim`, `complete` and `release`). */
+  readonly receipts?: ReceiptStore;
+}
+
+/**
+ * What one keyed execution left behind: what ran, how it ended, and who said so. Receipts
+ * outlive the success they describe, so that a crash or an unknown outcome stays visible.
+ */
+export interface Receipt {
+  /** The idempotency key. */
+  readonly key: string;
+  /** The tool's name. */
+  readonly tool: string;
+  /** `running` until it settles; `in_doubt` when the action may or may not have happened. */
+  readonly status: 'running' | 'succeeded' | 'failed' | 'in_doubt';
+  /** Handler attempts made. */
+  readonly attempts: number;
+  /** When the execution started, in ms. */
+  readonly startedAt: number;
+  /** When it settled, in ms. */
+  readonly endedAt?: number;
+  /** For `in_doubt`, or a success found by `reconcile`: where the outcome was lost. */
+  readonly window?: OutcomeWindow;
+  /** Whether the handler or the tool's `reconcile` settled it. */
+  readonly settledBy?: 'handler' | 'reconcile';
+  /** What `reconcile` found, as it gave it. */
+  readonly evidence?: unknown;
+}
+
+/** Which receipts `ReceiptStore.list` answers. */
+export interface ReceiptQuery {
+  /** Only receipts in doubt (the operator's query). */
+  inDoubt?: boolean;
+  /** Only receipts with this status. */
+  status?: Receipt['status'];
+  /** Only receipts of this tool. */
+  tool?: string;
+  /** The most receipts answered. @default 100 */
+  limit?: number;
+}
+
+/**
+ * Where receipts of keyed executions live: one per key, the latest record winning.
+ *
+ * @example
+ * const doubtful = await receipts.list({ inDoubt: true });
+ */
+export interface ReceiptStore {
+  /** The receipt of `key`, if one is kept. */
+  get(key: string): MaybePromise<Receipt | undefined>;
+  /** Records `receipt`, replacing the key's earlier one. */
+  record(receipt: Receipt): MaybePromise<void>;
+  /** Receipts matching `query`, the most recent first. */
+  list(query?: ReceiptQuery): MaybePromise<Receipt[]>;
 }
 
 // ---------------------------------------------------------------------------------------------

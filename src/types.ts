@@ -5,7 +5,7 @@
 
 import type { Budget } from './budget.js';
 import type { Clock } from './clock.js';
-import type { DispatchError, DispatchErrorKind } from './errors.js';
+import type { DispatchError, DispatchErrorKind, OutcomeWindow } from './errors.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** What a handler receives beside its parsed args. */
@@ -46,6 +46,50 @@ export type ToolHandler<Args = unknown, Result = unknown> = (
   ctx: ToolContext,
 ) => Result | Promise<Result>;
 
+/**
+ * What a tool's `reconcile` answers: whether the action whose outcome was lost took effect.
+ * `committed` may carry the result to return; `unknown` (or a throw, or no answer in time)
+ * fails the call with `outcome_unknown`.
+ */
+export type ReconcileVerdict<Result = unknown> =
+  | 'committed'
+  | 'not_committed'
+  | 'unknown'
+  | {
+      /** It took effect. */
+      status: 'committed';
+      /** What the call returns, as the handler would have. @default undefined */
+      result?: Result;
+      /** What showed it (an id, a row), kept on the receipt. */
+      evidence?: unknown;
+    }
+  | {
+      /** It did not take effect, or nobody can tell. */
+      status: 'not_committed' | 'unknown';
+      /** What showed it, kept on the receipt. */
+      evidence?: unknown;
+    };
+
+/** What a tool's `reconcile` receives beside the call's args. */
+export interface ReconcileContext {
+  /** The caller's idempotency key, if it gave one: look the action up by it. */
+  readonly idempotencyKey: string | undefined;
+  /** The id of this dispatch. */
+  readonly callId: string;
+  /** The attempt whose outcome was lost. */
+  readonly attempt: number;
+  /** Where the outcome was lost. */
+  readonly window: OutcomeWindow;
+  /** Aborts at `reconcileTimeoutMs` or when the caller aborts. */
+  readonly signal: AbortSignal;
+}
+
+/** Asks the backend whether an action whose outcome was lost took effect. */
+export type Reconcile<Args = unknown, Result = unknown> = (
+  args: Args,
+  ctx: ReconcileContext,
+) => ReconcileVerdict<Result> | Promise<ReconcileVerdict<Result>>;
+
 /** What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. */
 export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
   /** Unique name of dotted lowercase segments, such as `db.get_user`. */
@@ -81,6 +125,24 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default undefined (the reserved cost stands)
    */
   settle?: (result: Awaited<Result>, args: StandardSchemaV1.InferOutput<Schema>) => number;
+  /**
+   * Asked once, before any retry, when an attempt's outcome is unknown (it timed out, or the
+   * handler threw `OutcomeUnknownError`): `committed` makes the call a success (with
+   * `reconciled`), `not_committed` leaves it to the usual retry rules, anything else fails it
+   * with `outcome_unknown`.
+   * @default undefined (an unknown outcome stays as it is)
+   * @example
+   * reconcile: async (args, { idempotencyKey, signal }) => {
+   *   const charge = await bank.findCharge(idempotencyKey, { signal });
+   *   return charge ? { status: 'committed', result: charge } : 'not_committed';
+   * }
+   */
+  reconcile?: Reconcile<StandardSchemaV1.InferOutput<Schema>, Result>;
+  /**
+   * How long `reconcile` may take, in milliseconds; past it the verdict is `unknown`.
+   * @default 10_000
+   */
+  reconcileTimeoutMs?: number;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -101,6 +163,10 @@ export interface Tool {
   readonly cost: number | ((args: never) => number) | undefined;
   /** The actual cost of a successful attempt, from its result; `undefined` when none. */
   readonly settle: ((result: never, args: never) => number) | undefined;
+  /** Asks whether an action whose outcome was lost took effect (see `ToolDefinition`). */
+  readonly reconcile?: Reconcile<never> | undefined;
+  /** How long `reconcile` may take, in milliseconds. */
+  readonly reconcileTimeoutMs?: number;
 }
 
 /** Per-call options of `dispatch`. */
@@ -128,6 +194,12 @@ export interface DispatchOptions {
    * e.g. `rateLimit({ key: (ctx) => ctx.options.tenant })`. A non-empty string.
    */
   tenant?: string;
+  /**
+   * How long the idempotency layer serves this call's success again, in milliseconds,
+   * overriding its `ttlMs` (a durable engine's retry horizon, say).
+   * @default the idempotency layer's `ttlMs`
+   */
+  idempotencyTtlMs?: number;
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
@@ -138,6 +210,11 @@ export interface DispatchSuccess<Result = unknown> {
   readonly result: Result;
   /** Handler attempts this call made. */
   readonly attempts: number;
+  /** Set when the tool's `reconcile` found the action had taken effect after its outcome was lost. */
+  readonly reconciled?: {
+    /** Where the outcome was lost. */
+    readonly window: OutcomeWindow;
+  };
 }
 
 /** What a dispatch resolves to: a success or a `DispatchError` envelope. */

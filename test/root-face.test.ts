@@ -18,6 +18,7 @@ const rootNames = [
   'isDispatchError',
   'jsonRpcCodeFor',
   'toDispatchError',
+  'OutcomeUnknownError',
   'ToolError',
   'TransientError',
   // Reading a backend's 429 (rate limits).

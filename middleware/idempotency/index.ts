@@ -9,7 +9,8 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { optionsObject, requireInteger, requireNumber, requireClock } from '../kit.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
-import type { IdempotencyStore } from '../../src/stores.js';
+import type { IdempotencyStore, ReceiptStore } from '../../src/stores.js';
+import { memoryReceiptStore } from './receipts.js';
 import { KeyedCalls } from './keyed-calls.js';
 import { memoryIdempotencyStore, type MemoryIdempotencyStore } from './memory-store.js';
 
@@ -42,6 +43,16 @@ export interface IdempotencyOptions {
    * idempotency({ ttlMs: 5 * 60_000, store: redisIdempotencyStore(redis, { prefix: 'billing' }) });
    */
   store?: IdempotencyStore;
+  /**
+   * Where each keyed execution leaves its receipt (`running`, then `succeeded`, `failed` or
+   * `in_doubt`), e.g. a database an operator can query after a crash. A receipt in doubt keeps
+   * the key from running again: the same key is `outcome_unknown` (or reconciled, for a tool
+   * with `reconcile`).
+   * @default the store's own `receipts`, else a `memoryReceiptStore()`
+   * @example
+   * idempotency({ store: redisIdempotencyStore(redis), receipts: memoryReceiptStore() });
+   */
+  receipts?: ReceiptStore;
 }
 
 /** What an idempotency layer holds right now. */
@@ -77,10 +88,18 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     maxEntries = 10_000,
     clock = systemClock,
     store,
+    receipts,
   } = optionsObject('idempotency', options);
   requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
   requireInteger('maxEntries', maxEntries, 1);
   requireClock(clock, ['now']);
+  if (receipts !== undefined) {
+    for (const method of ['get', 'record', 'list'] as const) {
+      if (typeof (receipts as unknown as Record<string, unknown>)[method] !== 'function') {
+        throw new TypeError(`receipts must be a ReceiptStore (missing ${method})`);
+      }
+    }
+  }
   if (store !== undefined) {
     for (const method of ['claim', 'renew', 'complete', 'release', 'changed'] as const) {
       if (typeof (store as unknown as Record<string, unknown>)[method] !== 'function') {
@@ -95,7 +114,15 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
       ? memoryIdempotencyStore({ maxEntries, clock: hasTimers(clock) ? clock : withTimers(clock) })
       : undefined;
   // A store's TTL is finite: "for ever" is as long as a timer can count.
-  const calls = new KeyedCalls(store ?? (local as MemoryIdempotencyStore), Math.min(ttlMs, 2 ** 47), timers);
+  const shared = store ?? (local as MemoryIdempotencyStore);
+  const calls = new KeyedCalls(
+    shared,
+    receipts ?? shared.receipts ?? memoryReceiptStore(),
+    Math.min(ttlMs, 2 ** 47),
+    timers,
+    () => clock.now(),
+    store !== undefined,
+  );
   const middleware = trusted(function idempotency(ctx: DispatchContext, next: Next): Promise<void> {
     const key = ctx.options.idempotencyKey;
     return key === undefined ? next() : calls.run(ctx, next, key);

@@ -13,8 +13,11 @@ import type {
   IdempotencyLease,
   IdempotencyStore,
   MaybePromise,
+  Receipt,
+  ReceiptStore,
 } from '../../src/stores.js';
-import type { DispatchContext, Next } from '../../src/types.js';
+import type { OutcomeWindow } from '../../src/errors.js';
+import type { DispatchContext, Next, Tool } from '../../src/types.js';
 import {
   cancelled,
   isThenable,
@@ -22,7 +25,9 @@ import {
   neverAborted,
   noop,
   onAbort,
+  outcomeUnknown,
   raceAbort,
+  reconcileOutcome,
   storeUnavailable,
 } from '../kit.js';
 import { fingerprint, type Fingerprint } from './fingerprint.js';
@@ -44,6 +49,10 @@ class Flight {
   settlement: Settlement | undefined;
   // Whether the store already said another holder runs the key (its hit is emitted once).
   followed = false;
+  readonly tool: Tool;
+  readonly startedAt: number;
+  // What reconcile found, for the receipt.
+  evidence: unknown = undefined;
   readonly controller: AbortController | undefined;
   #resolve!: (settlement: Settlement) => void;
   readonly done = new Promise<Settlement>((resolve) => {
@@ -65,7 +74,10 @@ class Flight {
     readonly fingerprint: Fingerprint,
     // What ends the walk: the caller's signal, or the flight's own when others may share it.
     readonly signal: AbortSignal,
+    startedAt: number,
   ) {
+    this.tool = ctx.tool as Tool;
+    this.startedAt = startedAt;
     this.controller = signal === neverAborted ? undefined : new AbortController();
     if (this.controller !== undefined) this.signal = this.controller.signal;
   }
@@ -94,8 +106,11 @@ export class KeyedCalls {
 
   constructor(
     private readonly store: IdempotencyStore,
+    private readonly receipts: ReceiptStore,
     private readonly storeTtlMs: number,
     private readonly timers: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+    private readonly now: () => number,
+    private readonly receiptsOnLead: boolean,
   ) {}
 
   /** A keyed call: joins this process's walk of the key, or starts one. */
@@ -116,13 +131,13 @@ export class KeyedCalls {
     if (callerSignal.aborted) throw cancelled(ctx, callerSignal);
     let claim: MaybePromise<IdempotencyClaim>;
     try {
-      claim = this.store.claim(key, print);
+      claim = this.store.claim(key, print, this.claimOptions(tool));
     } catch (error) {
       throw unavailable(error);
     }
     let settlement: Settlement | undefined;
     if (isThenable(claim) || claim.kind === 'lead' || claim.kind === 'follow') {
-      const flight = new Flight(ctx, next, key, print, callerSignal);
+      const flight = new Flight(ctx, next, key, print, callerSignal, this.now());
       this.inFlight.set(key, flight);
       // Subscribed before the layers inside start, so an abort while they do is not missed.
       const unsubscribe = onAbort(callerSignal, () => this.detach(flight, callerSignal.reason));
@@ -164,7 +179,7 @@ export class KeyedCalls {
     if (flight.signal.aborted) return this.finish(flight, failed(cancelled(flight.ctx, flight.signal)));
     let claim: MaybePromise<IdempotencyClaim>;
     try {
-      claim = this.store.claim(flight.key, flight.fingerprint);
+      claim = this.store.claim(flight.key, flight.fingerprint, this.claimOptions(flight.tool));
     } catch (error) {
       return this.finish(flight, failed(unavailable(error)));
     }
@@ -181,7 +196,7 @@ export class KeyedCalls {
     }
     const settlement = answerOf(flight.key, answer);
     if (settlement !== undefined) return this.finish(flight, settlement);
-    if (answer.kind === 'lead') return this.lead(flight, answer.lease);
+    if (answer.kind === 'lead') return this.leadAfter(flight, answer.lease, answer.receipt);
     if (answer.kind !== 'follow') return;
     const { key, signal } = flight;
     if (!flight.followed) flight.ctx.emit('idempotency.hit', { key, source: 'in_flight' });
@@ -197,6 +212,35 @@ export class KeyedCalls {
       () => this.claim(flight),
       (error: unknown) => this.finish(flight, failed(unavailable(error))),
     );
+  }
+
+  // An earlier leader's unsettled receipt says its action may have happened: that is settled
+  // first (reconciled, or refused), never run over.
+  private leadAfter(flight: Flight, lease: IdempotencyLease, earlier: Receipt | undefined): void {
+    const { tool } = flight;
+    const crashed = earlier?.status === 'running';
+    const inDoubt = earlier?.status === 'in_doubt' && !tool.idempotent;
+    if (!(crashed && tool.reconcile !== undefined) && !inDoubt) return this.lead(flight, lease);
+    const window: OutcomeWindow = crashed ? 'leader_crashed' : (earlier?.window ?? 'attempt_timeout');
+    if (tool.reconcile === undefined) {
+      return this.refuse(flight, lease, window, 'an earlier execution of this key may have taken effect');
+    }
+    const { ctx } = flight;
+    void reconcileOutcome(ctx, tool, ctx.attempt, window).then((found) => {
+      if (found.status !== 'committed') {
+        if (found.status === 'not_committed') return this.lead(flight, lease);
+        return this.refuse(flight, lease, window, found.reason ?? 'unknown');
+      }
+      flight.evidence = found.evidence;
+      ctx.outcome = { ok: true, result: found.result, attempts: ctx.attempt, reconciled: { window } };
+      this.led(flight, lease, false, undefined);
+    });
+  }
+
+  // Fails the key's callers with outcome_unknown without running it, and leaves it in doubt.
+  private refuse(flight: Flight, lease: IdempotencyLease, window: OutcomeWindow, why: string): void {
+    this.release(lease, this.receiptOf(flight, 'in_doubt', window));
+    this.finish(flight, failed(outcomeUnknown(flight.ctx, window, `${why}; it is not run again`)));
   }
 
   // Runs the key once under its lease; the execution's signal aborts when every local caller
@@ -251,18 +295,25 @@ export class KeyedCalls {
     const { ctx, signal } = flight;
     const { outcome } = ctx;
     if (threw || outcome?.ok !== true) {
-      this.release(lease);
       // Another leader took the key over: its outcome is this call's too.
-      if (flight.lost(lease) && !signal.aborted) return this.claim(flight);
-      const error = threw ? toDispatchError(failure, ctx.attempt) : (outcome ?? noOutcome(ctx));
-      return this.finish(flight, failed(error as DispatchError));
+      if (flight.lost(lease) && !signal.aborted) {
+        this.release(lease);
+        return this.claim(flight);
+      }
+      const error = (
+        threw ? toDispatchError(failure, ctx.attempt) : (outcome ?? noOutcome(ctx))
+      ) as DispatchError;
+      const window = doubtOf(error, flight.tool);
+      this.release(lease, this.receiptOf(flight, window === undefined ? 'failed' : 'in_doubt', window));
+      return this.finish(flight, failed(error));
     }
     // A success counts even when every local caller left: its side effect happened, so it is
     // stored, and the key does not run again.
     const result = outcome.result;
+    const receipt = this.receiptOf(flight, 'succeeded', outcome.reconciled?.window);
     let completion: MaybePromise<IdempotencyCompletion>;
     try {
-      completion = this.store.complete(lease, result, this.storeTtlMs);
+      completion = this.store.complete(lease, result, this.ttlOf(ctx), this.own(receipt));
     } catch (error) {
       return this.completeFailed(flight, lease, result, error);
     }
@@ -271,6 +322,18 @@ export class KeyedCalls {
       (answer) => this.completed(flight, lease, result, answer),
       (error: unknown) => this.completeFailed(flight, lease, result, error),
     );
+  }
+
+  // A store shared with other processes records a running receipt with each lead, so that a
+  // crashed leader is seen; a store of this layer's own dies with its leaders, so it needs none.
+  private claimOptions(tool: Tool): { tool: string } | undefined {
+    return this.receiptsOnLead ? { tool: tool.name } : undefined;
+  }
+
+  // A store's TTL is finite: "for ever" is as long as a timer can count.
+  private ttlOf(ctx: DispatchContext): number {
+    const { idempotencyTtlMs } = ctx.options;
+    return idempotencyTtlMs === undefined ? this.storeTtlMs : Math.min(idempotencyTtlMs, 2 ** 47);
   }
 
   private completed(
@@ -317,7 +380,7 @@ export class KeyedCalls {
     const handle = this.timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
       try {
-        answer = this.store.complete(lease, result, this.storeTtlMs);
+        answer = this.store.complete(lease, result, this.ttlOf(flight.ctx));
       } catch (error) {
         return again(error);
       }
@@ -326,9 +389,41 @@ export class KeyedCalls {
     (handle as { unref?: () => void } | undefined)?.unref?.();
   }
 
-  private release(lease: IdempotencyLease): void {
+  // The receipt of the flight's execution as it settles now.
+  private receiptOf(flight: Flight, status: Receipt['status'], window: OutcomeWindow | undefined): Receipt {
+    const { ctx } = flight;
+    const settledBy =
+      ctx.outcome?.ok === true && ctx.outcome.reconciled !== undefined ? 'reconcile' : 'handler';
+    const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = {
+      key: flight.key,
+      tool: flight.tool.name,
+      status,
+      attempts: ctx.attempt,
+      startedAt: flight.startedAt,
+      endedAt: this.now(),
+      settledBy,
+    };
+    if (window !== undefined) receipt.window = window;
+    if (flight.evidence !== undefined) receipt.evidence = flight.evidence;
+    return receipt;
+  }
+
+  // A receipt rides with the store's own write when the store keeps them; an attached receipt
+  // store gets its own record.
+  private own(receipt: Receipt | undefined): Receipt | undefined {
+    if (receipt === undefined || this.receipts === this.store.receipts) return receipt;
     try {
-      const released = this.store.release(lease);
+      const recorded = this.receipts.record(receipt);
+      if (isThenable(recorded)) recorded.then(undefined, noop);
+    } catch {
+      // A receipt that cannot be written never fails the call it describes.
+    }
+    return undefined;
+  }
+
+  private release(lease: IdempotencyLease, receipt?: Receipt): void {
+    try {
+      const released = this.store.release(lease, this.own(receipt));
       if (isThenable(released)) released.catch(noop);
     } catch {
       // The lease frees the key when it ends.
@@ -372,6 +467,13 @@ function answerOf(key: string, claim: IdempotencyClaim): Settlement | undefined 
     default:
       return undefined;
   }
+}
+
+// Where a failed execution leaves its action in doubt: an unknown outcome, or a timeout of a tool
+// that is not safe to run twice; `undefined` when it is known not to matter.
+function doubtOf(error: DispatchError, tool: Tool): OutcomeWindow | undefined {
+  if (error.kind === 'outcome_unknown') return error.window ?? 'handler_unknown';
+  return error.kind === 'timeout' && !tool.idempotent ? 'attempt_timeout' : undefined;
 }
 
 function failed(error: DispatchError): Settlement {

@@ -6,12 +6,14 @@
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
 import { requireClock, requireInteger, requireNumber } from '../kit.js';
+import { memoryReceiptStore, type MemoryReceiptStore } from './receipts.js';
 import { SuccessCache, type CachedSuccess } from './success-cache.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,
   IdempotencyLease,
   IdempotencyStore,
+  Receipt,
   StoreFingerprint,
 } from '../../src/stores.js';
 
@@ -30,6 +32,11 @@ export interface MemoryIdempotencyStoreOptions {
    */
   leaseMs?: number;
   /**
+   * How long a key's receipt is kept, in milliseconds (see `receipts`).
+   * @default 86_400_000 (24 h)
+   */
+  receiptTtlMs?: number;
+  /**
    * The time source for TTLs and leases, and the timers of `changed`.
    * @default systemClock
    */
@@ -45,6 +52,8 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
     /** Keys held by a leader. */
     inFlight: number;
   };
+  /** The receipts of this store's keys: `running` from a lead's claim, then how it settled. */
+  readonly receipts: MemoryReceiptStore;
 }
 
 // Memory leases that never lapse share one signal: nothing can take them over.
@@ -110,19 +119,25 @@ class MemoryLease implements IdempotencyLease {
  * const claim = store.claim('order-1', 'v1:1a:2b'); // { kind: 'lead', lease }
  */
 export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = {}): MemoryIdempotencyStore {
-  const { maxEntries = 10_000, leaseMs = Infinity, clock = systemClock } = options;
+  const { maxEntries = 10_000, leaseMs = Infinity, receiptTtlMs, clock = systemClock } = options;
   requireInteger('maxEntries', maxEntries, 1);
   requireNumber('leaseMs', leaseMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
-  const keys = new MemoryKeys(maxEntries, leaseMs, clock);
+  const receipts = memoryReceiptStore({
+    maxEntries,
+    clock,
+    ...(receiptTtlMs === undefined ? {} : { ttlMs: receiptTtlMs }),
+  });
+  const keys = new MemoryKeys(maxEntries, leaseMs, clock, receipts);
   // Own properties, not prototype methods: a store is passed around as a bag of functions.
   return {
     claim: (key, fingerprint, claimOptions) => keys.claim(key, fingerprint, claimOptions),
     renew: (lease) => keys.renew(lease),
-    complete: (lease, result, ttlMs) => keys.complete(lease, result, ttlMs),
-    release: (lease) => keys.release(lease),
+    complete: (lease, result, ttlMs, receipt) => keys.complete(lease, result, ttlMs, receipt),
+    release: (lease, receipt) => keys.release(lease, receipt),
     changed: (key, fence, waitOptions) => keys.changed(key, fence, waitOptions),
     size: () => keys.size(),
+    receipts,
   };
 }
 
@@ -139,12 +154,17 @@ class MemoryKeys {
     private readonly maxEntries: number,
     private readonly leaseMs: number,
     private readonly clock: Clock,
+    private readonly receipts: MemoryReceiptStore,
   ) {
     this.renewEveryMs = leaseMs < Infinity ? leaseMs / 3 : Infinity;
     this.epoch = clock.now();
   }
 
-  claim(key: string, fingerprint: StoreFingerprint, claimOptions?: { token?: string }): IdempotencyClaim {
+  claim(
+    key: string,
+    fingerprint: StoreFingerprint,
+    claimOptions?: { token?: string; tool?: string },
+  ): IdempotencyClaim {
     const now = this.clock.now();
     for (const cache of this.caches) {
       const hit = cache.get(key, now);
@@ -168,7 +188,13 @@ class MemoryKeys {
       token,
     );
     this.held.set(key, lease);
-    return { kind: 'lead', lease };
+    // A lead comes back with the earlier leader's unsettled receipt, and leaves its own.
+    const earlier = this.receipts.get(key);
+    const tool = claimOptions?.tool;
+    if (tool !== undefined)
+      this.receipts.record({ key, tool, status: 'running', attempts: 0, startedAt: now });
+    const unsettled = earlier?.status === 'running' || earlier?.status === 'in_doubt';
+    return { kind: 'lead', lease, receipt: unsettled ? earlier : undefined };
   }
 
   renew(lease: IdempotencyLease): boolean {
@@ -182,8 +208,14 @@ class MemoryKeys {
     return true;
   }
 
-  complete(lease: IdempotencyLease, result: unknown, ttlMs: number): IdempotencyCompletion {
+  complete(
+    lease: IdempotencyLease,
+    result: unknown,
+    ttlMs: number,
+    receipt?: Receipt,
+  ): IdempotencyCompletion {
     if (!(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    if (receipt !== undefined) this.receipts.record(receipt);
     const now = this.clock.now();
     const mine = lease as MemoryLease;
     if (mine.completed) return stored;
@@ -207,9 +239,10 @@ class MemoryKeys {
     return hit === undefined ? { kind: 'lost' } : { kind: 'lost', winner: { result: hit.result } };
   }
 
-  release(lease: IdempotencyLease): void {
+  release(lease: IdempotencyLease, receipt?: Receipt): void {
     const held = this.held.get(lease.key);
     if (held === undefined || !held.holds(lease)) return;
+    if (receipt !== undefined) this.receipts.record(receipt);
     this.held.delete(lease.key);
     held.wake();
   }
