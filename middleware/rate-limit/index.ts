@@ -123,7 +123,9 @@ export function createRateLimit(
   return {
     layer,
     tryTake: (ctx) => limiter.tryTake(ctx),
-    failed: (ctx, ticket, error) => limiter.failed(ctx, ticket.key, ticket.id, error),
+    failed: (ctx, ticket, error) => {
+      limiter.failed(ctx, ticket.key, ticket.id, error);
+    },
     untake: (ticket) => limiter.untake(ticket),
   };
 }
@@ -245,24 +247,31 @@ class RateLimiter {
     }
     const inside = (): Promise<void> =>
       next().then(undefined, (error: unknown) => {
-        this.failed(ctx, key, id, error);
-        throw error;
+        // A debit on a shared store is written before the failure is answered, so a sibling
+        // dispatched next already finds the bucket empty.
+        const debiting = this.failed(ctx, key, id, error);
+        if (debiting === undefined) throw error;
+        return debiting.then(() => {
+          throw error;
+        });
       });
     if (taken === undefined) return inside();
     return taken.then(inside);
   }
 
-  failed(ctx: DispatchContext, key: string, id: string, error: unknown): void {
-    if (!isDispatchError(error) || error.kind !== 'transient') return;
+  failed(ctx: DispatchContext, key: string, id: string, error: unknown): Promise<void> | undefined {
+    if (!isDispatchError(error) || error.kind !== 'transient') return undefined;
     const retryAfterMs = error.retryAfterMs;
-    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return;
+    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return undefined;
+    ctx.emit('rate_limit.debit', { key, retryAfterMs });
     try {
       const done = this.#settings.store.debit(key, retryAfterMs, this.#settings.bucket, id);
-      if (isThenable(done)) done.then(undefined, noop);
-    } catch {
       // A debit that cannot be written leaves the bucket as it was: siblings may find the 429 too.
+      if (isThenable(done)) return Promise.resolve(done).then(noop, noop);
+    } catch {
+      // As above.
     }
-    ctx.emit('rate_limit.debit', { key, retryAfterMs });
+    return undefined;
   }
 
   // Reserves the tokens and waits for them; undefined when the attempt may start now.
