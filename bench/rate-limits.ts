@@ -19,7 +19,10 @@ const dispatchers = {
   bare: createDispatcher(defaultStack({ registry })),
   rateLimit: createDispatcher(defaultStack({ registry, rateLimit: never })),
   windowedBudget: createDispatcher(
-    defaultStack({ registry, windowedBudget: { key: (ctx) => ctx.options.tenant, limit: Infinity, windowMs: 60_000 } }),
+    defaultStack({
+      registry,
+      windowedBudget: { key: (ctx) => ctx.options.tenant, limit: Infinity, windowMs: 60_000 },
+    }),
   ),
   keyed: createDispatcher(defaultStack({ registry, concurrency: { key: (ctx) => ctx.options.tenant } })),
 };
@@ -49,6 +52,8 @@ const rows = [
 ] as const;
 for (const [name, ratio, target] of rows) {
   const met = ratio.median <= target ? 'met' : 'MISSED';
-  console.log(`${name}: ${ratio.median.toFixed(3)}× (q1 ${ratio.q1.toFixed(3)}, q3 ${ratio.q3.toFixed(3)}; target ≤ ${target}×) ${met}`);
+  console.log(
+    `${name}: ${ratio.median.toFixed(3)}× (q1 ${ratio.q1.toFixed(3)}, q3 ${ratio.q3.toFixed(3)}; target ≤ ${target}×) ${met}`,
+  );
 }
 for (const result of group.cases) console.log(`${result.id}: ${result.wall.median.toFixed(0)} ns/op`);
