@@ -9,6 +9,7 @@ import {
   TransientError,
   type DispatchEvent,
   type RateLimitOptions,
+  type RateStore,
 } from '../../index.js';
 import { memoryRateStore } from '../../middleware/index.js';
 import { flush } from '../helpers/gate.js';
@@ -126,6 +127,40 @@ describe('rateLimit: a token bucket per key', () => {
       [2, 1_000],
     ]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('rateLimit on a store that answers later', () => {
+  it('ends the wait for the store at an abort and gives the late grant back', async () => {
+    const memory = memoryRateStore();
+    let release: () => void = () => {};
+    const answered = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const cancels: string[] = [];
+    const store: RateStore = {
+      acquire: async (...args) => {
+        await answered;
+        return memory.acquire(...args);
+      },
+      cancel: (key, cost, bucket, id) => {
+        cancels.push(id);
+        return memory.cancel(key, cost, bucket, id);
+      },
+      debit: (...args) => memory.debit(...args),
+      delayedSince: (...args) => memory.delayedSince(...args),
+    };
+    const { call, starts } = limited({ rate: 1, store });
+    const leaving = new AbortController();
+    const gone = call(0, {}, leaving.signal);
+    await flush();
+    leaving.abort();
+    expect(await gone).toMatchObject({ kind: 'cancelled', attempts: 0 });
+    release();
+    await flush();
+    expect(cancels).toHaveLength(1);
+    expect(await call(1)).toMatchObject({ ok: true });
+    expect(starts.map(([i]) => i)).toEqual([1]);
   });
 });
 

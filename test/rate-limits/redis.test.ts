@@ -14,6 +14,7 @@ import {
 import { redisRateStore, redisWindowStore } from '../../integrations/redis/index.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { connectNodeRedis, type Connected } from '../integrations/redis/clients.js';
+import { countingClient } from '../integrations/redis/counting.js';
 
 const enabled = redisSuitesEnabled('rate limits on Redis');
 const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
@@ -174,5 +175,33 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     expect(refused).toMatchObject({ kind: 'rate_limited', attempts: 0 });
     expect((refused as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(2_500);
     expect(calls).toBe(1);
+  });
+
+  it('costs one round trip to acquire, one to reserve, and a settle only when the cost differs', async () => {
+    const prefix = randomUUID();
+    const counting = countingClient(a.store);
+    const registry = new ToolRegistry().register({
+      name: 'llm.summarize',
+      inputSchema: z.object({ used: z.number() }),
+      cost: 4,
+      settle: (result: { used: number }) => result.used,
+      handler: ({ used }) => ({ used }),
+    });
+    const dispatcher = createDispatcher(
+      defaultStack({
+        registry,
+        rateLimit: { rate: 100, store: redisRateStore(counting, { prefix }) },
+        windowedBudget: { limit: 1_000, windowMs: 60_000, store: redisWindowStore(counting, { prefix }) },
+      }),
+    );
+    expect(await dispatcher.dispatch('llm.summarize', { used: 4 })).toMatchObject({ ok: true });
+    expect(Object.fromEntries(counting.counts)).toEqual({ 'rate acquire': 1, 'window reserve': 1 });
+    counting.reset();
+    expect(await dispatcher.dispatch('llm.summarize', { used: 2 })).toMatchObject({ ok: true });
+    expect(Object.fromEntries(counting.counts)).toEqual({
+      'rate acquire': 1,
+      'window reserve': 1,
+      'window settle': 1,
+    });
   });
 });
