@@ -7,6 +7,7 @@ import {
   ToolRegistry,
   toolLookup,
   TransientError,
+  windowedBudget,
   type DispatchEvent,
   type RateLimitOptions,
   type RateStore,
@@ -161,6 +162,38 @@ describe('rateLimit on a store that answers later', () => {
     expect(cancels).toHaveLength(1);
     expect(await call(1)).toMatchObject({ ok: true });
     expect(starts.map(([i]) => i)).toEqual([1]);
+  });
+});
+
+describe('rateLimit and windowedBudget on a store that cannot answer', () => {
+  const down = () => {
+    throw new Error('ECONNREFUSED');
+  };
+  const downStore: RateStore = { acquire: down, cancel: down, debit: down, delayedSince: down };
+
+  it("fails store_unavailable by default, and runs unlimited with onStoreError: 'open'", async () => {
+    const closed = limited({ rate: 1, store: downStore });
+    expect(await closed.call(0)).toMatchObject({ ok: false, kind: 'store_unavailable', attempts: 0 });
+    expect(closed.starts).toEqual([]);
+    const open = limited({ rate: 1, store: downStore, onStoreError: 'open' });
+    expect(await open.call(0)).toMatchObject({ ok: true });
+  });
+
+  it('fails a windowed budget closed', async () => {
+    const registry = new ToolRegistry().register({
+      name: 'api.call',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      windowedBudget({ limit: 10, windowMs: 1_000, store: { reserve: down, settle: down } }),
+    ]);
+    expect(await dispatcher.dispatch('api.call', {})).toMatchObject({
+      kind: 'store_unavailable',
+      attempts: 0,
+    });
   });
 });
 
