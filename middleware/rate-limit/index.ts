@@ -14,6 +14,7 @@ import {
   isThenable,
   noop,
   optionsObject,
+  raceAbort,
   requireClock,
   requireFunction,
   requireNumber,
@@ -123,7 +124,9 @@ export function createRateLimit(
   return {
     layer,
     tryTake: (ctx) => limiter.tryTake(ctx),
-    failed: (ctx, ticket, error) => limiter.failed(ctx, ticket.key, ticket.id, error),
+    failed: (ctx, ticket, error) => {
+      limiter.failed(ctx, ticket.key, ticket.id, error);
+    },
     untake: (ticket) => limiter.untake(ticket),
   };
 }
@@ -245,24 +248,31 @@ class RateLimiter {
     }
     const inside = (): Promise<void> =>
       next().then(undefined, (error: unknown) => {
-        this.failed(ctx, key, id, error);
-        throw error;
+        // A debit on a shared store is written before the failure is answered, so a sibling
+        // dispatched next already finds the bucket empty.
+        const debiting = this.failed(ctx, key, id, error);
+        if (debiting === undefined) throw error;
+        return debiting.then(() => {
+          throw error;
+        });
       });
     if (taken === undefined) return inside();
     return taken.then(inside);
   }
 
-  failed(ctx: DispatchContext, key: string, id: string, error: unknown): void {
-    if (!isDispatchError(error) || error.kind !== 'transient') return;
+  failed(ctx: DispatchContext, key: string, id: string, error: unknown): Promise<void> | undefined {
+    if (!isDispatchError(error) || error.kind !== 'transient') return undefined;
     const retryAfterMs = error.retryAfterMs;
-    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return;
+    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return undefined;
+    ctx.emit('rate_limit.debit', { key, retryAfterMs });
     try {
       const done = this.#settings.store.debit(key, retryAfterMs, this.#settings.bucket, id);
-      if (isThenable(done)) done.then(undefined, noop);
-    } catch {
       // A debit that cannot be written leaves the bucket as it was: siblings may find the 429 too.
+      if (isThenable(done)) return Promise.resolve(done).then(noop, noop);
+    } catch {
+      // As above.
     }
-    ctx.emit('rate_limit.debit', { key, retryAfterMs });
+    return undefined;
   }
 
   // Reserves the tokens and waits for them; undefined when the attempt may start now.
@@ -281,9 +291,18 @@ class RateLimiter {
       return this.#storeFailed(error, key);
     }
     if (!isThenable(grant)) return this.#granted(ctx, key, cost, id, grant, allowedMs);
-    return Promise.resolve(grant).then(
+    const answered = Promise.resolve(grant);
+    const { signal } = ctx;
+    let abandoned = false;
+    const leave = () => {
+      abandoned = true;
+      // Tokens granted to a caller who has left go back.
+      answered.then((late) => late.granted && this.#giveBack(key, cost, id), noop);
+      return cancelled(ctx, signal);
+    };
+    return raceAbort(answered, signal, leave).then(
       (answer) => this.#granted(ctx, key, cost, id, answer, allowedMs),
-      (error: unknown) => this.#storeFailed(error, key),
+      (error: unknown) => (abandoned ? Promise.reject(error) : this.#storeFailed(error, key)),
     );
   }
 
@@ -312,13 +331,13 @@ class RateLimiter {
     mark: number,
     leftMs: number,
   ): Promise<void> {
-    const { store, bucket, clock } = this.#settings;
+    const { clock } = this.#settings;
     const { signal } = ctx;
     try {
       for (;;) {
         ctx.emit('rate_limit.wait', { key, waitMs });
         await sleep(waitMs, signal, clock, () => cancelled(ctx, signal));
-        const later = await store.delayedSince(key, mark);
+        const later = await this.#delayedSince(ctx, key, mark);
         if (!(later > 0)) return;
         if (later > leftMs) throw refused(ctx, key, later, `the backend asked to wait ${later} ms more`);
         mark += later;
@@ -326,13 +345,31 @@ class RateLimiter {
         waitMs = later;
       }
     } catch (error) {
-      try {
-        const done = store.cancel(key, cost, bucket, id);
-        if (isThenable(done)) done.then(undefined, noop);
-      } catch {
-        // The reservation lapses with the bucket's refill.
-      }
+      this.#giveBack(key, cost, id);
       throw error;
+    }
+  }
+
+  // How far 429s moved the bucket since `mark`; 0 when the store cannot say and may be bypassed.
+  async #delayedSince(ctx: DispatchContext, key: string, mark: number): Promise<number> {
+    const { signal } = ctx;
+    try {
+      const later = this.#settings.store.delayedSince(key, mark);
+      if (!isThenable(later)) return later;
+      return await raceAbort(later, signal, () => cancelled(ctx, signal));
+    } catch (error) {
+      if (signal.aborted) throw error;
+      this.#storeFailed(error, key);
+      return 0;
+    }
+  }
+
+  #giveBack(key: string, cost: number, id: string): void {
+    try {
+      const done = this.#settings.store.cancel(key, cost, this.#settings.bucket, id);
+      if (isThenable(done)) done.then(undefined, noop);
+    } catch {
+      // The reservation lapses with the bucket's refill.
     }
   }
 

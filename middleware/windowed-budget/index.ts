@@ -11,9 +11,11 @@ import type { WindowReservation, WindowStore } from '../../src/stores.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   attemptCost,
+  cancelled,
   isThenable,
   noop,
   optionsObject,
+  raceAbort,
   requireClock,
   requireFunction,
   requireNumber,
@@ -171,8 +173,19 @@ class Ledger {
       );
     };
     if (!isThenable(answer)) return go(answer);
-    return Promise.resolve(answer).then(go, (error: unknown) => {
-      throw this.#unavailable(error, counted);
+    const answered = Promise.resolve(answer);
+    const { signal } = ctx;
+    let abandoned = false;
+    const leave = () => {
+      abandoned = true;
+      // Units reserved for a caller who has left go back.
+      answered.then((late) => {
+        if (late.ok) this.ended(ctx, { key: counted, window: late.window, units, id }, false, false);
+      }, noop);
+      return cancelled(ctx, signal);
+    };
+    return raceAbort(answered, signal, leave).then(go, (error: unknown) => {
+      throw abandoned ? error : this.#unavailable(error, counted);
     });
   }
 

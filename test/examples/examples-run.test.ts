@@ -36,4 +36,13 @@ describe('examples', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('rate_limited');
   });
+
+  it('rate-limits.ts serves every search behind one bucket and refuses a spent budget', async () => {
+    const { code, stderr, stdout } = await runExample('examples/rate-limits.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('searches served: 12 of 12');
+    expect(stdout).toContain('summary 3 for globex: ok');
+    expect(stdout).toMatch(/summary 4 for globex: budget_exceeded/);
+  });
 });

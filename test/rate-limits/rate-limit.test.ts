@@ -7,8 +7,10 @@ import {
   ToolRegistry,
   toolLookup,
   TransientError,
+  windowedBudget,
   type DispatchEvent,
   type RateLimitOptions,
+  type RateStore,
 } from '../../index.js';
 import { memoryRateStore } from '../../middleware/index.js';
 import { flush } from '../helpers/gate.js';
@@ -126,6 +128,72 @@ describe('rateLimit: a token bucket per key', () => {
       [2, 1_000],
     ]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('rateLimit on a store that answers later', () => {
+  it('ends the wait for the store at an abort and gives the late grant back', async () => {
+    const memory = memoryRateStore();
+    let release: () => void = () => {};
+    const answered = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const cancels: string[] = [];
+    const store: RateStore = {
+      acquire: async (...args) => {
+        await answered;
+        return memory.acquire(...args);
+      },
+      cancel: (key, cost, bucket, id) => {
+        cancels.push(id);
+        return memory.cancel(key, cost, bucket, id);
+      },
+      debit: (...args) => memory.debit(...args),
+      delayedSince: (...args) => memory.delayedSince(...args),
+    };
+    const { call, starts } = limited({ rate: 1, store });
+    const leaving = new AbortController();
+    const gone = call(0, {}, leaving.signal);
+    await flush();
+    leaving.abort();
+    expect(await gone).toMatchObject({ kind: 'cancelled', attempts: 0 });
+    release();
+    await flush();
+    expect(cancels).toHaveLength(1);
+    expect(await call(1)).toMatchObject({ ok: true });
+    expect(starts.map(([i]) => i)).toEqual([1]);
+  });
+});
+
+describe('rateLimit and windowedBudget on a store that cannot answer', () => {
+  const down = () => {
+    throw new Error('ECONNREFUSED');
+  };
+  const downStore: RateStore = { acquire: down, cancel: down, debit: down, delayedSince: down };
+
+  it("fails store_unavailable by default, and runs unlimited with onStoreError: 'open'", async () => {
+    const closed = limited({ rate: 1, store: downStore });
+    expect(await closed.call(0)).toMatchObject({ ok: false, kind: 'store_unavailable', attempts: 0 });
+    expect(closed.starts).toEqual([]);
+    const open = limited({ rate: 1, store: downStore, onStoreError: 'open' });
+    expect(await open.call(0)).toMatchObject({ ok: true });
+  });
+
+  it('fails a windowed budget closed', async () => {
+    const registry = new ToolRegistry().register({
+      name: 'api.call',
+      inputSchema: z.object({}),
+      handler: () => 1,
+    });
+    const dispatcher = createDispatcher([
+      errorMapping(),
+      toolLookup(registry),
+      windowedBudget({ limit: 10, windowMs: 1_000, store: { reserve: down, settle: down } }),
+    ]);
+    expect(await dispatcher.dispatch('api.call', {})).toMatchObject({
+      kind: 'store_unavailable',
+      attempts: 0,
+    });
   });
 });
 
