@@ -23,9 +23,8 @@ export interface RetryAfterOptions {
 
 const rateLimitStatuses = new Set([429, 503, 529]);
 const rateLimitText = /rate[ _-]?limit|too many requests|quota/i;
-// `[r]` because test/architecture.test.ts reads regex literals as code, where that word names a layer.
 const retryAfterText =
-  /[r]etry[ _-]?after[^0-9]{0,12}(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?)?/i;
+  /retry[ _-]?after[^0-9]{0,12}(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?)?/i;
 // Epoch seconds (a reset time) are this large; smaller values are a delta in seconds.
 const epochSecondsFloor = 1e9;
 
