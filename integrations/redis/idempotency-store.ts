@@ -11,6 +11,9 @@ import {
   type IdempotencyCompletion,
   type IdempotencyLease,
   type IdempotencyStore,
+  type Receipt,
+  type ReceiptQuery,
+  type ReceiptStore,
   type StoreFingerprint,
 } from '../../src/stores.js';
 import { num, renewableInTime, runScript, text } from './call.js';
@@ -24,7 +27,15 @@ import {
   requireOptions,
   requirePrefix,
 } from './options.js';
-import { claimScript, completeScript, releaseScript, renewScript } from './scripts.js';
+import {
+  claimScript,
+  completeScript,
+  receiptGetScript,
+  receiptListScript,
+  receiptRecordScript,
+  releaseScript,
+  renewScript,
+} from './scripts.js';
 
 /** Options for `redisIdempotencyStore`. */
 export interface RedisIdempotencyStoreOptions {
@@ -73,6 +84,12 @@ export interface RedisIdempotencyStoreOptions {
    */
   maxResultBytes?: number;
   /**
+   * How long a key's receipt is kept, in milliseconds: longer than a success is served, so
+   * that an unknown outcome or a crashed leader stays visible (see `receipts`).
+   * @default 86_400_000 (24 h)
+   */
+  receiptTtlMs?: number;
+  /**
    * Turns a result into text for other processes. The default is JSON: `undefined` survives,
    * Dates become strings, Maps/Sets/class instances lose their type, and a BigInt or a cycle
    * makes the result unshareable.
@@ -90,6 +107,11 @@ export interface RedisIdempotencyStoreOptions {
 export interface RedisIdempotencyStore extends IdempotencyStore {
   /** Stops listening for pub/sub messages and wakes every waiter; leases are left to expire. */
   close(): void;
+  /**
+   * The receipts of this store's keys, written in the same round trips as the claim (`running`)
+   * and the completion or release; `list` scans the namespace (an operator's query).
+   */
+  readonly receipts: ReceiptStore;
 }
 
 class RedisLease implements IdempotencyLease {
@@ -155,6 +177,7 @@ export function redisIdempotencyStore(
   const onStoreReset = requireChoice('onStoreReset', options.onStoreReset ?? 'fail', ['fail', 'continue']);
   const resetWindowMs = requireMs('resetWindowMs', options.resetWindowMs ?? 60_000);
   const maxResultBytes = requireMs('maxResultBytes', options.maxResultBytes ?? 1_048_576);
+  const receiptTtl = String(requireMs('receiptTtlMs', options.receiptTtlMs ?? 86_400_000));
   const { serialize, deserialize } = options;
   if (serialize !== undefined && typeof serialize !== 'function')
     throw new TypeError('serialize must be a function');
@@ -165,6 +188,7 @@ export function redisIdempotencyStore(
   const epochKey = `${prefix}:epoch`;
   const resetKey = `${prefix}:reset`;
   const recordKey = (key: string) => `${prefix}:i:${key}`;
+  const receiptKey = (key: string) => `${prefix}:r:${key}`;
   const window = String(onStoreReset === 'fail' ? resetWindowMs : 0);
   const epochId = newToken();
   let knownEpoch = '';
@@ -225,13 +249,14 @@ export function redisIdempotencyStore(
     key: string,
     fingerprint: StoreFingerprint,
     token: string,
+    tool: string,
   ): Promise<IdempotencyClaim> => {
     const sentAt = performance.now();
     const reply = await runScript(
       redis,
       claimScript,
-      [recordKey(key), epochKey, resetKey],
-      [token, fingerprint, String(leaseMs), knownEpoch, epochId, window],
+      [recordKey(key), epochKey, resetKey, receiptKey(key)],
+      [token, fingerprint, String(leaseMs), knownEpoch, epochId, window, tool, receiptTtl, key],
       timeoutMs,
     );
     const kind = text(reply, 0);
@@ -241,6 +266,7 @@ export function redisIdempotencyStore(
         return {
           kind: 'lead',
           lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, sentAt + num(reply, 3)),
+          receipt: unsettled(readReceipt(text(reply, 4))),
         };
       case 'follow':
         return { kind: 'follow', fence: num(reply, 2), leaseEndsInMs: Math.max(0, num(reply, 3)) };
@@ -270,11 +296,11 @@ export function redisIdempotencyStore(
   const claim = async (
     key: string,
     fingerprint: StoreFingerprint,
-    claimOptions?: { token?: string },
+    claimOptions?: { token?: string; tool?: string },
   ): Promise<IdempotencyClaim> => {
     let token = claimOptions?.token ?? newToken();
     for (let tries = 1; ; tries++) {
-      const answer = await claimOnce(key, fingerprint, token);
+      const answer = await claimOnce(key, fingerprint, token, claimOptions?.tool ?? '');
       if (answer.kind !== 'lead') return answer;
       const lease = answer.lease as RedisLease;
       // Running the handler on a lead heard too late could run the key twice.
@@ -321,6 +347,7 @@ export function redisIdempotencyStore(
     lease: IdempotencyLease,
     result: unknown,
     ttlMs: number,
+    receipt?: Receipt,
   ): Promise<IdempotencyCompletion> => {
     if (typeof ttlMs !== 'number' || !(ttlMs > 0))
       throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
@@ -332,8 +359,19 @@ export function redisIdempotencyStore(
       reply = await runScript(
         redis,
         completeScript,
-        [recordKey(lease.key)],
-        [lease.token, status, payload, ttl, channel, String(lease.fence), lease.key, print],
+        [recordKey(lease.key), receiptKey(lease.key)],
+        [
+          lease.token,
+          status,
+          payload,
+          ttl,
+          channel,
+          String(lease.fence),
+          lease.key,
+          print,
+          writeReceipt(receipt),
+          receiptTtl,
+        ],
         timeoutMs,
       );
     } catch (error) {
@@ -353,14 +391,43 @@ export function redisIdempotencyStore(
     return { kind: 'lost' };
   };
 
-  const release = async (lease: IdempotencyLease): Promise<void> => {
+  const release = async (lease: IdempotencyLease, receipt?: Receipt): Promise<void> => {
     await runScript(
       redis,
       releaseScript,
-      [recordKey(lease.key)],
-      [lease.token, channel, String(lease.fence), lease.key],
+      [recordKey(lease.key), receiptKey(lease.key)],
+      [lease.token, channel, String(lease.fence), lease.key, writeReceipt(receipt), receiptTtl],
       timeoutMs,
     );
+  };
+
+  const receipts: ReceiptStore = {
+    get: async (key) =>
+      readReceipt(text([await runScript(redis, receiptGetScript, [receiptKey(key)], [], timeoutMs)], 0)),
+    record: async (receipt) => {
+      await runScript(
+        redis,
+        receiptRecordScript,
+        [receiptKey(receipt.key)],
+        [writeReceipt(receipt), receiptTtl],
+        timeoutMs,
+      );
+    },
+    list: async (query: ReceiptQuery = {}) => {
+      const { limit = 100 } = query;
+      const found = (await runScript(
+        redis,
+        receiptListScript,
+        [],
+        [`${prefix}:r:*`, String(maxListedReceipts)],
+        timeoutMs * 10,
+      )) as unknown[];
+      return found
+        .map((json) => readReceipt(String(json)))
+        .filter((receipt): receipt is Receipt => receipt !== undefined && matches(receipt, query))
+        .sort((a, b) => (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt))
+        .slice(0, limit);
+    },
   };
 
   const changed = (
@@ -403,9 +470,46 @@ export function redisIdempotencyStore(
     complete,
     release,
     changed,
+    receipts,
     close: () => {
       unlisten();
       wakeAll();
     },
   };
+}
+
+// The most receipt keys one `list` looks at.
+const maxListedReceipts = 100_000;
+
+function readReceipt(json: string): Receipt | undefined {
+  if (json === '') return undefined;
+  try {
+    const receipt = JSON.parse(json) as Receipt;
+    return typeof receipt === 'object' && receipt !== null && typeof receipt.key === 'string'
+      ? receipt
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// A receipt whose evidence is not JSON is kept without it.
+function writeReceipt(receipt: Receipt | undefined): string {
+  if (receipt === undefined) return '';
+  try {
+    return JSON.stringify(receipt);
+  } catch {
+    const { evidence: _dropped, ...rest } = receipt;
+    return JSON.stringify(rest);
+  }
+}
+
+function unsettled(receipt: Receipt | undefined): Receipt | undefined {
+  return receipt?.status === 'running' || receipt?.status === 'in_doubt' ? receipt : undefined;
+}
+
+function matches(receipt: Receipt, query: ReceiptQuery): boolean {
+  if (query.inDoubt === true && receipt.status !== 'in_doubt') return false;
+  if (query.status !== undefined && receipt.status !== query.status) return false;
+  return query.tool === undefined || receipt.tool === query.tool;
 }

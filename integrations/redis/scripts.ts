@@ -13,9 +13,10 @@ local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 `;
 
 /**
- * Claims an idempotency key. KEYS: record, epoch, reset marker. ARGV: token, fingerprint,
- * leaseMs, known epoch ('' if none), a fresh epoch id, reset window ms (0: never fail closed).
- * Reply: {kind, epoch, a, b}: lead (fence, lease ms left), follow (fence, ms left), hit
+ * Claims an idempotency key. KEYS: record, epoch, reset marker, receipt. ARGV: token, fingerprint,
+ * leaseMs, known epoch ('' if none), a fresh epoch id, reset window ms (0: never fail closed),
+ * tool ('' for no running receipt), receipt ttl ms, key.
+ * Reply: {kind, epoch, a, b}: lead (fence, lease ms left, the earlier receipt), follow (fence, ms left), hit
  * (payload, ms left), unshareable (reason, ms left), conflict, reset (ms left of the window).
  */
 export const claimScript = defineScript(
@@ -49,7 +50,13 @@ if not rec[1] then
   local fence = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
   redis.call('HSET', KEYS[1], 's', 'R', 'f', ARGV[2], 't', ARGV[1], 'g', fence)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return {'lead', epoch, fence, tonumber(ARGV[3])}
+  -- The earlier leader's receipt comes back, and this lead leaves its own, in the same trip.
+  local earlier = redis.call('GET', KEYS[4]) or ''
+  if ARGV[7] ~= '' then
+    local receipt = cjson.encode({key = ARGV[9], tool = ARGV[7], status = 'running', attempts = 0, startedAt = nowMs})
+    redis.call('SET', KEYS[4], receipt, 'PX', ARGV[8])
+  end
+  return {'lead', epoch, fence, tonumber(ARGV[3]), earlier}
 end
 if rec[2] ~= ARGV[2] then return {'conflict', epoch} end
 local left = redis.call('PTTL', KEYS[1])
@@ -76,8 +83,9 @@ return 0
 );
 
 /**
- * Records a success, published only when a follower waits (field w). KEYS: record. ARGV: token, status (D stored, U unshareable), payload,
- * ttlMs, channel, fence, key, fingerprint. Reply: {stored} | {late} | {lost, status, payload}.
+ * Records a success, published only when a follower waits (field w). KEYS: record, receipt. ARGV: token, status (D stored, U unshareable), payload,
+ * ttlMs, channel, fence, key, fingerprint, receipt JSON ('' for none), receipt ttl ms.
+ * Reply: {stored} | {late} | {lost, status, payload}.
  */
 export const completeScript = defineScript(
   'idempotency complete',
@@ -87,9 +95,11 @@ if not rec[1] then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'f', ARGV[8], 't', ARGV[1], 'g', ARGV[6], 'r', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   redis.call('PUBLISH', ARGV[5], 'i|' .. ARGV[6] .. '|' .. ARGV[7])
+  if ARGV[9] ~= '' then redis.call('SET', KEYS[2], ARGV[9], 'PX', ARGV[10]) end
   return {'late'}
 end
 if rec[2] ~= ARGV[1] then return {'lost', rec[1], rec[3] or ''} end
+if ARGV[9] ~= '' then redis.call('SET', KEYS[2], ARGV[9], 'PX', ARGV[10]) end
 if rec[1] == 'R' then
   redis.call('HSET', KEYS[1], 's', ARGV[2], 'r', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -99,13 +109,17 @@ return {'stored'}
 `,
 );
 
-/** Frees a lead after a failure. KEYS: record. ARGV: token, channel, fence, key. Reply: 1. */
+/**
+ * Frees a lead after a failure. KEYS: record, receipt. ARGV: token, channel, fence, key, receipt
+ * JSON ('' for none), receipt ttl ms. Reply: 1.
+ */
 export const releaseScript = defineScript(
   'idempotency release',
   `
 local rec = redis.call('HMGET', KEYS[1], 's', 't', 'w')
 if rec[1] == 'R' and rec[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
   if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
 end
 return 1
@@ -283,5 +297,36 @@ export const readBudgetScript = defineScript(
 local rec = redis.call('HMGET', KEYS[1], 'left', 'limit')
 if not rec[1] then return {-1, 0} end
 return {tonumber(rec[1]), tonumber(rec[2])}
+`,
+);
+
+/** Reads a receipt. KEYS: receipt. Reply: its JSON, or nil. */
+export const receiptGetScript = defineScript('receipt get', `return redis.call('GET', KEYS[1])`);
+
+/** Records a receipt. KEYS: receipt. ARGV: JSON, ttl ms. Reply: 1. */
+export const receiptRecordScript = defineScript(
+  'receipt record',
+  `redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`,
+);
+
+/**
+ * Lists receipts, for an operator's query. ARGV: key pattern, the most keys to look at. Reply:
+ * their JSON. A scan: it reads the whole namespace, so it is not for a hot path.
+ */
+export const receiptListScript = defineScript(
+  'receipt list',
+  `
+local found, cursor, looked = {}, '0', 0
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 500)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    looked = looked + 1
+    local receipt = redis.call('GET', key)
+    if receipt then found[#found + 1] = receipt end
+  end
+until cursor == '0' or looked >= tonumber(ARGV[2])
+return found
 `,
 );

@@ -32,7 +32,8 @@ export interface MemoryIdempotencyStoreOptions {
    */
   leaseMs?: number;
   /**
-   * How long a key's receipt is kept, in milliseconds (see `receipts`).
+   * How long a key's receipt is kept, in milliseconds (see `receipts`, which keeps at most
+   * 10 000).
    * @default 86_400_000 (24 h)
    */
   receiptTtlMs?: number;
@@ -123,8 +124,8 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   requireInteger('maxEntries', maxEntries, 1);
   requireNumber('leaseMs', leaseMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  // Receipts keep their own bound (memoryReceiptStore's default), not the success cache's.
   const receipts = memoryReceiptStore({
-    maxEntries,
     clock,
     ...(receiptTtlMs === undefined ? {} : { ttlMs: receiptTtlMs }),
   });

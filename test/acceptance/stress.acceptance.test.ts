@@ -151,6 +151,8 @@ describe('seeded random schedules keep the invariants', () => {
           'cancelled',
           'budget_exceeded',
           'idempotency_conflict',
+          // A write that timed out leaves its key in doubt: the same key is not run again.
+          'outcome_unknown',
         ]).toContain(o.kind);
     }
     expect(budget.limit - budget.remaining).toBeLessThanOrEqual(40);

@@ -263,6 +263,35 @@ describe('idempotency in the default stack', () => {
     });
   });
 
+  it('remembers a success that finished after every caller left, as with a store', async () => {
+    let runs = 0;
+    const registry = new ToolRegistry().register({
+      name: 'a.b',
+      inputSchema: z.object({}),
+      handler: () => ++runs,
+    });
+    const held = gate<void>();
+    // A layer that ignores its signal after the handler succeeded (say, a slow audit write).
+    const slowAfter = async (_ctx: unknown, next: () => Promise<void>) => {
+      await next();
+      await held.promise;
+    };
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), idempotency(), slowAfter]);
+    const caller = new AbortController();
+    const first = dispatcher.dispatch('a.b', {}, { idempotencyKey: 'late', signal: caller.signal });
+    await flush();
+    caller.abort();
+    expect(failure(await first).kind).toBe('cancelled');
+    held.open();
+    await flush();
+    expect(await dispatcher.dispatch('a.b', {}, { idempotencyKey: 'late' })).toMatchObject({
+      ok: true,
+      result: 1,
+      attempts: 0,
+    });
+    expect(runs).toBe(1);
+  });
+
   it('leaves no abort listener on a caller signal after the call', async () => {
     const { dispatcher } = setup();
     const caller = new AbortController();
