@@ -164,7 +164,10 @@ describe('the import rules', () => {
         .replace(/\/\*[\s\S]*?\*\//g, '')
         .replace(/\/\/.*$/gm, '')
         .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, "''")
-        .replace(/(?<=[=(,:!&|?;{}]\s*|return\s+)\/(?:[^/\\\n[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+\/[a-z]*/g, '/x/');
+        .replace(
+          /(?<=[=(,:!&|?;{}]\s*|return\s+)\/(?:[^/\\\n[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+\/[a-z]*/g,
+          '/x/',
+        );
       for (const name of layers) {
         if (new RegExp(`\\b${name}\\b`).test(code)) named.push(`${relative(root, file)}: ${name}`);
       }
