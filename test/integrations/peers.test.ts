@@ -62,6 +62,7 @@ describe("the subpaths' run-time entries", () => {
       './mcp',
       './openai-agents',
       './otel',
+      './restate',
     ]);
   });
 
