@@ -4,7 +4,14 @@
  * @module
  */
 
-import type { DispatchErrorJson, Dispatcher, DispatchOptions, Outcome, Tool } from '../../index.js';
+import {
+  DispatchError,
+  type DispatchErrorJson,
+  type Dispatcher,
+  type DispatchOptions,
+  type Outcome,
+  type Tool,
+} from '../../index.js';
 
 /** A day: the retry horizon of a durable step, and how long its key must be remembered. */
 export const defaultKeyTtlMs = 24 * 60 * 60 * 1000;
@@ -103,4 +110,22 @@ export function dispatchStep(
 export function journaledSuccess<Result>(outcome: Outcome<Result> & { ok: true }): JournaledOutcome<Result> {
   // Spread, so fields a newer core adds to a success (how it was reconciled) reach the journal too.
   return { ...outcome };
+}
+
+/**
+ * The envelope as an engine may log and persist it: its fields, a stack of its message alone, and
+ * no `cause` (the handler's own error, which may hold what the user never asked to record).
+ */
+export function withoutCause(envelope: DispatchError): DispatchError {
+  const copy = new DispatchError(envelope.kind, envelope.message, {
+    attempts: envelope.attempts,
+    jsonrpcCode: envelope.jsonrpcCode,
+    ...(envelope.retryAfterMs === undefined ? {} : { retryAfterMs: envelope.retryAfterMs }),
+  });
+  // Fields a newer core adds to the envelope (where an outcome became unknown) come along.
+  for (const [field, value] of Object.entries(envelope)) {
+    if (!Object.hasOwn(copy, field)) Object.defineProperty(copy, field, { value, enumerable: true });
+  }
+  copy.stack = `DispatchError: ${envelope.message}`;
+  return copy;
 }

@@ -88,8 +88,8 @@ function journaledOrThrown(outcome: Outcome, checked: CheckedStepOptions): Journ
   if (outcome.ok) return journaledSuccess(outcome);
   const verdict = engineVerdict(outcome, checked.toolRef);
   if (verdict.retry) {
-    throw new RetryableError(outcome.message, {
-      cause: outcome,
+    // No cause: Restate logs it, and the handler's own error may hold what nobody asked to record.
+    throw new RetryableError(`${outcome.kind}: ${outcome.message}`, {
       ...(verdict.afterMs === undefined ? {} : { retryAfter: verdict.afterMs }),
     });
   }
