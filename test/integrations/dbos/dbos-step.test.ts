@@ -1,8 +1,11 @@
 // dbosStep in real DBOS workflows, on a PostgreSQL database of this run's own, dropped after.
 
+import { join } from 'node:path';
 import { DBOS } from '@dbos-inc/dbos-sdk';
+import { createClient } from 'redis';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as root from '../../../index.js';
 import {
   createDispatcher,
   defaultStack,
@@ -13,8 +16,12 @@ import {
 } from '../../../index.js';
 import { dbosStep } from '../../../integrations/dbos/index.js';
 import { createTestDatabase, postgresSuitesEnabled, type TestDatabase } from '../../helpers/postgres.js';
+import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { startServiceProcess, type ServiceProcess } from '../../helpers/service-process.js';
 
 const enabled = await postgresSuitesEnabled('dbosStep');
+// A kill before the store write is closed by the core's reconcile (issue 24, requirement 1).
+const coreReconciles = 'OutcomeUnknownError' in root;
 
 const order = z.object({ orderId: z.string(), amount: z.number() });
 type Order = z.infer<typeof order>;
@@ -170,3 +177,61 @@ describe.runIf(enabled)('dbosStep in DBOS workflows', () => {
     expect(seen.at(-1)?.ttlMs).toBe(3_600_000);
   });
 });
+
+describe.runIf(enabled && redisSuitesEnabled('dbosStep kill'))(
+  'dbosStep when the worker dies mid-step',
+  () => {
+    const prefix = `td-dbos-${process.pid}`;
+    let database: TestDatabase;
+    let redis: RedisServer;
+    let client: ReturnType<typeof createClient>;
+    const workers: ServiceProcess[] = [];
+    beforeAll(async () => {
+      database = await createTestDatabase('dbos_kill');
+      redis = await startRedisServer();
+      client = createClient({ url: redis.url });
+      client.on('error', () => {});
+      await client.connect();
+    }, 60_000);
+    afterAll(async () => {
+      for (const worker of workers) await worker.stop();
+      client?.destroy();
+      await redis?.stop();
+      await database?.drop();
+    });
+
+    const runWorker = async (workflowID: string, killAt: string) => {
+      await client.set(`${prefix}:kill:${killAt}`, '1');
+      const worker = await startServiceProcess(join(import.meta.dirname, 'checkout-worker.ts'), {
+        TD_REDIS_URL: redis.url,
+        TD_DATABASE_URL: database.url,
+        TD_PREFIX: prefix,
+        TD_WORKFLOW_ID: workflowID,
+      });
+      workers.push(worker);
+      for (;;) {
+        const result = await client.get(`${prefix}:result:${workflowID}`);
+        if (result !== null) return { result: JSON.parse(result), restarts: worker.restarts };
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+
+    it('serves the recovered step from the store when the worker dies after the store write', async () => {
+      const { result, restarts } = await runWorker('k1', 'after-store-write');
+      expect(restarts).toBe(1);
+      expect(result).toEqual({ chargeId: 'ch_k1_1', amount: 25 });
+      expect(await client.get(`${prefix}:charges:k1`)).toBe('1');
+    }, 60_000);
+
+    it.runIf(coreReconciles)(
+      'reconciles instead of charging again when the worker dies after the side effect, before the store write',
+      async () => {
+        const { result, restarts } = await runWorker('k2', 'after-side-effect');
+        expect(restarts).toBe(1);
+        expect(result).toEqual({ chargeId: 'ch_k2_1' });
+        expect(await client.get(`${prefix}:charges:k2`)).toBe('1');
+      },
+      60_000,
+    );
+  },
+);
