@@ -13,7 +13,12 @@ import {
   type Tool,
 } from '../../index.js';
 
-/** A day: the retry horizon of a durable step, and how long its key must be remembered. */
+/**
+ * A day: the retry horizon of a durable step, and how long its key must be remembered.
+ *
+ * @example
+ * restateRun(ctx, dispatcher, 'payments.charge', order, { name: 'charge', keyTtlMs: 2 * defaultKeyTtlMs });
+ */
 export const defaultKeyTtlMs = 24 * 60 * 60 * 1000;
 
 /** The tool a step runs: its registry name, or the registered tool (`registry.get(name)`). */
@@ -61,7 +66,12 @@ export interface CheckedStepOptions {
   readonly toolRef: Pick<Tool, 'idempotent'> | undefined;
 }
 
-/** Checks what every adapter takes; a `TypeError` naming the argument or option that is wrong. */
+/**
+ * Checks what every adapter takes; a `TypeError` naming the argument or option that is wrong.
+ *
+ * @example
+ * const checked = checkStepOptions(dispatcher, 'payments.charge', { name: 'charge' }); // keyTtlMs: 86_400_000
+ */
 export function checkStepOptions(
   dispatcher: Dispatcher,
   tool: StepTool,
@@ -89,6 +99,9 @@ export function checkStepOptions(
 /**
  * Dispatches the step's call keyed by the engine's stable id: the engine's journal dedupes a
  * replay, the idempotency store the window between the side effect and the journal write.
+ *
+ * @example
+ * const outcome = await dispatchStep(dispatcher, checked, args, `dbos:${workflowID}:${stepID}`, signal);
  */
 export function dispatchStep(
   dispatcher: Dispatcher,
@@ -106,7 +119,12 @@ export function dispatchStep(
   return dispatcher.dispatch(checked.tool, args, options);
 }
 
-/** A success as the journal keeps it. */
+/**
+ * A success as the journal keeps it.
+ *
+ * @example
+ * if (outcome.ok) return journaledSuccess(outcome); // { ok: true, result, attempts }
+ */
 export function journaledSuccess<Result>(outcome: Outcome<Result> & { ok: true }): JournaledOutcome<Result> {
   // Spread, so fields a newer core adds to a success (how it was reconciled) reach the journal too.
   return { ...outcome };
@@ -115,6 +133,9 @@ export function journaledSuccess<Result>(outcome: Outcome<Result> & { ok: true }
 /**
  * The envelope as an engine may log and persist it: its fields, a stack of its message alone, and
  * no `cause` (the handler's own error, which may hold what the user never asked to record).
+ *
+ * @example
+ * if (!outcome.ok) throw withoutCause(outcome);
  */
 export function withoutCause(envelope: DispatchError): DispatchError {
   const copy = new DispatchError(envelope.kind, envelope.message, {

@@ -24,7 +24,13 @@ export interface ReceiptQuery {
 const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
 const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';
 
-/** The statements of one receipts table (its quoted name given), built once. */
+/**
+ * The statements of one receipts table (its quoted name given), built once.
+ *
+ * @example
+ * const queries = new ReceiptQueries('"tool_dispatcher_receipts"');
+ * await pool.query(queries.record, queries.valuesOf(receipt));
+ */
 export class ReceiptQueries {
   readonly get: string;
   readonly record: string;

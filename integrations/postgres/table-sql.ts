@@ -3,7 +3,12 @@
  * @module
  */
 
-/** The table `postgresReceiptStore` uses when it is given none. */
+/**
+ * The table `postgresReceiptStore` uses when it is given none.
+ *
+ * @example
+ * receiptTableSql(defaultReceiptTable);
+ */
 export const defaultReceiptTable = 'tool_dispatcher_receipts';
 
 // Room left in PostgreSQL's 63-byte identifiers for the index suffixes below.
