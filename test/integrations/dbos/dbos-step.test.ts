@@ -5,7 +5,6 @@ import { DBOS } from '@dbos-inc/dbos-sdk';
 import { createClient } from 'redis';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as root from '../../../index.js';
 import {
   createDispatcher,
   defaultStack,
@@ -15,13 +14,12 @@ import {
   TransientError,
 } from '../../../index.js';
 import { dbosStep } from '../../../integrations/dbos/index.js';
+import { fromNodeRedis, redisIdempotencyStore } from '../../../integrations/redis/index.js';
 import { createTestDatabase, postgresSuitesEnabled, type TestDatabase } from '../../helpers/postgres.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { startServiceProcess, type ServiceProcess } from '../../helpers/service-process.js';
 
 const enabled = await postgresSuitesEnabled('dbosStep');
-// A kill before the store write is closed by the core's reconcile (issue 24, requirement 1).
-const coreReconciles = 'OutcomeUnknownError' in root;
 
 const order = z.object({ orderId: z.string(), amount: z.number() });
 type Order = z.infer<typeof order>;
@@ -95,6 +93,12 @@ const check = DBOS.registerWorkflow(
     }),
   { name: 'check' },
 );
+
+/** Whether a Redis idempotency store leaves receipts (issue 24, requirement 4) in this build. */
+function redisStoreKeepsReceipts(client: ReturnType<typeof createClient>): boolean {
+  const store = redisIdempotencyStore(fromNodeRedis(client));
+  return (store as { receipts?: unknown }).receipts !== undefined;
+}
 
 describe('dbosStep: bad input', () => {
   it('rejects a bad option with a TypeError naming it', async () => {
@@ -223,15 +227,14 @@ describe.runIf(enabled && redisSuitesEnabled('dbosStep kill'))(
       expect(await client.get(`${prefix}:charges:k1`)).toBe('1');
     }, 60_000);
 
-    it.runIf(coreReconciles)(
-      'reconciles instead of charging again when the worker dies after the side effect, before the store write',
-      async () => {
-        const { result, restarts } = await runWorker('k2', 'after-side-effect');
-        expect(restarts).toBe(1);
-        expect(result).toEqual({ chargeId: 'ch_k2_1' });
-        expect(await client.get(`${prefix}:charges:k2`)).toBe('1');
-      },
-      60_000,
-    );
+    // Closed by the core's reconcile of a crashed leader's `running` receipt (issue 24,
+    // requirement 1), which needs a Redis store that keeps receipts; skipped until it has them.
+    it('reconciles instead of charging again when the worker dies after the side effect, before the store write', async (context) => {
+      if (!redisStoreKeepsReceipts(client)) context.skip();
+      const { result, restarts } = await runWorker('k2', 'after-side-effect');
+      expect(restarts).toBe(1);
+      expect(result).toEqual({ chargeId: 'ch_k2_1' });
+      expect(await client.get(`${prefix}:charges:k2`)).toBe('1');
+    }, 60_000);
   },
 );
