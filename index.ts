@@ -27,6 +27,7 @@ export {
   isDispatchError,
   jsonRpcCodeFor,
   toDispatchError,
+  OutcomeUnknownError,
   ToolError,
   TransientError,
 } from './src/index.js';
@@ -37,9 +38,14 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './src/index.js';
+
+// Reading a backend's 429 (rate limits).
+export { classifyRateLimit, parseRetryAfter } from './src/index.js';
+export type { HeadersLike, RetryAfterOptions } from './src/index.js';
 
 // The helpers a harness loop and a host integration use.
 export {
@@ -94,6 +100,9 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  Reconcile,
+  ReconcileContext,
+  ReconcileVerdict,
 } from './src/index.js';
 
 // The state seam: what a store implements (the memory stores are in `tool-dispatcher/middleware`).
@@ -113,6 +122,11 @@ export type {
   StoreBudget,
   StoreFingerprint,
   StoreLease,
+  RateBucket,
+  RateGrant,
+  RateStore,
+  WindowReservation,
+  WindowStore,
 } from './src/index.js';
 
 // The layers and the default stack.
@@ -126,10 +140,12 @@ export {
   isCircuitFailure,
   isRetryable,
   logging,
+  rateLimit,
   retry,
   schemaValidation,
   timeout,
   toolLookup,
+  windowedBudget,
 } from './middleware/index.js';
 export type {
   CircuitBreakerMiddleware,
@@ -138,6 +154,8 @@ export type {
   CircuitState,
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
+  RateLimitOptions,
+  WindowedBudgetOptions,
   ConcurrencyLoad,
   DefaultStackOptions,
   IdempotencyMiddleware,

@@ -36,10 +36,20 @@ export type {
   CircuitSnapshot,
   CircuitState,
 } from './circuit-breaker/index.js';
+export { rateLimit } from './rate-limit/index.js';
+export type { RateLimitOptions } from './rate-limit/index.js';
+export { windowedBudget } from './windowed-budget/index.js';
+export type { WindowedBudgetOptions } from './windowed-budget/index.js';
 export { memoryIdempotencyStore } from './idempotency/memory-store.js';
+export { memoryReceiptStore } from './idempotency/receipts.js';
+export type { MemoryReceiptStore, MemoryReceiptStoreOptions } from './idempotency/receipts.js';
 export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './idempotency/memory-store.js';
 export { memorySlotStore } from './concurrency-limit/memory-store.js';
 export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';
 export { memoryCircuitStore } from './circuit-breaker/memory-store.js';
 export type { MemoryCircuitStore, MemoryCircuitStoreOptions } from './circuit-breaker/memory-store.js';
+export { memoryRateStore } from './rate-limit/memory-store.js';
+export type { MemoryRateStoreOptions } from './rate-limit/memory-store.js';
+export { memoryWindowStore } from './windowed-budget/memory-store.js';
+export type { MemoryWindowStoreOptions } from './windowed-budget/memory-store.js';
 export * from './kit.js';

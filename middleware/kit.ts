@@ -20,3 +20,7 @@ export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
 export { parseJsonArgs } from '../src/internal/raw-json-args.js';
+// What an attempt costs, for a layer that counts it (windowedBudget).
+export { attemptCost, settledCost } from '../src/internal/cost.js';
+// For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
+export { outcomeUnknown, reconcileOutcome } from '../src/internal/reconcile.js';

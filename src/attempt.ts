@@ -12,6 +12,9 @@ import type { Limit, LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
+import { classifyRateLimit } from './rate-limit-signals.js';
+import { attemptCost } from './internal/cost.js';
+import { reconcileFirst } from './internal/reconcile.js';
 import type {
   DispatchContext,
   DispatchOptions,
@@ -98,7 +101,8 @@ function attemptOnSharedBudget(
 ): void {
   let taken: boolean | Promise<boolean>;
   try {
-    taken = budget.tryConsume(1);
+    const units = attemptCost(ctx);
+    taken = units === 0 || budget.tryConsume(units);
   } catch (error) {
     return failLater(settled, error);
   }
@@ -135,6 +139,8 @@ function attemptWith(
   let returned: unknown;
   try {
     run = startAttempt(ctx, limit, base, charged);
+    // Reconcile before retry: only an attempt whose handler started can have acted.
+    if (tool.reconcile !== undefined) settled = reconcileFirst(ctx, tool, run.attempt, settled);
     returned = callHandler(ctx, tool, run);
   } catch (error) {
     return failLater(settled, error);
@@ -175,7 +181,7 @@ function followOrFail(
 }
 
 /**
- * Starts one attempt inside `limit` (or, without one, under `base`): takes a budget unit (unless
+ * Starts one attempt inside `limit` (or, without one, under `base`): takes the tool's cost from the budget (unless
  * `charged`: the caller took it already), counts the attempt and emits `dispatch.attempt`.
  * Returns the handler's context; throws the envelope when the attempt cannot start (stopped,
  * budget spent). A budget whose `tryConsume` answers with a promise must be charged first (see
@@ -188,7 +194,8 @@ function startAttempt(
   charged: boolean,
 ): AttemptContext {
   if (!charged && ctx.budget !== undefined) {
-    const taken = ctx.budget.tryConsume(1);
+    const units = attemptCost(ctx);
+    const taken = units === 0 || ctx.budget.tryConsume(units);
     if (taken !== true) {
       if (isThenable(taken)) {
         taken.then(undefined, noop);
@@ -422,11 +429,13 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
 }
 
 /**
- * The envelope of a handler's own failure: `transient` for a `TransientError`, `tool_error` for a
+ * The envelope of a handler's own failure: `transient` for a `TransientError` or a rate-limit
+ * answer `classifyRateLimit` knows, `tool_error` for a
  * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
  * itself is `internal`, never mistaken for a timeout of this dispatcher.
  */
 function handlerFailure(error: unknown, attempts: number): DispatchError {
-  if (!isDispatchError(error)) return toDispatchError(error, attempts);
+  // A backend's 429 escaping the handler (an SDK's APIError, a Response) is a rate-limited `transient`.
+  if (!isDispatchError(error)) return toDispatchError(classifyRateLimit(error) ?? error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

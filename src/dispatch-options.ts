@@ -13,10 +13,17 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== 'object' || options === null) {
     return `options must be an object, got ${options === null ? 'null' : typeof options}`;
   }
-  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress } = options as Record<
-    string,
-    unknown
-  >;
+  const {
+    timeoutMs,
+    idempotencyKey,
+    idempotencyTtlMs,
+    budget,
+    signal,
+    callId,
+    displayName,
+    onProgress,
+    tenant,
+  } = options as Record<string, unknown>;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
   }
@@ -42,6 +49,12 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   }
   if (onProgress !== undefined && typeof onProgress !== 'function') {
     return 'onProgress must be a function';
+  }
+  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0)) {
+    return 'tenant must be a non-empty string';
+  }
+  if (idempotencyTtlMs !== undefined && (typeof idempotencyTtlMs !== 'number' || !(idempotencyTtlMs > 0))) {
+    return `idempotencyTtlMs must be a number > 0 (or Infinity), got ${String(idempotencyTtlMs)}`;
   }
   return undefined;
 }

@@ -17,7 +17,22 @@ export type DispatchErrorKind =
   | 'tool_error'
   | 'store_unavailable'
   | 'idempotency_result_unavailable'
+  | 'rate_limited'
+  | 'overloaded'
+  | 'outcome_unknown'
   | (string & {});
+
+/**
+ * Where an unknown outcome came from: the attempt timed out, the handler said it cannot know
+ * (`OutcomeUnknownError`), the idempotency leader lost its lease, a previous leader crashed
+ * mid-call, or the shared store restarted empty.
+ */
+export type OutcomeWindow =
+  | 'attempt_timeout'
+  | 'handler_unknown'
+  | 'lease_lost'
+  | 'leader_crashed'
+  | 'store_reset';
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
 export type JsonRpcErrorCode = -32601 | -32602 | -32603;
@@ -40,6 +55,8 @@ export interface JsonRpcErrorData {
   attempts: number;
   /** When set, how long to wait before trying again, in milliseconds. */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 /** An envelope as plain JSON, as `DispatchError.toJSON()` returns it. */
@@ -56,6 +73,8 @@ export interface DispatchErrorJson {
   jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -74,6 +93,8 @@ export interface DispatchErrorOptions {
   jsonrpcCode?: JsonRpcErrorCode;
   /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
   retryAfterMs?: number;
+  /** For `outcome_unknown`: where the outcome was lost. */
+  window?: OutcomeWindow;
 }
 
 const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
@@ -113,6 +134,8 @@ export class DispatchError extends Error {
   readonly jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /** For `outcome_unknown`: where the outcome was lost; `undefined` for other kinds. */
+  readonly window: OutcomeWindow | undefined;
 
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
@@ -127,7 +150,7 @@ export class DispatchError extends Error {
       options.cause === undefined ? undefined : { cause: options.cause },
     );
     this.name = 'DispatchError';
-    const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs } = options;
+    const { attempts = 0, jsonrpcCode = jsonRpcCodeFor(kind), retryAfterMs, window } = options;
     // Every kind maps to one of the three codes (SPEC §4), whoever makes the envelope.
     if (jsonrpcCode !== -32601 && jsonrpcCode !== -32602 && jsonrpcCode !== -32603) {
       throw new TypeError(`jsonrpcCode must be -32601, -32602 or -32603, got ${String(jsonrpcCode)}`);
@@ -142,6 +165,7 @@ export class DispatchError extends Error {
     this.attempts = attempts;
     this.jsonrpcCode = jsonrpcCode;
     this.retryAfterMs = retryAfterMs;
+    this.window = window;
   }
 
   /**
@@ -153,6 +177,7 @@ export class DispatchError extends Error {
   toJsonRpcError(): JsonRpcError {
     const data: JsonRpcErrorData = { kind: this.kind, attempts: this.attempts };
     if (this.retryAfterMs !== undefined) data.retryAfterMs = this.retryAfterMs;
+    if (this.window !== undefined) data.window = this.window;
     return { code: this.jsonrpcCode, message: this.message, data };
   }
 
@@ -166,6 +191,7 @@ export class DispatchError extends Error {
       jsonrpcCode: this.jsonrpcCode,
     };
     if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
+    if (this.window !== undefined) json.window = this.window;
     return json;
   }
 }
@@ -193,6 +219,12 @@ export function isDispatchError(value: unknown): value is DispatchError {
 export interface TransientErrorOptions {
   /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`). */
   retryAfterMs?: number;
+  /**
+   * The backend refused for its rate limit or quota (a 429): a `rateLimit` layer around the
+   * attempt slows every sibling call, and a circuit breaker never counts it as a failure.
+   * @default false
+   */
+  rateLimited?: boolean;
   /** The underlying error. */
   cause?: unknown;
 }
@@ -206,6 +238,8 @@ export interface TransientErrorOptions {
 export class TransientError extends Error {
   /** The least time to wait before the next attempt, in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /** Whether the backend refused for its rate limit or quota. */
+  readonly rateLimited: boolean;
 
   /**
    * Makes a retryable failure.
@@ -221,6 +255,7 @@ export class TransientError extends Error {
       throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
     }
     this.retryAfterMs = retryAfterMs;
+    this.rateLimited = options.rateLimited === true;
   }
 }
 
@@ -323,8 +358,28 @@ export function isJsonParseError(value: unknown): boolean {
 }
 
 /**
+ * Thrown by a handler that sent its request and cannot know whether it took effect (the
+ * connection dropped after the write). The call fails with kind `outcome_unknown` (window
+ * `handler_unknown`) and is never retried, unless the tool's `reconcile` finds out first.
+ *
+ * @example
+ * throw new OutcomeUnknownError('sent, no answer', { cause: error });
+ */
+export class OutcomeUnknownError extends Error {
+  /**
+   * @example
+   * new OutcomeUnknownError('the bank closed the connection after the charge was sent');
+   */
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'OutcomeUnknownError';
+  }
+}
+
+/**
  * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
- * `TransientError` becomes `transient`, a `ToolError` `tool_error`, everything else `internal`.
+ * `TransientError` becomes `transient`, an `OutcomeUnknownError` `outcome_unknown`, a `ToolError`
+ * `tool_error`, everything else `internal`.
  *
  * @example
  * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1
@@ -337,6 +392,13 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
         attempts,
         cause: error,
         ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      });
+    }
+    if (error instanceof OutcomeUnknownError) {
+      return new DispatchError('outcome_unknown', describeThrown(error), {
+        attempts,
+        cause: error,
+        window: 'handler_unknown',
       });
     }
     if (error instanceof ToolError) {

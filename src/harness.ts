@@ -242,6 +242,10 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
       return 'The call was cancelled; do not retry it.';
     case 'store_unavailable':
       return `The tool was not run: shared state it needs is unreachable for now; try again ${after}.`;
+    case 'overloaded':
+      return 'The tool is overloaded; try again later or use another tool.';
+    case 'outcome_unknown':
+      return 'The action may have happened: do not repeat it, not even under a new idempotency key; check its effect first, or tell the user it is unknown.';
     case 'idempotency_result_unavailable':
       return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
     default:

@@ -13,6 +13,7 @@ export { ToolRegistry, defaultToolTimeoutMs } from './registry.js';
 export type { RegisterOptions, ToolListing } from './registry.js';
 export {
   DispatchError,
+  OutcomeUnknownError,
   ToolError,
   TransientError,
   isDispatchError,
@@ -26,9 +27,12 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './errors.js';
+export { classifyRateLimit, parseRetryAfter } from './rate-limit-signals.js';
+export type { HeadersLike, RetryAfterOptions } from './rate-limit-signals.js';
 export { createNameMap } from './name-map.js';
 export type { NameMap, NameMapOptions } from './name-map.js';
 export { toObjectSchema } from './object-schema.js';
@@ -60,6 +64,9 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  Reconcile,
+  ReconcileContext,
+  ReconcileVerdict,
 } from './types.js';
 
 export { harnessStep, toolAnswer, toToolMessage } from './harness.js';

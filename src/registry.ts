@@ -144,7 +144,17 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof definition !== 'object' || definition === null) {
     throw new TypeError('A tool definition must be an object');
   }
-  const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } = definition;
+  const {
+    name,
+    description = '',
+    inputSchema,
+    handler,
+    idempotent = false,
+    timeoutMs,
+    cost,
+    settle,
+  } = definition;
+  const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -174,6 +184,15 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
     );
   }
+  checkCost(name, cost, settle);
+  if (reconcile !== undefined && typeof reconcile !== 'function') {
+    throw new TypeError(`reconcile of "${name}" must be a function`);
+  }
+  if (typeof reconcileTimeoutMs !== 'number' || !(reconcileTimeoutMs > 0)) {
+    throw new TypeError(
+      `reconcileTimeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(reconcileTimeoutMs)}`,
+    );
+  }
   return Object.freeze({
     name,
     description,
@@ -181,7 +200,24 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     handler: handler as Tool['handler'],
     idempotent,
     timeoutMs,
+    cost: cost as Tool['cost'],
+    settle: settle as Tool['settle'],
+    reconcile: reconcile as Tool['reconcile'],
+    reconcileTimeoutMs,
   });
+}
+
+function checkCost(name: string, cost: unknown, settle: unknown): void {
+  const costOk =
+    cost === undefined ||
+    typeof cost === 'function' ||
+    (typeof cost === 'number' && cost >= 0 && Number.isFinite(cost));
+  if (!costOk) {
+    throw new TypeError(`cost of "${name}" must be a finite number >= 0 or a function, got ${String(cost)}`);
+  }
+  if (settle !== undefined && typeof settle !== 'function') {
+    throw new TypeError(`settle of "${name}" must be a function, got ${typeof settle}`);
+  }
 }
 
 function toJsonSchema(schema: StandardSchemaV1): Record<string, unknown> {

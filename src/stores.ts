@@ -10,7 +10,7 @@
 
 import { noop } from './internal/abort.js';
 import { systemClock, type Clock } from './clock.js';
-import { DispatchError } from './errors.js';
+import { DispatchError, type OutcomeWindow } from './errors.js';
 
 /** A value, or a promise of it: what every store method returns. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -144,6 +144,11 @@ export type IdempotencyClaim =
       readonly kind: 'lead';
       /** The lead: renew it, then complete or release it. */
       readonly lease: IdempotencyLease;
+      /**
+       * The key's unsettled receipt (`running` or `in_doubt`) from an earlier leader, when the
+       * store keeps receipts: a present member, even `undefined`, means the claim looked.
+       */
+      readonly receipt?: Receipt | undefined;
     }
   /** A success is stored for this key and fingerprint; serve it without running the handler. */
   | {
@@ -237,11 +242,13 @@ export interface IdempotencyStore {
    * claim with the token of the current holder answers `lead` with the same lease again.
    *
    * @param options.token - The owner token to claim with; a fresh random one by default.
+   * @param options.tool - The tool's name: a store with `receipts` records a `running`
+   *   receipt for a lead in the same round trip.
    */
   claim(
     key: string,
     fingerprint: StoreFingerprint,
-    options?: { token?: string },
+    options?: { token?: string; tool?: string },
   ): MaybePromise<IdempotencyClaim>;
   /**
    * Extends the lease by a full lease from now. `false` when the lease is gone (expired and
@@ -250,14 +257,21 @@ export interface IdempotencyStore {
   renew(lease: IdempotencyLease): MaybePromise<boolean>;
   /**
    * Records the holder's success, served to every claim of the key for `ttlMs` from now.
-   * Resend-safe: completing twice stores once. Wakes every follower of the key.
+   * Resend-safe: completing twice stores once. Wakes every follower of the key. A store with
+   * `receipts` records `receipt` in the same round trip.
    */
-  complete(lease: IdempotencyLease, result: unknown, ttlMs: number): MaybePromise<IdempotencyCompletion>;
+  complete(
+    lease: IdempotencyLease,
+    result: unknown,
+    ttlMs: number,
+    receipt?: Receipt,
+  ): MaybePromise<IdempotencyCompletion>;
   /**
    * Frees the key after a failure, so the next caller leads at once; a no-op when the lease
-   * is no longer the holder's (it never deletes another leader's claim). Wakes followers.
+   * is no longer the holder's (it never deletes another leader's claim). Wakes followers. A
+   * store with `receipts` records `receipt` in the same round trip.
    */
-  release(lease: IdempotencyLease): MaybePromise<void>;
+  release(lease: IdempotencyLease, receipt?: Receipt): MaybePromise<void>;
   /**
    * Resolves when the holder with `fence` may have finished with `key` (completed, released,
    * or its lease ended), or after `timeoutMs` at the latest (the store may wake sooner, e.g. a
@@ -270,6 +284,60 @@ export interface IdempotencyStore {
     fence: number,
     options: { signal: AbortSignal; timeoutMs: number },
   ): MaybePromise<void>;
+  /** The store's own receipts, if it keeps them (written by `claim`, `complete` and `release`). */
+  readonly receipts?: ReceiptStore;
+}
+
+/**
+ * What one keyed execution left behind: what ran, how it ended, and who said so. Receipts
+ * outlive the success they describe, so that a crash or an unknown outcome stays visible.
+ */
+export interface Receipt {
+  /** The idempotency key. */
+  readonly key: string;
+  /** The tool's name. */
+  readonly tool: string;
+  /** `running` until it settles; `in_doubt` when the action may or may not have happened. */
+  readonly status: 'running' | 'succeeded' | 'failed' | 'in_doubt';
+  /** Handler attempts made. */
+  readonly attempts: number;
+  /** When the execution started, in ms. */
+  readonly startedAt: number;
+  /** When it settled, in ms. */
+  readonly endedAt?: number;
+  /** For `in_doubt`, or a success found by `reconcile`: where the outcome was lost. */
+  readonly window?: OutcomeWindow;
+  /** Whether the handler or the tool's `reconcile` settled it. */
+  readonly settledBy?: 'handler' | 'reconcile';
+  /** What `reconcile` found, as it gave it. */
+  readonly evidence?: unknown;
+}
+
+/** Which receipts `ReceiptStore.list` answers. */
+export interface ReceiptQuery {
+  /** Only receipts in doubt (the operator's query). */
+  inDoubt?: boolean;
+  /** Only receipts with this status. */
+  status?: Receipt['status'];
+  /** Only receipts of this tool. */
+  tool?: string;
+  /** The most receipts answered. @default 100 */
+  limit?: number;
+}
+
+/**
+ * Where receipts of keyed executions live: one per key, the latest record winning.
+ *
+ * @example
+ * const doubtful = await receipts.list({ inDoubt: true });
+ */
+export interface ReceiptStore {
+  /** The receipt of `key`, if one is kept. */
+  get(key: string): MaybePromise<Receipt | undefined>;
+  /** Records `receipt`, replacing the key's earlier one. */
+  record(receipt: Receipt): MaybePromise<void>;
+  /** Receipts matching `query`, the most recent first. */
+  list(query?: ReceiptQuery): MaybePromise<Receipt[]>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,4 +506,110 @@ export interface StoreBudget {
    * @param attemptId - Names this take, so a resend takes nothing more. @default a random id
    */
   tryConsume(units?: number, attemptId?: string): MaybePromise<boolean>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits
+
+/** A token bucket's shape: `rate` tokens per `intervalMs`, refilled continuously up to `burst`. */
+export interface RateBucket {
+  /** Tokens added per `intervalMs`. */
+  readonly rate: number;
+  /** The refill interval, in milliseconds. */
+  readonly intervalMs: number;
+  /** The most tokens the bucket holds. */
+  readonly burst: number;
+}
+
+/** What `RateStore.acquire` answers. */
+export type RateGrant =
+  /** The tokens are reserved: the attempt may start after `waitMs`. */
+  | {
+      /** Reserved. */
+      readonly granted: true;
+      /** How long to wait before starting, in milliseconds (0: now). */
+      readonly waitMs: number;
+      /** The key's debit mark at the reservation, for `delayedSince`. */
+      readonly mark: number;
+    }
+  /** Nothing was reserved: the tokens would come only after `retryAfterMs`, past the allowed wait. */
+  | {
+      /** Refused. */
+      readonly granted: false;
+      /** When the tokens would be there, in milliseconds from now. */
+      readonly retryAfterMs: number;
+    };
+
+/**
+ * Where rate-limit layers keep their token buckets, one per key, shared by every process using
+ * the store. Times are the store's (Redis: `TIME`). Reservations queue: each one takes its tokens
+ * from the future, so later callers wait longer, first in, first out. Every method that changes
+ * state takes an id and is safe to send again.
+ *
+ * The layer's use, per attempt: `acquire`; wait `waitMs`; then `delayedSince(key, mark)` and wait
+ * that much more (a 429 seen meanwhile); run. On abort while waiting: `cancel`. When the attempt
+ * fails with `retryAfterMs`: `debit`.
+ */
+export interface RateStore {
+  /** Reserves `cost` tokens of `key`, or refuses (reserving nothing) when the wait would pass `maxWaitMs`. */
+  acquire(
+    key: string,
+    cost: number,
+    bucket: RateBucket,
+    options: { maxWaitMs: number; id: string },
+  ): MaybePromise<RateGrant>;
+  /** Gives back a reservation whose caller left before using it. */
+  cancel(key: string, cost: number, bucket: RateBucket, id: string): MaybePromise<void>;
+  /**
+   * Empties `key`'s bucket until `retryAfterMs` from now (a backend's 429); it refills from empty
+   * after. Reservations already made move back by as much (see `delayedSince`).
+   */
+  debit(key: string, retryAfterMs: number, bucket: RateBucket, id: string): MaybePromise<void>;
+  /** How much later than planned the reservation with `mark` may start, in milliseconds: the debits since. */
+  delayedSince(key: string, mark: number): MaybePromise<number>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windowed budgets
+
+/** What `WindowStore.reserve` answers. */
+export type WindowReservation =
+  /** The units are reserved in `window` (the window's number: store time / windowMs, floored). */
+  | {
+      /** Reserved. */
+      readonly ok: true;
+      /** The window the units count in. */
+      readonly window: number;
+    }
+  /** The window has not that many units left; nothing was reserved. */
+  | {
+      /** Refused. */
+      readonly ok: false;
+      /** Time until the window ends, in milliseconds. */
+      readonly retryAfterMs: number;
+    };
+
+/**
+ * Where windowed budgets keep their ledgers: units used per key in fixed windows aligned on
+ * multiples of `windowMs` of the store's clock, never above `limit` when reserving. Methods that
+ * change state take an id and are safe to send again.
+ */
+export interface WindowStore {
+  /** Reserves `units` of `key`'s current window if they fit under `limit`. */
+  reserve(
+    key: string,
+    units: number,
+    options: { limit: number; windowMs: number; id: string },
+  ): MaybePromise<WindowReservation>;
+  /**
+   * Adjusts a reservation of `window` by `delta` units once the actual cost is known: a negative
+   * delta gives units back, a positive one charges an overrun (even past `limit`: it was spent).
+   * A no-op for a window already over.
+   */
+  settle(
+    key: string,
+    window: number,
+    delta: number,
+    options: { windowMs: number; id: string },
+  ): MaybePromise<void>;
 }

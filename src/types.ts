@@ -5,7 +5,7 @@
 
 import type { Budget } from './budget.js';
 import type { Clock } from './clock.js';
-import type { DispatchError, DispatchErrorKind } from './errors.js';
+import type { DispatchError, DispatchErrorKind, OutcomeWindow } from './errors.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** What a handler receives beside its parsed args. */
@@ -46,6 +46,50 @@ export type ToolHandler<Args = unknown, Result = unknown> = (
   ctx: ToolContext,
 ) => Result | Promise<Result>;
 
+/**
+ * What a tool's `reconcile` answers: whether the action whose outcome was lost took effect.
+ * `committed` may carry the result to return; `unknown` (or a throw, or no answer in time)
+ * fails the call with `outcome_unknown`.
+ */
+export type ReconcileVerdict<Result = unknown> =
+  | 'committed'
+  | 'not_committed'
+  | 'unknown'
+  | {
+      /** It took effect. */
+      status: 'committed';
+      /** What the call returns, as the handler would have. @default undefined */
+      result?: Result;
+      /** What showed it (an id, a row), kept on the receipt. */
+      evidence?: unknown;
+    }
+  | {
+      /** It did not take effect, or nobody can tell. */
+      status: 'not_committed' | 'unknown';
+      /** What showed it, kept on the receipt. */
+      evidence?: unknown;
+    };
+
+/** What a tool's `reconcile` receives beside the call's args. */
+export interface ReconcileContext {
+  /** The caller's idempotency key, if it gave one: look the action up by it. */
+  readonly idempotencyKey: string | undefined;
+  /** The id of this dispatch. */
+  readonly callId: string;
+  /** The attempt whose outcome was lost. */
+  readonly attempt: number;
+  /** Where the outcome was lost. */
+  readonly window: OutcomeWindow;
+  /** Aborts at `reconcileTimeoutMs` or when the caller aborts. */
+  readonly signal: AbortSignal;
+}
+
+/** Asks the backend whether an action whose outcome was lost took effect. */
+export type Reconcile<Args = unknown, Result = unknown> = (
+  args: Args,
+  ctx: ReconcileContext,
+) => ReconcileVerdict<Result> | Promise<ReconcileVerdict<Result>>;
+
 /** What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. */
 export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
   /** Unique name of dotted lowercase segments, such as `db.get_user`. */
@@ -69,6 +113,36 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default 30_000 (the timeout layer's `defaultMs`)
    */
   timeoutMs?: number;
+  /**
+   * What one attempt costs, in the units of the caller's `budget` and of every `windowedBudget`
+   * (tokens, cents…): a number, or a function of the parsed args. Reserved before the handler runs.
+   * @default 1
+   */
+  cost?: number | ((args: StandardSchemaV1.InferOutput<Schema>) => number);
+  /**
+   * The actual cost of a successful attempt, from its result (e.g. `usage.total_tokens`): a
+   * `windowedBudget` gives back what was reserved beyond it, and charges an overrun.
+   * @default undefined (the reserved cost stands)
+   */
+  settle?: (result: Awaited<Result>, args: StandardSchemaV1.InferOutput<Schema>) => number;
+  /**
+   * Asked once, before any retry, when an attempt's outcome is unknown (it timed out, or the
+   * handler threw `OutcomeUnknownError`): `committed` makes the call a success (with
+   * `reconciled`), `not_committed` leaves it to the usual retry rules, anything else fails it
+   * with `outcome_unknown`.
+   * @default undefined (an unknown outcome stays as it is)
+   * @example
+   * reconcile: async (args, { idempotencyKey, signal }) => {
+   *   const charge = await bank.findCharge(idempotencyKey, { signal });
+   *   return charge ? { status: 'committed', result: charge } : 'not_committed';
+   * }
+   */
+  reconcile?: Reconcile<StandardSchemaV1.InferOutput<Schema>, Result>;
+  /**
+   * How long `reconcile` may take, in milliseconds; past it the verdict is `unknown`.
+   * @default 10_000
+   */
+  reconcileTimeoutMs?: number;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -85,6 +159,14 @@ export interface Tool {
   readonly idempotent: boolean;
   /** Its own per-attempt timeout, or `undefined` to use the timeout layer's default. */
   readonly timeoutMs: number | undefined;
+  /** What one attempt costs (a number or a function of the args); `undefined` for 1. */
+  readonly cost: number | ((args: never) => number) | undefined;
+  /** The actual cost of a successful attempt, from its result; `undefined` when none. */
+  readonly settle: ((result: never, args: never) => number) | undefined;
+  /** Asks whether an action whose outcome was lost took effect (see `ToolDefinition`). */
+  readonly reconcile?: Reconcile<never> | undefined;
+  /** How long `reconcile` may take, in milliseconds. */
+  readonly reconcileTimeoutMs?: number;
 }
 
 /** Per-call options of `dispatch`. */
@@ -107,6 +189,17 @@ export interface DispatchOptions {
   displayName?: string;
   /** Receives the handler's `ctx.progress(...)` reports; a listener that throws is ignored. */
   onProgress?: (update: ProgressUpdate) => void;
+  /**
+   * Who the call is for (a customer, a workspace): layers key their limits and budgets on it,
+   * e.g. `rateLimit({ key: (ctx) => ctx.options.tenant })`. A non-empty string.
+   */
+  tenant?: string;
+  /**
+   * How long the idempotency layer serves this call's success again, in milliseconds,
+   * overriding its `ttlMs` (a durable engine's retry horizon, say).
+   * @default the idempotency layer's `ttlMs`
+   */
+  idempotencyTtlMs?: number;
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
@@ -117,6 +210,11 @@ export interface DispatchSuccess<Result = unknown> {
   readonly result: Result;
   /** Handler attempts this call made. */
   readonly attempts: number;
+  /** Set when the tool's `reconcile` found the action had taken effect after its outcome was lost. */
+  readonly reconciled?: {
+    /** Where the outcome was lost. */
+    readonly window: OutcomeWindow;
+  };
 }
 
 /** What a dispatch resolves to: a success or a `DispatchError` envelope. */
@@ -227,6 +325,27 @@ export interface DispatchEventDetails {
     readonly operation: string;
     /** What the store threw. */
     readonly error: unknown;
+  };
+  /** A `rateLimit` layer makes the attempt wait for its tokens. */
+  'rate_limit.wait': {
+    /** The bucket's key. */
+    readonly key: string;
+    /** How long the attempt waits, in milliseconds. */
+    readonly waitMs: number;
+  };
+  /** An attempt's rate-limit answer emptied its key's bucket until `retryAfterMs` from now. */
+  'rate_limit.debit': {
+    /** The bucket's key. */
+    readonly key: string;
+    /** How long the bucket stays empty, in milliseconds. */
+    readonly retryAfterMs: number;
+  };
+  /** A settled cost exceeded its reservation in a `windowedBudget`: the excess was charged. */
+  'budget.overrun': {
+    /** The budget's key. */
+    readonly key: string;
+    /** Units charged beyond the reservation. */
+    readonly units: number;
   };
   /** A circuit opened. */
   'circuit.open': {

@@ -18,8 +18,12 @@ const rootNames = [
   'isDispatchError',
   'jsonRpcCodeFor',
   'toDispatchError',
+  'OutcomeUnknownError',
   'ToolError',
   'TransientError',
+  // Reading a backend's 429 (rate limits).
+  'classifyRateLimit',
+  'parseRetryAfter',
   // The helpers a harness loop and a host integration use.
   'createBudget',
   'createNameMap',
@@ -40,13 +44,21 @@ const rootNames = [
   'isCircuitFailure',
   'isRetryable',
   'logging',
+  'rateLimit',
   'retry',
   'schemaValidation',
   'timeout',
   'toolLookup',
+  'windowedBudget',
 ];
 
-const memoryStores = ['memoryCircuitStore', 'memoryIdempotencyStore', 'memorySlotStore'];
+const memoryStores = [
+  'memoryCircuitStore',
+  'memoryIdempotencyStore',
+  'memoryRateStore',
+  'memorySlotStore',
+  'memoryWindowStore',
+];
 
 describe('the package root', () => {
   it('exports exactly its pinned names', () => {

@@ -110,7 +110,7 @@ export function dispatchStep(
   key: string,
   signal: AbortSignal | undefined,
 ): Promise<Outcome> {
-  const options: DispatchOptions & { idempotencyTtlMs: number } = {
+  const options: DispatchOptions = {
     idempotencyKey: key,
     callId: key,
     idempotencyTtlMs: checked.keyTtlMs,

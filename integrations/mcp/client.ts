@@ -18,6 +18,7 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   ToolError,
+  classifyRateLimit,
   TransientError,
   createNameMap,
   type ToolContext,
@@ -487,7 +488,8 @@ class Importer {
     } finally {
       if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
-    if (result.isError === true) throw this.#remoteFailure(remoteName, textOf(result));
+    if (result.isError === true)
+      throw classifyRateLimit(result) ?? this.#remoteFailure(remoteName, textOf(result));
     if (this.settings.output === 'value') return resultValue(result);
     // A result for serving on that no transport can write would leave our own client unanswered.
     const problem = unsendable(result);

@@ -19,5 +19,3 @@ export {
   type PostgresReceiptStoreOptions,
 } from './receipt-store.js';
 export { receiptTableSql } from './table-sql.js';
-export type { ReceiptQuery } from './queries.js';
-export type { OutcomeWindow, Receipt, ReceiptStore } from './receipt-types.js';

@@ -4,22 +4,7 @@
  */
 
 import { toJsonSafe } from '../../src/index.js';
-import type { Receipt } from './receipt-types.js';
-
-/** What `list` takes: every field given must match. */
-export interface ReceiptQuery {
-  /** `true`: only `in_doubt` receipts; `false`: every other status. */
-  inDoubt?: boolean;
-  /** Only receipts of this status. */
-  status?: Receipt['status'];
-  /** Only receipts of this tool. */
-  tool?: string;
-  /**
-   * The most receipts returned, newest first.
-   * @default 100
-   */
-  limit?: number;
-}
+import type { Receipt, ReceiptQuery } from '../../src/stores.js';
 
 const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
 const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';
@@ -101,7 +86,8 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
 
   /** The receipt a row holds; absent columns stay absent fields. */
   receiptOf(row: Record<string, unknown>): Receipt {
-    const receipt: Receipt = {
+    // Built field by field, so an absent column stays an absent field.
+    const receipt: { -readonly [Field in keyof Receipt]: Receipt[Field] } = {
       key: String(row.key),
       tool: String(row.tool),
       status: row.status as Receipt['status'],

@@ -4,10 +4,9 @@
  * @module
  */
 
-import { storeUnavailable } from '../../src/stores.js';
-import type { Receipt, ReceiptStore } from './receipt-types.js';
+import { storeUnavailable, type ReceiptQuery, type ReceiptStore } from '../../src/stores.js';
 import { defaultReceiptTable, receiptTable, receiptTableSql } from './table-sql.js';
-import { ReceiptQueries, type ReceiptQuery } from './queries.js';
+import { ReceiptQueries } from './queries.js';
 
 /**
  * What the store needs of a PostgreSQL client: `query(text, values)` answering `{ rows }`. A
@@ -134,5 +133,3 @@ function unavailable(error: unknown) {
 function requireText(name: string, value: unknown): void {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string`);
 }
-
-export type { Receipt, ReceiptStore };

@@ -98,13 +98,15 @@ const failureKinds: ReadonlySet<string> = new Set(['timeout', 'transient', 'inte
 
 /**
  * The default failure test of `circuitBreaker`: `timeout`, `transient` and `internal` count,
- * caller errors never do.
+ * caller errors never do, nor a backend's rate-limit answer (a `TransientError` with
+ * `rateLimited`, as `classifyRateLimit` makes): the backend is up, only busy.
  *
  * @example
  * circuitBreaker({ isFailure: (error) => error.kind === 'rate_limited' || isCircuitFailure(error) });
  */
 export function isCircuitFailure(error: DispatchError): boolean {
-  return failureKinds.has(error.kind);
+  if (!failureKinds.has(error.kind)) return false;
+  return (error.cause as { rateLimited?: unknown } | undefined)?.rateLimited !== true;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The concurrency layer's in-memory slot store: today's FIFO semaphore behind the SlotStore seam.
+ * The concurrency layer's in-memory slot store, its default: a FIFO semaphore behind the SlotStore seam.
  * @module
  */
 
@@ -36,9 +36,58 @@ class MemoryPermit implements SlotPermit {
 }
 
 /**
+ * The memory store as a class, so the concurrency layer can make one per key cheaply.
+ * @internal
+ */
+export class MemorySlotStore implements SlotStore {
+  readonly #semaphore: FifoSemaphore;
+  #tokens = 0;
+
+  constructor(
+    readonly max: number,
+    readonly pool: string,
+  ) {
+    this.#semaphore = new FifoSemaphore(max);
+  }
+
+  /** Callers waiting now. */
+  get queued(): number {
+    return this.#semaphore.queued;
+  }
+
+  tryAcquire(options?: { token?: string }): SlotPermit | undefined {
+    return this.#semaphore.tryAcquire() ? this.#permit(options?.token) : undefined;
+  }
+
+  enqueue(waiter: SlotWaiter): () => void {
+    return this.#semaphore.enqueue(() => waiter.grant(this.#permit()));
+  }
+
+  renew(held: SlotPermit): boolean {
+    return !(held as MemoryPermit).released;
+  }
+
+  release(held: SlotPermit): void {
+    const mine = held as MemoryPermit;
+    if (mine.released) return;
+    mine.released = true;
+    this.#semaphore.release();
+  }
+
+  load(): { running: number; queued: number } {
+    return { running: this.#semaphore.running, queued: this.#semaphore.queued };
+  }
+
+  #permit(token?: string): MemoryPermit {
+    return new MemoryPermit(this.pool, token ?? `m${++this.#tokens}`);
+  }
+}
+
+/**
  * Makes the in-memory slot store: `max` permits, waiters served first in, first out, a waiter
  * that leaves the queue gone at once; every method answers synchronously. A permit is handed
- * straight to the first waiter on release, so nobody barges ahead of the queue.
+ * straight to the first waiter on release, so nobody barges ahead of the queue. It is what
+ * `concurrencyLimit` counts its own `max` with.
  *
  * @example
  * const slots = memorySlotStore({ max: 4 });
@@ -50,23 +99,15 @@ export function memorySlotStore(options: MemorySlotStoreOptions = {}): SlotStore
   if (!Number.isInteger(max) || max < 1)
     throw new TypeError(`max must be an integer >= 1, got ${String(max)}`);
   if (typeof pool !== 'string' || pool === '') throw new TypeError('pool must be a non-empty string');
-  const semaphore = new FifoSemaphore(max);
-  let tokens = 0;
-  const permit = (token?: string) => new MemoryPermit(pool, token ?? `m${++tokens}`);
-
+  const store = new MemorySlotStore(max, pool);
+  // Own methods, so a store spread into another (`{ ...slots, enqueue }`) keeps them all.
   return {
     pool,
     max,
-    tryAcquire: (acquireOptions?: { token?: string }) =>
-      semaphore.tryAcquire() ? permit(acquireOptions?.token) : undefined,
-    enqueue: (waiter: SlotWaiter) => semaphore.enqueue(() => waiter.grant(permit())),
-    renew: (held: SlotPermit) => !(held as MemoryPermit).released,
-    release: (held: SlotPermit) => {
-      const mine = held as MemoryPermit;
-      if (mine.released) return;
-      mine.released = true;
-      semaphore.release();
-    },
-    load: () => ({ running: semaphore.running, queued: semaphore.queued }),
+    tryAcquire: (acquireOptions) => store.tryAcquire(acquireOptions),
+    enqueue: (waiter) => store.enqueue(waiter),
+    renew: (held) => store.renew(held),
+    release: (held) => store.release(held),
+    load: () => store.load(),
   };
 }

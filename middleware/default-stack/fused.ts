@@ -21,7 +21,10 @@ import {
   type Report,
 } from '../../src/stack-runner.js';
 import type { DispatchContext, Middleware } from '../../src/types.js';
-import type { FifoSemaphore } from '../concurrency-limit/fifo-semaphore.js';
+import type { Entry, SlotGate } from '../concurrency-limit/gate.js';
+import type { RateLimitParts } from '../rate-limit/index.js';
+import type { WindowedBudgetParts } from '../windowed-budget/index.js';
+import { AttemptGuards } from './guards.js';
 import { maxTimerDelayMs } from '../kit.js';
 import type { RetryParts } from '../retry.js';
 import type { TimeoutParts } from '../timeout/index.js';
@@ -44,12 +47,12 @@ export interface DefaultStackParts {
   readonly idempotency: Middleware;
   /** A layer between idempotency and the concurrency limit (a circuit breaker), if any. */
   readonly breaker: Middleware | undefined;
-  readonly concurrencyLimit: {
-    readonly layer: Middleware;
-    readonly semaphore: FifoSemaphore;
-    readonly withPermit: ((ctx: DispatchContext, next: () => Promise<void>) => Promise<void>) | undefined;
-  };
+  readonly concurrencyLimit: { readonly layer: Middleware; readonly gate: SlotGate };
   readonly retry: RetryParts;
+  /** The `rateLimit` layers between retry and timeout, outermost first. */
+  readonly rateLimits: readonly RateLimitParts[];
+  /** The `windowedBudget` layers after them. */
+  readonly windowedBudgets: readonly WindowedBudgetParts[];
   readonly timeout: TimeoutParts;
 }
 
@@ -72,12 +75,18 @@ interface Onions {
   readonly fromIdempotency: (ctx: CallContext) => Promise<void>;
   readonly fromConcurrency: (ctx: CallContext) => Promise<void>;
   readonly fromRetry: (ctx: CallContext) => Promise<void>;
-  readonly fromTimeout: (ctx: CallContext) => Promise<void>;
+  /** The layers retry runs each attempt through. */
+  readonly insideRetry: (ctx: CallContext) => Promise<void>;
 }
 
 function onionsOf(parts: DefaultStackParts): Onions {
   const { budgetGuard, idempotency, breaker, concurrencyLimit, retry, timeout } = parts;
   const fromBreaker = breaker === undefined ? [] : [breaker];
+  const guards = [
+    ...parts.rateLimits.map((part) => part.layer),
+    ...parts.windowedBudgets.map((part) => part.layer),
+  ];
+  const perAttempt = [...guards, timeout.layer];
   return {
     fromBudget: composeWithAttempt([
       budgetGuard.layer,
@@ -85,18 +94,18 @@ function onionsOf(parts: DefaultStackParts): Onions {
       ...fromBreaker,
       concurrencyLimit.layer,
       retry.layer,
-      timeout.layer,
+      ...perAttempt,
     ]),
     fromIdempotency: composeWithAttempt([
       idempotency,
       ...fromBreaker,
       concurrencyLimit.layer,
       retry.layer,
-      timeout.layer,
+      ...perAttempt,
     ]),
-    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, timeout.layer]),
-    fromRetry: composeWithAttempt([retry.layer, timeout.layer]),
-    fromTimeout: composeWithAttempt([timeout.layer]),
+    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, ...perAttempt]),
+    fromRetry: composeWithAttempt([retry.layer, ...perAttempt]),
+    insideRetry: composeWithAttempt(perAttempt),
   };
 }
 
@@ -104,13 +113,15 @@ class FusedStack {
   readonly #parts: DefaultStackParts;
   readonly #finish: Finish;
   readonly #onions: Onions;
-  readonly #semaphore: FifoSemaphore;
+  readonly #gate: SlotGate;
+  readonly #guards: AttemptGuards;
 
   constructor(parts: DefaultStackParts, finish: Finish) {
     this.#parts = parts;
     this.#finish = finish;
     this.#onions = onionsOf(parts);
-    this.#semaphore = parts.concurrencyLimit.semaphore;
+    this.#gate = parts.concurrencyLimit.gate;
+    this.#guards = new AttemptGuards(parts.rateLimits, parts.windowedBudgets);
   }
 
   run(ctx: CallContext, report: Report): void {
@@ -160,58 +171,62 @@ class FusedStack {
   // The concurrency limit inward, as its layer and the ones inside it would end: a free slot
   // runs the first attempt here, inside its deadline; anything else runs through the onion.
   #fromConcurrency(ctx: CallContext, done: Done): void {
-    if (!this.#semaphore.tryAcquire()) return this.#follow(this.#onions.fromConcurrency(ctx), done, false);
-    const { withPermit } = this.#parts.concurrencyLimit;
+    const slot = this.#gate.tryEnter(ctx);
+    if (slot === undefined) return this.#follow(this.#onions.fromConcurrency(ctx), done, undefined);
     const { fromRetry } = this.#onions;
-    // A fleet-wide pool answers through the onion: its permit is held across the attempts.
-    if (withPermit !== undefined)
-      return this.#follow(
-        withPermit(ctx, () => fromRetry(ctx)),
-        done,
-        true,
-      );
     // A budget that may answer with a promise is taken by the onion's attempt step, which waits.
     if (ctx.budget !== undefined && !isLocalBudget(ctx.budget))
-      return this.#follow(fromRetry(ctx), done, true);
+      return this.#follow(fromRetry(ctx), done, slot);
     const { timeout } = this.#parts;
-    let restore: () => void;
+    let timeoutMs: number;
     try {
-      const timeoutMs = timeout.deadlineMs(ctx);
-      if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, true);
-      restore = ctx.limit({ timeoutMs, clock: timeout.clock });
+      timeoutMs = timeout.deadlineMs(ctx);
     } catch (error) {
       // The timeout layer failing the first attempt: retry sees it, as in the onion.
-      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done));
+      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done, slot));
     }
+    if (timeoutMs > maxTimerDelayMs) return this.#follow(fromRetry(ctx), done, slot);
+    // A limiter that makes the attempt wait, or a budget that answers later, runs as its layer.
+    const held = this.#guards.enter(ctx);
+    if (held === undefined) return this.#follow(fromRetry(ctx), done, slot);
+    let restore: () => void;
+    try {
+      restore = ctx.limit({ timeoutMs, clock: timeout.clock });
+    } catch (error) {
+      this.#guards.ended(ctx, held, true, error, false);
+      return queueMicrotask(() => this.#afterFirstFailure(ctx, error, done, slot));
+    }
+    const before = ctx.attempt;
     attempt(ctx, (failed, error) => {
       restore();
-      if (failed) return this.#afterFirstFailure(ctx, error, done);
-      this.#semaphore.release();
+      this.#guards.ended(ctx, held, failed, error, ctx.attempt > before);
+      if (failed) return this.#afterFirstFailure(ctx, error, done, slot);
+      slot.release();
       done(false);
     });
   }
 
   // The first attempt failed: retry decides, and runs the next ones through the onion.
-  #afterFirstFailure(ctx: CallContext, error: unknown, done: Done): void {
+  #afterFirstFailure(ctx: CallContext, error: unknown, done: Done, slot: Entry): void {
     let rest: Promise<void>;
     try {
-      rest = this.#parts.retry.afterFailure(ctx, () => this.#onions.fromTimeout(ctx), 1, error);
+      rest = this.#parts.retry.afterFailure(ctx, () => this.#onions.insideRetry(ctx), 1, error);
     } catch (final) {
-      this.#semaphore.release();
+      slot.release();
       return done(true, final);
     }
-    this.#follow(rest, done, true);
+    this.#follow(rest, done, slot);
   }
 
   // Ends with `running`, freeing the slot first when the call holds one.
-  #follow(running: Promise<void>, done: Done, holding: boolean): void {
+  #follow(running: Promise<void>, done: Done, slot: Entry | undefined): void {
     running.then(
       () => {
-        if (holding) this.#semaphore.release();
+        slot?.release();
         done(false);
       },
       (error: unknown) => {
-        if (holding) this.#semaphore.release();
+        slot?.release();
         done(true, error);
       },
     );

@@ -10,7 +10,9 @@ import { createBudgetGuard } from '../budget-guard.js';
 import { createConcurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
 import { errorMapping } from '../error-mapping.js';
 import { idempotency, type IdempotencyOptions } from '../idempotency/index.js';
+import { createRateLimit, type RateLimitOptions } from '../rate-limit/index.js';
 import { createRetry, type RetryOptions } from '../retry.js';
+import { createWindowedBudget, type WindowedBudgetOptions } from '../windowed-budget/index.js';
 import { createSchemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
 import { createTimeout, type TimeoutOptions } from '../timeout/index.js';
 import { createToolLookup } from '../tool-lookup.js';
@@ -34,13 +36,24 @@ export interface DefaultStackOptions {
   breaker?: Middleware;
   /** Options for `retry`. */
   retry?: RetryOptions;
+  /**
+   * `rateLimit` layers (one per options object), between `retry` and `timeout`: each attempt
+   * waits for its tokens within its own timeout. None by default.
+   */
+  rateLimit?: RateLimitOptions | readonly RateLimitOptions[];
+  /**
+   * `windowedBudget` layers (one per options object), after the rate limits: each attempt's
+   * cost is reserved before its handler runs. None by default.
+   */
+  windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
 }
 
 /**
  * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
- * validation, budget guard, idempotency, concurrency limit, retry, timeout. The dispatcher runs
+ * validation, budget guard, idempotency, concurrency limit, retry, then (when given) rate limits
+ * and windowed budgets, and timeout. The dispatcher runs
  * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
  * put in front of them (tracing, logging) keep the fast path, and so does a `breaker` given here.
  *
@@ -53,6 +66,10 @@ export interface DefaultStackOptions {
  * @example
  * defaultStack({ registry, breaker: circuitBreaker({ failureThreshold: 3 }) });
  * @example
+ * defaultStack({ registry, concurrency: { max: 4, key: (ctx) => ctx.options.tenant, maxQueue: 32 },
+ *   rateLimit: { key: (ctx) => `search:${ctx.options.tenant}`, rate: 5, intervalMs: 1_000 },
+ *   windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 10_000, windowMs: 86_400_000 } });
+ * @example
  * defaultStack({ registry, idempotency: { store: redisIdempotencyStore(redis) },
  *   concurrency: { max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) } });
  */
@@ -64,6 +81,7 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (breaker !== undefined && typeof breaker !== 'function') {
     throw new TypeError('defaultStack() breaker must be a middleware function');
   }
+  const timeout = createTimeout(options.timeout);
   const parts = {
     breaker,
     errorMapping: errorMapping(),
@@ -73,7 +91,9 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
     idempotency: idempotency(options.idempotency),
     concurrencyLimit: createConcurrencyLimit(options.concurrency),
     retry: createRetry(options.retry),
-    timeout: createTimeout(options.timeout),
+    rateLimits: listOf(options.rateLimit).map((given) => createRateLimit(given, timeout.deadlineMs)),
+    windowedBudgets: listOf(options.windowedBudget).map((given) => createWindowedBudget(given)),
+    timeout,
   };
   const layers: Middleware[] = [
     parts.errorMapping,
@@ -84,8 +104,15 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
     ...(breaker === undefined ? [] : [breaker]),
     parts.concurrencyLimit.layer,
     parts.retry.layer,
+    ...parts.rateLimits.map((part) => part.layer),
+    ...parts.windowedBudgets.map((part) => part.layer),
     parts.timeout.layer,
   ];
   fuseLayers(layers, fusedDefaultStack(parts));
   return layers;
+}
+
+function listOf<Options>(given: Options | readonly Options[] | undefined): readonly Options[] {
+  if (given === undefined) return [];
+  return Array.isArray(given) ? given : [given as Options];
 }

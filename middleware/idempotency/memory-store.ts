@@ -5,12 +5,15 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
-import { SuccessCache } from './success-cache.js';
+import { requireClock, requireInteger, requireNumber } from '../kit.js';
+import { memoryReceiptStore, type MemoryReceiptStore } from './receipts.js';
+import { SuccessCache, type CachedSuccess } from './success-cache.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,
   IdempotencyLease,
   IdempotencyStore,
+  Receipt,
   StoreFingerprint,
 } from '../../src/stores.js';
 
@@ -29,6 +32,11 @@ export interface MemoryIdempotencyStoreOptions {
    */
   leaseMs?: number;
   /**
+   * How long a key's receipt is kept, in milliseconds (see `receipts`).
+   * @default 86_400_000 (24 h)
+   */
+  receiptTtlMs?: number;
+  /**
    * The time source for TTLs and leases, and the timers of `changed`.
    * @default systemClock
    */
@@ -44,26 +52,44 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
     /** Keys held by a leader. */
     inFlight: number;
   };
+  /** The receipts of this store's keys: `running` from a lead's claim, then how it settled. */
+  readonly receipts: MemoryReceiptStore;
 }
 
 // Memory leases that never lapse share one signal: nothing can take them over.
 const neverLost: AbortSignal = new AbortController().signal;
 
+/** A held key's lease, with when it ends and the followers waiting for it to change. */
 class MemoryLease implements IdempotencyLease {
   completed = false;
   readonly signal: AbortSignal;
+  // Made when a follower first waits: most leads end with nobody waiting.
+  waiters: Set<() => void> | undefined;
   readonly #controller: AbortController | undefined;
+  #token: string | undefined;
 
   constructor(
     readonly key: string,
-    readonly token: string,
     readonly fence: number,
     readonly renewEveryMs: number,
     // What it claimed with, for a completion after its lease lapsed and its entry went.
     readonly fingerprint: StoreFingerprint,
+    public expiresAt: number,
+    token: string | undefined,
   ) {
+    this.#token = token;
     this.#controller = renewEveryMs < Infinity ? new AbortController() : undefined;
     this.signal = this.#controller?.signal ?? neverLost;
+  }
+
+  // Fences are unique in a store, so a token made from one is too; made only when asked for.
+  get token(): string {
+    this.#token ??= `m${this.fence}`;
+    return this.#token;
+  }
+
+  holds(lease: IdempotencyLease): boolean {
+    return lease === this || lease.token === this.token;
   }
 
   lose(): void {
@@ -75,20 +101,11 @@ class MemoryLease implements IdempotencyLease {
       ),
     );
   }
-}
-
-/** A held key: its lease, its fingerprint, and the followers waiting for it to change. */
-class Held {
-  readonly waiters = new Set<() => void>();
-
-  constructor(
-    readonly lease: MemoryLease,
-    public expiresAt: number,
-  ) {}
 
   wake(): void {
+    if (this.waiters === undefined) return;
     for (const waiter of this.waiters) waiter();
-    this.waiters.clear();
+    this.waiters = undefined;
   }
 }
 
@@ -102,25 +119,25 @@ class Held {
  * const claim = store.claim('order-1', 'v1:1a:2b'); // { kind: 'lead', lease }
  */
 export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = {}): MemoryIdempotencyStore {
-  const { maxEntries = 10_000, leaseMs = Infinity, clock = systemClock } = options;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1) {
-    throw new TypeError(`maxEntries must be an integer >= 1, got ${String(maxEntries)}`);
-  }
-  if (typeof leaseMs !== 'number' || !(leaseMs > 0)) {
-    throw new TypeError(`leaseMs must be a number > 0 or Infinity, got ${String(leaseMs)}`);
-  }
-  if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function') {
-    throw new TypeError('clock must have now, setTimeout and clearTimeout');
-  }
-  const keys = new MemoryKeys(maxEntries, leaseMs, clock);
+  const { maxEntries = 10_000, leaseMs = Infinity, receiptTtlMs, clock = systemClock } = options;
+  requireInteger('maxEntries', maxEntries, 1);
+  requireNumber('leaseMs', leaseMs, 0, { exclusive: true, allowInfinity: true });
+  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  const receipts = memoryReceiptStore({
+    maxEntries,
+    clock,
+    ...(receiptTtlMs === undefined ? {} : { ttlMs: receiptTtlMs }),
+  });
+  const keys = new MemoryKeys(maxEntries, leaseMs, clock, receipts);
   // Own properties, not prototype methods: a store is passed around as a bag of functions.
   return {
     claim: (key, fingerprint, claimOptions) => keys.claim(key, fingerprint, claimOptions),
     renew: (lease) => keys.renew(lease),
-    complete: (lease, result, ttlMs) => keys.complete(lease, result, ttlMs),
-    release: (lease) => keys.release(lease),
+    complete: (lease, result, ttlMs, receipt) => keys.complete(lease, result, ttlMs, receipt),
+    release: (lease, receipt) => keys.release(lease, receipt),
     changed: (key, fence, waitOptions) => keys.changed(key, fence, waitOptions),
     size: () => keys.size(),
+    receipts,
   };
 }
 
@@ -129,71 +146,88 @@ class MemoryKeys {
   private readonly renewEveryMs: number;
   private readonly epoch: number;
   // One cache per TTL the layer asks for: normally exactly one.
-  private readonly caches = new Map<number, SuccessCache>();
-  private readonly held = new Map<string, Held>();
+  private readonly caches: SuccessCache[] = [];
+  private readonly held = new Map<string, MemoryLease>();
   private fences = 0;
-  private tokens = 0;
 
   constructor(
     private readonly maxEntries: number,
     private readonly leaseMs: number,
     private readonly clock: Clock,
+    private readonly receipts: MemoryReceiptStore,
   ) {
     this.renewEveryMs = leaseMs < Infinity ? leaseMs / 3 : Infinity;
     this.epoch = clock.now();
   }
 
-  claim(key: string, fingerprint: StoreFingerprint, claimOptions?: { token?: string }): IdempotencyClaim {
+  claim(
+    key: string,
+    fingerprint: StoreFingerprint,
+    claimOptions?: { token?: string; tool?: string },
+  ): IdempotencyClaim {
     const now = this.clock.now();
-    const hit = this.cached(key, now);
-    if (hit !== undefined) {
-      if (hit.entry.fingerprint !== fingerprint) return conflict;
-      return { kind: 'hit', result: hit.entry.result, expiresInMs: hit.expiresInMs };
+    for (const cache of this.caches) {
+      const hit = cache.get(key, now);
+      if (hit === undefined) continue;
+      if (hit.fingerprint !== fingerprint) return conflict;
+      return { kind: 'hit', result: hit.result, expiresInMs: cache.expiresInMs(hit, now) };
     }
-    const entry = this.live(key, now);
+    const held = this.live(key, now);
     const token = claimOptions?.token;
-    if (entry !== undefined) {
-      if (entry.lease.fingerprint !== fingerprint) return conflict;
-      if (token !== undefined && entry.lease.token === token) return { kind: 'lead', lease: entry.lease };
-      return { kind: 'follow', fence: entry.lease.fence, leaseEndsInMs: entry.expiresAt - now };
+    if (held !== undefined) {
+      if (held.fingerprint !== fingerprint) return conflict;
+      if (token !== undefined && held.token === token) return { kind: 'lead', lease: held };
+      return { kind: 'follow', fence: held.fence, leaseEndsInMs: held.expiresAt - now };
     }
     const lease = new MemoryLease(
       key,
-      token ?? `m${++this.tokens}`,
       ++this.fences,
       this.renewEveryMs,
       fingerprint,
+      now + this.leaseMs,
+      token,
     );
-    this.held.set(key, new Held(lease, now + this.leaseMs));
-    return { kind: 'lead', lease };
+    this.held.set(key, lease);
+    // A lead comes back with the earlier leader's unsettled receipt, and leaves its own.
+    const earlier = this.receipts.get(key);
+    const tool = claimOptions?.tool;
+    if (tool !== undefined)
+      this.receipts.record({ key, tool, status: 'running', attempts: 0, startedAt: now });
+    const unsettled = earlier?.status === 'running' || earlier?.status === 'in_doubt';
+    return { kind: 'lead', lease, receipt: unsettled ? earlier : undefined };
   }
 
   renew(lease: IdempotencyLease): boolean {
     const now = this.clock.now();
-    const entry = this.live(lease.key, now);
-    if (entry === undefined || entry.lease.token !== lease.token) {
+    const held = this.live(lease.key, now);
+    if (held === undefined || !held.holds(lease)) {
       (lease as MemoryLease).lose?.();
       return false;
     }
-    entry.expiresAt = now + this.leaseMs;
+    held.expiresAt = now + this.leaseMs;
     return true;
   }
 
-  complete(lease: IdempotencyLease, result: unknown, ttlMs: number): IdempotencyCompletion {
+  complete(
+    lease: IdempotencyLease,
+    result: unknown,
+    ttlMs: number,
+    receipt?: Receipt,
+  ): IdempotencyCompletion {
     if (!(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    if (receipt !== undefined) this.receipts.record(receipt);
     const now = this.clock.now();
     const mine = lease as MemoryLease;
     if (mine.completed) return stored;
-    const entry = this.held.get(lease.key);
-    if (entry !== undefined && entry.lease.token === lease.token) {
-      const late = now >= entry.expiresAt;
+    const held = this.held.get(lease.key);
+    if (held?.holds(lease)) {
       this.held.delete(lease.key);
-      this.remember(mine, result, ttlMs, now);
-      mine.completed = true;
-      entry.wake();
-      return late ? { kind: 'late' } : stored;
+      this.remember(held, result, ttlMs, now);
+      held.completed = mine.completed = true;
+      held.wake();
+      return now >= held.expiresAt ? { kind: 'late' } : stored;
     }
-    const other = entry === undefined ? undefined : this.live(lease.key, now);
+    const other = held === undefined ? undefined : this.live(lease.key, now);
     const hit = this.cached(lease.key, now);
     if (other === undefined && hit === undefined) {
       // The lease lapsed and nobody claimed the key since: the success still counts.
@@ -202,14 +236,15 @@ class MemoryKeys {
       return { kind: 'late' };
     }
     mine.lose();
-    return hit === undefined ? { kind: 'lost' } : { kind: 'lost', winner: { result: hit.entry.result } };
+    return hit === undefined ? { kind: 'lost' } : { kind: 'lost', winner: { result: hit.result } };
   }
 
-  release(lease: IdempotencyLease): void {
-    const entry = this.held.get(lease.key);
-    if (entry === undefined || entry.lease.token !== lease.token) return;
+  release(lease: IdempotencyLease, receipt?: Receipt): void {
+    const held = this.held.get(lease.key);
+    if (held === undefined || !held.holds(lease)) return;
+    if (receipt !== undefined) this.receipts.record(receipt);
     this.held.delete(lease.key);
-    entry.wake();
+    held.wake();
   }
 
   changed(
@@ -219,19 +254,20 @@ class MemoryKeys {
   ): void | Promise<void> {
     const { signal, timeoutMs } = waitOptions;
     const { clock } = this;
-    const entry = this.live(key, clock.now());
-    if (entry === undefined || entry.lease.fence !== fence || signal.aborted) return;
+    const held = this.live(key, clock.now());
+    if (held === undefined || held.fence !== fence || signal.aborted) return;
     return new Promise<void>((resolve) => {
       let handle: unknown;
       const done = () => {
-        entry.waiters.delete(done);
+        held.waiters?.delete(done);
         signal.removeEventListener('abort', done);
         if (handle !== undefined) clock.clearTimeout(handle);
         resolve();
       };
-      entry.waiters.add(done);
+      held.waiters ??= new Set();
+      held.waiters.add(done);
       signal.addEventListener('abort', done, { once: true });
-      const waitMs = Math.min(timeoutMs, entry.expiresAt - clock.now());
+      const waitMs = Math.min(timeoutMs, held.expiresAt - clock.now());
       if (waitMs < Infinity) {
         handle = clock.setTimeout(done, Math.max(0, waitMs));
         (handle as { unref?: () => void } | undefined)?.unref?.();
@@ -241,32 +277,33 @@ class MemoryKeys {
 
   size(): { cached: number; inFlight: number } {
     let count = 0;
-    for (const cache of this.caches.values()) count += cache.size;
+    for (const cache of this.caches) count += cache.size;
     return { cached: count, inFlight: this.held.size };
   }
 
-  private cached(key: string, now: number) {
-    for (const [ttlMs, cache] of this.caches) {
+  private cached(key: string, now: number): CachedSuccess | undefined {
+    for (const cache of this.caches) {
       const entry = cache.get(key, now);
-      if (entry !== undefined) return { entry, expiresInMs: ttlMs - (now - this.epoch - entry.completedMs) };
+      if (entry !== undefined) return entry;
     }
     return undefined;
   }
 
   // A lapsed lease frees its key at the first look after it ended, as a Redis key expires.
-  private live(key: string, now: number): Held | undefined {
-    const entry = this.held.get(key);
-    if (entry === undefined || now < entry.expiresAt) return entry;
+  private live(key: string, now: number): MemoryLease | undefined {
+    const held = this.held.get(key);
+    if (held === undefined || now < held.expiresAt) return held;
     this.held.delete(key);
-    entry.wake();
+    held.wake();
     return undefined;
   }
 
   private remember(lease: MemoryLease, result: unknown, ttlMs: number, now: number): void {
-    let cache = this.caches.get(ttlMs);
+    let cache: SuccessCache | undefined;
+    for (const each of this.caches) if (each.ttlMs === ttlMs) cache = each;
     if (cache === undefined) {
       cache = new SuccessCache(ttlMs, this.maxEntries, this.epoch);
-      this.caches.set(ttlMs, cache);
+      this.caches.push(cache);
     }
     cache.set(lease.key, lease.fingerprint, result, now);
   }

@@ -44,7 +44,8 @@ export class SuccessCache {
   #size = 0;
 
   constructor(
-    private readonly ttlMs: number,
+    /** How long a success is served, in milliseconds. */
+    readonly ttlMs: number,
     private readonly maxEntries: number,
     now: number,
   ) {
@@ -69,6 +70,11 @@ export class SuccessCache {
     shard.delete(key);
     this.#size -= 1;
     return undefined;
+  }
+
+  /** How long `entry` is served still, in whole milliseconds of its completion. */
+  expiresInMs(entry: CachedSuccess, now: number): number {
+    return this.ttlMs - (now - this.#epoch - entry.completedMs);
   }
 
   /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */

@@ -875,7 +875,18 @@ async function runSchedule(
         continue;
       }
       const receipt = outcome.ok ? (outcome.result as Receipt) : undefined;
-      if (cached) {
+      // A non-idempotent execution that timed out may have acted: its key stays in doubt, and
+      // the same key is outcome_unknown without running (issue 24).
+      const lastAttempt = lastExecution?.attempts[lastExecution.attempts.length - 1];
+      const inDoubt =
+        lastAttempt?.closing === 'timeout' && tools[lastAttempt.toolIndex]?.idempotent === false;
+      if (inDoubt) {
+        if (outcome.ok || outcome.kind !== 'outcome_unknown' || outcome.window !== 'attempt_timeout') {
+          v.idempotency.push(
+            `${key}: ${lastExecution?.callId} timed out in doubt, but a probe got ${outcome.ok ? `attempts ${outcome.attempts}` : outcome.kind}`,
+          );
+        }
+      } else if (cached) {
         if (!outcome.ok || outcome.attempts !== 0 || receipt?.callId !== success.callId) {
           v.idempotency.push(
             `${key}: ${success.callId} succeeded ${probeAt - success.closedAt} ms ago (TTL ${schedule.ttlMs}) but a probe got ${outcome.ok ? `attempts ${outcome.attempts}` : outcome.kind}`,

@@ -3,11 +3,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDispatchError } from '../../../index.js';
+import type { Receipt } from '../../../src/stores.js';
 import {
   postgresReceiptStore,
   receiptTableSql,
   type PostgresQueryable,
-  type Receipt,
 } from '../../../integrations/postgres/index.js';
 import { createTestDatabase, postgresSuitesEnabled, type TestDatabase } from '../../helpers/postgres.js';
 

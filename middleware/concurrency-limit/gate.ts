@@ -1,0 +1,299 @@
+/**
+ * The concurrency layer's one decision loop: a call takes a permit from each store in turn (its
+ * key's memory store, then the fleet's pool if there is one), waits FIFO where none is free,
+ * holds them across retries and gives them back when the inner layers settle.
+ * @module
+ */
+
+import { DispatchError, isDispatchError } from '../../src/errors.js';
+import type { SlotPermit, SlotStore } from '../../src/stores.js';
+import type { Clock } from '../../src/clock.js';
+import type { DispatchContext, Next } from '../../src/types.js';
+import { cancelled, keepLeaseAlive, noop, onAbort, storeUnavailable } from '../kit.js';
+import { MemorySlotStore } from './memory-store.js';
+
+/** What the loop needs of the layer's options, checked already. */
+export interface GateOptions {
+  readonly max: number;
+  readonly key: ((ctx: DispatchContext) => string | undefined) | undefined;
+  readonly maxQueue: number;
+  readonly fleet: SlotStore | undefined;
+  readonly onStoreError: 'fail' | 'local';
+  readonly clock: Pick<Clock, 'now'>;
+  readonly timers: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+}
+
+// One key's own cap. Partitions live while a call holds or waits for one of their slots, so a
+// key seen once (one of 100 000 tenants) costs nothing once its calls are done.
+class Partition {
+  users = 0;
+  // Calls of this partition waiting in the fleet's queue, for `concurrency.queued` and `maxQueue`.
+  fleetWaiting = 0;
+  constructor(
+    readonly key: string | undefined,
+    readonly store: MemorySlotStore,
+  ) {}
+}
+
+/** One call inside the layer: the partition it counts in and the permits it holds. */
+export class Entry {
+  readonly permits: SlotPermit[] = [];
+  stops: Array<() => void> | undefined = undefined;
+  constructor(
+    readonly gate: SlotGate,
+    readonly partition: Partition,
+  ) {}
+
+  /** Gives back every permit, last taken first, and leaves the partition. */
+  release(): void {
+    const stops = this.stops;
+    if (stops !== undefined) for (const stop of stops) stop();
+    const { permits, gate } = this;
+    for (let level = permits.length - 1; level >= 0; level--) {
+      gate.giveBack(this, level, permits[level] as SlotPermit);
+    }
+    gate.leave(this);
+  }
+}
+
+/** The loop over the stores, shared by the layer and the default stack's fast runner. */
+export class SlotGate {
+  running = 0;
+  queued = 0;
+  readonly #options: GateOptions;
+  readonly #shared: Partition;
+  readonly #partitions = new Map<string, Partition>();
+
+  constructor(options: GateOptions) {
+    this.#options = options;
+    this.#shared = new Partition(undefined, new MemorySlotStore(options.max, 'local'));
+  }
+
+  /** Keyed partitions alive now (a call holds or waits for one of their slots). */
+  get partitionCount(): number {
+    return this.#partitions.size;
+  }
+
+  /**
+   * The fast path: a call whose key's slot is free and that needs no fleet permit takes it now,
+   * with no promise; `undefined` sends it through `run`.
+   */
+  tryEnter(ctx: DispatchContext): Entry | undefined {
+    if (this.#options.fleet !== undefined) return undefined;
+    let entry: Entry;
+    try {
+      entry = this.#enter(ctx);
+    } catch {
+      return undefined;
+    }
+    const permit = entry.partition.store.tryAcquire();
+    if (permit === undefined) {
+      this.leave(entry);
+      return undefined;
+    }
+    this.#hold(ctx, entry, permit);
+    return entry;
+  }
+
+  /** Runs `next` holding a permit from every store, waiting for them in turn. */
+  run(ctx: DispatchContext, next: Next): Promise<void> {
+    let entry: Entry;
+    let waiting: Promise<void> | undefined;
+    try {
+      entry = this.#enter(ctx);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    try {
+      waiting = this.#acquireFrom(ctx, entry, 0);
+    } catch (error) {
+      entry.release();
+      return Promise.reject(error);
+    }
+    if (waiting === undefined) return this.#inside(entry, next);
+    return waiting.then(
+      () => this.#inside(entry, next),
+      (error: unknown) => {
+        entry.release();
+        throw error;
+      },
+    );
+  }
+
+  /** Gives a permit back to the store of `level`, without waiting for it. */
+  giveBack(entry: Entry, level: number, permit: SlotPermit): void {
+    if (level === 0) {
+      this.running -= 1;
+      entry.partition.store.release(permit);
+      return;
+    }
+    const fleet = this.#options.fleet as SlotStore;
+    try {
+      Promise.resolve(fleet.release(permit)).catch(noop);
+    } catch {
+      // The permit's lease frees it.
+    }
+  }
+
+  /** The call is done with its partition. */
+  leave(entry: Entry): void {
+    const partition = entry.partition;
+    partition.users -= 1;
+    if (partition.users === 0 && partition.key !== undefined) this.#partitions.delete(partition.key);
+  }
+
+  #enter(ctx: DispatchContext): Entry {
+    const keyOf = this.#options.key;
+    const key = keyOf === undefined ? undefined : keyOf(ctx);
+    if (key !== undefined && typeof key !== 'string') {
+      throw new DispatchError('internal', `concurrencyLimit key must answer a string, got ${typeof key}`);
+    }
+    let partition = this.#shared;
+    if (key !== undefined) {
+      const known = this.#partitions.get(key);
+      if (known === undefined) {
+        partition = new Partition(key, new MemorySlotStore(this.#options.max, key));
+        this.#partitions.set(key, partition);
+      } else partition = known;
+    }
+    partition.users += 1;
+    return new Entry(this, partition);
+  }
+
+  // Takes the permits of `level` and up; undefined when all were free at once.
+  #acquireFrom(ctx: DispatchContext, entry: Entry, level: number): Promise<void> | undefined {
+    const levels = this.#options.fleet === undefined ? 1 : 2;
+    for (; level < levels; level++) {
+      const waiting = this.#acquire(ctx, entry, level);
+      if (waiting !== undefined) {
+        const after = level + 1;
+        return waiting.then(() => this.#acquireFrom(ctx, entry, after));
+      }
+    }
+    return undefined;
+  }
+
+  #acquire(ctx: DispatchContext, entry: Entry, level: number): Promise<void> | undefined {
+    const store = level === 0 ? entry.partition.store : (this.#options.fleet as SlotStore);
+    let answer: SlotPermit | undefined | Promise<SlotPermit | undefined>;
+    try {
+      answer = store.tryAcquire();
+    } catch (error) {
+      return this.#storeFailed(store, error);
+    }
+    if (!(answer instanceof Promise)) {
+      if (answer === undefined) return this.#wait(ctx, entry, level, store);
+      this.#hold(ctx, entry, answer);
+      return undefined;
+    }
+    const { signal } = ctx;
+    return answer.then(
+      (permit) => {
+        if (permit === undefined) return this.#wait(ctx, entry, level, store);
+        if (signal.aborted) {
+          this.giveBack(entry, level, permit);
+          throw cancelled(ctx, signal);
+        }
+        this.#hold(ctx, entry, permit);
+        return undefined;
+      },
+      (error: unknown) => this.#storeFailed(store, error),
+    );
+  }
+
+  #wait(ctx: DispatchContext, entry: Entry, level: number, store: SlotStore): Promise<void> {
+    const { signal } = ctx;
+    if (signal.aborted) return Promise.reject(cancelled(ctx, signal));
+    const partition = entry.partition;
+    const waitingHere = level === 0 ? partition.store.queued : partition.fleetWaiting;
+    if (waitingHere >= this.#options.maxQueue) return Promise.reject(overloaded(ctx, store, partition));
+    const { clock } = this.#options;
+    const queuedAt = clock.now();
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let unsubscribe = noop;
+      const finish = () => {
+        settled = true;
+        this.#countWaiting(partition, level, -1);
+        unsubscribe();
+      };
+      this.#countWaiting(partition, level, 1);
+      const leave = store.enqueue({
+        grant: (permit) => {
+          if (settled) return this.giveBack(entry, level, permit);
+          finish();
+          this.#hold(ctx, entry, permit);
+          ctx.emit('concurrency.acquired', { waitedMs: clock.now() - queuedAt });
+          resolve();
+        },
+        fail: (error) => {
+          if (settled) return;
+          finish();
+          reject(error);
+        },
+      });
+      if (settled) return;
+      unsubscribe = onAbort(signal, () => {
+        if (settled) return;
+        finish();
+        leave();
+        reject(cancelled(ctx, signal));
+      });
+      const queued = level === 0 ? partition.store.queued : partition.fleetWaiting;
+      ctx.emit('concurrency.queued', queuedDetails(queued, store, level, partition.key));
+    });
+  }
+
+  #countWaiting(partition: Partition, level: number, by: number): void {
+    if (level === 0) this.queued += by;
+    else partition.fleetWaiting += by;
+  }
+
+  #hold(ctx: DispatchContext, entry: Entry, permit: SlotPermit): void {
+    const level = entry.permits.push(permit) - 1;
+    if (level === 0) {
+      this.running += 1;
+      return;
+    }
+    const fleet = this.#options.fleet as SlotStore;
+    // A lost permit is reported, not acted on: the call keeps running (its side effects may have
+    // started), and the pool is over its cap by one until the call ends.
+    const stop = keepLeaseAlive(permit, () => fleet.renew(permit), this.#options.timers);
+    const unlisten = onAbort(permit.signal, () => ctx.emit('concurrency.lease_lost', { pool: fleet.pool }));
+    (entry.stops ??= []).push(stop, unlisten);
+  }
+
+  #inside(entry: Entry, next: Next): Promise<void> {
+    return next().then(
+      () => entry.release(),
+      (error: unknown) => {
+        entry.release();
+        throw error;
+      },
+    );
+  }
+
+  #storeFailed(store: SlotStore, error: unknown): undefined {
+    if (isDispatchError(error) && error.kind === 'cancelled') throw error;
+    if (this.#options.onStoreError === 'local') return undefined;
+    throw isDispatchError(error)
+      ? error
+      : storeUnavailable(`The slot pool "${store.pool}" could not be reached`, { cause: error });
+  }
+}
+
+function queuedDetails(queued: number, store: SlotStore, level: number, key: string | undefined) {
+  const details: { queued: number; max: number; pool?: string; key?: string } = { queued, max: store.max };
+  if (level > 0) details.pool = store.pool;
+  if (key !== undefined) details.key = key;
+  return details;
+}
+
+function overloaded(ctx: DispatchContext, store: SlotStore, partition: Partition): DispatchError {
+  const where = partition.key === undefined ? '' : ` for "${partition.key}"`;
+  return new DispatchError(
+    'overloaded',
+    `Too many calls are waiting${where} (${store.max} run at once); "${ctx.displayName}" was not run`,
+    { attempts: ctx.attempt },
+  );
+}

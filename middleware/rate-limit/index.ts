@@ -1,0 +1,386 @@
+/**
+ * Rate limit: a token bucket per key in front of each attempt; an attempt reserves its tokens,
+ * waits its turn (FIFO per key) or is refused at once, and a backend's 429 empties the bucket.
+ * @module
+ */
+
+import { DispatchError, isDispatchError } from '../../src/errors.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import type { RateBucket, RateGrant, RateStore } from '../../src/stores.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
+import {
+  cancelled,
+  isThenable,
+  noop,
+  optionsObject,
+  requireClock,
+  requireFunction,
+  requireNumber,
+  sleep,
+  storeUnavailable,
+} from '../kit.js';
+import { MemoryRateStore } from './memory-store.js';
+
+/** Options for `rateLimit`. */
+export interface RateLimitOptions {
+  /**
+   * The bucket a call draws from: a tool, a backend, a tenant (`ctx.options.tenant`).
+   * @default the tool's name
+   */
+  key?: (ctx: DispatchContext) => string;
+  /** Tokens added per `intervalMs`, continuously. */
+  rate: number;
+  /**
+   * The refill interval, in milliseconds.
+   * @default 1_000
+   */
+  intervalMs?: number;
+  /**
+   * The most tokens the bucket holds: how many attempts may start at once after a quiet spell.
+   * @default rate
+   */
+  burst?: number;
+  /**
+   * Tokens one attempt takes: a number, or a function of the parsed args and the context.
+   * @default 1
+   */
+  cost?: number | ((args: unknown, ctx: DispatchContext) => number);
+  /**
+   * The longest an attempt waits for its tokens (never longer than its own timeout); a longer
+   * wait is refused at once with `rate_limited` and `retryAfterMs`.
+   * @default 5_000
+   */
+  maxWaitMs?: number;
+  /**
+   * Where the buckets live: this process (`memoryRateStore`), or a fleet (`redisRateStore`).
+   * @default a memory store of this layer's own
+   */
+  store?: RateStore;
+  /**
+   * When the store cannot answer: `'fail'` fails the attempt `store_unavailable`, `'open'` lets
+   * it through unlimited.
+   * @default 'fail'
+   */
+  onStoreError?: 'fail' | 'open';
+  /**
+   * The timers waits sleep on, and the memory store's clock.
+   * @default systemClock
+   */
+  clock?: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
+}
+
+/** What a fast runner took from a limiter for one attempt. */
+export interface RateTicket {
+  readonly key: string;
+  readonly cost: number;
+  readonly id: string;
+}
+
+/**
+ * A `rateLimit` layer's parts, for the default stack's fast runner.
+ * @internal
+ */
+export interface RateLimitParts {
+  readonly layer: Middleware;
+  /** Takes the tokens of an attempt that may start now, with no promise; `undefined` otherwise (nothing taken). */
+  tryTake(ctx: DispatchContext): RateTicket | undefined;
+  /** An attempt that held `ticket` failed with `error`: a wait it asks for empties the bucket. */
+  failed(ctx: DispatchContext, ticket: RateTicket, error: unknown): void;
+  /** Gives back the tokens of a ticket whose attempt did not start. */
+  untake(ticket: RateTicket): void;
+}
+
+/**
+ * Limits how fast attempts start, per key: a token bucket of `rate` tokens per `intervalMs`, up
+ * to `burst`. An attempt reserves `cost` tokens and waits for them in FIFO order (emitting
+ * `rate_limit.wait`), at most `maxWaitMs` and its own timeout; a longer wait, or a cost above
+ * `burst`, is refused at once with `rate_limited` (never a breaker failure), the handler not run.
+ * An abort while waiting gives the tokens back. An attempt failing with `retryAfterMs` (a 429:
+ * `classifyRateLimit`) empties its key's bucket until then (`rate_limit.debit`), so every
+ * sibling call waits too instead of finding the 429 again. Sits inside `retry`.
+ *
+ * @example
+ * createDispatcher([errorMapping(), toolLookup(registry), retry(),
+ *   rateLimit({ key: () => 'search-api', rate: 5, intervalMs: 1_000 })]);
+ */
+export function rateLimit(options: RateLimitOptions): Middleware {
+  return createRateLimit(options).layer;
+}
+
+/**
+ * A rate-limit layer and its parts; `timeoutOf` bounds a wait by the attempt's timeout.
+ * @internal
+ */
+export function createRateLimit(
+  options: RateLimitOptions,
+  timeoutOf: (ctx: DispatchContext) => number = attemptTimeout,
+): RateLimitParts {
+  const limiter = new RateLimiter(checkOptions(options), timeoutOf);
+  const layer = trusted(function rateLimit(ctx: DispatchContext, next: Next): Promise<void> {
+    return limiter.run(ctx, next);
+  });
+  return {
+    layer,
+    tryTake: (ctx) => limiter.tryTake(ctx),
+    failed: (ctx, ticket, error) => limiter.failed(ctx, ticket.key, ticket.id, error),
+    untake: (ticket) => limiter.untake(ticket),
+  };
+}
+
+function attemptTimeout(ctx: DispatchContext): number {
+  return ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? Infinity;
+}
+
+interface Settings {
+  readonly key: ((ctx: DispatchContext) => string) | undefined;
+  readonly bucket: RateBucket;
+  readonly cost: number | ((args: unknown, ctx: DispatchContext) => number);
+  readonly maxWaitMs: number;
+  readonly store: RateStore;
+  readonly synchronous: boolean;
+  readonly onStoreError: 'fail' | 'open';
+  readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
+}
+
+function checkOptions(options: RateLimitOptions): Settings {
+  const given = optionsObject('rateLimit', options);
+  const { key, rate, intervalMs = 1_000, cost = 1, maxWaitMs = 5_000, store, onStoreError = 'fail' } = given;
+  const { clock = systemClock } = given;
+  if (key !== undefined) requireFunction('key', key);
+  requireNumber('rate', rate, 0, { exclusive: true });
+  requireNumber('intervalMs', intervalMs, 0, { exclusive: true });
+  const { burst = rate } = given;
+  requireNumber('burst', burst, 0, { exclusive: true });
+  requireNumber('maxWaitMs', maxWaitMs, 0, { allowInfinity: true });
+  if (typeof cost === 'number') {
+    requireNumber('cost', cost, 0);
+    if (cost > burst) throw new TypeError(`cost must be at most burst (${burst}), got ${cost}`);
+  } else requireFunction('cost', cost);
+  if (onStoreError !== 'fail' && onStoreError !== 'open') {
+    throw new TypeError(`onStoreError must be 'fail' or 'open', got ${String(onStoreError)}`);
+  }
+  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  if (store !== undefined) {
+    for (const method of ['acquire', 'cancel', 'debit', 'delayedSince'] as const) {
+      if (typeof (store as unknown as Record<string, unknown>)[method] !== 'function') {
+        throw new TypeError(`store must be a RateStore (missing ${method})`);
+      }
+    }
+  }
+  return {
+    key,
+    bucket: { rate, intervalMs, burst },
+    cost,
+    maxWaitMs,
+    store: store ?? new MemoryRateStore(clock),
+    synchronous: store === undefined || store instanceof MemoryRateStore,
+    onStoreError,
+    clock,
+  };
+}
+
+let limiters = 0;
+
+class RateLimiter {
+  readonly #settings: Settings;
+  readonly #timeoutOf: (ctx: DispatchContext) => number;
+  readonly #prefix = `r${++limiters}.${Math.random().toString(36).slice(2, 10)}.`;
+  #attempts = 0;
+
+  constructor(settings: Settings, timeoutOf: (ctx: DispatchContext) => number) {
+    this.#settings = settings;
+    this.#timeoutOf = timeoutOf;
+  }
+
+  tryTake(ctx: DispatchContext): RateTicket | undefined {
+    const settings = this.#settings;
+    if (!settings.synchronous) return undefined;
+    let key: string;
+    let cost: number;
+    try {
+      key = this.#keyOf(ctx);
+      cost = this.#costOf(ctx);
+    } catch {
+      return undefined;
+    }
+    if (cost > settings.bucket.burst) return undefined;
+    const id = this.#prefix + ++this.#attempts;
+    const grant = settings.store.acquire(key, cost, settings.bucket, { maxWaitMs: 0, id }) as RateGrant;
+    if (!grant.granted) return undefined;
+    if (grant.waitMs > 0) {
+      settings.store.cancel(key, cost, settings.bucket, id);
+      return undefined;
+    }
+    return { key, cost, id };
+  }
+
+  untake(ticket: RateTicket): void {
+    const { store, bucket } = this.#settings;
+    store.cancel(ticket.key, ticket.cost, bucket, ticket.id);
+  }
+
+  run(ctx: DispatchContext, next: Next): Promise<void> {
+    let key: string;
+    let cost: number;
+    try {
+      key = this.#keyOf(ctx);
+      cost = this.#costOf(ctx);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { bucket } = this.#settings;
+    if (cost > bucket.burst) {
+      return Promise.reject(
+        refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`),
+      );
+    }
+    const id = this.#prefix + ++this.#attempts;
+    const allowedMs = Math.min(this.#settings.maxWaitMs, this.#timeoutOf(ctx));
+    let taken: Promise<void> | undefined;
+    try {
+      taken = this.#acquire(ctx, key, cost, id, allowedMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const inside = (): Promise<void> =>
+      next().then(undefined, (error: unknown) => {
+        this.failed(ctx, key, id, error);
+        throw error;
+      });
+    if (taken === undefined) return inside();
+    return taken.then(inside);
+  }
+
+  failed(ctx: DispatchContext, key: string, id: string, error: unknown): void {
+    if (!isDispatchError(error) || error.kind !== 'transient') return;
+    const retryAfterMs = error.retryAfterMs;
+    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return;
+    try {
+      const done = this.#settings.store.debit(key, retryAfterMs, this.#settings.bucket, id);
+      if (isThenable(done)) done.then(undefined, noop);
+    } catch {
+      // A debit that cannot be written leaves the bucket as it was: siblings may find the 429 too.
+    }
+    ctx.emit('rate_limit.debit', { key, retryAfterMs });
+  }
+
+  // Reserves the tokens and waits for them; undefined when the attempt may start now.
+  #acquire(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    allowedMs: number,
+  ): Promise<void> | undefined {
+    const { store, bucket } = this.#settings;
+    let grant: RateGrant | Promise<RateGrant>;
+    try {
+      grant = store.acquire(key, cost, bucket, { maxWaitMs: allowedMs, id });
+    } catch (error) {
+      return this.#storeFailed(error, key);
+    }
+    if (!isThenable(grant)) return this.#granted(ctx, key, cost, id, grant, allowedMs);
+    return Promise.resolve(grant).then(
+      (answer) => this.#granted(ctx, key, cost, id, answer, allowedMs),
+      (error: unknown) => this.#storeFailed(error, key),
+    );
+  }
+
+  #granted(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    grant: RateGrant,
+    allowedMs: number,
+  ): Promise<void> | undefined {
+    if (!grant.granted) {
+      throw refused(ctx, key, grant.retryAfterMs, `the wait of ${grant.retryAfterMs} ms is too long`);
+    }
+    if (grant.waitMs === 0) return undefined;
+    return this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
+  }
+
+  // Sleeps `waitMs`, then as long again as 429s seen meanwhile moved the bucket back.
+  async #wait(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    waitMs: number,
+    mark: number,
+    leftMs: number,
+  ): Promise<void> {
+    const { store, bucket, clock } = this.#settings;
+    const { signal } = ctx;
+    try {
+      for (;;) {
+        ctx.emit('rate_limit.wait', { key, waitMs });
+        await sleep(waitMs, signal, clock, () => cancelled(ctx, signal));
+        const later = await store.delayedSince(key, mark);
+        if (!(later > 0)) return;
+        if (later > leftMs) throw refused(ctx, key, later, `the backend asked to wait ${later} ms more`);
+        mark += later;
+        leftMs -= later;
+        waitMs = later;
+      }
+    } catch (error) {
+      try {
+        const done = store.cancel(key, cost, bucket, id);
+        if (isThenable(done)) done.then(undefined, noop);
+      } catch {
+        // The reservation lapses with the bucket's refill.
+      }
+      throw error;
+    }
+  }
+
+  #storeFailed(error: unknown, key: string): undefined {
+    if (this.#settings.onStoreError === 'open') return undefined;
+    throw isDispatchError(error)
+      ? error
+      : storeUnavailable(`The rate limit "${key}" could not be checked`, { cause: error });
+  }
+
+  #keyOf(ctx: DispatchContext): string {
+    const keyOf = this.#settings.key;
+    if (keyOf === undefined) return ctx.tool?.name ?? ctx.toolName;
+    const key: unknown = keyOf(ctx);
+    if (typeof key === 'string' && key.length > 0) return key;
+    throw new DispatchError('internal', `rateLimit key must answer a non-empty string, got ${String(key)}`, {
+      attempts: ctx.attempt,
+    });
+  }
+
+  #costOf(ctx: DispatchContext): number {
+    const { cost } = this.#settings;
+    if (typeof cost === 'number') return cost;
+    let value: unknown;
+    try {
+      value = cost(ctx.args, ctx);
+    } catch (error) {
+      value = error instanceof Error ? `an error (${error.message})` : error;
+    }
+    if (typeof value === 'number' && value >= 0 && Number.isFinite(value)) return value;
+    throw new DispatchError(
+      'internal',
+      `rateLimit cost must answer a finite number >= 0, got ${String(value)}`,
+      {
+        attempts: ctx.attempt,
+      },
+    );
+  }
+}
+
+function refused(
+  ctx: DispatchContext,
+  key: string,
+  retryAfterMs: number | undefined,
+  why: string,
+): DispatchError {
+  return new DispatchError('rate_limited', `"${ctx.displayName}" is rate limited (${key}): ${why}`, {
+    attempts: ctx.attempt,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
+}

@@ -1,0 +1,147 @@
+/**
+ * Reconcile before retry: when an attempt's outcome is unknown, the tool's `reconcile` is asked
+ * once whether the action took effect, before anything may run it again.
+ * @module
+ */
+
+import { systemClock } from '../clock.js';
+import { DispatchError, describeThrown, isDispatchError, type OutcomeWindow } from '../errors.js';
+import { onAbort } from './abort.js';
+import type { DispatchContext, Reconcile, ReconcileVerdict, Tool } from '../types.js';
+
+/** What reconciling an unknown outcome found. */
+export type Reconciled =
+  | {
+      /** The action took effect. */
+      readonly status: 'committed';
+      /** The result `reconcile` gave, if any. */
+      readonly result: unknown;
+      /** What showed it. */
+      readonly evidence: unknown;
+    }
+  | {
+      /** It did not take effect, or nobody could tell (`unknown` also for a throw or no answer in time). */
+      readonly status: 'not_committed' | 'unknown';
+      /** What showed it. */
+      readonly evidence: unknown;
+      /** Why it is unknown, for the envelope's message. */
+      readonly reason?: string;
+    };
+
+/**
+ * Asks `tool.reconcile` whether the action of `attempt` took effect, under the tool's
+ * `reconcileTimeoutMs` and the caller's signal; never rejects.
+ *
+ * @example
+ * const found = await reconcileOutcome(ctx, tool, ctx.attempt, 'lease_lost');
+ */
+export async function reconcileOutcome(
+  ctx: DispatchContext,
+  tool: Tool,
+  attempt: number,
+  window: OutcomeWindow,
+): Promise<Reconciled> {
+  const { reconcile, reconcileTimeoutMs = 10_000 } = tool;
+  if (reconcile === undefined) return { status: 'unknown', evidence: undefined, reason: 'no reconcile' };
+  const controller = new AbortController();
+  const caller = ctx.options.signal;
+  const offCaller = caller === undefined ? undefined : onAbort(caller, () => controller.abort(caller.reason));
+  let handle: unknown;
+  const timedOut = new Promise<Reconciled>((resolve) => {
+    if (!(reconcileTimeoutMs < Infinity)) return;
+    handle = systemClock.setTimeout(() => {
+      const reason = `no answer within ${reconcileTimeoutMs} ms`;
+      resolve({ status: 'unknown', evidence: undefined, reason });
+      controller.abort(new DispatchError('timeout', `reconcile gave ${reason}`));
+    }, reconcileTimeoutMs);
+    (handle as { unref?: () => void } | undefined)?.unref?.();
+  });
+  const context = { idempotencyKey: ctx.options.idempotencyKey, callId: ctx.callId, attempt, window };
+  const ask = reconcile as unknown as Reconcile;
+  const asked = (async () =>
+    verdictOf(await ask(ctx.args, { ...context, signal: controller.signal })))().catch(
+    (error: unknown): Reconciled => ({
+      status: 'unknown',
+      evidence: undefined,
+      reason: `reconcile failed: ${describeThrown(error)}`,
+    }),
+  );
+  try {
+    return await Promise.race([asked, timedOut, abortedBy(controller.signal)]);
+  } finally {
+    if (handle !== undefined) systemClock.clearTimeout(handle);
+    offCaller?.();
+  }
+}
+
+function abortedBy(signal: AbortSignal): Promise<Reconciled> {
+  return new Promise((resolve) => {
+    onAbort(signal, () => resolve({ status: 'unknown', evidence: undefined, reason: 'the caller aborted' }));
+  });
+}
+
+function verdictOf(verdict: unknown): Reconciled {
+  if (verdict === 'committed') return { status: 'committed', result: undefined, evidence: undefined };
+  if (verdict === 'not_committed') return { status: 'not_committed', evidence: undefined };
+  if (typeof verdict === 'object' && verdict !== null) {
+    const { status, result, evidence } = verdict as Exclude<ReconcileVerdict, string> & { result?: unknown };
+    if (status === 'committed') return { status, result, evidence };
+    if (status === 'not_committed') return { status, evidence };
+    if (status === 'unknown') return { status, evidence, reason: 'reconcile answered unknown' };
+  }
+  return { status: 'unknown', evidence: undefined, reason: 'reconcile answered unknown' };
+}
+
+/**
+ * The `outcome_unknown` envelope of a call whose action may have happened.
+ *
+ * @example
+ * throw outcomeUnknown(ctx, 'lease_lost', 'the lease was lost mid-call');
+ */
+export function outcomeUnknown(
+  ctx: DispatchContext,
+  window: OutcomeWindow,
+  why: string,
+  cause?: unknown,
+): DispatchError {
+  const name = ctx.tool?.name ?? ctx.toolName;
+  return new DispatchError(
+    'outcome_unknown',
+    `"${name}" may or may not have taken effect (${window.replace('_', ' ')}): ${why}`,
+    { attempts: ctx.attempt, window, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/** Where an attempt's failure leaves its action unknown; `undefined` when it is known not to have run. */
+export function unknownWindowOf(error: unknown): OutcomeWindow | undefined {
+  if (!isDispatchError(error)) return undefined;
+  if (error.kind === 'timeout') return 'attempt_timeout';
+  if (error.kind === 'outcome_unknown') return error.window ?? 'handler_unknown';
+  return undefined;
+}
+
+/**
+ * Wraps an attempt's `settled` so that an unknown outcome (a timeout, an `OutcomeUnknownError`)
+ * is reconciled before whoever ran the attempt sees it: `committed` settles it as a success
+ * with `reconciled`, `not_committed` as the failure it was, anything else as `outcome_unknown`.
+ */
+export function reconcileFirst(
+  ctx: DispatchContext,
+  tool: Tool,
+  attempt: number,
+  settled: (failed: boolean, error?: unknown) => void,
+): (failed: boolean, error?: unknown) => void {
+  return (failed, error) => {
+    const window = failed ? unknownWindowOf(error) : undefined;
+    if (window === undefined) return settled(failed, error);
+    void reconcileOutcome(ctx, tool, attempt, window).then((found) => {
+      if (found.status === 'committed') {
+        ctx.outcome = { ok: true, result: found.result, attempts: attempt, reconciled: { window } };
+        return settled(false);
+      }
+      if (found.status === 'not_committed') return settled(true, error);
+      const why = `${(error as DispatchError).message}; ${found.reason ?? 'reconcile answered unknown'}`;
+      settled(true, outcomeUnknown(ctx, window, why, error));
+    });
+  };
+}
