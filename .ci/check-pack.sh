@@ -60,7 +60,8 @@ mkdir "$work/bare" && cd "$work/bare"
 npm init -y >/dev/null
 npm pkg set type=module >/dev/null
 npm install --silent --no-audit --no-fund "$work/$tarball" zod >/dev/null
-for peer in openai @anthropic-ai/sdk ai langchain @langchain/core @openai/agents @modelcontextprotocol/sdk @opentelemetry/api redis ioredis; do
+for peer in openai @anthropic-ai/sdk ai langchain @langchain/core @openai/agents @modelcontextprotocol/sdk @opentelemetry/api redis ioredis pg \
+  @restatedev/restate-sdk @dbos-inc/dbos-sdk; do
   if [ -e "node_modules/$peer" ]; then echo "pack check: $peer was installed without being asked for"; exit 1; fi
 done
 cat > consumer.ts <<'TS'
@@ -94,23 +95,27 @@ if (layers.some((f) => typeof f !== 'function') || typeof TransientError !== 'fu
 }
 console.log('pack check: the installed package works without any host SDK');
 TS
-# The OpenAI and Anthropic subpaths only use their SDKs' types, and /redis takes any client through
-# an adapter: they load without the SDKs.
+# The OpenAI and Anthropic subpaths only use their SDKs' types, /redis and /postgres take any client
+# through an adapter, and /durable is engine-neutral: they load without the SDKs.
 cat > providers.mjs <<'JS'
 const openai = await import('tool-dispatcher/openai');
 const anthropic = await import('tool-dispatcher/anthropic');
 const redis = await import('tool-dispatcher/redis');
+const postgres = await import('tool-dispatcher/postgres');
+const durable = await import('tool-dispatcher/durable');
 if (typeof openai.createOpenAIToolkit !== 'function' || typeof anthropic.createAnthropicToolkit !== 'function'
-  || typeof redis.fromNodeRedis !== 'function') {
+  || typeof redis.fromNodeRedis !== 'function' || typeof postgres.postgresReceiptStore !== 'function'
+  || typeof durable.engineVerdict !== 'function') {
   throw new Error('SDK-free subpaths');
 }
-console.log('pack check: tool-dispatcher/openai, /anthropic and /redis load without their SDKs');
+console.log('pack check: tool-dispatcher/openai, /anthropic, /redis, /postgres and /durable load without their SDKs');
 JS
 # A subpath that needs a missing peer fails its import with one line; caught, it is an error whose
 # stack is that line, with the code Node's resolver uses.
 cat > peerless.mjs <<'JS'
 const needs = { 'ai-sdk': 'ai', langchain: 'langchain', 'openai-agents': '@openai/agents',
-  mcp: '@modelcontextprotocol/sdk', otel: '@opentelemetry/api' };
+  mcp: '@modelcontextprotocol/sdk', otel: '@opentelemetry/api', restate: '@restatedev/restate-sdk',
+  dbos: '@dbos-inc/dbos-sdk' };
 for (const [subpath, peer] of Object.entries(needs)) {
   const error = await import(`tool-dispatcher/${subpath}`).then(() => undefined, (thrown) => thrown);
   const line = `Error: ${error?.message}`;
@@ -127,7 +132,7 @@ node out/consumer.js
 node providers.mjs
 node peerless.mjs
 for needs in ai-sdk:ai langchain:langchain openai-agents:@openai/agents mcp:@modelcontextprotocol/sdk \
-  otel:@opentelemetry/api; do
+  otel:@opentelemetry/api restate:@restatedev/restate-sdk dbos:@dbos-inc/dbos-sdk; do
   fails_in_one_line "import 'tool-dispatcher/${needs%%:*}'" "\"${needs#*:}\"" \
     node --input-type=module --eval "import 'tool-dispatcher/${needs%%:*}';"
 done
@@ -148,7 +153,9 @@ npm install --silent --no-audit --no-fund "$work/$tarball" zod \
   "openai@$(version openai)" "@anthropic-ai/sdk@$(version @anthropic-ai/sdk)" "ai@$(version ai)" @types/json-schema \
   "langchain@$(version langchain)" "@langchain/core@$(version @langchain/core)" "@openai/agents@$(version @openai/agents)" \
   "@modelcontextprotocol/sdk@$(version @modelcontextprotocol/sdk)" "@opentelemetry/api@$(version @opentelemetry/api)" \
-  "redis@$(version redis)" "ioredis@$(version ioredis)" >/dev/null 2>&1
+  "redis@$(version redis)" "ioredis@$(version ioredis)" "pg@$(version pg)" \
+  "@restatedev/restate-sdk@$(version @restatedev/restate-sdk)" "@dbos-inc/dbos-sdk@$(version @dbos-inc/dbos-sdk)" \
+  >/dev/null 2>&1
 cat > subpaths.ts <<'TS'
 import { createOpenAIToolkit } from 'tool-dispatcher/openai';
 import { createAnthropicToolkit } from 'tool-dispatcher/anthropic';
@@ -158,10 +165,15 @@ import { toAgentsTools } from 'tool-dispatcher/openai-agents';
 import { createMcpServer, registerMcpTools, importMcpTools } from 'tool-dispatcher/mcp';
 import { otelTracing, otelMetrics } from 'tool-dispatcher/otel';
 import { fromNodeRedis, fromIoredis, redisIdempotencyStore, redisSlotStore, redisCircuitStore, redisBudget } from 'tool-dispatcher/redis';
+import { postgresReceiptStore, receiptTableSql } from 'tool-dispatcher/postgres';
+import { engineVerdict } from 'tool-dispatcher/durable';
+import { restateRun } from 'tool-dispatcher/restate';
+import { dbosStep } from 'tool-dispatcher/dbos';
 
 const all = [createOpenAIToolkit, createAnthropicToolkit, toAiSdkTools, ToolCallFailed, dispatcherMiddleware,
   toLangChainTools, toAgentsTools, createMcpServer, registerMcpTools, importMcpTools, otelTracing, otelMetrics,
-  fromNodeRedis, fromIoredis, redisIdempotencyStore, redisSlotStore, redisCircuitStore, redisBudget];
+  fromNodeRedis, fromIoredis, redisIdempotencyStore, redisSlotStore, redisCircuitStore, redisBudget,
+  postgresReceiptStore, receiptTableSql, engineVerdict, restateRun, dbosStep];
 if (all.some((f) => typeof f !== 'function')) throw new Error('a subpath export is missing');
 console.log('pack check: every subpath resolves, with types, beside its peer');
 TS

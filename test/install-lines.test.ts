@@ -18,6 +18,9 @@ const guides: Record<string, readonly string[]> = {
   'docs/integrations/mcp.md': ['@modelcontextprotocol/sdk'],
   'docs/integrations/otel.md': ['@opentelemetry/api'],
   'docs/scale-out.md': ['redis', 'ioredis'],
+  'docs/integrations/postgres.md': ['pg'],
+  'docs/integrations/restate.md': ['@restatedev/restate-sdk'],
+  'docs/integrations/dbos.md': ['@dbos-inc/dbos-sdk'],
 };
 
 describe('install lines', () => {

@@ -58,10 +58,12 @@ describe("the subpaths' run-time entries", () => {
   it('are the run-time face of every subpath whose code loads a peer', () => {
     expect(gated.map(([subpath]) => subpath).sort()).toEqual([
       './ai-sdk',
+      './dbos',
       './langchain',
       './mcp',
       './openai-agents',
       './otel',
+      './restate',
     ]);
   });
 

@@ -1,0 +1,118 @@
+/**
+ * `dbosStep`: a dispatch as a DBOS step, keyed by the workflow id and the step's id, retried by
+ * DBOS only for the failures `engineVerdict` gives to the engine.
+ * @module
+ */
+
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { isDispatchError, type Dispatcher, type Outcome } from '../../index.js';
+import { engineVerdict } from '../durable/engine-verdict.js';
+import {
+  checkStepOptions,
+  dispatchStep,
+  journaledSuccess,
+  withoutCause,
+  type CheckedStepOptions,
+  type DurableStepOptions,
+  type JournaledOutcome,
+  type StepTool,
+} from '../durable/step.js';
+
+/** Options for `dbosStep`. */
+export interface DbosStepOptions extends DurableStepOptions {
+  /**
+   * Runs of the step in total, the first included, for the failures DBOS retries; each run
+   * makes the stack's own in-process attempts. Past it the workflow gets DBOS's
+   * `DBOSMaxStepRetriesError`.
+   * @default 3
+   */
+  maxAttempts?: number;
+  /**
+   * The wait before the step's second run, in seconds; DBOS doubles it before each further run.
+   * @default 1
+   */
+  intervalSeconds?: number;
+}
+
+/**
+ * Runs `dispatcher.dispatch(tool, args)` as the DBOS step `name` of the current workflow: DBOS
+ * checkpoints its outcome in Postgres (a recovered workflow gets it back without running the
+ * tool), and the key `dbos:<workflowID>:<stepID>` (remembered for `keyTtlMs`) covers the window
+ * between the handler's side effect and the checkpoint. The dispatch ends when the workflow is
+ * cancelled. DBOS retries the step (`shouldRetry`) only for the failures `engineVerdict` gives to
+ * the engine; any other failure is recorded as the step's outcome and its envelope thrown from
+ * the workflow, or, with `failures: 'return'`, recorded and returned as data.
+ *
+ * @param tool - The tool's name, or `registry.get(name)` so an idempotent tool's timeout is retried.
+ * @throws TypeError naming `dispatcher`, `tool`, `name`, `keyTtlMs`, `failures`, `maxAttempts` or
+ *   `intervalSeconds` for bad input, and when called outside a DBOS workflow.
+ * @example
+ * async function checkout(order: Order) {
+ *   return dbosStep(dispatcher, 'payments.charge', order, { name: 'charge' });
+ * }
+ * const checkoutWorkflow = DBOS.registerWorkflow(checkout, { name: 'checkout' });
+ */
+export function dbosStep<Result = unknown>(
+  dispatcher: Dispatcher,
+  tool: StepTool,
+  args: unknown,
+  options: DbosStepOptions & { failures?: 'throw' },
+): Promise<Result>;
+export function dbosStep<Result = unknown>(
+  dispatcher: Dispatcher,
+  tool: StepTool,
+  args: unknown,
+  options: DbosStepOptions & { failures: 'return' },
+): Promise<JournaledOutcome<Result>>;
+export async function dbosStep(
+  dispatcher: Dispatcher,
+  tool: StepTool,
+  args: unknown,
+  options: DbosStepOptions,
+): Promise<unknown> {
+  const checked = checkStepOptions(dispatcher, tool, options);
+  const { maxAttempts = 3, intervalSeconds = 1 } = options;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw new TypeError(`maxAttempts must be an integer >= 1, got ${String(maxAttempts)}`);
+  }
+  if (typeof intervalSeconds !== 'number' || !(intervalSeconds > 0) || !Number.isFinite(intervalSeconds)) {
+    throw new TypeError(`intervalSeconds must be a number > 0, got ${String(intervalSeconds)}`);
+  }
+  if (!DBOS.isInWorkflow()) {
+    throw new TypeError(
+      'dbosStep runs only inside a DBOS workflow, outside its steps (DBOS.registerWorkflow)',
+    );
+  }
+  const journaled = await DBOS.runStep(() => runDispatch(dispatcher, checked, args), {
+    name: checked.name,
+    retriesAllowed: true,
+    maxAttempts,
+    intervalSeconds,
+    backoffRate: 2,
+    shouldRetry: (error) => isDispatchError(error) && engineVerdict(error, checked.toolRef).retry,
+  });
+  if (checked.failures === 'return') return journaled;
+  return (journaled as JournaledOutcome & { ok: true }).result;
+}
+
+// One run of the step: the success (or, with failures: 'return', a final failure) is what DBOS
+// checkpoints; a thrown envelope is for shouldRetry to judge.
+async function runDispatch(
+  dispatcher: Dispatcher,
+  checked: CheckedStepOptions,
+  args: unknown,
+): Promise<JournaledOutcome> {
+  const key = `dbos:${DBOS.workflowID}:${DBOS.stepID}`;
+  const outcome: Outcome = await dispatchStep(dispatcher, checked, args, key, stepSignal());
+  if (outcome.ok) return journaledSuccess(outcome);
+  if (checked.failures === 'return' && !engineVerdict(outcome, checked.toolRef).retry)
+    return outcome.toJSON();
+  throw withoutCause(outcome);
+}
+
+function stepSignal(): AbortSignal | undefined {
+  const status = DBOS.stepStatus;
+  if (status === undefined) return undefined;
+  const { cancelSignal, timeoutSignal } = status;
+  return timeoutSignal === undefined ? cancelSignal : AbortSignal.any([cancelSignal, timeoutSignal]);
+}

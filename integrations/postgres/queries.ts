@@ -1,0 +1,106 @@
+/**
+ * The receipt store's statements for one table, and the mapping between rows and receipts.
+ * @module
+ */
+
+import { toJsonSafe } from '../../src/index.js';
+import type { Receipt, ReceiptQuery } from '../../src/stores.js';
+
+const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
+const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';
+
+/**
+ * The statements of one receipts table (its quoted name given), built once.
+ *
+ * @example
+ * const queries = new ReceiptQueries('"tool_dispatcher_receipts"');
+ * await pool.query(queries.record, queries.valuesOf(receipt));
+ */
+export class ReceiptQueries {
+  readonly get: string;
+  readonly record: string;
+  readonly #select: string;
+
+  constructor(table: string) {
+    this.get = `SELECT ${columns} FROM ${table} WHERE key = $1`;
+    this.record = `INSERT INTO ${table} (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
+ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, attempts = EXCLUDED.attempts,
+  started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome_window = EXCLUDED.outcome_window,
+  settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, recorded_at = now()`;
+    this.#select = `SELECT ${columns} FROM ${table}`;
+  }
+
+  /** The `list` statement and its parameters for `query`; a `TypeError` for a bad field. */
+  list(query: ReceiptQuery = {}): { text: string; values: unknown[] } {
+    if (typeof query !== 'object' || query === null) throw new TypeError('list query must be an object');
+    const { inDoubt, status, tool, limit = 100 } = query;
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (inDoubt !== undefined) {
+      if (typeof inDoubt !== 'boolean') throw new TypeError('inDoubt must be a boolean');
+      where.push(inDoubt ? `status = 'in_doubt'` : `status <> 'in_doubt'`);
+    }
+    if (status !== undefined) {
+      if (!statuses.has(status)) throw new TypeError(`status must be one of ${[...statuses].join(', ')}`);
+      values.push(status);
+      where.push(`status = $${values.length}`);
+    }
+    if (tool !== undefined) {
+      if (typeof tool !== 'string') throw new TypeError('tool must be a string');
+      values.push(tool);
+      where.push(`tool = $${values.length}`);
+    }
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new TypeError(`limit must be an integer >= 1, got ${limit}`);
+    values.push(limit);
+    const filter = where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`;
+    return { text: `${this.#select}${filter} ORDER BY started_at DESC, key LIMIT $${values.length}`, values };
+  }
+
+  /** The `record` parameters of `receipt`; a `TypeError` naming the field that is wrong. */
+  valuesOf(receipt: Receipt): unknown[] {
+    const { key, tool, status, attempts, startedAt, endedAt, window, settledBy, evidence } = receipt;
+    if (typeof key !== 'string' || key === '') throw new TypeError('receipt.key must be a non-empty string');
+    if (typeof tool !== 'string') throw new TypeError('receipt.tool must be a string');
+    if (!statuses.has(status))
+      throw new TypeError(`receipt.status must be one of ${[...statuses].join(', ')}`);
+    if (!Number.isInteger(attempts) || attempts < 0)
+      throw new TypeError('receipt.attempts must be an integer >= 0');
+    if (!Number.isFinite(startedAt)) throw new TypeError('receipt.startedAt must be a finite number');
+    if (endedAt !== undefined && !Number.isFinite(endedAt)) {
+      throw new TypeError('receipt.endedAt must be a finite number');
+    }
+    const proof = evidence === undefined ? undefined : toJsonSafe(evidence);
+    return [
+      key,
+      tool,
+      status,
+      attempts,
+      Math.round(startedAt),
+      endedAt === undefined ? null : Math.round(endedAt),
+      window ?? null,
+      settledBy ?? null,
+      proof === undefined ? null : JSON.stringify(proof),
+    ];
+  }
+
+  /** The receipt a row holds; absent columns stay absent fields. */
+  receiptOf(row: Record<string, unknown>): Receipt {
+    // Built field by field, so an absent column stays an absent field.
+    const receipt: { -readonly [Field in keyof Receipt]: Receipt[Field] } = {
+      key: String(row.key),
+      tool: String(row.tool),
+      status: row.status as Receipt['status'],
+      attempts: Number(row.attempts),
+      // bigint columns arrive as strings from pg, to keep precision a JS number may not have.
+      startedAt: Number(row.started_at),
+    };
+    if (row.ended_at !== null && row.ended_at !== undefined) receipt.endedAt = Number(row.ended_at);
+    if (typeof row.outcome_window === 'string')
+      receipt.window = row.outcome_window as NonNullable<Receipt['window']>;
+    if (typeof row.settled_by === 'string')
+      receipt.settledBy = row.settled_by as NonNullable<Receipt['settledBy']>;
+    if (row.evidence !== null && row.evidence !== undefined) receipt.evidence = row.evidence;
+    return receipt;
+  }
+}

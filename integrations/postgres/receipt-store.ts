@@ -1,0 +1,135 @@
+/**
+ * Receipts in PostgreSQL: one row per keyed execution, written with one upsert per settled call,
+ * kept until an operator deletes them (they outlive every Redis restart and TTL).
+ * @module
+ */
+
+import { storeUnavailable, type ReceiptQuery, type ReceiptStore } from '../../src/stores.js';
+import { defaultReceiptTable, receiptTable, receiptTableSql } from './table-sql.js';
+import { ReceiptQueries } from './queries.js';
+
+/**
+ * What the store needs of a PostgreSQL client: `query(text, values)` answering `{ rows }`. A
+ * `pg` `Pool` or `Client` fits as it is.
+ */
+export interface PostgresQueryable {
+  /** Runs one statement with `$1…$n` parameters. */
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** Options for `postgresReceiptStore`. */
+export interface PostgresReceiptStoreOptions {
+  /**
+   * The table, `name` or `schema.name` (a plain identifier: it is quoted, never interpolated raw).
+   * @default 'tool_dispatcher_receipts'
+   */
+  table?: string;
+  /**
+   * Run `receiptTableSql(table)` once, before the first statement; leave it off where
+   * migrations are applied by other means.
+   * @default false
+   */
+  createTable?: boolean;
+}
+
+/**
+ * A `ReceiptStore` on PostgreSQL: `record` is one upsert (a late `running` never overwrites a
+ * settled receipt), `get` one lookup by key, `list` the operator's query (`{ inDoubt: true }`),
+ * newest first. A statement that fails rejects with a `store_unavailable` envelope carrying the
+ * driver's error as its `cause`; bound each statement with the pool's own `statement_timeout`.
+ *
+ * @param pool - A `pg` `Pool` or `Client`, or anything with `query(text, values)`.
+ * @throws TypeError naming `pool`, `table` or `createTable` for a bad argument.
+ * @example
+ * import pg from 'pg';
+ * import { postgresReceiptStore } from 'tool-dispatcher/postgres';
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, statement_timeout: 2_000 });
+ * const receipts = postgresReceiptStore(pool, { createTable: true });
+ * const stuck = await receipts.list({ inDoubt: true, limit: 50 });
+ */
+export function postgresReceiptStore(
+  pool: PostgresQueryable,
+  options: PostgresReceiptStoreOptions = {},
+): ReceiptStore {
+  if (typeof (pool as { query?: unknown } | null | undefined)?.query !== 'function') {
+    throw new TypeError('pool must have a query(text, values) method, such as a pg Pool or Client');
+  }
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('postgresReceiptStore options must be an object');
+  }
+  const { table = defaultReceiptTable, createTable = false } = options;
+  const { quoted } = receiptTable(table);
+  if (typeof createTable !== 'boolean') {
+    throw new TypeError(`createTable must be a boolean, got ${typeof createTable}`);
+  }
+  const queries = new ReceiptQueries(quoted);
+  const run = new StatementRunner(pool, createTable ? receiptTableSql(table) : undefined);
+  return {
+    get: async (key) => {
+      requireText('key', key);
+      const rows = await run.query(queries.get, [key]);
+      return rows[0] === undefined ? undefined : queries.receiptOf(rows[0]);
+    },
+    record: async (receipt) => {
+      await run.query(queries.record, queries.valuesOf(receipt));
+    },
+    list: async (query?: ReceiptQuery) => {
+      const { text, values } = queries.list(query);
+      return (await run.query(text, values)).map((row) => queries.receiptOf(row));
+    },
+  };
+}
+
+// The PostgreSQL errors that mean the table already exists, raised when two processes run the
+// migration at once: the other one won, which is what this one wanted.
+const createdConcurrently = new Set(['42P07', '23505']);
+
+/** Runs statements on the pool, the migration first when asked, failures as `store_unavailable`. */
+class StatementRunner {
+  #migrated: Promise<void> | undefined;
+
+  constructor(
+    private readonly pool: PostgresQueryable,
+    private readonly migration: string | undefined,
+  ) {}
+
+  async query(text: string, values: unknown[]): Promise<Record<string, unknown>[]> {
+    if (this.migration !== undefined) await this.#migrate(this.migration);
+    try {
+      const { rows } = await this.pool.query(text, values);
+      return rows as Record<string, unknown>[];
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  #migrate(migration: string): Promise<void> {
+    // One run per store; a failed one is forgotten, so the next statement tries again.
+    this.#migrated ??= this.pool.query(migration).then(
+      () => undefined,
+      (error: unknown) => {
+        if (createdConcurrently.has(sqlState(error) ?? '')) return;
+        this.#migrated = undefined;
+        throw unavailable(error);
+      },
+    );
+    return this.#migrated;
+  }
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+// The message names the SQLSTATE (or the socket error code) and never the statement's values.
+function unavailable(error: unknown) {
+  const code = sqlState(error);
+  return storeUnavailable(`The PostgreSQL receipt store failed${code === undefined ? '' : ` (${code})`}`, {
+    cause: error,
+  });
+}
+
+function requireText(name: string, value: unknown): void {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string`);
+}
