@@ -17,6 +17,7 @@ export type DispatchErrorKind =
   | 'tool_error'
   | 'store_unavailable'
   | 'idempotency_result_unavailable'
+  | 'protocol'
   | (string & {});
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
@@ -272,11 +273,12 @@ export interface ToolErrorOptions {
   cause?: unknown;
   /**
    * The kind the call fails with: `tool_error`, or, for a tool that fronts a remote one (an MCP
-   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`. Never
-   * `timeout`: a handler's own timeout is not the dispatcher's.
+   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`, or
+   * `protocol` when the remote refused the request's protocol framing itself (a revision or a
+   * capability it does not take). Never `timeout`: a handler's own timeout is not the dispatcher's.
    * @default 'tool_error'
    */
-  kind?: 'tool_error' | 'not_found' | 'schema';
+  kind?: 'tool_error' | 'not_found' | 'schema' | 'protocol';
 }
 
 /**
@@ -298,14 +300,14 @@ export class ToolError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
     const { kind = 'tool_error' } = options;
-    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema') {
-      throw new TypeError(`kind must be tool_error, not_found or schema, got ${String(kind)}`);
+    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema' && kind !== 'protocol') {
+      throw new TypeError(`kind must be tool_error, not_found, schema or protocol, got ${String(kind)}`);
     }
     this.kind = kind;
   }
 
   /** The kind the call fails with. */
-  readonly kind: 'tool_error' | 'not_found' | 'schema';
+  readonly kind: 'tool_error' | 'not_found' | 'schema' | 'protocol';
 }
 
 /**

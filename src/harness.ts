@@ -242,6 +242,8 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
       return 'The call was cancelled; do not retry it.';
     case 'store_unavailable':
       return `The tool was not run: shared state it needs is unreachable for now; try again ${after}.`;
+    case 'protocol':
+      return 'The remote server refused the request itself (protocol revision or capability); calling again gets the same answer.';
     case 'idempotency_result_unavailable':
       return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
     default:

@@ -3,14 +3,13 @@
  * @module
  */
 
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
+  Server,
   type CallToolResult,
   type Implementation,
+  type McpServerFactory,
   type Tool as McpTool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import {
   DispatchError,
   toObjectSchema,
@@ -23,6 +22,7 @@ import {
 } from '../../index.js';
 import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
+import { v1, type V1Sdk, type V1Server } from './v1-sdk.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
 export interface McpToolHints {
@@ -111,8 +111,10 @@ export interface CallToolResultOptions {
 const defaultPageSize = 100;
 
 /**
- * Makes a low-level MCP `Server` that lists the registry's tools and runs each `tools/call`
- * through the dispatcher; connect it to any transport.
+ * Makes a low-level MCP `Server` (v2, `@modelcontextprotocol/server`) that lists the registry's
+ * tools and runs each `tools/call` through the dispatcher; connect it to one transport (a v1
+ * transport works too) for a 2025-era connection, or hand `createMcpServerFactory` to
+ * `serveStdio`/`createMcpHandler` to serve both revisions.
  *
  * @example
  * const server = createMcpServer({ registry, dispatcher, info: { name: 'billing', version: '1.0.0' } });
@@ -141,93 +143,168 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
 }
 
 /**
+ * A server factory for the v2 serving entries: `serveStdio(factory)` and
+ * `createMcpHandler(factory)` serve 2025-11-25 and 2026-07-28 clients from it, a fresh `Server`
+ * per connection or request, all sharing one dispatcher (and so one idempotency store).
+ *
+ * @example
+ * serveStdio(createMcpServerFactory({ registry, dispatcher, info: { name: 'billing', version: '2.0.0' } }));
+ */
+export function createMcpServerFactory(options: CreateMcpServerOptions): McpServerFactory {
+  // Built once, so a bad option fails here and not at the first connection.
+  createMcpServer(options);
+  return function mcpServer() {
+    return createMcpServer(options);
+  };
+}
+
+/**
  * Adds `tools/list` and `tools/call` handlers for the registry to a low-level MCP `Server` you
- * already have; call it before `server.connect(...)`.
+ * already have (v2, or v1's `@modelcontextprotocol/sdk/server` one); call it before
+ * `server.connect(...)`.
  *
  * @example
  * const server = new Server({ name: 'billing', version: '1.0.0' }, { capabilities: {} });
  * registerMcpTools(server, { registry, dispatcher });
  * await server.connect(transport);
  */
-export function registerMcpTools(server: Server, options: RegisterMcpToolsOptions): void {
-  if (!(server instanceof Server)) {
-    throw new TypeError('registerMcpTools() needs a low-level Server from @modelcontextprotocol/sdk/server');
+export function registerMcpTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
+  const v2 = server instanceof Server;
+  if (!v2 && (v1 === undefined || !(server instanceof v1.Server))) {
+    throw new TypeError(
+      'registerMcpTools() needs a low-level Server from @modelcontextprotocol/server (or @modelcontextprotocol/sdk/server)',
+    );
   }
   requireObject('registerMcpTools', options);
-  const lookup = toolLookup('registerMcpTools', options);
-  const { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions } = callSettings(options);
+  const handlers = toolHandlers(options);
   if (server.transport !== undefined) {
     throw new TypeError(
       'registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected',
     );
   }
   server.registerCapabilities({ tools: {} });
-
-  server.setRequestHandler(ListToolsRequestSchema, async function listTools(request) {
-    const tools = lookup.tools();
-    const start = offsetOf(request.params?.cursor);
-    if (start > tools.length) throw invalidParams(`Invalid cursor: ${String(request.params?.cursor)}`);
-    const end = start + pageSize;
-    return end < tools.length
-      ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
-      : { tools: tools.slice(start) };
-  });
-
-  server.setRequestHandler(CallToolRequestSchema, async function callTool(request, extra) {
-    const { name: wireName, arguments: args = {}, _meta: meta } = request.params;
-    const toolName = lookup.toolName(wireName);
-    const key = meta?.[idempotencyKeyMetaKey];
-    if (key !== undefined && (typeof key !== 'string' || key === '')) {
-      const refusal = new DispatchError(
-        'schema',
-        `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
-      );
-      return toCallToolResult(refusal, { maxLength: maxMessageLength });
-    }
-    const progressToken = meta?.progressToken;
-    // Progress notes go out in order, and all before the response: the client forgets the
-    // token once it has the result, and a note after that is an error on its side.
-    let progressSent: Promise<void> | undefined;
-    // The call's own fields first and the shared options spread after them: on Node 20's V8 a
-    // spread followed by more properties gets a fresh hidden class per object. Ours win.
-    const callId = `mcp-${String(extra.requestId)}`; // request ids restart per connection: never a key
-    const options: DispatchOptions = {
-      callId,
+  if (v2) {
+    server.setRequestHandler('tools/list', (request) => handlers.list(request.params?.cursor));
+    server.setRequestHandler('tools/call', (request, ctx) =>
+      handlers.call(request.params, {
+        requestId: ctx.mcpReq.id,
+        signal: ctx.mcpReq.signal,
+        notify: (notification) => ctx.mcpReq.notify(notification),
+      }),
+    );
+    return;
+  }
+  const { schemas } = v1 as V1Sdk;
+  const legacy = server as V1Server;
+  legacy.setRequestHandler(schemas.ListToolsRequestSchema, (request) =>
+    handlers.list(request.params?.cursor),
+  );
+  legacy.setRequestHandler(schemas.CallToolRequestSchema, (request, extra) =>
+    handlers.call(request.params as CallToolParams, {
+      requestId: extra.requestId,
       signal: extra.signal,
-      displayName: wireName,
-      ...dispatchOptions,
-    };
-    options.callId = callId;
-    options.signal = extra.signal;
-    options.displayName = wireName;
-    if (key !== undefined) options.idempotencyKey = key;
-    if (progressToken !== undefined) {
-      options.onProgress = ({ progress, total, message }) => {
-        const params = {
-          progressToken,
-          progress,
-          ...(total === undefined ? {} : { total }),
-          ...(message === undefined ? {} : { message }),
-        };
-        progressSent = (progressSent ?? Promise.resolve())
-          .then(() => extra.sendNotification({ method: 'notifications/progress', params }))
-          .catch(() => {
-            // A progress note that cannot be sent (the connection went away) is not worth failing the call.
-          });
+      notify: (notification) => extra.sendNotification(notification as never),
+    }),
+  );
+}
+
+/** The `tools/call` params the handlers read. */
+interface CallToolParams {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
+/** The parts of an SDK's request context a call uses, whichever SDK line received it. */
+interface CallRequest {
+  requestId: string | number;
+  signal: AbortSignal;
+  notify(notification: { method: 'notifications/progress'; params: Record<string, unknown> }): Promise<void>;
+}
+
+interface ToolHandlers {
+  list(cursor: string | undefined): { tools: McpTool[]; nextCursor?: string };
+  call(params: CallToolParams, request: CallRequest): Promise<CallToolResult>;
+}
+
+function toolHandlers(options: RegisterMcpToolsOptions): ToolHandlers {
+  const lookup = toolLookup('registerMcpTools', options);
+  const settings = callSettings(options);
+  const { pageSize } = settings;
+  return {
+    list(cursor) {
+      const tools = lookup.tools();
+      const start = offsetOf(cursor);
+      if (start > tools.length) throw invalidParams(`Invalid cursor: ${String(cursor)}`);
+      const end = start + pageSize;
+      return end < tools.length
+        ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
+        : { tools: tools.slice(start) };
+    },
+    call: (params, request) => callTool(params, request, lookup, settings),
+  };
+}
+
+async function callTool(
+  params: CallToolParams,
+  request: CallRequest,
+  lookup: Lookup,
+  settings: CallSettings,
+): Promise<CallToolResult> {
+  const { dispatcher, maxMessageLength, formatResult, dispatchOptions } = settings;
+  const { name: wireName, arguments: args = {}, _meta: meta } = params;
+  const toolName = lookup.toolName(wireName);
+  const key = meta?.[idempotencyKeyMetaKey];
+  if (key !== undefined && (typeof key !== 'string' || key === '')) {
+    const refusal = new DispatchError(
+      'schema',
+      `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
+    );
+    return toCallToolResult(refusal, { maxLength: maxMessageLength });
+  }
+  const progressToken = meta?.['progressToken'];
+  // Progress notes go out in order, and all before the response: the client forgets the
+  // token once it has the result, and a note after that is an error on its side.
+  let progressSent: Promise<void> | undefined;
+  // The call's own fields first and the shared options spread after them: on Node 20's V8 a
+  // spread followed by more properties gets a fresh hidden class per object. Ours win.
+  const callId = `mcp-${String(request.requestId)}`; // request ids restart per connection: never a key
+  const options: DispatchOptions = {
+    callId,
+    signal: request.signal,
+    displayName: wireName,
+    ...dispatchOptions,
+  };
+  options.callId = callId;
+  options.signal = request.signal;
+  options.displayName = wireName;
+  if (key !== undefined) options.idempotencyKey = key;
+  if (typeof progressToken === 'string' || typeof progressToken === 'number') {
+    options.onProgress = ({ progress, total, message }) => {
+      const params = {
+        progressToken,
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
       };
-    }
-    const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
-    if (progressSent !== undefined) await progressSent;
-    if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
-    if (outcome.kind === 'not_found') {
-      // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
-      throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
-        code: -32602,
-        data: outcome.toJsonRpcError().data,
-      });
-    }
-    return toCallToolResult(outcome, { maxLength: maxMessageLength });
-  });
+      progressSent = (progressSent ?? Promise.resolve())
+        .then(() => request.notify({ method: 'notifications/progress', params }))
+        .catch(() => {
+          // A progress note that cannot be sent (the connection went away) is not worth failing the call.
+        });
+    };
+  }
+  const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
+  if (progressSent !== undefined) await progressSent;
+  if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
+  if (outcome.kind === 'not_found') {
+    // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
+    throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
+      code: -32602,
+      data: outcome.toJsonRpcError().data,
+    });
+  }
+  return toCallToolResult(outcome, { maxLength: maxMessageLength });
 }
 
 type CallSettings = Required<
