@@ -10,21 +10,40 @@ import { packageVersion } from '../peers.js';
 import { HelpRequested, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
-  const { upstream, config, logLevel } = parseProxyArgs(argv);
+  const { upstream, config, logLevel, listen } = parseProxyArgs(argv);
   // Loaded only now: --help, --version and a bad command line answer without the MCP SDK.
-  const [{ createMcpProxy }, { serveStdio }] = await Promise.all([
+  const [{ createMcpProxy }, { serveStdio }, { listenMcp }] = await Promise.all([
     import('./proxy.js'),
     import('@modelcontextprotocol/server/stdio'),
+    import('./listener.js'),
   ]);
   const info = { name: 'tool-dispatcher-mcp-proxy', version: packageVersion() };
   // Its errors say what failed: the upstream not starting, its tools, or a setting naming none.
   const proxy = await createMcpProxy({ upstream, config, logLevel, info });
   let stopping = false;
+  let closeListener = async () => {};
   const stop = (code: number) => {
     if (stopping) return;
     stopping = true;
-    proxy.close().finally(() => process.exit(code));
+    closeListener()
+      .catch(() => {})
+      .then(() => proxy.close())
+      .finally(() => process.exit(code));
   };
+  if (listen !== undefined) {
+    let listener: Awaited<ReturnType<typeof listenMcp>>;
+    try {
+      listener = await listenMcp(proxy.serverFactory, { url: listen });
+    } catch (error) {
+      await proxy.close();
+      throw error;
+    }
+    closeListener = () => listener.close();
+    process.once('SIGINT', () => stop(0));
+    process.once('SIGTERM', () => stop(0));
+    process.stderr.write(`mcp-proxy listening on ${listener.url}\n`);
+    return;
+  }
   // The host closing our input means stop, whatever the transport makes of it.
   process.stdin.once('end', () => stop(0));
   process.stdin.once('close', () => stop(0));

@@ -7,17 +7,23 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '../../index.js';
 import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy-config.js';
+import { listenUrl } from './listen-url.js';
 
 /** The usage text of `tool-dispatcher mcp-proxy`. */
 export const usage = `Usage: tool-dispatcher mcp-proxy [options] -- <command> [args...]
        tool-dispatcher mcp-proxy [options] --upstream-url <url>
 
-Serves the upstream MCP server's tools over stdio, each under its own name, through timeouts,
-retries, dedupe by _meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
+Serves the upstream MCP server's tools over stdio (or Streamable HTTP with --listen) to
+2025-11-25 and 2026-07-28 clients, each under its own name, through timeouts, retries, dedupe by
+_meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
 
 Options (each wins over the same setting in --config):
   --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker }
   --upstream-url <url>               a Streamable HTTP upstream instead of a command
+  --listen http://<host>:<port>/<path>
+                                     serve Streamable HTTP there instead of stdio (port 0: any free
+                                     port; stdin is not read; SIGTERM stops); once ready, one stderr
+                                     line: "mcp-proxy listening on <url>"
   --timeout-ms <n>                   per-attempt timeout of every tool (default 30000)
   --max-attempts <n>                 attempts for retryable failures (default 3)
   --idempotent                       treat every tool as idempotent (timeouts are retried)
@@ -37,6 +43,8 @@ export interface ProxyCommand {
   config: McpProxyConfig;
   /** The log level. */
   logLevel: LogLevel | 'silent';
+  /** Where to serve Streamable HTTP instead of stdio, when given. */
+  listen?: string;
 }
 
 /**
@@ -58,6 +66,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     options: {
       config: { type: 'string' },
       'upstream-url': { type: 'string' },
+      listen: { type: 'string' },
       'timeout-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       idempotent: { type: 'boolean' },
@@ -116,7 +125,14 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new TypeError(`--log-level must be debug, info, warn, error or silent, got "${logLevel}"`);
   }
-  return { upstream, config, logLevel: logLevel as LogLevel | 'silent' };
+  const listen = values.listen;
+  if (listen !== undefined) listenUrl(listen);
+  return {
+    upstream,
+    config,
+    logLevel: logLevel as LogLevel | 'silent',
+    ...(listen === undefined ? {} : { listen }),
+  };
 }
 
 /** Thrown by `parseProxyArgs` for `--help`. */

@@ -11,7 +11,13 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import type { CallToolResult, McpServerFactory, Server, Tool as McpTool } from '@modelcontextprotocol/server';
+import type {
+  CallToolResult,
+  McpRequestContext,
+  McpServerFactory,
+  Server,
+  Tool as McpTool,
+} from '@modelcontextprotocol/server';
 import {
   ToolRegistry,
   circuitBreaker,
@@ -184,8 +190,10 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
   };
-  const serve = (): Server => {
+  const serve = (perRequest: boolean): Server => {
     const server = createMcpServer(serverOptions);
+    // A server made for one HTTP request lives as long as it; only connections hear list_changed.
+    if (perRequest) return server;
     servers.add(server);
     const closed = server.onclose;
     server.onclose = () => {
@@ -194,7 +202,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     };
     return server;
   };
-  const served = serve();
+  const served = serve(false);
   logger.info({
     event: 'proxy.ready',
     upstream: upstreamInfo === undefined ? 'unknown' : `${upstreamInfo.name} ${upstreamInfo.version}`,
@@ -204,7 +212,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   const face = imported;
   return Object.freeze({
     server: served,
-    serverFactory: () => serve(),
+    serverFactory: (context: McpRequestContext | undefined) => serve(context?.requestInfo !== undefined),
     registry,
     dispatcher,
     imported: face,
