@@ -39,6 +39,8 @@ export interface ToolListing {
    * timeout layer's `defaultMs` then applies, which only that layer knows).
    */
   timeoutMs: number | undefined;
+  /** Present (`true`) only for a tool registered with `task: true`. */
+  task?: true;
 }
 
 /**
@@ -125,6 +127,7 @@ export class ToolRegistry {
       inputSchema: this.#jsonSchemaOf(tool),
       idempotent: tool.idempotent,
       timeoutMs: tool.timeoutMs,
+      ...(tool.task ? { task: true as const } : {}),
     }));
   }
 
@@ -144,7 +147,15 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof definition !== 'object' || definition === null) {
     throw new TypeError('A tool definition must be an object');
   }
-  const { name, description = '', inputSchema, handler, idempotent = false, timeoutMs } = definition;
+  const {
+    name,
+    description = '',
+    inputSchema,
+    handler,
+    idempotent = false,
+    timeoutMs,
+    task = false,
+  } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -174,6 +185,9 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
     );
   }
+  if (typeof task !== 'boolean') {
+    throw new TypeError(`task of "${name}" must be a boolean`);
+  }
   return Object.freeze({
     name,
     description,
@@ -181,6 +195,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     handler: handler as Tool['handler'],
     idempotent,
     timeoutMs,
+    task,
   });
 }
 

@@ -69,6 +69,12 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default 30_000 (the timeout layer's `defaultMs`)
    */
   timeoutMs?: number;
+  /**
+   * Whether a host that can hand out long-running handles (MCP Tasks) should, whatever the
+   * timeout; the dispatcher itself ignores it.
+   * @default false
+   */
+  task?: boolean;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -85,6 +91,8 @@ export interface Tool {
   readonly idempotent: boolean;
   /** Its own per-attempt timeout, or `undefined` to use the timeout layer's default. */
   readonly timeoutMs: number | undefined;
+  /** Whether hosts should run it as a long-running task (MCP Tasks). */
+  readonly task: boolean;
 }
 
 /** Per-call options of `dispatch`. */

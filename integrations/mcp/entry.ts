@@ -18,6 +18,8 @@ export const {
   registryNameOf,
   errorMetaKey,
   idempotencyKeyMetaKey,
+  receiptMetaKey,
+  memoryTaskStore,
   createMcpProxy,
 } = await importBesidePeers(
   'tool-dispatcher/mcp',

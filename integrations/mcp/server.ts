@@ -8,6 +8,7 @@ import {
   type CallToolResult,
   type Implementation,
   type McpServerFactory,
+  type ServerContext,
   type Tool as McpTool,
 } from '@modelcontextprotocol/server';
 import {
@@ -20,8 +21,11 @@ import {
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
-import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey, receiptMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
+import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { v1, type V1Sdk, type V1Server } from './v1-sdk.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
@@ -89,6 +93,13 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    * @default {}
    */
   dispatchOptions?: Pick<DispatchOptions, 'budget' | 'timeoutMs'>;
+  /**
+   * Serve MCP Tasks (2026-07-28 clients that declare `io.modelcontextprotocol/tasks`): a call of
+   * a tool with `task: true`, or whose timeout exceeds `thresholdMs`, answers with a task handle
+   * and runs on; `tasks/get` and `tasks/cancel` read and stop it. Other clients get the result.
+   * @default none (every call answers with its result)
+   */
+  tasks?: McpTasksOptions;
 }
 
 /** Options for `createMcpServer`. */
@@ -182,18 +193,8 @@ export function registerMcpTools(server: Server | V1Server, options: RegisterMcp
       'registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected',
     );
   }
+  if (v2) return registerOnV2(server, handlers);
   server.registerCapabilities({ tools: {} });
-  if (v2) {
-    server.setRequestHandler('tools/list', (request) => handlers.list(request.params?.cursor));
-    server.setRequestHandler('tools/call', (request, ctx) =>
-      handlers.call(request.params, {
-        requestId: ctx.mcpReq.id,
-        signal: ctx.mcpReq.signal,
-        notify: (notification) => ctx.mcpReq.notify(notification),
-      }),
-    );
-    return;
-  }
   const { schemas } = v1 as V1Sdk;
   const legacy = server as V1Server;
   legacy.setRequestHandler(schemas.ListToolsRequestSchema, (request) =>
@@ -205,6 +206,39 @@ export function registerMcpTools(server: Server | V1Server, options: RegisterMcp
       signal: extra.signal,
       notify: (notification) => extra.sendNotification(notification as never),
     }),
+  );
+}
+
+const taskIdParams = { params: z.looseObject({ taskId: z.string() }) };
+
+function registerOnV2(server: Server, handlers: ToolHandlers): void {
+  const { tasks } = handlers;
+  // Extensions are advertised in the capabilities' `extensions` map (the SDK types leave it out).
+  const extensions = tasks === undefined ? {} : { extensions: { [tasksExtension]: {} } };
+  server.registerCapabilities({ tools: {}, ...extensions } as Parameters<Server['registerCapabilities']>[0]);
+  // The SDK types the envelope as an empty record; its keys are the spec's.
+  const capabilitiesOf = (ctx: ServerContext): unknown =>
+    (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[
+      'io.modelcontextprotocol/clientCapabilities'
+    ];
+  server.setRequestHandler('tools/list', (request) => handlers.list(request.params?.cursor));
+  server.setRequestHandler('tools/call', (request, ctx) =>
+    handlers.call(request.params, {
+      requestId: ctx.mcpReq.id,
+      signal: ctx.mcpReq.signal,
+      notify: (notification) => ctx.mcpReq.notify(notification),
+      clientCapabilities: capabilitiesOf(ctx),
+    }),
+  );
+  if (tasks === undefined) return;
+  server.setRequestHandler(
+    'tasks/get',
+    taskIdParams,
+    async (params, ctx) =>
+      ({ ...(await tasks.get(params.taskId, capabilitiesOf(ctx))) }) as Record<string, unknown>,
+  );
+  server.setRequestHandler('tasks/cancel', taskIdParams, (params, ctx) =>
+    tasks.cancel(params.taskId, capabilitiesOf(ctx)),
   );
 }
 
@@ -220,18 +254,43 @@ interface CallRequest {
   requestId: string | number;
   signal: AbortSignal;
   notify(notification: { method: 'notifications/progress'; params: Record<string, unknown> }): Promise<void>;
+  /** The client capabilities a 2026-07-28 request declares in its `_meta` envelope. */
+  clientCapabilities?: unknown;
 }
 
 interface ToolHandlers {
   list(cursor: string | undefined): { tools: McpTool[]; nextCursor?: string };
   call(params: CallToolParams, request: CallRequest): Promise<CallToolResult>;
+  tasks: McpTasks | undefined;
+}
+
+// One Tasks service per `tasks` options object: every server a factory makes shares its runs.
+const tasksByOptions = new WeakMap<McpTasksOptions, McpTasks>();
+
+function tasksFor(options: McpTasksOptions | undefined): McpTasks | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('registerMcpTools() tasks must be an object');
+  }
+  let tasks = tasksByOptions.get(options);
+  if (tasks === undefined) {
+    try {
+      tasks = new McpTasks(options);
+    } catch (error) {
+      throw new TypeError(`registerMcpTools() ${(error as Error).message}`);
+    }
+    tasksByOptions.set(options, tasks);
+  }
+  return tasks;
 }
 
 function toolHandlers(options: RegisterMcpToolsOptions): ToolHandlers {
   const lookup = toolLookup('registerMcpTools', options);
   const settings = callSettings(options);
   const { pageSize } = settings;
+  const tasks = tasksFor(options.tasks);
   return {
+    tasks,
     list(cursor) {
       const tools = lookup.tools();
       const start = offsetOf(cursor);
@@ -241,7 +300,7 @@ function toolHandlers(options: RegisterMcpToolsOptions): ToolHandlers {
         ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
         : { tools: tools.slice(start) };
     },
-    call: (params, request) => callTool(params, request, lookup, settings),
+    call: (params, request) => callTool(params, request, lookup, settings, tasks),
   };
 }
 
@@ -250,8 +309,8 @@ async function callTool(
   request: CallRequest,
   lookup: Lookup,
   settings: CallSettings,
+  tasks: McpTasks | undefined,
 ): Promise<CallToolResult> {
-  const { dispatcher, maxMessageLength, formatResult, dispatchOptions } = settings;
   const { name: wireName, arguments: args = {}, _meta: meta } = params;
   const toolName = lookup.toolName(wireName);
   const key = meta?.[idempotencyKeyMetaKey];
@@ -260,8 +319,37 @@ async function callTool(
       'schema',
       `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
     );
-    return toCallToolResult(refusal, { maxLength: maxMessageLength });
+    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
   }
+  const call: Call = { toolName, wireName, args, key, meta };
+  const listing = tasks === undefined ? undefined : lookup.listing(toolName);
+  if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
+    return runCall(call, request, settings);
+  }
+  // The task is bound to the key, ours when the caller sent none, so a re-issue finds it.
+  const taskKey = key ?? `td-${randomUUID()}`;
+  const handle = await tasks.start(wireName, taskKey, (signal) =>
+    runCall(
+      { ...call, key: taskKey, meta: undefined },
+      { requestId: `task-${taskKey}`, signal, notify: async () => {} },
+      settings,
+    ),
+  );
+  // The SDK's result type knows no handles; the wire shape is the Tasks extension's.
+  return handle as unknown as CallToolResult;
+}
+
+interface Call {
+  toolName: string;
+  wireName: string;
+  args: Record<string, unknown>;
+  key: string | undefined;
+  meta: Record<string, unknown> | undefined;
+}
+
+async function runCall(call: Call, request: CallRequest, settings: CallSettings): Promise<CallToolResult> {
+  const { dispatcher, maxMessageLength, formatResult, dispatchOptions } = settings;
+  const { toolName, wireName, args, key, meta } = call;
   const progressToken = meta?.['progressToken'];
   // Progress notes go out in order, and all before the response: the client forgets the
   // token once it has the result, and a note after that is an error on its side.
@@ -296,7 +384,12 @@ async function callTool(
   }
   const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
   if (progressSent !== undefined) await progressSent;
-  if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
+  if (outcome.ok) {
+    const result = sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
+    return key === undefined || result.isError === true
+      ? result
+      : withReceipt(result, key, outcome.attempts === 0);
+  }
   if (outcome.kind === 'not_found') {
     // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
     throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
@@ -305,6 +398,11 @@ async function callTool(
     });
   }
   return toCallToolResult(outcome, { maxLength: maxMessageLength });
+}
+
+// A keyed success says which key it answers and whether it ran now or was served again.
+function withReceipt(result: CallToolResult, key: string, replayed: boolean): CallToolResult {
+  return { ...result, _meta: { ...result._meta, [receiptMetaKey]: { key, replayed } } };
 }
 
 type CallSettings = Required<
@@ -411,6 +509,8 @@ function defaultFormat(result: unknown): CallToolResult {
 interface Lookup {
   tools(): McpTool[];
   toolName(wireName: string): string;
+  /** The registry's listing of a tool, for the Tasks decision. */
+  listing(toolName: string): { timeoutMs: number | undefined; task?: true } | undefined;
 }
 
 function toolLookup(caller: string, options: McpToolsOptions): Lookup {
@@ -446,6 +546,7 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
         if (outputSchema !== undefined) tool.outputSchema = outputSchema;
         return tool;
       }),
+    listing: (toolName) => registry.list().find((listing) => listing.name === toolName),
     toolName: (wireName) => {
       for (const [toolName, mapped] of names) if (mapped === wireName) return toolName;
       // A registry name that has a wire name of its own is not reachable under its registry name.
