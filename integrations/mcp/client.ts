@@ -37,6 +37,8 @@ export interface ImportedToolSettings {
   timeoutMs?: number;
   /** Whether running it twice is harmless (unlocks retry after a timeout). */
   idempotent?: boolean;
+  /** Whether serving it on offers MCP Tasks whatever its timeout (`ToolDefinition.task`). */
+  task?: boolean;
 }
 
 /** Options for `importMcpTools`. */
@@ -427,6 +429,7 @@ class Importer {
       inputSchema: this.#schemaOf(local, tool),
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
+      ...(configured.task === undefined ? {} : { task: configured.task }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
         this.#call(tool.name, idempotent, args, ctx),
     };

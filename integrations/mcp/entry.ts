@@ -18,7 +18,6 @@ export const {
   registryNameOf,
   errorMetaKey,
   idempotencyKeyMetaKey,
-  receiptMetaKey,
   memoryTaskStore,
   createMcpProxy,
 } = await importBesidePeers(

@@ -22,15 +22,6 @@ export const idempotencyKeyMetaKey = 'tool-dispatcher/idempotencyKey';
 export const errorMetaKey = 'tool-dispatcher/error';
 
 /**
- * The `_meta` key of a keyed call's result that says which key it answers and whether it was
- * served again (`replayed: true`) rather than run now.
- *
- * @example
- * result._meta?.[receiptMetaKey]; // { key: 'order-42', replayed: false }
- */
-export const receiptMetaKey = 'tool-dispatcher/receipt';
-
-/**
  * The envelope as plain JSON for `_meta`: kind, message (the core keeps stack frames out of it),
  * attempts, JSON-RPC code and `retryAfterMs`; never `cause`.
  *

@@ -24,9 +24,16 @@ export type {
 export { importMcpTools, registryNameOf } from './client.js';
 export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } from './client.js';
 export type { McpClient } from './sdk-client.js';
-export { errorMetaKey, idempotencyKeyMetaKey, receiptMetaKey } from './envelope.js';
+export { errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 export { memoryTaskStore } from './task-store.js';
 export type { McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';
 export { createMcpProxy } from './proxy.js';
-export type { McpProxy, McpProxyConfig, McpProxyOptions, McpProxyToolConfig, McpUpstream } from './proxy.js';
+export type {
+  McpProxy,
+  McpProxyConfig,
+  McpProxyOptions,
+  McpProxyTasksConfig,
+  McpProxyToolConfig,
+  McpUpstream,
+} from './proxy.js';

@@ -30,6 +30,10 @@ Options (each wins over the same setting in --config):
   --concurrency <n>                  upstream calls at once (default 8)
   --breaker-failure-threshold <n>    failures that open a tool's circuit (default 5)
   --breaker-cooldown-ms <n>          how long it stays open (default 30000)
+  --task-threshold-ms <n>            MCP Tasks for tools whose timeout exceeds n (default 60000;
+                                     2026-07-28 clients that declare the extension only)
+  --task-poll-interval-ms <n>        the poll interval task handles ask for (default 1000)
+  --task-ttl-ms <n>                  how long a task is kept (default 3600000)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
   -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
@@ -74,6 +78,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       'breaker-failure-threshold': { type: 'string' },
       'breaker-cooldown-ms': { type: 'string' },
       'log-level': { type: 'string' },
+      'task-threshold-ms': { type: 'string' },
+      'task-poll-interval-ms': { type: 'string' },
+      'task-ttl-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -97,10 +104,20 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   if (values['breaker-cooldown-ms'] !== undefined) {
     breaker.cooldownMs = numberFlag('breaker-cooldown-ms', values['breaker-cooldown-ms']);
   }
+  const tasks = { ...file.tasks };
+  for (const [flag, key] of [
+    ['task-threshold-ms', 'thresholdMs'],
+    ['task-poll-interval-ms', 'pollIntervalMs'],
+    ['task-ttl-ms', 'ttlMs'],
+  ] as const) {
+    const text = values[flag];
+    if (text !== undefined) tasks[key] = positiveIntegerFlag(flag, text);
+  }
   const config: McpProxyConfig = {
     ...file,
     defaults,
     breaker,
+    ...(Object.keys(tasks).length === 0 ? {} : { tasks }),
     ...(values.concurrency === undefined
       ? {}
       : { concurrency: numberFlag('concurrency', values.concurrency) }),
@@ -160,5 +177,13 @@ function numberFlag(name: string, text: string): number {
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value))
     throw new TypeError(`--${name} must be a number, got "${text}"`);
+  return value;
+}
+
+function positiveIntegerFlag(name: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`--${name} must be a positive integer, got "${text}"`);
+  }
   return value;
 }

@@ -6,6 +6,8 @@
 import { createHash } from 'node:crypto';
 import {
   Client,
+  SdkError,
+  SdkErrorCode,
   StreamableHTTPClientTransport,
   type PriorDiscovery,
   type Transport,
@@ -41,7 +43,12 @@ import {
 } from './proxy-config.js';
 
 export { checkConfig } from './proxy-config.js';
-export type { McpProxyConfig, McpProxyToolConfig, McpUpstream } from './proxy-config.js';
+export type {
+  McpProxyConfig,
+  McpProxyTasksConfig,
+  McpProxyToolConfig,
+  McpUpstream,
+} from './proxy-config.js';
 
 /** Options for `createMcpProxy`. */
 export interface McpProxyOptions {
@@ -189,6 +196,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
+    // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
+    tasks: { ...config.tasks },
   };
   const serve = (perRequest: boolean): Server => {
     const server = createMcpServer(serverOptions);
@@ -249,10 +258,11 @@ function importUpstream(
     // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
     rename: localNameOf,
     configure: (tool) => {
-      const { timeoutMs, idempotent } = settingsOf(tool.name);
+      const { timeoutMs, idempotent, task } = settingsOf(tool.name);
       return {
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
         ...(idempotent === undefined ? {} : { idempotent }),
+        ...(task === undefined ? {} : { task }),
       };
     },
     onError: (error) => logger.error({ event: 'upstream.refresh_failed', message: messageOf(error) }),
@@ -446,7 +456,7 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
   }
   return negotiated(
     () =>
-      new StdioClientTransport({
+      new InPlaceStdioTransport({
         command,
         args,
         // The host configured the proxy's environment for the server behind it.
@@ -458,22 +468,45 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
   );
 }
 
+// The SDK probes exactly `StdioClientTransport` on a sibling process it spawns for the purpose;
+// a subclass is probed in place, on the one process we start anyway (an upstream that exits on
+// the probe is restarted by the supervisor like any crash).
+class InPlaceStdioTransport extends StdioClientTransport {}
+
 // Connects with the era the upstream speaks: the first connection probes (`server/discover`,
 // falling back to `initialize`), and every reconnect reuses that verdict, so a restarted stdio
 // upstream is not probed by a sibling process again.
 function negotiated(transport: () => Transport): () => Promise<Client> {
   let prior: PriorDiscovery | undefined;
-  return async () => {
+  const connect = async (given: PriorDiscovery | undefined): Promise<Client> => {
     const client = new Client(
       { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
       { versionNegotiation: { mode: 'auto' } },
     );
     const connection = transport();
     try {
-      await client.connect(connection, prior === undefined ? undefined : { prior });
+      await client.connect(connection, given === undefined ? undefined : { prior: given });
     } catch (error) {
       await connection.close().catch(() => {});
       throw error;
+    }
+    return client;
+  };
+  return async () => {
+    let client: Client;
+    try {
+      client = await connect(prior);
+    } catch (error) {
+      // A 2025 server may end its process on a request before `initialize` (the probe); a fresh
+      // one is then asked the 2025 way, which is also how a process that cannot start says so.
+      if (
+        prior !== undefined ||
+        !(error instanceof SdkError) ||
+        error.code !== SdkErrorCode.EraNegotiationFailed
+      ) {
+        throw error;
+      }
+      client = await connect({ kind: 'legacy' });
     }
     const discover = client.getDiscoverResult();
     prior =

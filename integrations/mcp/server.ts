@@ -23,7 +23,7 @@ import {
 } from '../../index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey, receiptMetaKey } from './envelope.js';
+import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { v1, type V1Sdk, type V1Server } from './v1-sdk.js';
@@ -384,12 +384,7 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
   }
   const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
   if (progressSent !== undefined) await progressSent;
-  if (outcome.ok) {
-    const result = sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
-    return key === undefined || result.isError === true
-      ? result
-      : withReceipt(result, key, outcome.attempts === 0);
-  }
+  if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
   if (outcome.kind === 'not_found') {
     // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
     throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
@@ -398,11 +393,6 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
     });
   }
   return toCallToolResult(outcome, { maxLength: maxMessageLength });
-}
-
-// A keyed success says which key it answers and whether it ran now or was served again.
-function withReceipt(result: CallToolResult, key: string, replayed: boolean): CallToolResult {
-  return { ...result, _meta: { ...result._meta, [receiptMetaKey]: { key, replayed } } };
 }
 
 type CallSettings = Required<

@@ -144,6 +144,16 @@ describe('mcp-proxy --listen refuses', () => {
     expect(answer.stderr).toMatch(/Usage: tool-dispatcher mcp-proxy/);
   });
 
+  it.each([
+    ['--task-threshold-ms', '0'],
+    ['--task-poll-interval-ms', '1.5'],
+    ['--task-ttl-ms', 'soon'],
+  ])('%s %s with exit 2, naming the flag and the value', (flag, value) => {
+    const answer = run([flag, value]);
+    expect(answer.status).toBe(2);
+    expect(answer.stderr).toContain(`${flag} must be a positive integer, got "${value}"`);
+  });
+
   it('an address in use with exit 1 naming it', async () => {
     const taken = createServer().listen(0, '127.0.0.1');
     await once(taken, 'listening');

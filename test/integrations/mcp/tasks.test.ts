@@ -181,24 +181,10 @@ describe('MCP Tasks', () => {
     expect((await rpc('tasks/get', { taskId: 'task-nope' }, {})).error?.code).toBe(-32021);
   });
 
-  it('answers a plain tool synchronously, with a receipt for a keyed call', async () => {
-    const first = await rpc('tools/call', {
-      name: 'echo',
-      arguments: { text: 'hi' },
-      _meta: { 'tool-dispatcher/idempotencyKey': 'echo-1' },
-    });
-    expect(first.result).toMatchObject({
-      content: [{ type: 'text', text: 'hi' }],
-      _meta: { 'tool-dispatcher/receipt': { key: 'echo-1', replayed: false } },
-    });
-    const second = await rpc('tools/call', {
-      name: 'echo',
-      arguments: { text: 'hi' },
-      _meta: { 'tool-dispatcher/idempotencyKey': 'echo-1' },
-    });
-    expect(second.result?.['_meta']).toMatchObject({
-      'tool-dispatcher/receipt': { key: 'echo-1', replayed: true },
-    });
+  it('answers a plain tool synchronously, even for a client that declares Tasks', async () => {
+    const answer = await rpc('tools/call', { name: 'echo', arguments: { text: 'hi' } });
+    expect(answer.result).toMatchObject({ content: [{ type: 'text', text: 'hi' }] });
+    expect(answer.result?.['resultType']).not.toBe('task');
   });
 
   it('refuses a threshold that is not a positive integer with a TypeError', () => {
