@@ -30,6 +30,7 @@ import {
   type McpClient,
 } from './sdk-client.js';
 import { unsendable } from './sendable.js';
+import { currentTraceMeta } from './trace-context.js';
 
 /** Per-tool settings an import can give a remote tool (the proxy's config file feeds these). */
 export interface ImportedToolSettings {
@@ -478,13 +479,16 @@ class Importer {
             onprogress: ({ progress, total, message }: Progress) => ctx.progress(progress, total, message),
           }
         : { signal, timeout };
+      const trace = currentTraceMeta();
+      const meta =
+        trace === undefined
+          ? key === undefined
+            ? undefined
+            : { [idempotencyKeyMetaKey]: key }
+          : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
       result = await callTool(
         client,
-        {
-          name: remoteName,
-          arguments: args,
-          ...(key === undefined ? {} : { _meta: { [idempotencyKeyMetaKey]: key } }),
-        },
+        { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) },
         requestOptions,
       );
     } catch (error) {

@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
+import { traceMetaOf, withTraceMeta } from './trace-context.js';
 import { v1, type V1Sdk, type V1Server } from './v1-sdk.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
@@ -382,7 +383,10 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
         });
     };
   }
-  const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
+  // The caller's trace context rides along, so an imported tool's upstream call continues it.
+  const outcome: Outcome = await withTraceMeta(traceMetaOf(meta), () =>
+    dispatcher.dispatch(toolName, args, options),
+  );
   if (progressSent !== undefined) await progressSent;
   if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
   if (outcome.kind === 'not_found') {
