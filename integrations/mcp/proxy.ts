@@ -199,24 +199,9 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
     tasks: { ...config.tasks },
   };
-  const serve = (perRequest: boolean): Server => {
-    const server = createMcpServer(serverOptions);
-    // A server made for one HTTP request lives as long as it; only connections hear list_changed.
-    if (perRequest) return server;
-    servers.add(server);
-    const closed = server.onclose;
-    server.onclose = () => {
-      servers.delete(server);
-      closed?.();
-    };
-    return server;
-  };
+  const serve = serverMaker(serverOptions, servers);
   const served = serve(false);
-  logger.info({
-    event: 'proxy.ready',
-    upstream: upstreamInfo === undefined ? 'unknown' : `${upstreamInfo.name} ${upstreamInfo.version}`,
-    tools: names.size,
-  });
+  logger.info({ event: 'proxy.ready', upstream: describeUpstream(upstreamInfo), tools: names.size });
 
   const face = imported;
   return Object.freeze({
@@ -232,6 +217,26 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       await stopped;
     },
   });
+}
+
+function describeUpstream(info: { name: string; version: string } | undefined): string {
+  return info === undefined ? 'unknown' : `${info.name} ${info.version}`;
+}
+
+// Makes the proxy's servers: one per connection (kept, so each hears list_changed) or per HTTP
+// request (not kept: it lives as long as the request).
+function serverMaker(options: CreateMcpServerOptions, servers: Set<Server>): (perRequest: boolean) => Server {
+  return (perRequest) => {
+    const server = createMcpServer(options);
+    if (perRequest) return server;
+    servers.add(server);
+    const closed = server.onclose;
+    server.onclose = () => {
+      servers.delete(server);
+      closed?.();
+    };
+    return server;
+  };
 }
 
 // A tool's settings: its own entry under `tools` over `defaults`.
