@@ -26,7 +26,7 @@ export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } fr
 export type { McpClient } from './sdk-client.js';
 export { errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 export { memoryTaskStore } from './task-store.js';
-export type { McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
+export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';
 export { createMcpProxy } from './proxy.js';
 export type {

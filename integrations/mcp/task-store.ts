@@ -29,10 +29,21 @@ export interface McpTaskRecord {
   error?: { code: number; message: string; data?: unknown };
 }
 
+/** What `McpTaskStore.create` answers: whether this call created the task, and the task. */
+export interface McpTaskCreation {
+  /** `true` for the one create that stored the task; `false` when it was known already. */
+  created: boolean;
+  /** The task as stored. */
+  record: McpTaskRecord;
+}
+
 /** Keeps task records; every process serving the same clients must share one. */
 export interface McpTaskStore {
-  /** Stores `record` unless its `taskId` is known; resolves to the record now stored. */
-  create(record: McpTaskRecord): McpTaskRecord | undefined | Promise<McpTaskRecord | undefined>;
+  /**
+   * Stores `record` unless its `taskId` is known (atomically: of two creates of one id, one
+   * gets `created: true`); resolves to the record now stored.
+   */
+  create(record: McpTaskRecord): McpTaskCreation | Promise<McpTaskCreation>;
   /** The record of `taskId`, or `undefined` when unknown or expired. */
   get(taskId: string): McpTaskRecord | undefined | Promise<McpTaskRecord | undefined>;
   /** Moves a `working` task to its final state; a task already final stays as it is. */
@@ -62,11 +73,11 @@ export function memoryTaskStore(now: () => number = Date.now): McpTaskStore {
   return {
     create(record) {
       const known = live(record.taskId);
-      if (known !== undefined) return known.record;
+      if (known !== undefined) return { created: false, record: known.record };
       // Expired tasks are dropped as new ones come, so the map never outgrows the live ones much.
       if (records.size > 0 && records.size % 1024 === 0) sweep();
       records.set(record.taskId, { record, expiresAt: now() + record.ttlMs });
-      return record;
+      return { created: true, record };
     },
     get: (taskId) => live(taskId)?.record,
     settle(taskId, final) {

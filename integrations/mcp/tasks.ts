@@ -114,8 +114,8 @@ export class McpTasks {
       ttlMs: this.ttlMs,
       pollIntervalMs: this.pollIntervalMs,
     };
-    const stored = (await this.store.create(fresh)) ?? fresh;
-    if (stored === fresh || isSame(stored, fresh)) this.#run(fresh, run);
+    const { created, record: stored } = await this.store.create(fresh);
+    if (created) this.#run(fresh, run);
     const { result: _result, error: _error, ...task } = stored;
     return { ...task, resultType: 'task' };
   }
@@ -198,11 +198,5 @@ function requireTasks(capabilities: unknown, method: string): void {
   throw new MissingRequiredClientCapabilityError(
     { requiredCapabilities: { extensions: { [tasksExtension]: {} } } as never },
     `${method} needs the ${tasksExtension} client capability`,
-  );
-}
-
-function isSame(stored: McpTaskRecord, fresh: McpTaskRecord): boolean {
-  return (
-    stored.taskId === fresh.taskId && stored.createdAt === fresh.createdAt && stored.status === 'working'
   );
 }
