@@ -34,7 +34,9 @@ export function missingPeers(names: readonly string[]): string[] {
  * installCommand(['ai']); // 'npm install "ai@^6 || ^7"'
  */
 export function installCommand(names: readonly string[]): string {
-  const ranges = ownManifest()?.peerDependencies ?? {};
+  const manifest = ownManifest();
+  // A dependency missing too (a broken or pruned install) is named with the range we declare.
+  const ranges = { ...manifest?.dependencies, ...manifest?.peerDependencies };
   const specs = names.map((name) => (ranges[name] === undefined ? name : `"${name}@${ranges[name]}"`));
   return `npm install ${specs.join(' ')}`;
 }
@@ -96,6 +98,7 @@ function peerError(message: string): Error {
 
 interface Manifest {
   version?: string;
+  dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
 

@@ -20,6 +20,7 @@ export type DispatchErrorKind =
   | 'rate_limited'
   | 'overloaded'
   | 'outcome_unknown'
+  | 'protocol'
   | (string & {});
 
 /**
@@ -307,11 +308,12 @@ export interface ToolErrorOptions {
   cause?: unknown;
   /**
    * The kind the call fails with: `tool_error`, or, for a tool that fronts a remote one (an MCP
-   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`. Never
-   * `timeout`: a handler's own timeout is not the dispatcher's.
+   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`, or
+   * `protocol` when the remote refused the request's protocol framing itself (a revision or a
+   * capability it does not take). Never `timeout`: a handler's own timeout is not the dispatcher's.
    * @default 'tool_error'
    */
-  kind?: 'tool_error' | 'not_found' | 'schema';
+  kind?: 'tool_error' | 'not_found' | 'schema' | 'protocol';
 }
 
 /**
@@ -333,14 +335,14 @@ export class ToolError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
     const { kind = 'tool_error' } = options;
-    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema') {
-      throw new TypeError(`kind must be tool_error, not_found or schema, got ${String(kind)}`);
+    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema' && kind !== 'protocol') {
+      throw new TypeError(`kind must be tool_error, not_found, schema or protocol, got ${String(kind)}`);
     }
     this.kind = kind;
   }
 
   /** The kind the call fails with. */
-  readonly kind: 'tool_error' | 'not_found' | 'schema';
+  readonly kind: 'tool_error' | 'not_found' | 'schema' | 'protocol';
 }
 
 /**

@@ -246,6 +246,8 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
       return 'The tool is overloaded; try again later or use another tool.';
     case 'outcome_unknown':
       return 'The action may have happened: do not repeat it, not even under a new idempotency key; check its effect first, or tell the user it is unknown.';
+    case 'protocol':
+      return 'The remote server refused the request itself (protocol revision or capability); calling again gets the same answer.';
     case 'idempotency_result_unavailable':
       return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
     default:

@@ -39,6 +39,8 @@ export interface ToolListing {
    * timeout layer's `defaultMs` then applies, which only that layer knows).
    */
   timeoutMs: number | undefined;
+  /** Present (`true`) only for a tool registered with `task: true`. */
+  task?: true;
 }
 
 /**
@@ -125,6 +127,7 @@ export class ToolRegistry {
       inputSchema: this.#jsonSchemaOf(tool),
       idempotent: tool.idempotent,
       timeoutMs: tool.timeoutMs,
+      ...(tool.task ? { task: true as const } : {}),
     }));
   }
 
@@ -153,6 +156,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     timeoutMs,
     cost,
     settle,
+    task = false,
   } = definition;
   const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
@@ -193,6 +197,9 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `reconcileTimeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(reconcileTimeoutMs)}`,
     );
   }
+  if (typeof task !== 'boolean') {
+    throw new TypeError(`task of "${name}" must be a boolean`);
+  }
   return Object.freeze({
     name,
     description,
@@ -204,6 +211,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     settle: settle as Tool['settle'],
     reconcile: reconcile as Tool['reconcile'],
     reconcileTimeoutMs,
+    task,
   });
 }
 

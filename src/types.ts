@@ -143,6 +143,12 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default 10_000
    */
   reconcileTimeoutMs?: number;
+  /**
+   * Whether a host that can hand out long-running handles (MCP Tasks) should, whatever the
+   * timeout; the dispatcher itself ignores it.
+   * @default false
+   */
+  task?: boolean;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -167,6 +173,8 @@ export interface Tool {
   readonly reconcile?: Reconcile<never> | undefined;
   /** How long `reconcile` may take, in milliseconds. */
   readonly reconcileTimeoutMs?: number;
+  /** Whether hosts should run it as a long-running task (MCP Tasks). */
+  readonly task: boolean;
 }
 
 /** Per-call options of `dispatch`. */

@@ -3,19 +3,13 @@
  * @module
  */
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CallToolResultSchema,
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-  type Progress,
-  type CallToolResult,
-  type Tool as McpTool,
-} from '@modelcontextprotocol/sdk/types.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type {
+  CallToolResult,
+  jsonSchemaValidator,
+  Progress,
+  Tool as McpTool,
+} from '@modelcontextprotocol/client';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import {
   ToolError,
   classifyRateLimit,
@@ -27,7 +21,17 @@ import {
 import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
+import {
+  callTool,
+  isMcpClient,
+  listTools,
+  messageOf,
+  onToolListChanged,
+  requestFailure,
+  type McpClient,
+} from './sdk-client.js';
 import { unsendable } from './sendable.js';
+import { currentTraceMeta } from './trace-context.js';
 
 /** Per-tool settings an import can give a remote tool (the proxy's config file feeds these). */
 export interface ImportedToolSettings {
@@ -35,6 +39,8 @@ export interface ImportedToolSettings {
   timeoutMs?: number;
   /** Whether running it twice is harmless (unlocks retry after a timeout). */
   idempotent?: boolean;
+  /** Whether serving it on offers MCP Tasks whatever its timeout (`ToolDefinition.task`). */
+  task?: boolean;
 }
 
 /** Options for `importMcpTools`. */
@@ -80,7 +86,7 @@ export interface ImportMcpToolsOptions {
    * deadline; without it they fail `transient`.
    * @default none
    */
-  reconnect?: () => Client | Promise<Client>;
+  reconnect?: () => McpClient | Promise<McpClient>;
   /**
    * Validates args against each remote JSON Schema.
    * @default new AjvJsonSchemaValidator() (the SDK's Ajv setup, one per import)
@@ -123,14 +129,14 @@ export interface ImportedMcpTools {
   /** Local registry name → the remote tool as last listed. */
   readonly tools: ReadonlyMap<string, McpTool>;
   /** The client calls go through now (a new one after a reconnect). */
-  readonly client: Client;
+  readonly client: McpClient;
   /** Lists the remote tools again and registers, updates and unregisters to match. */
   refresh(): Promise<void>;
   /**
    * Replaces the client through the `reconnect` option now (once, however many ask), and closes
    * the one it replaces.
    */
-  reconnect(): Promise<Client>;
+  reconnect(): Promise<McpClient>;
   /** Unregisters every imported tool and stops watching the remote list. */
   dispose(): void;
 }
@@ -151,12 +157,14 @@ const maxSdkTimeoutMs = 2 ** 31 - 1;
  * imported.names; // Map { 'github.create_issue' => 'createIssue', … }
  */
 export async function importMcpTools(
-  client: Client,
+  client: McpClient,
   registry: ToolRegistry,
   options: ImportMcpToolsOptions = {},
 ): Promise<ImportedMcpTools> {
-  if (!(client instanceof Client)) {
-    throw new TypeError('importMcpTools() needs a Client from @modelcontextprotocol/sdk/client');
+  if (!isMcpClient(client)) {
+    throw new TypeError(
+      'importMcpTools() needs a Client from @modelcontextprotocol/client (or @modelcontextprotocol/sdk/client)',
+    );
   }
   if (typeof registry !== 'object' || registry === null || typeof registry.register !== 'function') {
     throw new TypeError('importMcpTools() registry must be a ToolRegistry');
@@ -174,7 +182,7 @@ interface Settings {
   include: (tool: McpTool) => boolean;
   configure: (tool: McpTool) => ImportedToolSettings | undefined;
   output: 'value' | 'result';
-  reconnect: (() => Client | Promise<Client>) | undefined;
+  reconnect: (() => McpClient | Promise<McpClient>) | undefined;
   validator: jsonSchemaValidator;
   timeoutSlackMs: number;
   watchListChanged: boolean;
@@ -258,8 +266,8 @@ class Importer {
   readonly names = new Map<string, string>();
   readonly tools = new Map<string, McpTool>();
   readonly face: ImportedMcpTools;
-  #client: Client;
-  #reconnecting: Promise<Client> | undefined;
+  #client: McpClient;
+  #reconnecting: Promise<McpClient> | undefined;
   #refreshing: Promise<void> | undefined;
   #queued: Promise<void> | undefined;
   #disposed = false;
@@ -269,7 +277,7 @@ class Importer {
   #schemas = new Map<string, { text: string; schema: RemoteSchema }>();
 
   constructor(
-    client: Client,
+    client: McpClient,
     readonly registry: ToolRegistry,
     readonly settings: Settings,
   ) {
@@ -308,7 +316,7 @@ class Importer {
     return listing;
   }
 
-  reconnect(): Promise<Client> {
+  reconnect(): Promise<McpClient> {
     const { reconnect } = this.settings;
     if (reconnect === undefined)
       return Promise.reject(new TypeError('importMcpTools() has no reconnect option'));
@@ -316,7 +324,7 @@ class Importer {
       const previous = this.#client;
       const reconnecting = (async () => {
         const client = await reconnect();
-        if (!(client instanceof Client)) throw new TypeError('reconnect() must return a connected Client');
+        if (!isMcpClient(client)) throw new TypeError('reconnect() must return a connected Client');
         this.#client = client;
         this.#watch(client);
         // A client replaced while still open (a session the server forgot, a forced reconnect)
@@ -336,17 +344,16 @@ class Importer {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    if (this.settings.watchListChanged)
-      this.#client.removeNotificationHandler('notifications/tools/list_changed');
+    if (this.settings.watchListChanged) onToolListChanged(this.#client, undefined);
     for (const name of this.names.keys()) this.registry.unregister(name);
     this.names.clear();
     this.tools.clear();
     this.#schemas.clear();
   }
 
-  #watch(client: Client): void {
+  #watch(client: McpClient): void {
     if (!this.settings.watchListChanged) return;
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    onToolListChanged(client, () => {
       this.refresh().catch(this.settings.onError);
     });
   }
@@ -358,7 +365,7 @@ class Importer {
     const seen = new Set<string>();
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+      const page = await listTools(client, cursor);
       listed.push(...page.tools);
       cursor = page.nextCursor;
       // A server that hands back a cursor it gave before would page forever.
@@ -424,6 +431,7 @@ class Importer {
       inputSchema: this.#schemaOf(local, tool),
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
+      ...(configured.task === undefined ? {} : { task: configured.task }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
         this.#call(tool.name, idempotent, args, ctx),
     };
@@ -453,7 +461,7 @@ class Importer {
     const forward = () => controller?.abort(ctx.signal.reason);
     if (controller !== undefined) ctx.signal.addEventListener('abort', forward, { once: true });
     const signal = controller === undefined ? ctx.signal : controller.signal;
-    let client: Client | undefined;
+    let client: McpClient | undefined;
     let result: CallToolResult;
     try {
       // The usual case, a live client and no reconnect under way, costs no extra await.
@@ -472,15 +480,18 @@ class Importer {
             onprogress: ({ progress, total, message }: Progress) => ctx.progress(progress, total, message),
           }
         : { signal, timeout };
-      result = (await client.callTool(
-        {
-          name: remoteName,
-          arguments: args,
-          ...(key === undefined ? {} : { _meta: { [idempotencyKeyMetaKey]: key } }),
-        },
-        CallToolResultSchema,
+      const trace = currentTraceMeta();
+      const meta =
+        trace === undefined
+          ? key === undefined
+            ? undefined
+            : { [idempotencyKeyMetaKey]: key }
+          : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
+      result = await callTool(
+        client,
+        { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) },
         requestOptions,
-      )) as CallToolResult;
+      );
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -502,7 +513,7 @@ class Importer {
   }
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.
-  async #connection(signal: AbortSignal | undefined): Promise<Client> {
+  async #connection(signal: AbortSignal | undefined): Promise<McpClient> {
     if (
       this.#reconnecting === undefined &&
       this.#client.transport === undefined &&
@@ -538,75 +549,77 @@ class Importer {
     );
   }
 
-  #classify(error: unknown, remoteName: string, idempotent: boolean, client: Client | undefined): Error {
-    if (error instanceof McpError) {
-      const message = withoutMcpPrefix(error.message);
-      switch (error.code) {
-        case ErrorCode.ConnectionClosed:
-          this.#reconnectAfterLoss(client);
-          // The request was sent, so the remote may have run it, exactly as after a timeout:
-          // running a write again is not ours to decide.
-          return idempotent
-            ? new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error })
-            : new Error(
-                `The MCP connection closed while "${remoteName}" was running, so its outcome is unknown: it may have run. It is not run again; check before calling it again`,
-                { cause: error },
-              );
-        case ErrorCode.RequestTimeout:
-          // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
-          return idempotent
-            ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
-            : new ToolError(
-                `The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`,
-                { cause: error },
-              );
-        case ErrorCode.InvalidParams:
-          // The SDK client checks structuredContent against the output schema after the call,
-          // and reports a mismatch with the code of bad arguments.
-          if (outputSchemaFailure.test(message)) {
-            return new Error(
-              `The MCP tool "${remoteName}" answered with structuredContent that breaks its output schema: ${message}`,
+  #classify(error: unknown, remoteName: string, idempotent: boolean, client: McpClient | undefined): Error {
+    const failure = requestFailure(error, client?.transport?.sessionId !== undefined);
+    const { message } = failure;
+    switch (failure.type) {
+      case 'closed':
+        this.#reconnectAfterLoss(client);
+        // The request was sent, so the remote may have run it, exactly as after a timeout:
+        // running a write again is not ours to decide.
+        return idempotent
+          ? new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error })
+          : new Error(
+              `The MCP connection closed while "${remoteName}" was running, so its outcome is unknown: it may have run. It is not run again; check before calling it again`,
               { cause: error },
             );
-          }
-          if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
-          return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, {
-            cause: error,
-            kind: 'schema',
-          });
-        default:
-          return new Error(message, { cause: error });
-      }
+      case 'timeout':
+        // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
+        return idempotent
+          ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
+          : new ToolError(
+              `The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`,
+              { cause: error },
+            );
+      case 'protocol':
+        return new ToolError(
+          `The MCP server refused the call to "${remoteName}" at the protocol level (${String(failure.code)}): ${message}`,
+          { cause: error, kind: 'protocol' },
+        );
+      case 'rpc':
+        return this.#rpcFailure(failure.code, message, remoteName, error);
+      case 'malformed':
+        return new Error(`The MCP server sent a malformed result: ${message}`, { cause: error });
+      case 'session_lost':
+        // The server forgot our session (it restarted): the request never ran, and the transport
+        // spec has the client start a new session.
+        this.#renewSession(client as McpClient);
+        return new TransientError(
+          `The MCP server no longer knows this session (HTTP 404), so a new session is being started: ${message}`,
+          { cause: error },
+        );
+      default:
+        // Anything else came from the transport: a closed pipe, a refused HTTP connection, "Not connected".
+        this.#reconnectAfterLoss(client);
+        return new TransientError(`The MCP transport failed: ${message}`, { cause: error });
     }
-    if (error instanceof Error && (error.name === 'ZodError' || error.name === '$ZodError')) {
-      return new Error(`The MCP server sent a malformed result: ${error.message}`, { cause: error });
-    }
-    if (
-      error instanceof StreamableHTTPError &&
-      error.code === 404 &&
-      client?.transport?.sessionId !== undefined
-    ) {
-      // The server forgot our session (it restarted): the request never ran, and the transport
-      // spec has the client start a new session.
-      this.#renewSession(client);
-      return new TransientError(
-        `The MCP server no longer knows this session (HTTP 404), so a new session is being started: ${messageOf(error)}`,
+  }
+
+  #rpcFailure(code: number, message: string, remoteName: string, error: unknown): Error {
+    if (code !== -32602) return new Error(message, { cause: error });
+    // The SDK client checks structuredContent against the output schema after the call,
+    // and reports a mismatch with the code of bad arguments.
+    if (outputSchemaFailure.test(message)) {
+      return new Error(
+        `The MCP tool "${remoteName}" answered with structuredContent that breaks its output schema: ${message}`,
         { cause: error },
       );
     }
-    // Anything else came from the transport: a closed pipe, a refused HTTP connection, "Not connected".
-    this.#reconnectAfterLoss(client);
-    return new TransientError(`The MCP transport failed: ${messageOf(error)}`, { cause: error });
+    if (/unknown tool|not found/i.test(message)) return this.#unknownTool(remoteName, error);
+    return new ToolError(`Invalid arguments for "${remoteName}": ${message}`, {
+      cause: error,
+      kind: 'schema',
+    });
   }
 
-  #renewSession(client: Client): void {
+  #renewSession(client: McpClient): void {
     if (this.settings.reconnect === undefined || client !== this.#client) return;
     this.reconnect().catch(() => {
       // Reported through onError by reconnect(); the next call tries again.
     });
   }
 
-  #reconnectAfterLoss(client: Client | undefined): void {
+  #reconnectAfterLoss(client: McpClient | undefined): void {
     if (this.settings.reconnect === undefined || client !== this.#client || client.transport !== undefined)
       return;
     this.reconnect().catch(() => {
@@ -662,14 +675,6 @@ function resultValue(result: CallToolResult): unknown {
 // What the SDK client says when structuredContent fails the tool's output schema.
 const outputSchemaFailure =
   /^(Structured content does not match the tool's output schema|Failed to validate structured content)/;
-
-function withoutMcpPrefix(message: string): string {
-  return message.replace(/^(MCP error -?\d+: )+/, '');
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? withoutMcpPrefix(error.message) : String(error);
-}
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return promise;

@@ -1,7 +1,8 @@
 /**
  * The run-time face of `tool-dispatcher/mcp` (package.json's `import`; its types are index.ts's):
- * index.ts, imported so that without `@modelcontextprotocol/sdk` the import fails with one line
- * saying how to install it instead of Node's resolver stack.
+ * index.ts, imported so that a missing v2 MCP package (a dependency, so only a broken install
+ * lacks it) fails with one line saying how to install it instead of Node's resolver stack. The v1
+ * SDK (`@modelcontextprotocol/sdk`) is optional: without it only v1 objects are refused.
  * @module
  */
 
@@ -9,6 +10,7 @@ import { importBesidePeers } from '../peers.js';
 
 export const {
   createMcpServer,
+  createMcpServerFactory,
   registerMcpTools,
   toMcpTools,
   toCallToolResult,
@@ -16,5 +18,10 @@ export const {
   registryNameOf,
   errorMetaKey,
   idempotencyKeyMetaKey,
+  memoryTaskStore,
   createMcpProxy,
-} = await importBesidePeers('tool-dispatcher/mcp', ['@modelcontextprotocol/sdk'], () => import('./index.js'));
+} = await importBesidePeers(
+  'tool-dispatcher/mcp',
+  ['@modelcontextprotocol/server', '@modelcontextprotocol/client'],
+  () => import('./index.js'),
+);

@@ -1,11 +1,19 @@
 /**
  * tool-dispatcher/mcp: serve a registry as an MCP server, import an MCP server's tools into a
  * registry, and (through the `tool-dispatcher mcp-proxy` command) put the dispatcher in front of
- * any MCP server. Needs the optional peer `@modelcontextprotocol/sdk` ^1.32.
+ * any MCP server, to 2025-11-25 and 2026-07-28 clients alike. Built on the v2 MCP packages
+ * (`@modelcontextprotocol/server` and `client`, dependencies); v1 `Server` and `Client` objects
+ * work when the optional peer `@modelcontextprotocol/sdk` ^1.32 is installed.
  * @module
  */
 
-export { createMcpServer, registerMcpTools, toMcpTools, toCallToolResult } from './server.js';
+export {
+  createMcpServer,
+  createMcpServerFactory,
+  registerMcpTools,
+  toMcpTools,
+  toCallToolResult,
+} from './server.js';
 export type {
   CallToolResultOptions,
   CreateMcpServerOptions,
@@ -15,6 +23,17 @@ export type {
 } from './server.js';
 export { importMcpTools, registryNameOf } from './client.js';
 export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } from './client.js';
+export type { McpClient } from './sdk-client.js';
 export { errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+export { memoryTaskStore } from './task-store.js';
+export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
+export type { McpTasksOptions } from './tasks.js';
 export { createMcpProxy } from './proxy.js';
-export type { McpProxy, McpProxyConfig, McpProxyOptions, McpProxyToolConfig, McpUpstream } from './proxy.js';
+export type {
+  McpProxy,
+  McpProxyConfig,
+  McpProxyOptions,
+  McpProxyTasksConfig,
+  McpProxyToolConfig,
+  McpUpstream,
+} from './proxy.js';

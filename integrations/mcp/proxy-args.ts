@@ -7,23 +7,33 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '../../index.js';
 import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy-config.js';
+import { listenUrl } from './listen-url.js';
 
 /** The usage text of `tool-dispatcher mcp-proxy`. */
 export const usage = `Usage: tool-dispatcher mcp-proxy [options] -- <command> [args...]
        tool-dispatcher mcp-proxy [options] --upstream-url <url>
 
-Serves the upstream MCP server's tools over stdio, each under its own name, through timeouts,
-retries, dedupe by _meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
+Serves the upstream MCP server's tools over stdio (or Streamable HTTP with --listen) to
+2025-11-25 and 2026-07-28 clients, each under its own name, through timeouts, retries, dedupe by
+_meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
 
 Options (each wins over the same setting in --config):
   --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker }
   --upstream-url <url>               a Streamable HTTP upstream instead of a command
+  --listen http://<host>:<port>/<path>
+                                     serve Streamable HTTP there instead of stdio (port 0: any free
+                                     port; stdin is not read; SIGTERM stops); once ready, one stderr
+                                     line: "mcp-proxy listening on <url>"
   --timeout-ms <n>                   per-attempt timeout of every tool (default 30000)
   --max-attempts <n>                 attempts for retryable failures (default 3)
   --idempotent                       treat every tool as idempotent (timeouts are retried)
   --concurrency <n>                  upstream calls at once (default 8)
   --breaker-failure-threshold <n>    failures that open a tool's circuit (default 5)
   --breaker-cooldown-ms <n>          how long it stays open (default 30000)
+  --task-threshold-ms <n>            MCP Tasks for tools whose timeout exceeds n (default 60000;
+                                     2026-07-28 clients that declare the extension only)
+  --task-poll-interval-ms <n>        the poll interval task handles ask for (default 1000)
+  --task-ttl-ms <n>                  how long a task is kept (default 3600000)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
   -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
@@ -37,6 +47,8 @@ export interface ProxyCommand {
   config: McpProxyConfig;
   /** The log level. */
   logLevel: LogLevel | 'silent';
+  /** Where to serve Streamable HTTP instead of stdio, when given. */
+  listen?: string;
 }
 
 /**
@@ -58,6 +70,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     options: {
       config: { type: 'string' },
       'upstream-url': { type: 'string' },
+      listen: { type: 'string' },
       'timeout-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       idempotent: { type: 'boolean' },
@@ -65,6 +78,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       'breaker-failure-threshold': { type: 'string' },
       'breaker-cooldown-ms': { type: 'string' },
       'log-level': { type: 'string' },
+      'task-threshold-ms': { type: 'string' },
+      'task-poll-interval-ms': { type: 'string' },
+      'task-ttl-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -88,10 +104,20 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   if (values['breaker-cooldown-ms'] !== undefined) {
     breaker.cooldownMs = numberFlag('breaker-cooldown-ms', values['breaker-cooldown-ms']);
   }
+  const tasks = { ...file.tasks };
+  for (const [flag, key] of [
+    ['task-threshold-ms', 'thresholdMs'],
+    ['task-poll-interval-ms', 'pollIntervalMs'],
+    ['task-ttl-ms', 'ttlMs'],
+  ] as const) {
+    const text = values[flag];
+    if (text !== undefined) tasks[key] = positiveIntegerFlag(flag, text);
+  }
   const config: McpProxyConfig = {
     ...file,
     defaults,
     breaker,
+    ...(Object.keys(tasks).length === 0 ? {} : { tasks }),
     ...(values.concurrency === undefined
       ? {}
       : { concurrency: numberFlag('concurrency', values.concurrency) }),
@@ -116,7 +142,14 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new TypeError(`--log-level must be debug, info, warn, error or silent, got "${logLevel}"`);
   }
-  return { upstream, config, logLevel: logLevel as LogLevel | 'silent' };
+  const listen = values.listen;
+  if (listen !== undefined) listenUrl(listen);
+  return {
+    upstream,
+    config,
+    logLevel: logLevel as LogLevel | 'silent',
+    ...(listen === undefined ? {} : { listen }),
+  };
 }
 
 /** Thrown by `parseProxyArgs` for `--help`. */
@@ -144,5 +177,13 @@ function numberFlag(name: string, text: string): number {
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value))
     throw new TypeError(`--${name} must be a number, got "${text}"`);
+  return value;
+}
+
+function positiveIntegerFlag(name: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`--${name} must be a positive integer, got "${text}"`);
+  }
   return value;
 }

@@ -12,6 +12,18 @@ export interface McpProxyToolConfig {
   maxAttempts?: number;
   /** Whether running it twice is harmless: timeouts are then retried too. */
   idempotent?: boolean;
+  /** Whether 2026-07-28 clients that declare Tasks get a task handle for it whatever its timeout. */
+  task?: boolean;
+}
+
+/** How the proxy serves MCP Tasks to 2026-07-28 clients that declare the extension. */
+export interface McpProxyTasksConfig {
+  /** Tools whose timeout exceeds this many milliseconds answer with a task (default 60000). */
+  thresholdMs?: number;
+  /** The poll interval handles ask for, in milliseconds (default 1000). */
+  pollIntervalMs?: number;
+  /** How long a task is kept, in milliseconds (default 3600000). */
+  ttlMs?: number;
 }
 
 /** The proxy's settings, as the `--config` file holds them. */
@@ -24,6 +36,8 @@ export interface McpProxyConfig {
   concurrency?: number;
   /** The circuit breaker in front of each tool. */
   breaker?: { failureThreshold?: number; cooldownMs?: number };
+  /** MCP Tasks for long tools (2026-07-28 clients only). */
+  tasks?: McpProxyTasksConfig;
 }
 
 /** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
@@ -31,7 +45,8 @@ export type McpUpstream =
   | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
   | { url: string };
 
-const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent']);
+const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent', 'task']);
+const taskKeys = ['thresholdMs', 'pollIntervalMs', 'ttlMs'];
 
 /**
  * Throws a TypeError naming the first bad setting of a proxy config (unknown keys included).
@@ -50,9 +65,14 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
     const settings = object(value, where);
     for (const key of Object.keys(settings)) {
       if (!toolKeys.has(key))
-        throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
+        throw new TypeError(
+          `${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent, task)`,
+        );
     }
-    const { timeoutMs, maxAttempts, idempotent } = settings;
+    const { timeoutMs, maxAttempts, idempotent, task } = settings;
+    if (task !== undefined && typeof task !== 'boolean') {
+      throw new TypeError(`${where}.task must be a boolean, got ${JSON.stringify(task)}`);
+    }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
       throw new TypeError(`${where}.timeoutMs must be a number > 0, got ${JSON.stringify(timeoutMs)}`);
     }
@@ -65,8 +85,10 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   };
   const root = object(config, 'config');
   for (const key of Object.keys(root)) {
-    if (!['defaults', 'tools', 'concurrency', 'breaker'].includes(key)) {
-      throw new TypeError(`config.${key} is not a setting (use defaults, tools, concurrency, breaker)`);
+    if (!['defaults', 'tools', 'concurrency', 'breaker', 'tasks'].includes(key)) {
+      throw new TypeError(
+        `config.${key} is not a setting (use defaults, tools, concurrency, breaker, tasks)`,
+      );
     }
   }
   if (root['defaults'] !== undefined) tool(root['defaults'], 'config.defaults');
@@ -75,6 +97,7 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
       tool(settings, `config.tools[${JSON.stringify(name)}]`);
     }
   }
+  if (root['tasks'] !== undefined) checkTasks(object(root['tasks'], 'config.tasks'));
   const { concurrency, breaker } = root;
   if (concurrency !== undefined && !(Number.isInteger(concurrency) && (concurrency as number) >= 1)) {
     throw new TypeError(`config.concurrency must be an integer >= 1, got ${JSON.stringify(concurrency)}`);
@@ -96,6 +119,17 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
       throw new TypeError(
         `config.breaker.cooldownMs must be a number >= 0, got ${JSON.stringify(cooldownMs)}`,
       );
+    }
+  }
+}
+
+function checkTasks(tasks: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(tasks)) {
+    if (!taskKeys.includes(key)) {
+      throw new TypeError(`config.tasks.${key} is not a setting (use ${taskKeys.join(', ')})`);
+    }
+    if (!(Number.isInteger(value) && (value as number) > 0)) {
+      throw new TypeError(`config.tasks.${key} must be a positive integer, got ${JSON.stringify(value)}`);
     }
   }
 }

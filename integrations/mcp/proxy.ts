@@ -4,11 +4,22 @@
  */
 
 import { createHash } from 'node:crypto';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  SdkError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+  type PriorDiscovery,
+  type Transport,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type {
+  CallToolResult,
+  McpRequestContext,
+  McpServerFactory,
+  Server,
+  Tool as McpTool,
+} from '@modelcontextprotocol/server';
 import {
   ToolRegistry,
   circuitBreaker,
@@ -22,7 +33,8 @@ import {
   type Middleware,
 } from '../../index.js';
 import { importMcpTools, type ImportedMcpTools } from './client.js';
-import { createMcpServer, type McpToolHints } from './server.js';
+import type { McpClient } from './sdk-client.js';
+import { createMcpServer, type CreateMcpServerOptions, type McpToolHints } from './server.js';
 import {
   checkConfig,
   type McpProxyConfig,
@@ -31,7 +43,12 @@ import {
 } from './proxy-config.js';
 
 export { checkConfig } from './proxy-config.js';
-export type { McpProxyConfig, McpProxyToolConfig, McpUpstream } from './proxy-config.js';
+export type {
+  McpProxyConfig,
+  McpProxyTasksConfig,
+  McpProxyToolConfig,
+  McpUpstream,
+} from './proxy-config.js';
 
 /** Options for `createMcpProxy`. */
 export interface McpProxyOptions {
@@ -61,8 +78,13 @@ export interface McpProxyOptions {
 
 /** A running proxy: serve `server` over a transport, `close()` to stop the upstream. */
 export interface McpProxy {
-  /** The MCP server to connect to the host's transport (stdio for the command). */
+  /** An MCP server for one connection of the 2025 era (`server.connect(transport)`). */
   readonly server: Server;
+  /**
+   * Makes a fresh server per connection or request for `serveStdio` and `createMcpHandler`,
+   * which serve 2025-11-25 and 2026-07-28 clients alike; every one shares the dispatcher.
+   */
+  readonly serverFactory: McpServerFactory;
   /**
    * The registry of imported upstream tools, under names of the proxy's own (`imported.names`
    * maps each to its upstream name, which is the only one on the wire).
@@ -116,7 +138,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     );
   }
   let imported: ImportedMcpTools | undefined;
-  let server: Server | undefined;
+  // Every server made for a connection, so a changed tool list reaches each of their clients.
+  const servers = new Set<Server>();
   // Log lines name tools as the host knows them: by their upstream names.
   const logger = lineLogger(log, logLevel, (toolName) => imported?.names.get(toolName) ?? toolName);
   const settingsOf = toolSettings(config);
@@ -127,7 +150,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   });
   const where = 'url' in upstream ? upstream.url : [upstream.command, ...(upstream.args ?? [])].join(' ');
 
-  let first: Client;
+  let first: McpClient;
   try {
     first = await supervisor.start();
   } catch (error) {
@@ -138,9 +161,12 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   const registry = new ToolRegistry();
   try {
     imported = await importUpstream(first, registry, supervisor, settingsOf, logger, () => {
-      server?.sendToolListChanged().catch(() => {
-        // Not connected yet, or the host has gone: nobody to tell.
-      });
+      for (const server of servers) {
+        if (server.transport === undefined) continue;
+        server.sendToolListChanged().catch(() => {
+          // The host has gone: nobody to tell.
+        });
+      }
     });
     checkToolNames(config, imported.names);
   } catch (error) {
@@ -158,7 +184,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
 
   const upstreamInfo = first.getServerVersion();
   const instructions = first.getInstructions();
-  const served = createMcpServer({
+  const serverOptions: CreateMcpServerOptions = {
     registry,
     dispatcher,
     names,
@@ -170,27 +196,47 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
-  });
-  server = served;
-  logger.info({
-    event: 'proxy.ready',
-    upstream: upstreamInfo === undefined ? 'unknown' : `${upstreamInfo.name} ${upstreamInfo.version}`,
-    tools: names.size,
-  });
+    // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
+    tasks: { ...config.tasks },
+  };
+  const serve = serverMaker(serverOptions, servers);
+  const served = serve(false);
+  logger.info({ event: 'proxy.ready', upstream: describeUpstream(upstreamInfo), tools: names.size });
 
   const face = imported;
   return Object.freeze({
     server: served,
+    serverFactory: (context: McpRequestContext | undefined) => serve(context?.requestInfo !== undefined),
     registry,
     dispatcher,
     imported: face,
     close: async () => {
       if (supervisor.closing) return;
       const stopped = supervisor.stop(face.client);
-      await served.close().catch(() => {});
+      await Promise.all([...servers, served].map((server) => server.close().catch(() => {})));
       await stopped;
     },
   });
+}
+
+function describeUpstream(info: { name: string; version: string } | undefined): string {
+  return info === undefined ? 'unknown' : `${info.name} ${info.version}`;
+}
+
+// Makes the proxy's servers: one per connection (kept, so each hears list_changed) or per HTTP
+// request (not kept: it lives as long as the request).
+function serverMaker(options: CreateMcpServerOptions, servers: Set<Server>): (perRequest: boolean) => Server {
+  return (perRequest) => {
+    const server = createMcpServer(options);
+    if (perRequest) return server;
+    servers.add(server);
+    const closed = server.onclose;
+    server.onclose = () => {
+      servers.delete(server);
+      closed?.();
+    };
+    return server;
+  };
 }
 
 // A tool's settings: its own entry under `tools` over `defaults`.
@@ -204,7 +250,7 @@ function toolSettings(config: McpProxyConfig): (upstreamName: string) => McpProx
 }
 
 function importUpstream(
-  first: Client,
+  first: McpClient,
   registry: ToolRegistry,
   supervisor: Supervisor,
   settingsOf: (upstreamName: string) => McpProxyToolConfig,
@@ -217,10 +263,11 @@ function importUpstream(
     // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
     rename: localNameOf,
     configure: (tool) => {
-      const { timeoutMs, idempotent } = settingsOf(tool.name);
+      const { timeoutMs, idempotent, task } = settingsOf(tool.name);
       return {
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
         ...(idempotent === undefined ? {} : { idempotent }),
+        ...(task === undefined ? {} : { task }),
       };
     },
     onError: (error) => logger.error({ event: 'upstream.refresh_failed', message: messageOf(error) }),
@@ -236,7 +283,7 @@ interface Supervisor {
   /** Keeps starting one, with backoff for a server that keeps crashing, until one answers. */
   restart(): Promise<Client>;
   /** Stops restarting and closes the client given (its process ends). */
-  stop(client: Client): Promise<void>;
+  stop(client: McpClient): Promise<void>;
 }
 
 // Starts the upstream, notices it exit, and restarts it with backoff when it keeps crashing.
@@ -403,11 +450,7 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
     } catch {
       throw new TypeError(`createMcpProxy() upstream.url must be a URL, got ${JSON.stringify(upstream.url)}`);
     }
-    return async () => {
-      const client = new Client({ name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' });
-      await client.connect(new StreamableHTTPClientTransport(url));
-      return client;
-    };
+    return negotiated(() => new StreamableHTTPClientTransport(url));
   }
   const { command, args = [], cwd, env } = upstream;
   if (typeof command !== 'string' || command === '') {
@@ -416,23 +459,65 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) {
     throw new TypeError('createMcpProxy() upstream.args must be an array of strings');
   }
-  return async () => {
-    const client = new Client({ name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' });
-    const transport = new StdioClientTransport({
-      command,
-      args,
-      // The host configured the proxy's environment for the server behind it.
-      env: env ?? inheritedEnv(),
-      // The upstream's own logs go where ours do: stderr, never the protocol stream.
-      stderr: 'inherit',
-      ...(cwd === undefined ? {} : { cwd }),
-    });
+  return negotiated(
+    () =>
+      new InPlaceStdioTransport({
+        command,
+        args,
+        // The host configured the proxy's environment for the server behind it.
+        env: env ?? inheritedEnv(),
+        // The upstream's own logs go where ours do: stderr, never the protocol stream.
+        stderr: 'inherit',
+        ...(cwd === undefined ? {} : { cwd }),
+      }),
+  );
+}
+
+// The SDK probes exactly `StdioClientTransport` on a sibling process it spawns for the purpose;
+// a subclass is probed in place, on the one process we start anyway (an upstream that exits on
+// the probe is restarted by the supervisor like any crash).
+class InPlaceStdioTransport extends StdioClientTransport {}
+
+// Connects with the era the upstream speaks: the first connection probes (`server/discover`,
+// falling back to `initialize`), and every reconnect reuses that verdict, so a restarted stdio
+// upstream is not probed by a sibling process again.
+function negotiated(transport: () => Transport): () => Promise<Client> {
+  let prior: PriorDiscovery | undefined;
+  const connect = async (given: PriorDiscovery | undefined): Promise<Client> => {
+    const client = new Client(
+      { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    const connection = transport();
     try {
-      await client.connect(transport);
+      await client.connect(connection, given === undefined ? undefined : { prior: given });
     } catch (error) {
-      await transport.close().catch(() => {});
+      await connection.close().catch(() => {});
       throw error;
     }
+    return client;
+  };
+  return async () => {
+    let client: Client;
+    try {
+      client = await connect(prior);
+    } catch (error) {
+      // A 2025 server may end its process on a request before `initialize` (the probe); a fresh
+      // one is then asked the 2025 way, which is also how a process that cannot start says so.
+      if (
+        prior !== undefined ||
+        !(error instanceof SdkError) ||
+        error.code !== SdkErrorCode.EraNegotiationFailed
+      ) {
+        throw error;
+      }
+      client = await connect({ kind: 'legacy' });
+    }
+    const discover = client.getDiscoverResult();
+    prior =
+      client.getProtocolEra() === 'modern' && discover !== undefined
+        ? { kind: 'modern', discover }
+        : { kind: 'legacy' };
     return client;
   };
 }

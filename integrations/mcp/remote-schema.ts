@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/client';
 import type { StandardSchemaV1 } from '../../index.js';
 
 /** A Standard Schema v1 validator with the Standard JSON Schema `jsonSchema` describer. */

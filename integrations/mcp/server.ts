@@ -3,14 +3,14 @@
  * @module
  */
 
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
+  Server,
   type CallToolResult,
   type Implementation,
+  type McpServerFactory,
+  type ServerContext,
   type Tool as McpTool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import {
   DispatchError,
   toObjectSchema,
@@ -21,8 +21,13 @@ import {
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
+import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
+import { traceMetaOf, withTraceMeta } from './trace-context.js';
+import { v1, type V1Sdk, type V1Server } from './v1-sdk.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
 export interface McpToolHints {
@@ -89,6 +94,13 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    * @default {}
    */
   dispatchOptions?: Pick<DispatchOptions, 'budget' | 'timeoutMs'>;
+  /**
+   * Serve MCP Tasks (2026-07-28 clients that declare `io.modelcontextprotocol/tasks`): a call of
+   * a tool with `task: true`, or whose timeout exceeds `thresholdMs`, answers with a task handle
+   * and runs on; `tasks/get` and `tasks/cancel` read and stop it. Other clients get the result.
+   * @default none (every call answers with its result)
+   */
+  tasks?: McpTasksOptions;
 }
 
 /** Options for `createMcpServer`. */
@@ -111,8 +123,10 @@ export interface CallToolResultOptions {
 const defaultPageSize = 100;
 
 /**
- * Makes a low-level MCP `Server` that lists the registry's tools and runs each `tools/call`
- * through the dispatcher; connect it to any transport.
+ * Makes a low-level MCP `Server` (v2, `@modelcontextprotocol/server`) that lists the registry's
+ * tools and runs each `tools/call` through the dispatcher; connect it to one transport (a v1
+ * transport works too) for a 2025-era connection, or hand `createMcpServerFactory` to
+ * `serveStdio`/`createMcpHandler` to serve both revisions.
  *
  * @example
  * const server = createMcpServer({ registry, dispatcher, info: { name: 'billing', version: '1.0.0' } });
@@ -141,93 +155,248 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
 }
 
 /**
+ * A server factory for the v2 serving entries: `serveStdio(factory)` and
+ * `createMcpHandler(factory)` serve 2025-11-25 and 2026-07-28 clients from it, a fresh `Server`
+ * per connection or request, all sharing one dispatcher (and so one idempotency store).
+ *
+ * @example
+ * serveStdio(createMcpServerFactory({ registry, dispatcher, info: { name: 'billing', version: '2.0.0' } }));
+ */
+export function createMcpServerFactory(options: CreateMcpServerOptions): McpServerFactory {
+  // Built once, so a bad option fails here and not at the first connection.
+  createMcpServer(options);
+  return function mcpServer() {
+    return createMcpServer(options);
+  };
+}
+
+/**
  * Adds `tools/list` and `tools/call` handlers for the registry to a low-level MCP `Server` you
- * already have; call it before `server.connect(...)`.
+ * already have (v2, or v1's `@modelcontextprotocol/sdk/server` one); call it before
+ * `server.connect(...)`.
  *
  * @example
  * const server = new Server({ name: 'billing', version: '1.0.0' }, { capabilities: {} });
  * registerMcpTools(server, { registry, dispatcher });
  * await server.connect(transport);
  */
-export function registerMcpTools(server: Server, options: RegisterMcpToolsOptions): void {
-  if (!(server instanceof Server)) {
-    throw new TypeError('registerMcpTools() needs a low-level Server from @modelcontextprotocol/sdk/server');
+export function registerMcpTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
+  const v2 = server instanceof Server;
+  if (!v2 && (v1 === undefined || !(server instanceof v1.Server))) {
+    throw new TypeError(
+      'registerMcpTools() needs a low-level Server from @modelcontextprotocol/server (or @modelcontextprotocol/sdk/server)',
+    );
   }
   requireObject('registerMcpTools', options);
-  const lookup = toolLookup('registerMcpTools', options);
-  const { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions } = callSettings(options);
+  const handlers = toolHandlers(options);
   if (server.transport !== undefined) {
     throw new TypeError(
       'registerMcpTools() must run before server.connect(): MCP capabilities are fixed once connected',
     );
   }
+  if (v2) return registerOnV2(server, handlers);
   server.registerCapabilities({ tools: {} });
-
-  server.setRequestHandler(ListToolsRequestSchema, async function listTools(request) {
-    const tools = lookup.tools();
-    const start = offsetOf(request.params?.cursor);
-    if (start > tools.length) throw invalidParams(`Invalid cursor: ${String(request.params?.cursor)}`);
-    const end = start + pageSize;
-    return end < tools.length
-      ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
-      : { tools: tools.slice(start) };
-  });
-
-  server.setRequestHandler(CallToolRequestSchema, async function callTool(request, extra) {
-    const { name: wireName, arguments: args = {}, _meta: meta } = request.params;
-    const toolName = lookup.toolName(wireName);
-    const key = meta?.[idempotencyKeyMetaKey];
-    if (key !== undefined && (typeof key !== 'string' || key === '')) {
-      const refusal = new DispatchError(
-        'schema',
-        `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
-      );
-      return toCallToolResult(refusal, { maxLength: maxMessageLength });
-    }
-    const progressToken = meta?.progressToken;
-    // Progress notes go out in order, and all before the response: the client forgets the
-    // token once it has the result, and a note after that is an error on its side.
-    let progressSent: Promise<void> | undefined;
-    // The call's own fields first and the shared options spread after them: on Node 20's V8 a
-    // spread followed by more properties gets a fresh hidden class per object. Ours win.
-    const callId = `mcp-${String(extra.requestId)}`; // request ids restart per connection: never a key
-    const options: DispatchOptions = {
-      callId,
+  const { schemas } = v1 as V1Sdk;
+  const legacy = server as V1Server;
+  legacy.setRequestHandler(schemas.ListToolsRequestSchema, (request) =>
+    handlers.list(request.params?.cursor),
+  );
+  legacy.setRequestHandler(schemas.CallToolRequestSchema, (request, extra) =>
+    handlers.call(request.params as CallToolParams, {
+      requestId: extra.requestId,
       signal: extra.signal,
-      displayName: wireName,
-      ...dispatchOptions,
-    };
-    options.callId = callId;
-    options.signal = extra.signal;
-    options.displayName = wireName;
-    if (key !== undefined) options.idempotencyKey = key;
-    if (progressToken !== undefined) {
-      options.onProgress = ({ progress, total, message }) => {
-        const params = {
-          progressToken,
-          progress,
-          ...(total === undefined ? {} : { total }),
-          ...(message === undefined ? {} : { message }),
-        };
-        progressSent = (progressSent ?? Promise.resolve())
-          .then(() => extra.sendNotification({ method: 'notifications/progress', params }))
-          .catch(() => {
-            // A progress note that cannot be sent (the connection went away) is not worth failing the call.
-          });
+      notify: (notification) => extra.sendNotification(notification as never),
+    }),
+  );
+}
+
+const taskIdParams = { params: z.looseObject({ taskId: z.string() }) };
+
+function registerOnV2(server: Server, handlers: ToolHandlers): void {
+  const { tasks } = handlers;
+  // Extensions are advertised in the capabilities' `extensions` map (the SDK types leave it out).
+  const extensions = tasks === undefined ? {} : { extensions: { [tasksExtension]: {} } };
+  server.registerCapabilities({ tools: {}, ...extensions } as Parameters<Server['registerCapabilities']>[0]);
+  // The SDK types the envelope as an empty record; its keys are the spec's.
+  const capabilitiesOf = (ctx: ServerContext): unknown =>
+    (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[
+      'io.modelcontextprotocol/clientCapabilities'
+    ];
+  server.setRequestHandler('tools/list', (request) => handlers.list(request.params?.cursor));
+  server.setRequestHandler('tools/call', (request, ctx) =>
+    handlers.call(request.params, {
+      requestId: ctx.mcpReq.id,
+      signal: ctx.mcpReq.signal,
+      notify: (notification) => ctx.mcpReq.notify(notification),
+      clientCapabilities: capabilitiesOf(ctx),
+    }),
+  );
+  if (tasks === undefined) return;
+  server.setRequestHandler(
+    'tasks/get',
+    taskIdParams,
+    async (params, ctx) =>
+      ({ ...(await tasks.get(params.taskId, capabilitiesOf(ctx))) }) as Record<string, unknown>,
+  );
+  server.setRequestHandler('tasks/cancel', taskIdParams, (params, ctx) =>
+    tasks.cancel(params.taskId, capabilitiesOf(ctx)),
+  );
+}
+
+/** The `tools/call` params the handlers read. */
+interface CallToolParams {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
+/** The parts of an SDK's request context a call uses, whichever SDK line received it. */
+interface CallRequest {
+  requestId: string | number;
+  signal: AbortSignal;
+  notify(notification: { method: 'notifications/progress'; params: Record<string, unknown> }): Promise<void>;
+  /** The client capabilities a 2026-07-28 request declares in its `_meta` envelope. */
+  clientCapabilities?: unknown;
+}
+
+interface ToolHandlers {
+  list(cursor: string | undefined): { tools: McpTool[]; nextCursor?: string };
+  call(params: CallToolParams, request: CallRequest): Promise<CallToolResult>;
+  tasks: McpTasks | undefined;
+}
+
+// One Tasks service per `tasks` options object: every server a factory makes shares its runs.
+const tasksByOptions = new WeakMap<McpTasksOptions, McpTasks>();
+
+function tasksFor(options: McpTasksOptions | undefined): McpTasks | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('registerMcpTools() tasks must be an object');
+  }
+  let tasks = tasksByOptions.get(options);
+  if (tasks === undefined) {
+    try {
+      tasks = new McpTasks(options);
+    } catch (error) {
+      throw new TypeError(`registerMcpTools() ${(error as Error).message}`);
+    }
+    tasksByOptions.set(options, tasks);
+  }
+  return tasks;
+}
+
+function toolHandlers(options: RegisterMcpToolsOptions): ToolHandlers {
+  const lookup = toolLookup('registerMcpTools', options);
+  const settings = callSettings(options);
+  const { pageSize } = settings;
+  const tasks = tasksFor(options.tasks);
+  return {
+    tasks,
+    list(cursor) {
+      const tools = lookup.tools();
+      const start = offsetOf(cursor);
+      if (start > tools.length) throw invalidParams(`Invalid cursor: ${String(cursor)}`);
+      const end = start + pageSize;
+      return end < tools.length
+        ? { tools: tools.slice(start, end), nextCursor: cursorFor(end) }
+        : { tools: tools.slice(start) };
+    },
+    call: (params, request) => callTool(params, request, lookup, settings, tasks),
+  };
+}
+
+async function callTool(
+  params: CallToolParams,
+  request: CallRequest,
+  lookup: Lookup,
+  settings: CallSettings,
+  tasks: McpTasks | undefined,
+): Promise<CallToolResult> {
+  const { name: wireName, arguments: args = {}, _meta: meta } = params;
+  const toolName = lookup.toolName(wireName);
+  const key = meta?.[idempotencyKeyMetaKey];
+  if (key !== undefined && (typeof key !== 'string' || key === '')) {
+    const refusal = new DispatchError(
+      'schema',
+      `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
+    );
+    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
+  }
+  const call: Call = { toolName, wireName, args, key, meta };
+  const listing = tasks === undefined ? undefined : lookup.listing(toolName);
+  if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
+    return runCall(call, request, settings);
+  }
+  // The task is bound to the key, ours when the caller sent none, so a re-issue finds it.
+  const taskKey = key ?? `td-${randomUUID()}`;
+  const handle = await tasks.start(wireName, taskKey, (signal) =>
+    runCall(
+      { ...call, key: taskKey, meta: undefined },
+      { requestId: `task-${taskKey}`, signal, notify: async () => {} },
+      settings,
+    ),
+  );
+  // The SDK's result type knows no handles; the wire shape is the Tasks extension's.
+  return handle as unknown as CallToolResult;
+}
+
+interface Call {
+  toolName: string;
+  wireName: string;
+  args: Record<string, unknown>;
+  key: string | undefined;
+  meta: Record<string, unknown> | undefined;
+}
+
+async function runCall(call: Call, request: CallRequest, settings: CallSettings): Promise<CallToolResult> {
+  const { dispatcher, maxMessageLength, formatResult, dispatchOptions } = settings;
+  const { toolName, wireName, args, key, meta } = call;
+  const progressToken = meta?.['progressToken'];
+  // Progress notes go out in order, and all before the response: the client forgets the
+  // token once it has the result, and a note after that is an error on its side.
+  let progressSent: Promise<void> | undefined;
+  // The call's own fields first and the shared options spread after them: on Node 20's V8 a
+  // spread followed by more properties gets a fresh hidden class per object. Ours win.
+  const callId = `mcp-${String(request.requestId)}`; // request ids restart per connection: never a key
+  const options: DispatchOptions = {
+    callId,
+    signal: request.signal,
+    displayName: wireName,
+    ...dispatchOptions,
+  };
+  options.callId = callId;
+  options.signal = request.signal;
+  options.displayName = wireName;
+  if (key !== undefined) options.idempotencyKey = key;
+  if (typeof progressToken === 'string' || typeof progressToken === 'number') {
+    options.onProgress = ({ progress, total, message }) => {
+      const params = {
+        progressToken,
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
       };
-    }
-    const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
-    if (progressSent !== undefined) await progressSent;
-    if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
-    if (outcome.kind === 'not_found') {
-      // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
-      throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
-        code: -32602,
-        data: outcome.toJsonRpcError().data,
-      });
-    }
-    return toCallToolResult(outcome, { maxLength: maxMessageLength });
-  });
+      progressSent = (progressSent ?? Promise.resolve())
+        .then(() => request.notify({ method: 'notifications/progress', params }))
+        .catch(() => {
+          // A progress note that cannot be sent (the connection went away) is not worth failing the call.
+        });
+    };
+  }
+  // The caller's trace context rides along, so an imported tool's upstream call continues it.
+  const outcome: Outcome = await withTraceMeta(traceMetaOf(meta), () =>
+    dispatcher.dispatch(toolName, args, options),
+  );
+  if (progressSent !== undefined) await progressSent;
+  if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
+  if (outcome.kind === 'not_found') {
+    // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
+    throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
+      code: -32602,
+      data: outcome.toJsonRpcError().data,
+    });
+  }
+  return toCallToolResult(outcome, { maxLength: maxMessageLength });
 }
 
 type CallSettings = Required<
@@ -334,6 +503,8 @@ function defaultFormat(result: unknown): CallToolResult {
 interface Lookup {
   tools(): McpTool[];
   toolName(wireName: string): string;
+  /** The registry's listing of a tool, for the Tasks decision. */
+  listing(toolName: string): { timeoutMs: number | undefined; task?: true } | undefined;
 }
 
 function toolLookup(caller: string, options: McpToolsOptions): Lookup {
@@ -369,6 +540,7 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
         if (outputSchema !== undefined) tool.outputSchema = outputSchema;
         return tool;
       }),
+    listing: (toolName) => registry.list().find((listing) => listing.name === toolName),
     toolName: (wireName) => {
       for (const [toolName, mapped] of names) if (mapped === wireName) return toolName;
       // A registry name that has a wire name of its own is not reachable under its registry name.

@@ -119,7 +119,7 @@ function setup(options: { pageSize?: number; names?: Map<string, string> } = {})
   return { registry, dispatcher, server, events, seen, running };
 }
 
-async function connected(server: Server): Promise<Client> {
+async function connected(server: Parameters<typeof registerMcpTools>[0]): Promise<Client> {
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   await server.connect(serverTransport);
   const client = new Client({ name: 'test-client', version: '1.0.0' });

@@ -1,0 +1,159 @@
+/**
+ * A Streamable HTTP listener for a server factory on `node:http`: the v2 SDK's
+ * `createMcpHandler` (both revisions, no session state in the process) behind an Origin check.
+ * @module
+ */
+
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import {
+  createMcpHandler,
+  hostHeaderValidationResponse,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  originValidationResponse,
+  type McpHttpHandler,
+  type McpServerFactory,
+} from '@modelcontextprotocol/server';
+import { listenUrl } from './listen-url.js';
+
+/** Options for `listenMcp`. */
+export interface ListenMcpOptions {
+  /** Where to listen: `http://<host>:<port>/<path>`; port 0 takes any free port. */
+  url: string;
+  /**
+   * Hostnames a browser `Origin` may name (no scheme, no port); requests naming another get 403.
+   * Requests without an `Origin` (every non-browser client) pass.
+   * @default the listen host, plus the localhost names when it is a loopback address
+   */
+  allowedOrigins?: readonly string[];
+  /**
+   * Receives failures no request waits for (a response stream that broke).
+   * @default () => {}
+   */
+  onError?: (error: Error) => void;
+}
+
+/** A running listener. */
+export interface McpListener {
+  /** The URL it serves, with the port it got. */
+  readonly url: string;
+  /** Stops taking connections, ends the streams it serves and closes the handler. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `factory` over Streamable HTTP at `url` until `close()`: a fresh server per request, so
+ * any request (a re-issue, a poll) can land on any process behind a load balancer.
+ *
+ * @throws Error naming the address when it cannot be bound (in use, not local).
+ * @example
+ * const listener = await listenMcp(proxy.serverFactory, { url: 'http://127.0.0.1:0/mcp' });
+ * console.error(`listening on ${listener.url}`);
+ */
+export async function listenMcp(factory: McpServerFactory, options: ListenMcpOptions): Promise<McpListener> {
+  const url = listenUrl(options.url);
+  const { onError = () => {} } = options;
+  const loopback = isLoopback(url.hostname);
+  const origins = [
+    ...(options.allowedOrigins ?? [url.hostname, ...(loopback ? localhostAllowedOrigins() : [])]),
+  ];
+  const handler = createMcpHandler(factory, { onerror: onError });
+  const http = createServer((request, response) => {
+    serve(handler, url, origins, loopback, request, response).catch((error: unknown) => {
+      onError(error instanceof Error ? error : new Error(String(error)));
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
+    });
+  });
+  http.listen(Number(url.port), url.hostname.replace(/^\[|\]$/g, ''));
+  try {
+    await once(http, 'listening');
+  } catch (error) {
+    const reason =
+      (error as { code?: unknown }).code === 'EADDRINUSE' ? 'the address is in use' : String(error);
+    throw new Error(`Cannot listen on ${url.href}: ${reason}`, { cause: error });
+  }
+  const bound = new URL(url.href);
+  bound.port = String((http.address() as AddressInfo).port);
+  return {
+    url: bound.href,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+      http.closeAllConnections();
+      await handler.close();
+      await closed;
+    },
+  };
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+async function serve(
+  handler: McpHttpHandler,
+  base: URL,
+  origins: string[],
+  loopback: boolean,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+): Promise<void> {
+  // A client that goes away mid-answer has cancelled: the SDK sees its request's signal abort.
+  const gone = new AbortController();
+  outgoing.once('close', () => {
+    if (!outgoing.writableFinished) gone.abort(new Error('The client closed the stream'));
+  });
+  const request = toRequest(incoming, base, gone.signal);
+  const path = new URL(request.url).pathname;
+  const refused =
+    (path === base.pathname ? undefined : new Response('Not found', { status: 404 })) ??
+    (loopback ? hostHeaderValidationResponse(request, localhostAllowedHostnames()) : undefined) ??
+    originValidationResponse(request, origins);
+  const response = refused ?? (await handler.fetch(request));
+  await send(response, outgoing, gone.signal);
+}
+
+function toRequest(incoming: IncomingMessage, base: URL, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const method = incoming.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  return new Request(new URL(incoming.url ?? '/', base), {
+    method,
+    headers,
+    signal,
+    ...(hasBody ? { body: Readable.toWeb(incoming) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+  } as RequestInit);
+}
+
+async function send(response: Response, outgoing: ServerResponse, gone: AbortSignal): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  outgoing.writeHead(response.status, headers);
+  if (response.body === null) return void outgoing.end();
+  // Each event (an SSE frame) goes out as it comes, not when the whole answer is ready.
+  outgoing.flushHeaders();
+  const reader = response.body.getReader();
+  const stop = () => void reader.cancel().catch(() => {});
+  gone.addEventListener('abort', stop, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || gone.aborted) break;
+      if (!outgoing.write(value)) await once(outgoing, 'drain', { signal: gone });
+    }
+  } catch (error) {
+    if (!gone.aborted) throw error;
+  } finally {
+    gone.removeEventListener('abort', stop);
+    outgoing.end();
+  }
+}

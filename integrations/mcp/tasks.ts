@@ -1,0 +1,202 @@
+/**
+ * MCP Tasks on the serving side (2026-07-28, the `io.modelcontextprotocol/tasks` extension): a
+ * long call answers with a handle stored before it returns, runs on, and is read by `tasks/get`
+ * and stopped by `tasks/cancel`.
+ * @module
+ */
+
+import { createHash } from 'node:crypto';
+import {
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  type CallToolResult,
+} from '@modelcontextprotocol/server';
+import { memoryTaskStore, type McpTaskRecord, type McpTaskStore } from './task-store.js';
+
+/** The extension's identifier, in client and server capabilities. */
+export const tasksExtension = 'io.modelcontextprotocol/tasks';
+
+/** Options for serving Tasks (`tasks` of `createMcpServer` and `createMcpServerFactory`). */
+export interface McpTasksOptions {
+  /**
+   * Where tasks are kept; every process that may receive a poll must share it.
+   * @default memoryTaskStore() (this process only)
+   */
+  store?: McpTaskStore;
+  /**
+   * Tools whose timeout is longer than this answer with a task (tools with `task: true` always).
+   * @default 60_000
+   */
+  thresholdMs?: number;
+  /**
+   * The poll interval the handle asks clients to keep to.
+   * @default 1_000
+   */
+  pollIntervalMs?: number;
+  /**
+   * How long a task is kept after it was created.
+   * @default 3_600_000
+   */
+  ttlMs?: number;
+}
+
+/** What `tasks/get` answers: the task with `resultType: 'complete'`. */
+export type TaskAnswer = McpTaskRecord & { resultType: 'complete' };
+
+/** A `tools/call` answer that is a handle. */
+export type TaskHandle = Omit<McpTaskRecord, 'result' | 'error'> & { resultType: 'task' };
+
+/**
+ * The serving side of Tasks for one set of options: shared by every server a factory makes, so a
+ * poll reaches the same store whichever connection or request it comes on.
+ */
+export class McpTasks {
+  readonly store: McpTaskStore;
+  readonly thresholdMs: number;
+  readonly pollIntervalMs: number;
+  readonly ttlMs: number;
+  // Runs of this process by task id: a cancel that lands here stops the handler at once.
+  readonly #running = new Map<string, AbortController>();
+
+  constructor(options: McpTasksOptions) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('tasks must be an object');
+    const {
+      store = memoryTaskStore(),
+      thresholdMs = 60_000,
+      pollIntervalMs = 1_000,
+      ttlMs = 3_600_000,
+    } = options;
+    for (const [name, value] of [
+      ['thresholdMs', thresholdMs],
+      ['pollIntervalMs', pollIntervalMs],
+      ['ttlMs', ttlMs],
+    ] as const) {
+      if (!Number.isInteger(value) || value <= 0) {
+        throw new TypeError(`tasks.${name} must be a positive integer, got ${String(value)}`);
+      }
+    }
+    if (
+      typeof store !== 'object' ||
+      store === null ||
+      typeof store.create !== 'function' ||
+      typeof store.get !== 'function' ||
+      typeof store.settle !== 'function'
+    ) {
+      throw new TypeError('tasks.store must have create, get and settle methods');
+    }
+    this.store = store;
+    this.thresholdMs = thresholdMs;
+    this.pollIntervalMs = pollIntervalMs;
+    this.ttlMs = ttlMs;
+  }
+
+  /** Whether a call of a tool with these settings, from a client with these capabilities, is a task. */
+  wants(tool: { timeoutMs: number | undefined; task?: true }, capabilities: unknown): boolean {
+    if (!declaresTasks(capabilities)) return false;
+    return tool.task === true || (tool.timeoutMs !== undefined && tool.timeoutMs > this.thresholdMs);
+  }
+
+  /**
+   * Stores the task for `key` and starts `run` once; a key seen before gets its task back and
+   * runs nothing.
+   */
+  async start(
+    wireName: string,
+    key: string,
+    run: (signal: AbortSignal) => Promise<CallToolResult>,
+  ): Promise<TaskHandle> {
+    const now = new Date().toISOString();
+    const fresh: McpTaskRecord = {
+      taskId: taskIdOf(wireName, key),
+      status: 'working',
+      createdAt: now,
+      lastUpdatedAt: now,
+      ttlMs: this.ttlMs,
+      pollIntervalMs: this.pollIntervalMs,
+    };
+    const { created, record: stored } = await this.store.create(fresh);
+    if (created) this.#run(fresh, run);
+    const { result: _result, error: _error, ...task } = stored;
+    return { ...task, resultType: 'task' };
+  }
+
+  /** `tasks/get`: the task, or -32602 for an id this store does not know. */
+  async get(taskId: string, capabilities: unknown): Promise<TaskAnswer> {
+    requireTasks(capabilities, 'tasks/get');
+    const record = await this.store.get(taskId);
+    if (record === undefined) throw new ProtocolError(-32602, `Unknown task: ${taskId}`);
+    return { ...record, resultType: 'complete' };
+  }
+
+  /** `tasks/cancel`: stops the run (here, or on the process whose poll settles it) and acks. */
+  async cancel(taskId: string, capabilities: unknown): Promise<{ resultType: 'complete' }> {
+    requireTasks(capabilities, 'tasks/cancel');
+    const record = await this.store.get(taskId);
+    if (record === undefined) throw new ProtocolError(-32602, `Unknown task: ${taskId}`);
+    if (record.status === 'working') {
+      await this.store.settle(taskId, {
+        ...record,
+        status: 'cancelled',
+        lastUpdatedAt: new Date().toISOString(),
+      });
+      this.#running.get(taskId)?.abort(new Error('The task was cancelled (tasks/cancel)'));
+    }
+    return { resultType: 'complete' };
+  }
+
+  #run(task: McpTaskRecord, run: (signal: AbortSignal) => Promise<CallToolResult>): void {
+    const controller = new AbortController();
+    this.#running.set(task.taskId, controller);
+    const settle = (final: Partial<McpTaskRecord>) =>
+      this.store.settle(task.taskId, { ...task, ...final, lastUpdatedAt: new Date().toISOString() });
+    run(controller.signal)
+      .then(
+        (result) => settle({ status: 'completed', result }),
+        (error: unknown) =>
+          settle({
+            status: 'failed',
+            error: {
+              code:
+                typeof (error as { code?: unknown })?.code === 'number'
+                  ? (error as { code: number }).code
+                  : -32603,
+              message: error instanceof Error ? error.message : String(error),
+            },
+          }),
+      )
+      .catch(() => {
+        // A store that cannot record the end leaves the task working until its ttl; polls say so.
+      })
+      .finally(() => this.#running.delete(task.taskId));
+  }
+}
+
+/**
+ * The task id of a call: bound to its tool and idempotency key, so a re-issue with the key finds
+ * the same task on any process.
+ *
+ * @example
+ * taskIdOf('report.build', 'order-42'); // 'task-3f1c…'
+ */
+export function taskIdOf(wireName: string, key: string): string {
+  return `task-${createHash('sha256').update(`${wireName}\0${key}`).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * Whether a request's client capabilities declare the Tasks extension.
+ *
+ * @example
+ * declaresTasks({ extensions: { 'io.modelcontextprotocol/tasks': {} } }); // true
+ */
+export function declaresTasks(capabilities: unknown): boolean {
+  const extensions = (capabilities as { extensions?: unknown } | undefined)?.extensions;
+  return typeof extensions === 'object' && extensions !== null && tasksExtension in extensions;
+}
+
+function requireTasks(capabilities: unknown, method: string): void {
+  if (declaresTasks(capabilities)) return;
+  throw new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [tasksExtension]: {} } } as never },
+    `${method} needs the ${tasksExtension} client capability`,
+  );
+}
