@@ -45,6 +45,7 @@ export type {
 export {
   createBudget,
   createNameMap,
+  createRedactor,
   harnessStep,
   providerCallOptions,
   systemClock,
@@ -65,6 +66,9 @@ export type {
   NameMap,
   NameMapOptions,
   ProviderCall,
+  RedactPattern,
+  Redactor,
+  RedactorOptions,
   ToolAnswer,
   ToolAnswerOptions,
   ToolMessageOptions,
@@ -72,6 +76,11 @@ export type {
 
 // The onion, the tools and the events.
 export type {
+  ApprovalCall,
+  ApprovalRequirement,
+  ApprovalTicket,
+  ModelCopy,
+  ToolAnnotations,
   AttemptLimits,
   CustomDispatchEvent,
   DeadlineClock,
@@ -117,6 +126,10 @@ export type {
 
 // The layers and the default stack.
 export {
+  approvalGate,
+  memoryApprovalStore,
+  memorySpillStore,
+  outputGuard,
   budgetGuard,
   circuitBreaker,
   concurrencyLimit,
@@ -132,6 +145,16 @@ export {
   toolLookup,
 } from './middleware/index.js';
 export type {
+  ApprovalAction,
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalGateOptions,
+  ApprovalRecord,
+  ApprovalStore,
+  ApprovalVerdict,
+  OutputGuardMiddleware,
+  OutputGuardOptions,
+  SpillStore,
   CircuitBreakerMiddleware,
   CircuitBreakerOptions,
   CircuitSnapshot,

@@ -17,7 +17,24 @@ export type DispatchErrorKind =
   | 'tool_error'
   | 'store_unavailable'
   | 'idempotency_result_unavailable'
+  | 'approval_required'
+  | 'approval_denied'
+  | 'tool_contract'
   | (string & {});
+
+/** What an `approval_required` envelope carries: the token a person approves or denies. */
+export interface ApprovalTicket {
+  /** The token: resume with `dispatch(name, args, { approval: token })`. Never show it to a model. */
+  readonly token: string;
+  /** The tool the token is bound to. */
+  readonly tool: string;
+  /** The call that asked. */
+  readonly callId: string;
+  /** Why approval is needed. */
+  readonly reason: string;
+  /** When the token expires, in milliseconds since the epoch. */
+  readonly expiresAt: number;
+}
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
 export type JsonRpcErrorCode = -32601 | -32602 | -32603;
@@ -56,6 +73,8 @@ export interface DispatchErrorJson {
   jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   retryAfterMs?: number;
+  /** For `approval_required`: the token and what it is bound to. */
+  approval?: ApprovalTicket;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -74,6 +93,8 @@ export interface DispatchErrorOptions {
   jsonrpcCode?: JsonRpcErrorCode;
   /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
   retryAfterMs?: number;
+  /** For `approval_required`: the token a person approves or denies. */
+  approval?: ApprovalTicket;
 }
 
 const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
@@ -113,6 +134,8 @@ export class DispatchError extends Error {
   readonly jsonrpcCode: JsonRpcErrorCode;
   /** When set, how long to wait before trying again, in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /** For `approval_required`: the token a person approves or denies (never in `message`). */
+  readonly approval?: ApprovalTicket;
 
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
@@ -142,6 +165,7 @@ export class DispatchError extends Error {
     this.attempts = attempts;
     this.jsonrpcCode = jsonrpcCode;
     this.retryAfterMs = retryAfterMs;
+    if (options.approval !== undefined) this.approval = options.approval;
   }
 
   /**
@@ -166,6 +190,7 @@ export class DispatchError extends Error {
       jsonrpcCode: this.jsonrpcCode,
     };
     if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
+    if (this.approval !== undefined) json.approval = this.approval;
     return json;
   }
 }

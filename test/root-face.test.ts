@@ -23,6 +23,7 @@ const rootNames = [
   // The helpers a harness loop and a host integration use.
   'createBudget',
   'createNameMap',
+  'createRedactor',
   'harnessStep',
   'providerCallOptions',
   'systemClock',
@@ -31,6 +32,10 @@ const rootNames = [
   'toolAnswer',
   'toToolMessage',
   // The layers and the default stack.
+  'approvalGate',
+  'memoryApprovalStore',
+  'memorySpillStore',
+  'outputGuard',
   'budgetGuard',
   'circuitBreaker',
   'concurrencyLimit',

@@ -13,10 +13,8 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== 'object' || options === null) {
     return `options must be an object, got ${options === null ? 'null' : typeof options}`;
   }
-  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress } = options as Record<
-    string,
-    unknown
-  >;
+  const { timeoutMs, idempotencyKey, budget, signal, callId, displayName, onProgress, approval } =
+    options as Record<string, unknown>;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
   }
@@ -42,6 +40,21 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   }
   if (onProgress !== undefined && typeof onProgress !== 'function') {
     return 'onProgress must be a function';
+  }
+  if (approval !== undefined) return approvalProblem(approval);
+  return undefined;
+}
+
+function approvalProblem(approval: unknown): string | undefined {
+  if (typeof approval === 'string') {
+    return approval.length > 0 && approval.length <= 256 ? undefined : 'approval must be a token string';
+  }
+  const approvedBy =
+    typeof approval === 'object' && approval !== null
+      ? (approval as { approvedBy?: unknown }).approvedBy
+      : undefined;
+  if (typeof approvedBy !== 'string' || approvedBy.length === 0) {
+    return 'approval must be a token string or { approvedBy: string }';
   }
   return undefined;
 }
