@@ -15,6 +15,6 @@ export type {
 } from './server.js';
 export { importMcpTools, registryNameOf } from './client.js';
 export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } from './client.js';
-export { errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+export { approvalMetaKey, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 export { createMcpProxy } from './proxy.js';
 export type { McpProxy, McpProxyConfig, McpProxyOptions, McpProxyToolConfig, McpUpstream } from './proxy.js';

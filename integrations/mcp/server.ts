@@ -19,9 +19,10 @@ import {
   type DispatchOptions,
   type DispatchSuccess,
   type Outcome,
+  type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
-import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import { approvalMetaKey, envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
 
 /** What MCP lets a tool say about itself beyond the registry's fields; all optional hints. */
@@ -155,6 +156,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
   }
   requireObject('registerMcpTools', options);
   const lookup = toolLookup('registerMcpTools', options);
+  const { registry } = options;
   const { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions } = callSettings(options);
   if (server.transport !== undefined) {
     throw new TypeError(
@@ -184,6 +186,14 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
       );
       return toCallToolResult(refusal, { maxLength: maxMessageLength });
     }
+    const approval = meta?.[approvalMetaKey];
+    if (approval !== undefined && (typeof approval !== 'string' || approval === '')) {
+      const refusal = new DispatchError(
+        'schema',
+        `_meta["${approvalMetaKey}"] must be the approval token, a string`,
+      );
+      return toCallToolResult(refusal, { maxLength: maxMessageLength });
+    }
     const progressToken = meta?.progressToken;
     // Progress notes go out in order, and all before the response: the client forgets the
     // token once it has the result, and a note after that is an error on its side.
@@ -201,6 +211,7 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     options.signal = extra.signal;
     options.displayName = wireName;
     if (key !== undefined) options.idempotencyKey = key;
+    if (approval !== undefined) options.approval = approval;
     if (progressToken !== undefined) {
       options.onProgress = ({ progress, total, message }) => {
         const params = {
@@ -218,6 +229,9 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     }
     const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
     if (progressSent !== undefined) await progressSent;
+    if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
+      return cutResult(outcome, declaresOutput(registry, toolName));
+    }
     if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
     if (outcome.kind === 'not_found') {
       // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
@@ -313,12 +327,36 @@ export function toCallToolResult(outcome: Outcome, options: CallToolResultOption
     throw new TypeError('toCallToolResult() options must be an object');
   }
   const { maxLength = 2000 } = options;
-  if (outcome.ok) return defaultFormat(outcome.result);
+  if (outcome.ok)
+    return outcome.modelCopy === undefined ? defaultFormat(outcome.result) : cutResult(outcome, false);
+  const meta: Record<string, unknown> = { [errorMetaKey]: envelopeOf(outcome) };
+  // The token travels beside the text, never in it: the model must not approve its own call.
+  const { approval } = outcome;
+  if (approval !== undefined) {
+    meta[approvalMetaKey] = { token: approval.token, reason: approval.reason, expiresAt: approval.expiresAt };
+  }
   return {
     content: [{ type: 'text', text: toToolMessage(outcome, { maxLength }) }],
     isError: true,
-    _meta: { [errorMetaKey]: envelopeOf(outcome) },
+    _meta: meta,
   };
+}
+
+// A success the output guard cut: the model copy as the text; the whole value as structured
+// content only when the tool declares an output schema (a client then requires it).
+function cutResult(outcome: DispatchSuccess, structured: boolean): CallToolResult {
+  const text = outcome.modelCopy?.text ?? '';
+  if (!structured || !isPlainObject(outcome.result)) return { content: [{ type: 'text', text }] };
+  const whole = toToolMessage({ ok: true, result: outcome.result, attempts: 1 }, { maxLength: Infinity });
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: JSON.parse(whole) as Record<string, unknown>,
+  };
+}
+
+function declaresOutput(registry: Pick<ToolRegistry, 'list'>, toolName: string): boolean {
+  const { get } = registry as Partial<Pick<ToolRegistry, 'get'>>;
+  return typeof get === 'function' && get.call(registry, toolName)?.outputSchema !== undefined;
 }
 
 function defaultFormat(result: unknown): CallToolResult {
@@ -355,9 +393,16 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
   return {
     tools: () =>
       registry.list().map((listing) => {
-        const { title, outputSchema, annotations: given, ...hinted } = hintsFor(listing.name) ?? {};
+        const {
+          title,
+          outputSchema = listedOutput(listing),
+          annotations: given,
+          ...hinted
+        } = hintsFor(listing.name) ?? {};
         const annotations =
-          given === undefined ? { ...hinted, idempotentHint: listing.idempotent } : { ...given, ...hinted };
+          given === undefined
+            ? { idempotentHint: listing.idempotent, ...listing.annotations, ...hinted }
+            : { ...given, ...hinted };
         const tool: McpTool = {
           name: names.get(listing.name) ?? listing.name,
           description: listing.description,
@@ -375,6 +420,12 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
       return names.has(wireName) ? `\0${wireName}` : wireName;
     },
   };
+}
+
+// A registered output schema is served when it describes an object, as MCP requires.
+function listedOutput(listing: ToolListing): McpTool['outputSchema'] {
+  const schema = listing.outputSchema;
+  return schema?.type === 'object' ? (schema as McpTool['outputSchema']) : undefined;
 }
 
 function offsetOf(cursor: string | undefined): number {
