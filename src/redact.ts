@@ -37,21 +37,26 @@ export interface Redactor {
   redactValue<Value>(value: Value): Value;
 }
 
-// Token patterns start only where a token starts (not inside a longer run of token characters),
-// so each run of such characters is scanned from one place: redaction stays linear in the text.
-const tokenStart = '(?<![A-Za-z0-9_-])';
+// Each pattern starts with a literal, so the engine skips ahead to where one may match; a token
+// pattern then looks behind its literal and matches only where a token starts (not inside a
+// longer run of token characters), so each run is scanned from one place: linear in the text.
+const token = '[A-Za-z0-9_-]';
+const startsToken = (literal: string) => `${literal}(?<!${token}${literal})`;
 
 const builtinPatterns: readonly (readonly [name: string, source: string])[] = [
   [
     'private_key',
     '-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[A-Za-z0-9+/=\\s]*(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?',
   ],
-  ['jwt', `${tokenStart}eyJ[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]*`],
-  ['api_key', `${tokenStart}sk-[A-Za-z0-9_-]{20,}`],
-  ['aws_key', '(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])'],
-  ['github_token', `${tokenStart}(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`],
-  ['slack_token', `${tokenStart}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`],
-  ['bearer', '(?<=\\b[Bb]earer\\s{1,8})[A-Za-z0-9._~+/-]{8,}=*'],
+  ['jwt', `${startsToken('eyJ')}${token}+\\.${token}+\\.${token}*`],
+  ['api_key', `${startsToken('sk-')}${token}{20,}`],
+  ['aws_key', '(?:AKIA|ASIA)(?<![A-Za-z0-9](?:AKIA|ASIA))[A-Z0-9]{16}(?![A-Za-z0-9])'],
+  [
+    'github_token',
+    `(?:${startsToken('gh[pousr]_')}[A-Za-z0-9]{36,}|${startsToken('github_pat_')}[A-Za-z0-9_]{22,})`,
+  ],
+  ['slack_token', `${startsToken('(?:xox[abposr]|xapp)-')}[A-Za-z0-9-]{10,}`],
+  ['bearer', '(?<bearer_word>[Bb]earer\\s{1,8})[A-Za-z0-9._~+/-]{8,}=*'],
 ];
 
 // One pass for every built-in: the named group that matched names the replacement.
@@ -62,6 +67,8 @@ const builtinRegex = new RegExp(
 
 function replaceBuiltin(match: string, ...rest: unknown[]): string {
   const groups = rest[rest.length - 1] as Record<string, string | undefined>;
+  // `Bearer ` stays: what follows it is the secret.
+  if (groups.bearer !== undefined) return `${groups.bearer_word ?? ''}[REDACTED:bearer]`;
   for (const [name] of builtinPatterns) if (groups[name] !== undefined) return `[REDACTED:${name}]`;
   return match;
 }

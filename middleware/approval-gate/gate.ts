@@ -47,7 +47,10 @@ type Sourced = ApprovalVerdict & { readonly source: string };
 type Checked = DispatchError | undefined;
 type MaybeChecked = Checked | Promise<Checked>;
 
-const allowedBy = (source: string): Sourced => Object.freeze({ action: 'allow', source });
+// Frozen, and shaped as the `approval.decision` event's details, so that letting a call through
+// builds nothing.
+const allowedBy = (source: string): Sourced & { enforced: true } =>
+  Object.freeze({ action: 'allow', source, enforced: true });
 const allowOverride = allowedBy('override');
 const allowTool = allowedBy('tool');
 const allowAnnotations = allowedBy('annotations');
@@ -59,7 +62,7 @@ export class ApprovalLoop {
 
   /** The verdict of the rules for `call`, a promise only when a rule answers with one. */
   verdict(call: ApprovalCall): Sourced | Promise<Sourced> {
-    const byDefault = this.byDefault(call);
+    const byDefault = this.byDefault(call.tool, () => call);
     const { decide } = this.policy;
     if (decide === undefined) return byDefault;
     if (isThenable(byDefault)) return Promise.resolve(byDefault).then((given) => this.decided(call, given));
@@ -71,26 +74,34 @@ export class ApprovalLoop {
     const { tool } = ctx;
     if (tool === undefined)
       return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
-    const call: ApprovalCall = {
-      tool,
-      args: ctx.args,
-      callId: ctx.callId,
-      idempotencyKey: ctx.options.idempotencyKey,
-    };
-    const verdict = this.verdict(call);
-    if (!isThenable(verdict)) return this.enforce(ctx, call, verdict);
-    return Promise.resolve(verdict).then((given) => this.enforce(ctx, call, given));
+    let call: ApprovalCall | undefined;
+    const callOf = (): ApprovalCall =>
+      (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
+    // A tool its own rules let through costs a lookup or two and builds nothing.
+    const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
+    if (
+      quick !== undefined &&
+      !isThenable(quick) &&
+      quick.action === 'allow' &&
+      this.policy.mode === 'enforce'
+    ) {
+      if ('enforced' in quick) ctx.emit('approval.decision', quick as Sourced & { enforced: true });
+      else emitDecision(ctx, quick, true);
+      return undefined;
+    }
+    const verdict = quick ?? this.verdict(callOf());
+    if (!isThenable(verdict)) return this.enforce(ctx, callOf(), verdict);
+    return Promise.resolve(verdict).then((given) => this.enforce(ctx, callOf(), given));
   }
 
-  private byDefault(call: ApprovalCall): Sourced | Promise<Sourced> {
-    const { tool } = call;
+  private byDefault(tool: Tool, callOf: () => ApprovalCall): Sourced | Promise<Sourced> {
     const override = this.policy.overrides.get(tool.name);
     if (override !== undefined)
       return override ? required('override', 'it is listed as needing approval') : allowOverride;
     const rule = tool.requiresApproval;
     if (rule === false) return allowTool;
     if (rule === true) return required('tool', 'the tool always needs approval');
-    if (typeof rule === 'function') return ruleVerdict(rule, call);
+    if (typeof rule === 'function') return ruleVerdict(rule, callOf());
     const hints = tool.annotations;
     if (hints !== undefined) {
       if (hints.readOnlyHint === true || hints.destructiveHint === false) return allowAnnotations;
@@ -221,9 +232,21 @@ export class ApprovalLoop {
   }
 }
 
+// Random bytes are drawn in blocks, as crypto.randomUUID does: one draw per call costs more than
+// the rest of a paused call.
+const tokenBytes = 18;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
 /** A fresh token: 144 random bits, URL-safe. */
 export function newToken(): string {
-  return randomBytes(18).toString('base64url');
+  if (poolOffset + tokenBytes > pool.length) {
+    pool = randomBytes(tokenBytes * 128);
+    poolOffset = 0;
+  }
+  const token = pool.toString('base64url', poolOffset, poolOffset + tokenBytes);
+  poolOffset += tokenBytes;
+  return token;
 }
 
 /** The fingerprint a token is bound to: the tool and its validated args, as base64url. */

@@ -131,7 +131,8 @@ export function cutCopy(text: string, maxChars: number, handle: string | undefin
   const head = sliceWhole(text, 0, headChars);
   const tail = sliceWhole(text, originalChars - (room - headChars), originalChars);
   const copy: { text: string; truncated: boolean; originalChars: number; handle?: string } = {
-    text: head + notice + tail,
+    // Joined into a flat string, so the copy holds none of the whole text it was cut from.
+    text: [head, notice, tail].join(''),
     truncated: true,
     originalChars,
   };
