@@ -38,3 +38,4 @@ export {
 export { redisSlotStore, type RedisSlotStoreOptions } from './slot-store.js';
 export { redisCircuitStore, type RedisCircuitStoreOptions } from './circuit-store.js';
 export { redisBudget, type RedisBudgetOptions } from './budget.js';
+export { redisApprovalStore, type RedisApprovalStoreOptions } from './approval-store.js';
