@@ -17,6 +17,7 @@ import {
   toToolMessage,
   type Dispatcher,
   type DispatchOptions,
+  type ApprovalGate,
   type DispatchSuccess,
   type Outcome,
   type ToolListing,
@@ -90,6 +91,14 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    * @default {}
    */
   dispatchOptions?: Pick<DispatchOptions, 'budget' | 'timeoutMs'>;
+  /**
+   * The stack's `approvalGate()`: a call it pauses is put to the user by elicitation (one
+   * boolean `approve`) when the client supports it, and runs once approved; a decline is
+   * `approval_denied`. Without elicitation the call is answered `isError` with the token in
+   * `_meta["tool-dispatcher/approval"]`.
+   * @default undefined (paused calls are answered `isError`)
+   */
+  approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
 }
 
 /** Options for `createMcpServer`. */
@@ -156,7 +165,13 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
   }
   requireObject('registerMcpTools', options);
   const lookup = toolLookup('registerMcpTools', options);
-  const { registry } = options;
+  const { registry, approvals } = options;
+  if (
+    approvals !== undefined &&
+    (typeof approvals?.approve !== 'function' || typeof approvals.deny !== 'function')
+  ) {
+    throw new TypeError('registerMcpTools() approvals must be an approvalGate()');
+  }
   const { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions } = callSettings(options);
   if (server.transport !== undefined) {
     throw new TypeError(
@@ -227,7 +242,16 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
           });
       };
     }
-    const outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
+    let outcome: Outcome = await dispatcher.dispatch(toolName, args, options);
+    const paused = outcome.ok ? undefined : outcome.approval;
+    if (
+      paused !== undefined &&
+      approvals !== undefined &&
+      server.getClientCapabilities()?.elicitation !== undefined
+    ) {
+      await askTheUser(server, approvals, wireName, paused, extra.signal);
+      outcome = await dispatcher.dispatch(toolName, args, { ...options, approval: paused.token });
+    }
     if (progressSent !== undefined) await progressSent;
     if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
       return cutResult(outcome, declaresOutput(registry, toolName));
@@ -242,6 +266,38 @@ export function registerMcpTools(server: Server, options: RegisterMcpToolsOption
     }
     return toCallToolResult(outcome, { maxLength: maxMessageLength });
   });
+}
+
+// Puts a paused call to the user: an accepted `approve: true` approves its token, anything else
+// (a decline, a cancel, an answer that cannot be had) denies it, so the call stays refused.
+async function askTheUser(
+  server: Server,
+  approvals: Pick<ApprovalGate, 'approve' | 'deny'>,
+  wireName: string,
+  ticket: { token: string; reason: string },
+  signal: AbortSignal,
+): Promise<void> {
+  let approved = false;
+  try {
+    const answer = await server.elicitInput(
+      {
+        message: `Allow "${wireName}" to run? It needs approval: ${ticket.reason}.`,
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            approve: { type: 'boolean', title: 'Approve', description: `Run "${wireName}" now` },
+          },
+          required: ['approve'],
+        },
+      },
+      { signal },
+    );
+    approved = answer.action === 'accept' && answer.content?.['approve'] === true;
+  } catch {
+    approved = false;
+  }
+  if (approved) await approvals.approve(ticket.token, { by: 'mcp-client' });
+  else await approvals.deny(ticket.token, 'the user declined it');
 }
 
 type CallSettings = Required<

@@ -3,6 +3,7 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -21,16 +22,24 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((closable) => closable.close().catch(() => {})));
 });
 
-async function connected(server: Server): Promise<Client> {
+async function connected(
+  server: Server,
+  elicit?: (message: string) => { action: 'accept' | 'decline'; content?: Record<string, boolean> },
+): Promise<Client> {
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   await server.connect(serverTransport);
-  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  const client = new Client(
+    { name: 'test-client', version: '1.0.0' },
+    elicit === undefined ? {} : { capabilities: { elicitation: {} } },
+  );
+  if (elicit !== undefined)
+    client.setRequestHandler(ElicitRequestSchema, async (request) => elicit(request.params.message));
   await client.connect(clientTransport);
   opened.push(client, server);
   return client;
 }
 
-function setup() {
+function setup(withApprovals = false) {
   let refunds = 0;
   const registry = new ToolRegistry()
     .register({
@@ -57,7 +66,12 @@ function setup() {
       output: outputGuard({ maxChars: 1_000, spill: memorySpillStore() }),
     }),
   );
-  const server = createMcpServer({ registry, dispatcher, info: { name: 'policy', version: '1.0.0' } });
+  const server = createMcpServer({
+    registry,
+    dispatcher,
+    info: { name: 'policy', version: '1.0.0' },
+    ...(withApprovals ? { approvals: gate } : {}),
+  });
   return { gate, server, refunds: () => refunds };
 }
 
@@ -92,5 +106,29 @@ describe('createMcpServer with the policy layers', () => {
     expect(resumed.isError).toBeFalsy();
     expect(resumed.structuredContent).toEqual({ refunded: 5 });
     expect(refunds()).toBe(1);
+  });
+
+  it('asks a client that can elicit, and runs the call once the user approves', async () => {
+    const { server, refunds } = setup(true);
+    const asked: string[] = [];
+    const client = await connected(server, (message) => {
+      asked.push(message);
+      return { action: 'accept', content: { approve: true } };
+    });
+    const result = await client.callTool({ name: 'payments.refund', arguments: { amount: 5 } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ refunded: 5 });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('payments.refund');
+    expect(refunds()).toBe(1);
+  });
+
+  it('answers approval_denied when the user declines', async () => {
+    const { server, refunds } = setup(true);
+    const client = await connected(server, () => ({ action: 'decline' }));
+    const result = await client.callTool({ name: 'payments.refund', arguments: { amount: 5 } });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('approval_denied');
+    expect(refunds()).toBe(0);
   });
 });
