@@ -20,6 +20,7 @@ import {
   ToolError,
   TransientError,
   createNameMap,
+  type ToolAnnotations,
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
@@ -34,6 +35,8 @@ export interface ImportedToolSettings {
   timeoutMs?: number;
   /** Whether running it twice is harmless (unlocks retry after a timeout). */
   idempotent?: boolean;
+  /** Whether a call needs approval (read by `approvalGate`); beats the tool's annotations. */
+  requiresApproval?: boolean;
 }
 
 /** Options for `importMcpTools`. */
@@ -423,6 +426,9 @@ class Importer {
       inputSchema: this.#schemaOf(local, tool),
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
+      // The server's hints, for an approval gate (which overrides beat: hints may be wrong).
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
+      ...(configured.requiresApproval === undefined ? {} : { requiresApproval: configured.requiresApproval }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
         this.#call(tool.name, idempotent, args, ctx),
     };

@@ -24,6 +24,8 @@ Options (each wins over the same setting in --config):
   --concurrency <n>                  upstream calls at once (default 8)
   --breaker-failure-threshold <n>    failures that open a tool's circuit (default 5)
   --breaker-cooldown-ms <n>          how long it stays open (default 30000)
+  --require-approval <mode>          destructive | all | none: which calls the user approves first
+                                     (by elicitation; else the call is refused) (default none)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
   -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
@@ -64,6 +66,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       concurrency: { type: 'string' },
       'breaker-failure-threshold': { type: 'string' },
       'breaker-cooldown-ms': { type: 'string' },
+      'require-approval': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
@@ -88,10 +91,14 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   if (values['breaker-cooldown-ms'] !== undefined) {
     breaker.cooldownMs = numberFlag('breaker-cooldown-ms', values['breaker-cooldown-ms']);
   }
+  const requireApproval = values['require-approval'] ?? file.requireApproval;
   const config: McpProxyConfig = {
     ...file,
     defaults,
     breaker,
+    ...(requireApproval === undefined
+      ? {}
+      : { requireApproval: requireApproval as 'destructive' | 'all' | 'none' }),
     ...(values.concurrency === undefined
       ? {}
       : { concurrency: numberFlag('concurrency', values.concurrency) }),

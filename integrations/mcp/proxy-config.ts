@@ -12,6 +12,8 @@ export interface McpProxyToolConfig {
   maxAttempts?: number;
   /** Whether running it twice is harmless: timeouts are then retried too. */
   idempotent?: boolean;
+  /** Whether a call needs approval; beats the upstream's annotations (`--require-approval`). */
+  requiresApproval?: boolean;
 }
 
 /** The proxy's settings, as the `--config` file holds them. */
@@ -24,6 +26,12 @@ export interface McpProxyConfig {
   concurrency?: number;
   /** The circuit breaker in front of each tool. */
   breaker?: { failureThreshold?: number; cooldownMs?: number };
+  /**
+   * Which calls wait for the user's approval: `destructive` (by the upstream's annotations, a
+   * tool without any included), `all`, or `none`. A tool's `requiresApproval` beats it.
+   * @default 'none'
+   */
+  requireApproval?: 'destructive' | 'all' | 'none';
 }
 
 /** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
@@ -31,7 +39,7 @@ export type McpUpstream =
   | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
   | { url: string };
 
-const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent']);
+const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent', 'requiresApproval']);
 
 /**
  * Throws a TypeError naming the first bad setting of a proxy config (unknown keys included).
@@ -50,9 +58,16 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
     const settings = object(value, where);
     for (const key of Object.keys(settings)) {
       if (!toolKeys.has(key))
-        throw new TypeError(`${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent)`);
+        throw new TypeError(
+          `${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent, requiresApproval)`,
+        );
     }
-    const { timeoutMs, maxAttempts, idempotent } = settings;
+    const { timeoutMs, maxAttempts, idempotent, requiresApproval } = settings;
+    if (requiresApproval !== undefined && typeof requiresApproval !== 'boolean') {
+      throw new TypeError(
+        `${where}.requiresApproval must be a boolean, got ${JSON.stringify(requiresApproval)}`,
+      );
+    }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
       throw new TypeError(`${where}.timeoutMs must be a number > 0, got ${JSON.stringify(timeoutMs)}`);
     }
@@ -65,9 +80,17 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   };
   const root = object(config, 'config');
   for (const key of Object.keys(root)) {
-    if (!['defaults', 'tools', 'concurrency', 'breaker'].includes(key)) {
-      throw new TypeError(`config.${key} is not a setting (use defaults, tools, concurrency, breaker)`);
+    if (!['defaults', 'tools', 'concurrency', 'breaker', 'requireApproval'].includes(key)) {
+      throw new TypeError(
+        `config.${key} is not a setting (use defaults, tools, concurrency, breaker, requireApproval)`,
+      );
     }
+  }
+  const { requireApproval } = root;
+  if (requireApproval !== undefined && !['destructive', 'all', 'none'].includes(requireApproval as string)) {
+    throw new TypeError(
+      `config.requireApproval must be destructive, all or none, got ${JSON.stringify(requireApproval)}`,
+    );
   }
   if (root['defaults'] !== undefined) tool(root['defaults'], 'config.defaults');
   if (root['tools'] !== undefined) {

@@ -13,7 +13,9 @@ import {
   ToolRegistry,
   circuitBreaker,
   createDispatcher,
+  approvalGate,
   defaultStack,
+  type ApprovalGate,
   isRetryable,
   logging,
   type Dispatcher,
@@ -152,7 +154,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     );
   }
   const names = imported.names;
-  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, (toolName) =>
+  const approvals = proxyGate(registry, config.requireApproval ?? 'none');
+  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, approvals, (toolName) =>
     settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
   );
 
@@ -170,6 +173,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
+    ...(approvals === undefined ? {} : { approvals }),
   });
   server = served;
   logger.info({
@@ -217,10 +221,11 @@ function importUpstream(
     // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
     rename: localNameOf,
     configure: (tool) => {
-      const { timeoutMs, idempotent } = settingsOf(tool.name);
+      const { timeoutMs, idempotent, requiresApproval } = settingsOf(tool.name);
       return {
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
         ...(idempotent === undefined ? {} : { idempotent }),
+        ...(requiresApproval === undefined ? {} : { requiresApproval }),
       };
     },
     onError: (error) => logger.error({ event: 'upstream.refresh_failed', message: messageOf(error) }),
@@ -305,6 +310,7 @@ function proxyDispatcher(
   config: McpProxyConfig,
   logger: LineLogger,
   logLevel: LogLevel | 'silent',
+  approval: ApprovalGate | undefined,
   settingsOf: (toolName: string | undefined) => McpProxyToolConfig,
 ): Dispatcher {
   const mostAttempts = Math.max(
@@ -322,6 +328,7 @@ function proxyDispatcher(
   const stack = defaultStack({
     registry,
     breaker,
+    ...(approval === undefined ? {} : { approval }),
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
     retry: {
       maxAttempts: mostAttempts,
@@ -332,6 +339,20 @@ function proxyDispatcher(
   const layers: Middleware[] =
     logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
   return createDispatcher(layers);
+}
+
+// The gate of --require-approval: by the upstream's annotations (a tool without any is gated), or
+// every call; a tool's own requiresApproval, from the config, beats both.
+function proxyGate(registry: ToolRegistry, mode: 'destructive' | 'all' | 'none'): ApprovalGate | undefined {
+  if (mode === 'none') return undefined;
+  if (mode === 'destructive') return approvalGate({ registry });
+  return approvalGate({
+    registry,
+    decide: (call, byDefault) =>
+      call.tool.requiresApproval === false
+        ? byDefault
+        : { action: 'require', reason: 'the proxy gates every call' },
+  });
 }
 
 /**
