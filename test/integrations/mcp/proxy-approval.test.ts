@@ -58,7 +58,7 @@ describe('mcp-proxy --require-approval', () => {
     const charge = await client.callTool({ name: 'chargeOnce', arguments: { amount: 5 } });
     expect(charge.isError).toBe(true);
     expect(JSON.stringify(charge.content)).toContain('approval_required');
-    const token = (charge._meta?.[approvalMetaKey] as { token: string }).token;
+    const token = (charge._meta?.[approvalMetaKey] as { token: string } | undefined)?.token ?? 'missing';
     expect(JSON.stringify(charge.content)).not.toContain(token);
     // Nobody can approve inside the proxy: resuming with the token is refused again.
     const again = await client.callTool({
