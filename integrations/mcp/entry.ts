@@ -14,6 +14,7 @@ export const {
   toCallToolResult,
   importMcpTools,
   registryNameOf,
+  approvalMetaKey,
   errorMetaKey,
   idempotencyKeyMetaKey,
   createMcpProxy,
