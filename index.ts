@@ -51,6 +51,7 @@ export type { HeadersLike, RetryAfterOptions } from './src/index.js';
 export {
   createBudget,
   createNameMap,
+  createRedactor,
   harnessStep,
   providerCallOptions,
   systemClock,
@@ -71,6 +72,9 @@ export type {
   NameMap,
   NameMapOptions,
   ProviderCall,
+  RedactPattern,
+  Redactor,
+  RedactorOptions,
   ToolAnswer,
   ToolAnswerOptions,
   ToolMessageOptions,
@@ -78,6 +82,11 @@ export type {
 
 // The onion, the tools and the events.
 export type {
+  ApprovalCall,
+  ApprovalRequirement,
+  ApprovalTicket,
+  ModelCopy,
+  ToolAnnotations,
   AttemptLimits,
   CustomDispatchEvent,
   DeadlineClock,
@@ -131,6 +140,10 @@ export type {
 
 // The layers and the default stack.
 export {
+  approvalGate,
+  memoryApprovalStore,
+  memorySpillStore,
+  outputGuard,
   budgetGuard,
   circuitBreaker,
   concurrencyLimit,
@@ -148,6 +161,16 @@ export {
   windowedBudget,
 } from './middleware/index.js';
 export type {
+  ApprovalAction,
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalGateOptions,
+  ApprovalRecord,
+  ApprovalStore,
+  ApprovalVerdict,
+  OutputGuardMiddleware,
+  OutputGuardOptions,
+  SpillStore,
   CircuitBreakerMiddleware,
   CircuitBreakerOptions,
   CircuitSnapshot,

@@ -52,4 +52,26 @@ export { memoryRateStore } from './rate-limit/memory-store.js';
 export type { MemoryRateStoreOptions } from './rate-limit/memory-store.js';
 export { memoryWindowStore } from './windowed-budget/memory-store.js';
 export type { MemoryWindowStoreOptions } from './windowed-budget/memory-store.js';
+export { approvalGate } from './approval-gate/index.js';
+export type {
+  ApprovalAction,
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalGateOptions,
+  ApprovalVerdict,
+  EvaluateOptions,
+} from './approval-gate/index.js';
+export { memoryApprovalStore } from './approval-gate/memory-store.js';
+export type { MemoryApprovalStoreOptions } from './approval-gate/memory-store.js';
+export type {
+  ApprovalAnswer,
+  ApprovalRecord,
+  ApprovalRequest,
+  ApprovalStatus,
+  ApprovalStore,
+} from './approval-gate/store.js';
+export { outputGuard } from './output-guard/index.js';
+export type { OutputGuardMiddleware, OutputGuardOptions } from './output-guard/index.js';
+export { memorySpillStore } from './output-guard/spill-store.js';
+export type { MemorySpillStoreOptions, SpillStore } from './output-guard/spill-store.js';
 export * from './kit.js';

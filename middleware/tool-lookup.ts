@@ -7,10 +7,13 @@ import { DispatchError } from '../src/errors.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { ToolRegistry } from '../src/registry.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
+import { checkContract } from './output-contract.js';
 
 /**
  * Finds `ctx.toolName` in `registry` and sets `ctx.tool`; an unknown name (including names that
  * live on `Object.prototype`, such as `"constructor"`) fails with `not_found` and 0 attempts.
+ * A tool that declares an `outputSchema` is held to it: a success that breaks it fails with
+ * `tool_contract` (outside the idempotency layer, so a keyed call is not run again).
  *
  * @param registry - Where tools are looked up, on every call (tools may be added later).
  * @throws TypeError when `registry` has no `get` method.
@@ -42,7 +45,13 @@ export function createToolLookup(registry: Pick<ToolRegistry, 'get'>): {
   };
   const layer = trusted(function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
     const problem = lookup(ctx);
-    return problem === undefined ? next() : Promise.reject(problem);
+    if (problem !== undefined) return Promise.reject(problem);
+    if (ctx.tool?.outputSchema === undefined) return next();
+    return next()
+      .then(() => checkContract(ctx))
+      .then((broken) => {
+        if (broken !== undefined) throw broken;
+      });
   });
   return { layer, lookup };
 }

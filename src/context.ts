@@ -9,6 +9,7 @@ import { isDispatchError } from './errors.js';
 import { noop } from './internal/abort.js';
 import { Limit } from './internal/limits.js';
 import { isThenable } from './internal/thenable.js';
+import type { Redactor } from './redact.js';
 import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
 
 /** What the dispatcher knows of a call when it starts it. */
@@ -25,6 +26,8 @@ export interface CallContextOptions {
   signal: AbortSignal;
   startedAt: number;
   onEvent: EventListener | undefined;
+  /** The dispatcher's redactor, if it has one. */
+  redactor?: Redactor | undefined;
 }
 
 /** The `DispatchContext` the dispatcher makes for each call. */
@@ -52,6 +55,7 @@ export class CallContext {
   private stateBag: Record<string, unknown> | undefined;
   private listeners: EventListener[] | undefined;
   private givenCallId: string | undefined;
+  readonly redactor: Redactor | undefined;
 
   constructor(call: CallContextOptions) {
     this.serial = call.serial;
@@ -71,6 +75,7 @@ export class CallContext {
     this.stateBag = undefined;
     this.listeners = undefined;
     this.givenCallId = call.callId;
+    this.redactor = call.redactor;
   }
 
   // Built on first read: most calls never need their generated id as a string.
@@ -145,7 +150,9 @@ export class CallContext {
     if (this.onEvent === undefined && this.listeners === undefined) return;
     // The event's own fields come first, the details after them, and the own fields are written
     // back, so a detail can never pass for one of them.
-    const { toolName: tool, callId, attempt } = this;
+    const { toolName: tool, callId, attempt, redactor } = this;
+    // Every event passes the redactor, whoever emits it: no sink sees a secret a detail held.
+    if (details !== undefined && redactor !== undefined) details = redactor.redactValue(details);
     const event = { type, tool, callId, attempt, ...details } as Record<string, unknown>;
     if (details !== undefined) {
       event['type'] = type;

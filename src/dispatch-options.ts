@@ -23,6 +23,7 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
     displayName,
     onProgress,
     tenant,
+    approval,
   } = options as Record<string, unknown>;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
@@ -55,6 +56,21 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   }
   if (idempotencyTtlMs !== undefined && (typeof idempotencyTtlMs !== 'number' || !(idempotencyTtlMs > 0))) {
     return `idempotencyTtlMs must be a number > 0 (or Infinity), got ${String(idempotencyTtlMs)}`;
+  }
+  if (approval !== undefined) return approvalProblem(approval);
+  return undefined;
+}
+
+function approvalProblem(approval: unknown): string | undefined {
+  if (typeof approval === 'string') {
+    return approval.length > 0 && approval.length <= 256 ? undefined : 'approval must be a token string';
+  }
+  const approvedBy =
+    typeof approval === 'object' && approval !== null
+      ? (approval as { approvedBy?: unknown }).approvedBy
+      : undefined;
+  if (typeof approvedBy !== 'string' || approvedBy.length === 0) {
+    return 'approval must be a token string or { approvedBy: string }';
   }
   return undefined;
 }

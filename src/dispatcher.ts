@@ -13,6 +13,7 @@ import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { requireFunction } from './internal/options.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
+import type { Redactor } from './redact.js';
 import { stackRunner, type Report, type StackRunner } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 
@@ -25,6 +26,12 @@ export interface DispatcherOptions {
    * @default Date.now
    */
   now?: () => number;
+  /**
+   * Redacts results, envelope messages and every event (see `createRedactor`); layers that
+   * record before the call ends find it on `ctx.redactor`.
+   * @default undefined (nothing is redacted)
+   */
+  redact?: Redactor;
 }
 
 /** Dispatches tool calls through a composed middleware stack. */
@@ -72,10 +79,16 @@ export interface Dispatcher {
 export function createDispatcher(layers: readonly Middleware[], options: DispatcherOptions = {}): Dispatcher {
   // A stack composed inside this one runs as its layers written out in place (see compose).
   const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
-  const { onEvent, now = readSystemClock } = options;
+  const { onEvent, now = readSystemClock, redact } = options;
   if (onEvent !== undefined) requireFunction('onEvent', onEvent);
   requireFunction('now', now);
-  const calls = new Calls(stack, onEvent, now);
+  if (
+    redact !== undefined &&
+    (typeof redact !== 'object' || redact === null || typeof redact.redactValue !== 'function')
+  ) {
+    throw new TypeError(`redact must be a redactor from createRedactor(), got ${String(redact)}`);
+  }
+  const calls = new Calls(stack, onEvent, now, redact);
 
   const dispatch = <Result>(
     name: string,
@@ -116,6 +129,7 @@ class Calls {
     stack: readonly Middleware[],
     private readonly onEvent: EventListener | undefined,
     private readonly now: () => number,
+    private readonly redactor: Redactor | undefined,
   ) {
     // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
     this.runStack = stackRunner(stack, (ctx) => this.finish(ctx));
@@ -148,6 +162,7 @@ class Calls {
       signal,
       startedAt: now(),
       onEvent: this.onEvent,
+      redactor: this.redactor,
     });
     // Failures found before any layer runs still end through `finish`, so observers see them,
     // and a microtask later, so that no event fires inside the dispatch() call itself.
@@ -181,12 +196,13 @@ class Calls {
   private finish(ctx: CallContext, final?: Outcome): Outcome {
     // The first ending wins; a stack that settles after the caller aborted reports nothing.
     if (ctx.finished !== undefined) return ctx.finished;
-    const outcome =
+    let outcome =
       final ??
       ctx.outcome ??
       new DispatchError('internal', 'The middleware stack finished without an outcome', {
         attempts: ctx.attempt,
       });
+    if (this.redactor !== undefined) outcome = redactOutcome(outcome, this.redactor);
     ctx.finished = outcome;
     if (!ctx.observed) return outcome;
     const durationMs = this.elapsedSince(ctx.startedAt);
@@ -213,6 +229,19 @@ class Calls {
     } catch {
       return Number.NaN;
     }
+  }
+}
+
+// The result and message the caller gets, redacted; a redactor that throws fails the call closed.
+function redactOutcome(outcome: Outcome, redactor: Redactor): Outcome {
+  try {
+    if (!outcome.ok) return redactor.redactValue(outcome);
+    const result = redactor.redactValue(outcome.result);
+    if (result === outcome.result) return outcome;
+    return { ...outcome, result };
+  } catch {
+    // Its message is not shown: it might quote what it failed on.
+    return new DispatchError('internal', 'The outcome could not be redacted', { attempts: outcome.attempts });
   }
 }
 

@@ -21,6 +21,9 @@ export type DispatchErrorKind =
   | 'overloaded'
   | 'outcome_unknown'
   | 'protocol'
+  | 'approval_required'
+  | 'approval_denied'
+  | 'tool_contract'
   | (string & {});
 
 /**
@@ -34,6 +37,20 @@ export type OutcomeWindow =
   | 'lease_lost'
   | 'leader_crashed'
   | 'store_reset';
+
+/** What an `approval_required` envelope carries: the token a person approves or denies. */
+export interface ApprovalTicket {
+  /** The token: resume with `dispatch(name, args, { approval: token })`. Never show it to a model. */
+  readonly token: string;
+  /** The tool the token is bound to. */
+  readonly tool: string;
+  /** The call that asked. */
+  readonly callId: string;
+  /** Why approval is needed. */
+  readonly reason: string;
+  /** When the token expires, in milliseconds since the epoch. */
+  readonly expiresAt: number;
+}
 
 /** The three JSON-RPC 2.0 error codes an envelope maps to. */
 export type JsonRpcErrorCode = -32601 | -32602 | -32603;
@@ -76,6 +93,8 @@ export interface DispatchErrorJson {
   retryAfterMs?: number;
   /** For `outcome_unknown`: where the outcome was lost. */
   window?: OutcomeWindow;
+  /** For `approval_required`: the token and what it is bound to. */
+  approval?: ApprovalTicket;
 }
 
 /** Options for `new DispatchError(...)`. */
@@ -96,6 +115,8 @@ export interface DispatchErrorOptions {
   retryAfterMs?: number;
   /** For `outcome_unknown`: where the outcome was lost. */
   window?: OutcomeWindow;
+  /** For `approval_required`: the token a person approves or denies. */
+  approval?: ApprovalTicket;
 }
 
 const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
@@ -137,6 +158,8 @@ export class DispatchError extends Error {
   readonly retryAfterMs: number | undefined;
   /** For `outcome_unknown`: where the outcome was lost; `undefined` for other kinds. */
   readonly window: OutcomeWindow | undefined;
+  /** For `approval_required`: the token a person approves or denies (never in `message`). */
+  readonly approval?: ApprovalTicket;
 
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
@@ -167,6 +190,7 @@ export class DispatchError extends Error {
     this.jsonrpcCode = jsonrpcCode;
     this.retryAfterMs = retryAfterMs;
     this.window = window;
+    if (options.approval !== undefined) this.approval = options.approval;
   }
 
   /**
@@ -193,6 +217,7 @@ export class DispatchError extends Error {
     };
     if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
     if (this.window !== undefined) json.window = this.window;
+    if (this.approval !== undefined) json.approval = this.approval;
     return json;
   }
 }

@@ -122,7 +122,7 @@ const truncationMarker = '… [truncated]';
 
 /**
  * Renders an outcome as compact text for the model: a success as its result (a string as it is,
- * anything else as compact JSON), a failure as `error (kind, after n attempts): message` and a
+ * anything else as compact JSON; an `outputGuard`'s `modelCopy` as it is), a failure as `error (kind, after n attempts): message` and a
  * short hint on what to do next. Never throws for any result (bigints, cycles, functions,
  * throwing getters) and never includes a stack trace: a field that throws when read reads as
  * `"[Unreadable: <message>]"` beside the others, and a result that cannot be rendered at all
@@ -175,7 +175,9 @@ function answerFor(
   serializable: boolean,
 ): ToolAnswer {
   if (!outcome.ok) return { outcome, text: failureText(outcome, maxLength) };
-  const { result } = outcome;
+  // The output guard's copy is already cut to its own budget, with its notice: shown as it is.
+  const { result, modelCopy } = outcome;
+  if (typeof modelCopy?.text === 'string') return { outcome, text: modelCopy.text };
   if (typeof result === 'string') return { outcome, text: truncate(result, maxLength) };
   const rendered = renderResult(result);
   if (!rendered.ok) {
@@ -248,6 +250,12 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
       return 'The action may have happened: do not repeat it, not even under a new idempotency key; check its effect first, or tell the user it is unknown.';
     case 'protocol':
       return 'The remote server refused the request itself (protocol revision or capability); calling again gets the same answer.';
+    case 'approval_required':
+      return 'A person must approve this call first; do not call it again until you are told it was approved.';
+    case 'approval_denied':
+      return 'The call was denied; do not repeat it, choose another approach or tell the user.';
+    case 'tool_contract':
+      return 'The tool ran, but its result is not what it promised; do not repeat the same call unchanged.';
     case 'idempotency_result_unavailable':
       return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
     default:

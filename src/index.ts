@@ -37,12 +37,19 @@ export { createNameMap } from './name-map.js';
 export type { NameMap, NameMapOptions } from './name-map.js';
 export { toObjectSchema } from './object-schema.js';
 export type { JsonObjectSchema } from './object-schema.js';
+export { createRedactor } from './redact.js';
+export type { RedactPattern, Redactor, RedactorOptions } from './redact.js';
 export { createBudget } from './budget.js';
 export type { Budget, LocalBudget } from './budget.js';
 export { systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';
+export type { ApprovalTicket } from './errors.js';
 export type {
+  ApprovalCall,
+  ApprovalRequirement,
+  ModelCopy,
+  ToolAnnotations,
   AttemptLimits,
   CustomDispatchEvent,
   DeadlineClock,

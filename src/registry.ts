@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import type { StandardSchemaV1 } from './standard-schema.js';
-import type { Tool, ToolDefinition } from './types.js';
+import type { Tool, ToolAnnotations, ToolDefinition } from './types.js';
 
 /**
  * The timeout layer's default `defaultMs`, in milliseconds.
@@ -41,6 +41,10 @@ export interface ToolListing {
   timeoutMs: number | undefined;
   /** Present (`true`) only for a tool registered with `task: true`. */
   task?: true;
+  /** Its MCP annotations, when it has some. */
+  annotations?: ToolAnnotations;
+  /** Its results' JSON Schema, when it declares an `outputSchema`. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /**
@@ -121,14 +125,19 @@ export class ToolRegistry {
    *   ({ type: 'function', function: { name, description, parameters: inputSchema } }));
    */
   list(): ToolListing[] {
-    return [...this.#tools.values()].map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      inputSchema: this.#jsonSchemaOf(tool),
-      idempotent: tool.idempotent,
-      timeoutMs: tool.timeoutMs,
-      ...(tool.task ? { task: true as const } : {}),
-    }));
+    return [...this.#tools.values()].map((tool) => {
+      const listing: ToolListing = {
+        name: tool.name,
+        description: tool.description,
+        inputSchema: this.#jsonSchemaOf(tool),
+        idempotent: tool.idempotent,
+        timeoutMs: tool.timeoutMs,
+      };
+      if (tool.task) listing.task = true;
+      if (tool.annotations !== undefined) listing.annotations = tool.annotations;
+      if (tool.outputSchema !== undefined) listing.outputSchema = toJsonSchema(tool.outputSchema, 'output');
+      return listing;
+    });
   }
 
   #jsonSchemaOf(tool: Tool): Record<string, unknown> {
@@ -159,6 +168,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     task = false,
   } = definition;
   const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
+  const { requiresApproval, annotations, outputSchema } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -167,15 +177,28 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof description !== 'string') {
     throw new TypeError(`description of "${name}" must be a string`);
   }
-  // ArkType's types are callable functions; what makes a validator is its `~standard.validate`.
-  if (
-    (typeof inputSchema !== 'object' && typeof inputSchema !== 'function') ||
-    inputSchema === null ||
-    typeof inputSchema['~standard']?.validate !== 'function'
-  ) {
+  if (!isStandardSchema(inputSchema)) {
     throw new TypeError(
       `inputSchema of "${name}" must be a zod schema or another Standard Schema v1 validator`,
     );
+  }
+  if (outputSchema !== undefined && !isStandardSchema(outputSchema)) {
+    throw new TypeError(
+      `outputSchema of "${name}" must be a zod schema or another Standard Schema v1 validator`,
+    );
+  }
+  if (
+    requiresApproval !== undefined &&
+    typeof requiresApproval !== 'boolean' &&
+    typeof requiresApproval !== 'function'
+  ) {
+    throw new TypeError(`requiresApproval of "${name}" must be a boolean or a function of the args`);
+  }
+  if (
+    annotations !== undefined &&
+    (typeof annotations !== 'object' || annotations === null || Array.isArray(annotations))
+  ) {
+    throw new TypeError(`annotations of "${name}" must be an object of MCP tool hints`);
   }
   if (typeof handler !== 'function') {
     throw new TypeError(`handler of "${name}" must be a function`);
@@ -212,6 +235,9 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     reconcile: reconcile as Tool['reconcile'],
     reconcileTimeoutMs,
     task,
+    requiresApproval: requiresApproval as Tool['requiresApproval'],
+    annotations: annotations === undefined ? undefined : Object.freeze({ ...annotations }),
+    outputSchema,
   });
 }
 
@@ -228,13 +254,25 @@ function checkCost(name: string, cost: unknown, settle: unknown): void {
   }
 }
 
-function toJsonSchema(schema: StandardSchemaV1): Record<string, unknown> {
+// ArkType's types are callable functions; what makes a validator is its `~standard.validate`.
+function isStandardSchema(schema: unknown): schema is StandardSchemaV1 {
+  return (
+    (typeof schema === 'object' || typeof schema === 'function') &&
+    schema !== null &&
+    typeof (schema as Partial<StandardSchemaV1>)['~standard']?.validate === 'function'
+  );
+}
+
+function toJsonSchema(schema: StandardSchemaV1, io: 'input' | 'output' = 'input'): Record<string, unknown> {
   try {
     if (schema instanceof z.ZodType) {
-      return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+      return z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
     }
-    const describe = (schema['~standard'] as { jsonSchema?: { input?: (options: object) => unknown } })
-      .jsonSchema?.input;
+    const describe = (
+      schema['~standard'] as {
+        jsonSchema?: Record<'input' | 'output', ((options: object) => unknown) | undefined>;
+      }
+    ).jsonSchema?.[io];
     if (typeof describe === 'function') {
       return describe({ target: 'draft-2020-12' }) as Record<string, unknown>;
     }

@@ -6,6 +6,8 @@
 import type { Budget } from './budget.js';
 import type { Clock } from './clock.js';
 import type { DispatchError, DispatchErrorKind, OutcomeWindow } from './errors.js';
+
+import type { Redactor } from './redact.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** What a handler receives beside its parsed args. */
@@ -149,6 +151,49 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * @default false
    */
   task?: boolean;
+  /**
+   * Whether a call must be approved before it runs (read by `approvalGate`): a boolean, or a
+   * function of the validated args.
+   * @default undefined (the gate falls back to `annotations`, then to its `fallback`)
+   */
+  requiresApproval?: ApprovalRequirement<StandardSchemaV1.InferOutput<Schema>>;
+  /** MCP tool annotations (`readOnlyHint`, `destructiveHint`…); `importMcpTools` fills them. */
+  annotations?: ToolAnnotations;
+  /** Validates a success (any Standard Schema); a result that breaks it fails with `tool_contract`. */
+  outputSchema?: StandardSchemaV1;
+}
+
+/** A tool's own approval rule: a boolean, or a function of its validated args. */
+export type ApprovalRequirement<Args = never> =
+  | boolean
+  | ((args: Args, call: ApprovalCall) => boolean | Promise<boolean>);
+
+/** The call an approval rule judges. */
+export interface ApprovalCall {
+  /** The tool. */
+  readonly tool: Tool;
+  /** The validated args. */
+  readonly args: unknown;
+  /** The call's id. */
+  readonly callId: string;
+  /** The call's idempotency key, if any. */
+  readonly idempotencyKey: string | undefined;
+}
+
+/** MCP tool annotations: hints a server gives about a tool (they may be wrong). */
+export interface ToolAnnotations {
+  /** A human-readable title. */
+  readonly title?: string;
+  /** The tool changes nothing. */
+  readonly readOnlyHint?: boolean;
+  /** The tool may destroy or overwrite data. */
+  readonly destructiveHint?: boolean;
+  /** Calling it twice with the same args has no further effect. */
+  readonly idempotentHint?: boolean;
+  /** The tool reaches an open world (the web, other people). */
+  readonly openWorldHint?: boolean;
+  /** Other hints, kept as given. */
+  readonly [hint: string]: unknown;
 }
 
 /** A registered tool as the dispatcher sees it. */
@@ -175,6 +220,12 @@ export interface Tool {
   readonly reconcileTimeoutMs?: number;
   /** Whether hosts should run it as a long-running task (MCP Tasks). */
   readonly task: boolean;
+  /** Its own approval rule, if any. */
+  readonly requiresApproval?: ApprovalRequirement | undefined;
+  /** Its MCP annotations, if any. */
+  readonly annotations?: ToolAnnotations | undefined;
+  /** The validator of its successes, if any. */
+  readonly outputSchema?: StandardSchemaV1 | undefined;
 }
 
 /** Per-call options of `dispatch`. */
@@ -208,6 +259,11 @@ export interface DispatchOptions {
    * @default the idempotency layer's `ttlMs`
    */
   idempotencyTtlMs?: number;
+  /**
+   * Resumes a call that `approvalGate` paused: its token, or `{ approvedBy }` when the host has
+   * already asked a person (a policy `deny` still wins).
+   */
+  approval?: string | { approvedBy: string };
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */
@@ -223,6 +279,20 @@ export interface DispatchSuccess<Result = unknown> {
     /** Where the outcome was lost. */
     readonly window: OutcomeWindow;
   };
+  /** The copy of the result a model is shown, when `outputGuard` made one. */
+  readonly modelCopy?: ModelCopy;
+}
+
+/** The model's copy of a success, as `outputGuard` makes it. */
+export interface ModelCopy {
+  /** The text to show the model: at most the guard's `maxChars`. */
+  readonly text: string;
+  /** Whether `text` is a cut of the whole result. */
+  readonly truncated: boolean;
+  /** The length of the whole rendered result, in characters. */
+  readonly originalChars: number;
+  /** Where the whole result was spilled, when it was cut and a spill store took it. */
+  readonly handle?: string;
 }
 
 /** What a dispatch resolves to: a success or a `DispatchError` envelope. */
@@ -374,6 +444,26 @@ export interface DispatchEventDetails {
     /** The circuit's key. */
     readonly key: string;
   };
+  /** A call was paused for approval (once per token). */
+  'approval.required': {
+    /** The token a person approves or denies. */
+    readonly token: string;
+    /** Why approval is needed. */
+    readonly reason: string;
+    /** When the token expires, in milliseconds since the epoch. */
+    readonly expiresAt: number;
+  };
+  /** The approval gate decided a call (once per gated call). */
+  'approval.decision': {
+    /** What the gate decided. */
+    readonly action: 'allow' | 'deny' | 'require';
+    /** Which rule decided: `decide`, `override`, `tool`, `annotations`, `fallback`, `token` or `host`. */
+    readonly source: string;
+    /** Why, when known. */
+    readonly reason?: string;
+    /** `false` in shadow mode, where nothing is blocked. */
+    readonly enforced: boolean;
+  };
 }
 
 /** The type of a declared event: the library's own, or one a layer declared. */
@@ -483,6 +573,11 @@ export interface DispatchContext {
   ): void;
   /** Adds a listener for this dispatch's events; returns the function that removes it. */
   listen(listener: EventListener): () => void;
+  /**
+   * The dispatcher's redactor (its `redact` option), for a layer that records results or
+   * messages before the call ends (tracing, the output guard).
+   */
+  readonly redactor?: Redactor | undefined;
 }
 
 /** The clock a deadline is measured and armed on. */

@@ -27,6 +27,7 @@ const rootNames = [
   // The helpers a harness loop and a host integration use.
   'createBudget',
   'createNameMap',
+  'createRedactor',
   'harnessStep',
   'providerCallOptions',
   'systemClock',
@@ -35,6 +36,10 @@ const rootNames = [
   'toolAnswer',
   'toToolMessage',
   // The layers and the default stack.
+  'approvalGate',
+  'memoryApprovalStore',
+  'memorySpillStore',
+  'outputGuard',
   'budgetGuard',
   'circuitBreaker',
   'concurrencyLimit',

@@ -10,6 +10,7 @@ import {
   toObjectSchema,
   toolAnswer,
   toToolMessage,
+  type ApprovalGate,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
@@ -53,6 +54,12 @@ export interface AiSdkToolsOptions {
    * @default 2000
    */
   maxLength?: number;
+  /**
+   * An `approvalGate()`: each tool's `needsApproval` is the gate's `evaluate` (`require` → true),
+   * and a call the user approved runs with `{ approval: { approvedBy: 'ai-sdk' } }`.
+   * @default undefined (no tool asks for approval)
+   */
+  approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
 
 /**
@@ -89,6 +96,12 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
   const messageOptions = { maxLength: settings.maxLength };
   // The text execute rendered for an object output, so toModelOutput need not render it again.
   const rendered = new WeakMap<object, string>();
+  const { approvals } = settings;
+  const needsApproval = async (name: string, input: unknown, callId: string | undefined) => {
+    if (approvals === undefined) return false;
+    const decision = await approvals.evaluate(name, input, callId === undefined ? {} : { callId });
+    return decision.enforced && decision.action === 'require';
+  };
   for (const listing of listings) {
     const key = names === undefined ? listing.name : names.wireName(listing.name);
     Object.defineProperty(tools, key, {
@@ -104,18 +117,28 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         ),
         // The options are the SDK's, but a direct `execute(input)` (a test, a hand-rolled loop)
         // passes none: the call then gets a generated id and no signal.
+        ...(approvals === undefined
+          ? {}
+          : {
+              needsApproval: (input: unknown, { toolCallId }: { toolCallId: string }) =>
+                needsApproval(listing.name, input, toolCallId),
+            }),
         async execute(input, options) {
+          const callOptions = providerCallOptions({
+            providerId: options?.toolCallId,
+            signal: options?.abortSignal,
+            ...settings.keys,
+            idPrefix: 'ai-sdk',
+            base: settings.base,
+            displayName: key,
+          });
+          // The SDK runs a call that needs approval only once the user approved it, in this
+          // request or an earlier one (a new ToolSet per request knows nothing of it).
+          const approved = await needsApproval(listing.name, input, options?.toolCallId);
           const outcome = await settings.dispatcher.dispatch(
             listing.name,
             input,
-            providerCallOptions({
-              providerId: options?.toolCallId,
-              signal: options?.abortSignal,
-              ...settings.keys,
-              idPrefix: 'ai-sdk',
-              base: settings.base,
-              displayName: key,
-            }),
+            approved ? { ...callOptions, approval: { approvedBy: 'ai-sdk' } } : callOptions,
           );
           // The SDK streams and stores the output as JSON (UI message streams, step results), so
           // one JSON.stringify cannot take is swapped for its JSON-safe copy; one that cannot be
@@ -147,6 +170,7 @@ interface Settings {
   names: NameMapOptions | false;
   base: DispatchOptions;
   maxLength: number;
+  approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
 }
 
 function readOptions(options: AiSdkToolsOptions): Settings {
@@ -162,9 +186,13 @@ function readOptions(options: AiSdkToolsOptions): Settings {
     budget,
     timeoutMs,
     maxLength = 2000,
+    approvals,
   } = options;
   if (typeof registry?.list !== 'function') {
     throw new TypeError('toAiSdkTools(): registry must be a ToolRegistry');
+  }
+  if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
+    throw new TypeError('toAiSdkTools(): approvals must be an approvalGate()');
   }
   if (typeof dispatcher?.dispatch !== 'function') {
     throw new TypeError('toAiSdkTools(): dispatcher must be a Dispatcher');
@@ -203,5 +231,5 @@ function readOptions(options: AiSdkToolsOptions): Settings {
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
   if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
-  return { registry, dispatcher, keys: { idempotencyScope, keyByCallId }, names, base, maxLength };
+  return { registry, dispatcher, keys: { idempotencyScope, keyByCallId }, names, base, maxLength, approvals };
 }

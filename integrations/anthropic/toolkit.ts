@@ -65,6 +65,12 @@ export interface AnthropicRunOptions {
   timeoutMs?: number;
   /** This turn's idempotency scope, instead of the toolkit's. */
   idempotencyScope?: string;
+  /**
+   * Approvals for calls an `approvalGate` paused, by `tool_use` id: the token from the call's
+   * `approval_required` outcome, or `{ approvedBy }` when the host asked a person itself.
+   * @default {}
+   */
+  approvals?: Readonly<Record<string, string | { approvedBy: string }>>;
 }
 
 /** Options for `runnableTools`. */
@@ -174,7 +180,7 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
       if (typeof response !== 'object' || response === null || !Array.isArray(response.content)) {
         throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
       }
-      const { options: base, scope } = readRunOptions(runOptions, kit.idempotencyScope);
+      const { options: base, scope, approvals } = readRunOptions(runOptions, kit.idempotencyScope);
       const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter(
         (block) => block?.['type'] === 'tool_use',
       );
@@ -185,7 +191,7 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
             typeof use['name'] === 'string' ? use['name'] : '',
             use['input'],
             use['id'],
-            base,
+            approvalFor(base, approvals, use['id']),
             scope,
           ),
         ),
@@ -341,11 +347,14 @@ function pick<T extends object, K extends keyof T>(object: T, keys: K[]): Partia
 function readRunOptions(
   options: AnthropicRunOptions | undefined,
   defaultScope: string | undefined,
-): { options: DispatchOptions; scope: string | undefined } {
+): { options: DispatchOptions; scope: string | undefined; approvals?: AnthropicRunOptions['approvals'] } {
   if (options === undefined) return { options: {}, scope: defaultScope };
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`run options must be an object, got ${String(options)}`);
-  const { signal, budget, timeoutMs, idempotencyScope } = options;
+  const { signal, budget, timeoutMs, idempotencyScope, approvals } = options;
+  if (approvals !== undefined && (typeof approvals !== 'object' || approvals === null)) {
+    throw new TypeError('approvals must be an object of tool_use ids to approval tokens');
+  }
   const out: DispatchOptions = {};
   if (signal !== undefined && signal !== null) {
     if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
@@ -359,7 +368,20 @@ function readRunOptions(
     out.timeoutMs = timeoutMs;
   }
   requireScope('idempotencyScope', idempotencyScope);
-  return { options: out, scope: idempotencyScope ?? defaultScope };
+  return { options: out, scope: idempotencyScope ?? defaultScope, approvals };
+}
+
+// The turn's options, with the approval given for this tool_use id, if any.
+function approvalFor(
+  base: DispatchOptions,
+  approvals: AnthropicRunOptions['approvals'],
+  id: unknown,
+): DispatchOptions {
+  const approval =
+    typeof id === 'string' && approvals !== undefined && Object.hasOwn(approvals, id)
+      ? approvals[id]
+      : undefined;
+  return approval === undefined ? base : { ...base, approval };
 }
 
 function requireScope(name: string, scope: unknown): void {

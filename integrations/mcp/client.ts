@@ -15,6 +15,7 @@ import {
   classifyRateLimit,
   TransientError,
   createNameMap,
+  type ToolAnnotations,
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
@@ -41,6 +42,8 @@ export interface ImportedToolSettings {
   idempotent?: boolean;
   /** Whether serving it on offers MCP Tasks whatever its timeout (`ToolDefinition.task`). */
   task?: boolean;
+  /** Whether a call needs approval (read by `approvalGate`); beats the tool's annotations. */
+  requiresApproval?: boolean;
 }
 
 /** Options for `importMcpTools`. */
@@ -432,6 +435,9 @@ class Importer {
       idempotent,
       ...(configured.timeoutMs === undefined ? {} : { timeoutMs: configured.timeoutMs }),
       ...(configured.task === undefined ? {} : { task: configured.task }),
+      // The server's hints, for an approval gate (which overrides beat: hints may be wrong).
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
+      ...(configured.requiresApproval === undefined ? {} : { requiresApproval: configured.requiresApproval }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
         this.#call(tool.name, idempotent, args, ctx),
     };

@@ -16,6 +16,7 @@ export const {
   toCallToolResult,
   importMcpTools,
   registryNameOf,
+  approvalMetaKey,
   errorMetaKey,
   idempotencyKeyMetaKey,
   memoryTaskStore,

@@ -14,6 +14,15 @@ import type { DispatchError, DispatchErrorJson } from '../../index.js';
 export const idempotencyKeyMetaKey = 'tool-dispatcher/idempotencyKey';
 
 /**
+ * The `_meta` key of an `approval_required` result (`{ token, reason, expiresAt }`), and of a
+ * `tools/call` that resumes the call with the approved token (a string).
+ *
+ * @example
+ * client.callTool({ name: 'payments.refund', arguments, _meta: { [approvalMetaKey]: token } });
+ */
+export const approvalMetaKey = 'tool-dispatcher/approval';
+
+/**
  * The `_meta` key of a failed `CallToolResult` that carries the error envelope.
  *
  * @example

@@ -24,7 +24,7 @@ export type {
 export { importMcpTools, registryNameOf } from './client.js';
 export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } from './client.js';
 export type { McpClient } from './sdk-client.js';
-export { errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+export { approvalMetaKey, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 export { memoryTaskStore } from './task-store.js';
 export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';

@@ -34,6 +34,8 @@ Options (each wins over the same setting in --config):
                                      2026-07-28 clients that declare the extension only)
   --task-poll-interval-ms <n>        the poll interval task handles ask for (default 1000)
   --task-ttl-ms <n>                  how long a task is kept (default 3600000)
+  --require-approval <mode>          destructive | all | none: which calls the user approves first
+                                     (by elicitation; else the call is refused) (default none)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
   -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
@@ -77,6 +79,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       concurrency: { type: 'string' },
       'breaker-failure-threshold': { type: 'string' },
       'breaker-cooldown-ms': { type: 'string' },
+      'require-approval': { type: 'string' },
       'log-level': { type: 'string' },
       'task-threshold-ms': { type: 'string' },
       'task-poll-interval-ms': { type: 'string' },
@@ -113,11 +116,15 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     const text = values[flag];
     if (text !== undefined) tasks[key] = positiveIntegerFlag(flag, text);
   }
+  const requireApproval = values['require-approval'] ?? file.requireApproval;
   const config: McpProxyConfig = {
     ...file,
     defaults,
     breaker,
     ...(Object.keys(tasks).length === 0 ? {} : { tasks }),
+    ...(requireApproval === undefined
+      ? {}
+      : { requireApproval: requireApproval as 'destructive' | 'all' | 'none' }),
     ...(values.concurrency === undefined
       ? {}
       : { concurrency: numberFlag('concurrency', values.concurrency) }),

@@ -14,6 +14,8 @@ export interface McpProxyToolConfig {
   idempotent?: boolean;
   /** Whether 2026-07-28 clients that declare Tasks get a task handle for it whatever its timeout. */
   task?: boolean;
+  /** Whether a call needs approval; beats the upstream's annotations (`--require-approval`). */
+  requiresApproval?: boolean;
 }
 
 /** How the proxy serves MCP Tasks to 2026-07-28 clients that declare the extension. */
@@ -38,6 +40,12 @@ export interface McpProxyConfig {
   breaker?: { failureThreshold?: number; cooldownMs?: number };
   /** MCP Tasks for long tools (2026-07-28 clients only). */
   tasks?: McpProxyTasksConfig;
+  /**
+   * Which calls wait for the user's approval: `destructive` (by the upstream's annotations, a
+   * tool without any included), `all`, or `none`. A tool's `requiresApproval` beats it.
+   * @default 'none'
+   */
+  requireApproval?: 'destructive' | 'all' | 'none';
 }
 
 /** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
@@ -45,7 +53,7 @@ export type McpUpstream =
   | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
   | { url: string };
 
-const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent', 'task']);
+const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent', 'task', 'requiresApproval']);
 const taskKeys = ['thresholdMs', 'pollIntervalMs', 'ttlMs'];
 
 /**
@@ -66,12 +74,17 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
     for (const key of Object.keys(settings)) {
       if (!toolKeys.has(key))
         throw new TypeError(
-          `${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent, task)`,
+          `${where}.${key} is not a setting (use timeoutMs, maxAttempts, idempotent, task, requiresApproval)`,
         );
     }
-    const { timeoutMs, maxAttempts, idempotent, task } = settings;
+    const { timeoutMs, maxAttempts, idempotent, task, requiresApproval } = settings;
     if (task !== undefined && typeof task !== 'boolean') {
       throw new TypeError(`${where}.task must be a boolean, got ${JSON.stringify(task)}`);
+    }
+    if (requiresApproval !== undefined && typeof requiresApproval !== 'boolean') {
+      throw new TypeError(
+        `${where}.requiresApproval must be a boolean, got ${JSON.stringify(requiresApproval)}`,
+      );
     }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0)) {
       throw new TypeError(`${where}.timeoutMs must be a number > 0, got ${JSON.stringify(timeoutMs)}`);
@@ -85,11 +98,17 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   };
   const root = object(config, 'config');
   for (const key of Object.keys(root)) {
-    if (!['defaults', 'tools', 'concurrency', 'breaker', 'tasks'].includes(key)) {
+    if (!['defaults', 'tools', 'concurrency', 'breaker', 'tasks', 'requireApproval'].includes(key)) {
       throw new TypeError(
-        `config.${key} is not a setting (use defaults, tools, concurrency, breaker, tasks)`,
+        `config.${key} is not a setting (use defaults, tools, concurrency, breaker, tasks, requireApproval)`,
       );
     }
+  }
+  const { requireApproval } = root;
+  if (requireApproval !== undefined && !['destructive', 'all', 'none'].includes(requireApproval as string)) {
+    throw new TypeError(
+      `config.requireApproval must be destructive, all or none, got ${JSON.stringify(requireApproval)}`,
+    );
   }
   if (root['defaults'] !== undefined) tool(root['defaults'], 'config.defaults');
   if (root['tools'] !== undefined) {

@@ -24,7 +24,9 @@ import {
   ToolRegistry,
   circuitBreaker,
   createDispatcher,
+  approvalGate,
   defaultStack,
+  type ApprovalGate,
   isRetryable,
   logging,
   type Dispatcher,
@@ -178,7 +180,8 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     );
   }
   const names = imported.names;
-  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, (toolName) =>
+  const approvals = proxyGate(registry, config.requireApproval ?? 'none');
+  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, approvals, (toolName) =>
     settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
   );
 
@@ -198,6 +201,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     formatResult: (result) => result as CallToolResult,
     // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
     tasks: { ...config.tasks },
+    ...(approvals === undefined ? {} : { approvals }),
   };
   const serve = serverMaker(serverOptions, servers);
   const served = serve(false);
@@ -263,11 +267,12 @@ function importUpstream(
     // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
     rename: localNameOf,
     configure: (tool) => {
-      const { timeoutMs, idempotent, task } = settingsOf(tool.name);
+      const { timeoutMs, idempotent, task, requiresApproval } = settingsOf(tool.name);
       return {
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
         ...(idempotent === undefined ? {} : { idempotent }),
         ...(task === undefined ? {} : { task }),
+        ...(requiresApproval === undefined ? {} : { requiresApproval }),
       };
     },
     onError: (error) => logger.error({ event: 'upstream.refresh_failed', message: messageOf(error) }),
@@ -352,6 +357,7 @@ function proxyDispatcher(
   config: McpProxyConfig,
   logger: LineLogger,
   logLevel: LogLevel | 'silent',
+  approval: ApprovalGate | undefined,
   settingsOf: (toolName: string | undefined) => McpProxyToolConfig,
 ): Dispatcher {
   const mostAttempts = Math.max(
@@ -369,6 +375,7 @@ function proxyDispatcher(
   const stack = defaultStack({
     registry,
     breaker,
+    ...(approval === undefined ? {} : { approval }),
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
     retry: {
       maxAttempts: mostAttempts,
@@ -379,6 +386,20 @@ function proxyDispatcher(
   const layers: Middleware[] =
     logLevel === 'silent' ? stack : [logging({ logger, level: logLevel }), ...stack];
   return createDispatcher(layers);
+}
+
+// The gate of --require-approval: by the upstream's annotations (a tool without any is gated), or
+// every call; a tool's own requiresApproval, from the config, beats both.
+function proxyGate(registry: ToolRegistry, mode: 'destructive' | 'all' | 'none'): ApprovalGate | undefined {
+  if (mode === 'none') return undefined;
+  if (mode === 'destructive') return approvalGate({ registry });
+  return approvalGate({
+    registry,
+    decide: (call, byDefault) =>
+      call.tool.requiresApproval === false
+        ? byDefault
+        : { action: 'require', reason: 'the proxy gates every call' },
+  });
 }
 
 /**

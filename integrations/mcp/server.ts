@@ -17,13 +17,15 @@ import {
   toToolMessage,
   type Dispatcher,
   type DispatchOptions,
+  type ApprovalGate,
   type DispatchSuccess,
   type Outcome,
+  type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import { approvalMetaKey, envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { traceMetaOf, withTraceMeta } from './trace-context.js';
@@ -101,6 +103,14 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    * @default none (every call answers with its result)
    */
   tasks?: McpTasksOptions;
+  /**
+   * The stack's `approvalGate()`: a call it pauses is put to the user by elicitation (one
+   * boolean `approve`) when the client supports it, and runs once approved; a decline is
+   * `approval_denied`. Without elicitation the call is answered `isError` with the token in
+   * `_meta["tool-dispatcher/approval"]`.
+   * @default undefined (paused calls are answered `isError`)
+   */
+  approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
 }
 
 /** Options for `createMcpServer`. */
@@ -206,6 +216,7 @@ export function registerMcpTools(server: Server | V1Server, options: RegisterMcp
       requestId: extra.requestId,
       signal: extra.signal,
       notify: (notification) => extra.sendNotification(notification as never),
+      asker: legacy as unknown as Asker,
     }),
   );
 }
@@ -229,6 +240,7 @@ function registerOnV2(server: Server, handlers: ToolHandlers): void {
       signal: ctx.mcpReq.signal,
       notify: (notification) => ctx.mcpReq.notify(notification),
       clientCapabilities: capabilitiesOf(ctx),
+      asker: server as unknown as Asker,
     }),
   );
   if (tasks === undefined) return;
@@ -257,7 +269,24 @@ interface CallRequest {
   notify(notification: { method: 'notifications/progress'; params: Record<string, unknown> }): Promise<void>;
   /** The client capabilities a 2026-07-28 request declares in its `_meta` envelope. */
   clientCapabilities?: unknown;
+  /** The server that received the call, to put a paused call to the user by elicitation. */
+  asker?: Asker;
 }
+
+/** What both SDK lines' servers offer to ask the user something. */
+interface Asker {
+  getClientCapabilities(): { elicitation?: unknown } | undefined;
+  elicitInput(
+    params: { message: string; requestedSchema: Record<string, unknown> },
+    options?: { signal?: AbortSignal },
+  ): Promise<{ action: string; content?: Record<string, unknown> | undefined }>;
+}
+
+/** The call settings, with the approval gate and the registry a paused or cut call needs. */
+type ServeSettings = CallSettings & {
+  readonly approvals: Pick<ApprovalGate, 'approve' | 'deny'> | undefined;
+  readonly registry: RegisterMcpToolsOptions['registry'];
+};
 
 interface ToolHandlers {
   list(cursor: string | undefined): { tools: McpTool[]; nextCursor?: string };
@@ -287,7 +316,14 @@ function tasksFor(options: McpTasksOptions | undefined): McpTasks | undefined {
 
 function toolHandlers(options: RegisterMcpToolsOptions): ToolHandlers {
   const lookup = toolLookup('registerMcpTools', options);
-  const settings = callSettings(options);
+  const { registry, approvals } = options;
+  if (
+    approvals !== undefined &&
+    (typeof approvals?.approve !== 'function' || typeof approvals.deny !== 'function')
+  ) {
+    throw new TypeError('registerMcpTools() approvals must be an approvalGate()');
+  }
+  const settings: ServeSettings = { ...callSettings(options), approvals, registry };
   const { pageSize } = settings;
   const tasks = tasksFor(options.tasks);
   return {
@@ -309,7 +345,7 @@ async function callTool(
   params: CallToolParams,
   request: CallRequest,
   lookup: Lookup,
-  settings: CallSettings,
+  settings: ServeSettings,
   tasks: McpTasks | undefined,
 ): Promise<CallToolResult> {
   const { name: wireName, arguments: args = {}, _meta: meta } = params;
@@ -322,7 +358,15 @@ async function callTool(
     );
     return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
   }
-  const call: Call = { toolName, wireName, args, key, meta };
+  const approval = meta?.[approvalMetaKey];
+  if (approval !== undefined && (typeof approval !== 'string' || approval === '')) {
+    const refusal = new DispatchError(
+      'schema',
+      `_meta["${approvalMetaKey}"] must be the approval token, a string`,
+    );
+    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
+  }
+  const call: Call = { toolName, wireName, args, key, meta, approval };
   const listing = tasks === undefined ? undefined : lookup.listing(toolName);
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
     return runCall(call, request, settings);
@@ -331,7 +375,7 @@ async function callTool(
   const taskKey = key ?? `td-${randomUUID()}`;
   const handle = await tasks.start(wireName, taskKey, (signal) =>
     runCall(
-      { ...call, key: taskKey, meta: undefined },
+      { ...call, key: taskKey, meta: undefined, approval: undefined },
       { requestId: `task-${taskKey}`, signal, notify: async () => {} },
       settings,
     ),
@@ -346,11 +390,12 @@ interface Call {
   args: Record<string, unknown>;
   key: string | undefined;
   meta: Record<string, unknown> | undefined;
+  approval: string | undefined;
 }
 
-async function runCall(call: Call, request: CallRequest, settings: CallSettings): Promise<CallToolResult> {
-  const { dispatcher, maxMessageLength, formatResult, dispatchOptions } = settings;
-  const { toolName, wireName, args, key, meta } = call;
+async function runCall(call: Call, request: CallRequest, settings: ServeSettings): Promise<CallToolResult> {
+  const { dispatcher, maxMessageLength, formatResult, dispatchOptions, approvals, registry } = settings;
+  const { toolName, wireName, args, key, meta, approval } = call;
   const progressToken = meta?.['progressToken'];
   // Progress notes go out in order, and all before the response: the client forgets the
   // token once it has the result, and a note after that is an error on its side.
@@ -368,6 +413,7 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
   options.signal = request.signal;
   options.displayName = wireName;
   if (key !== undefined) options.idempotencyKey = key;
+  if (approval !== undefined) options.approval = approval;
   if (typeof progressToken === 'string' || typeof progressToken === 'number') {
     options.onProgress = ({ progress, total, message }) => {
       const params = {
@@ -384,10 +430,23 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
     };
   }
   // The caller's trace context rides along, so an imported tool's upstream call continues it.
-  const outcome: Outcome = await withTraceMeta(traceMetaOf(meta), () =>
-    dispatcher.dispatch(toolName, args, options),
-  );
+  const trace = traceMetaOf(meta);
+  let outcome: Outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, options));
+  const paused = outcome.ok ? undefined : outcome.approval;
+  const { asker } = request;
+  if (
+    paused !== undefined &&
+    approvals !== undefined &&
+    asker?.getClientCapabilities()?.elicitation !== undefined
+  ) {
+    await askTheUser(asker, approvals, wireName, paused, request.signal);
+    const approved = { ...options, approval: paused.token };
+    outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, approved));
+  }
   if (progressSent !== undefined) await progressSent;
+  if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
+    return cutResult(outcome, declaresOutput(registry, toolName));
+  }
   if (outcome.ok) return sendableSuccess(outcome, toolName, wireName, formatResult, maxMessageLength);
   if (outcome.kind === 'not_found') {
     // A plain error with a code: the SDK sends its message as is (McpError would prefix it twice).
@@ -397,6 +456,38 @@ async function runCall(call: Call, request: CallRequest, settings: CallSettings)
     });
   }
   return toCallToolResult(outcome, { maxLength: maxMessageLength });
+}
+
+// Puts a paused call to the user: an accepted `approve: true` approves its token, anything else
+// (a decline, a cancel, an answer that cannot be had) denies it, so the call stays refused.
+async function askTheUser(
+  server: Asker,
+  approvals: Pick<ApprovalGate, 'approve' | 'deny'>,
+  wireName: string,
+  ticket: { token: string; reason: string },
+  signal: AbortSignal,
+): Promise<void> {
+  let approved = false;
+  try {
+    const answer = await server.elicitInput(
+      {
+        message: `Allow "${wireName}" to run? It needs approval: ${ticket.reason}.`,
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            approve: { type: 'boolean', title: 'Approve', description: `Run "${wireName}" now` },
+          },
+          required: ['approve'],
+        },
+      },
+      { signal },
+    );
+    approved = answer.action === 'accept' && answer.content?.['approve'] === true;
+  } catch {
+    approved = false;
+  }
+  if (approved) await approvals.approve(ticket.token, { by: 'mcp-client' });
+  else await approvals.deny(ticket.token, 'the user declined it');
 }
 
 type CallSettings = Required<
@@ -482,12 +573,36 @@ export function toCallToolResult(outcome: Outcome, options: CallToolResultOption
     throw new TypeError('toCallToolResult() options must be an object');
   }
   const { maxLength = 2000 } = options;
-  if (outcome.ok) return defaultFormat(outcome.result);
+  if (outcome.ok)
+    return outcome.modelCopy === undefined ? defaultFormat(outcome.result) : cutResult(outcome, false);
+  const meta: Record<string, unknown> = { [errorMetaKey]: envelopeOf(outcome) };
+  // The token travels beside the text, never in it: the model must not approve its own call.
+  const { approval } = outcome;
+  if (approval !== undefined) {
+    meta[approvalMetaKey] = { token: approval.token, reason: approval.reason, expiresAt: approval.expiresAt };
+  }
   return {
     content: [{ type: 'text', text: toToolMessage(outcome, { maxLength }) }],
     isError: true,
-    _meta: { [errorMetaKey]: envelopeOf(outcome) },
+    _meta: meta,
   };
+}
+
+// A success the output guard cut: the model copy as the text; the whole value as structured
+// content only when the tool declares an output schema (a client then requires it).
+function cutResult(outcome: DispatchSuccess, structured: boolean): CallToolResult {
+  const text = outcome.modelCopy?.text ?? '';
+  if (!structured || !isPlainObject(outcome.result)) return { content: [{ type: 'text', text }] };
+  const whole = toToolMessage({ ok: true, result: outcome.result, attempts: 1 }, { maxLength: Infinity });
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: JSON.parse(whole) as Record<string, unknown>,
+  };
+}
+
+function declaresOutput(registry: Pick<ToolRegistry, 'list'>, toolName: string): boolean {
+  const { get } = registry as Partial<Pick<ToolRegistry, 'get'>>;
+  return typeof get === 'function' && get.call(registry, toolName)?.outputSchema !== undefined;
 }
 
 function defaultFormat(result: unknown): CallToolResult {
@@ -526,9 +641,16 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
   return {
     tools: () =>
       registry.list().map((listing) => {
-        const { title, outputSchema, annotations: given, ...hinted } = hintsFor(listing.name) ?? {};
+        const {
+          title,
+          outputSchema = listedOutput(listing),
+          annotations: given,
+          ...hinted
+        } = hintsFor(listing.name) ?? {};
         const annotations =
-          given === undefined ? { ...hinted, idempotentHint: listing.idempotent } : { ...given, ...hinted };
+          given === undefined
+            ? { idempotentHint: listing.idempotent, ...listing.annotations, ...hinted }
+            : { ...given, ...hinted };
         const tool: McpTool = {
           name: names.get(listing.name) ?? listing.name,
           description: listing.description,
@@ -547,6 +669,12 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
       return names.has(wireName) ? `\0${wireName}` : wireName;
     },
   };
+}
+
+// A registered output schema is served when it describes an object, as MCP requires.
+function listedOutput(listing: ToolListing): McpTool['outputSchema'] {
+  const schema = listing.outputSchema;
+  return schema?.type === 'object' ? (schema as McpTool['outputSchema']) : undefined;
 }
 
 function offsetOf(cursor: string | undefined): number {

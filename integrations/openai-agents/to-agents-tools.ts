@@ -9,6 +9,7 @@ import {
   createNameMap,
   toObjectSchema,
   toolAnswer,
+  type ApprovalGate,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
@@ -64,6 +65,13 @@ export interface AgentsToolsOptions {
   maxLength?: number;
   /** Sees every outcome (the envelope, for failures) before the model gets its text. */
   onOutcome?: (outcome: Outcome, call: AgentsToolCall) => void;
+  /**
+   * An `approvalGate()`: each tool's `needsApproval` is the gate's `evaluate` (`require` → true,
+   * an interruption the run resumes from), and a call approved through the run state runs with
+   * `{ approval: { approvedBy: 'openai-agents' } }`.
+   * @default undefined (no tool asks for approval)
+   */
+  approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
 
 /**
@@ -93,9 +101,21 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           listings.map((listing) => listing.name),
           settings.names,
         );
+  const { approvals } = settings;
+  const needsApproval = async (name: string, input: unknown, callId: string | undefined) => {
+    if (approvals === undefined) return false;
+    const decision = await approvals.evaluate(name, input, callId === undefined ? {} : { callId });
+    return decision.enforced && decision.action === 'require';
+  };
   return listings.map((listing) => {
     const wireName = names === undefined ? listing.name : names.wireName(listing.name);
     return tool({
+      ...(approvals === undefined
+        ? {}
+        : {
+            needsApproval: (_runContext: RunContext<unknown>, input: unknown, callId?: string) =>
+              needsApproval(listing.name, input, callId),
+          }),
       name: wireName,
       description: listing.description,
       // Non-strict JSON Schema: the SDK parses the JSON and passes it on unchecked.
@@ -113,7 +133,13 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           base: settings.base,
           displayName: wireName,
         });
-        const outcome = await settings.dispatcher.dispatch(listing.name, input, call);
+        // The Runner runs a call that needs approval only once the run state approved it.
+        const approved = await needsApproval(listing.name, input, details?.toolCall?.callId);
+        const outcome = await settings.dispatcher.dispatch(
+          listing.name,
+          input,
+          approved ? { ...call, approval: { approvedBy: 'openai-agents' } } : call,
+        );
         // A result that cannot be rendered is an `internal` outcome, for onOutcome as for the model.
         const answer = toolAnswer(outcome, { maxLength: settings.maxLength, displayName: wireName });
         settings.onOutcome?.(answer.outcome, { callId: call.callId, toolName: listing.name, wireName });
@@ -140,6 +166,7 @@ interface Settings {
   base: DispatchOptions;
   maxLength: number;
   onOutcome: AgentsToolsOptions['onOutcome'];
+  approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
 }
 
 function readOptions(options: AgentsToolsOptions): Settings {
@@ -156,7 +183,11 @@ function readOptions(options: AgentsToolsOptions): Settings {
     timeoutMs,
     maxLength = 2000,
     onOutcome,
+    approvals,
   } = options;
+  if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
+    throw new TypeError('toAgentsTools(): approvals must be an approvalGate()');
+  }
   if (typeof registry?.list !== 'function')
     throw new TypeError('toAgentsTools(): registry must be a ToolRegistry');
   if (typeof dispatcher?.dispatch !== 'function')
@@ -208,5 +239,5 @@ function readOptions(options: AgentsToolsOptions): Settings {
     // An empty or non-string scope means "no scope" for this call, never a key like ":call_1".
     return typeof value === 'string' && value.length > 0 ? value : undefined;
   };
-  return { registry, dispatcher, scope, keyByCallId, names, base, maxLength, onOutcome };
+  return { registry, dispatcher, scope, keyByCallId, names, base, maxLength, onOutcome, approvals };
 }

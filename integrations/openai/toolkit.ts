@@ -88,6 +88,12 @@ export interface OpenAIRunOptions {
   timeoutMs?: number;
   /** This batch's idempotency scope, instead of the toolkit's. */
   idempotencyScope?: string;
+  /**
+   * Approvals for calls an `approvalGate` paused, by the provider's call id: the token from the
+   * call's `approval_required` outcome, or `{ approvedBy }` when the host asked a person itself.
+   * @default {}
+   */
+  approvals?: Readonly<Record<string, string | { approvedBy: string }>>;
 }
 
 /** What `runChatToolCalls` resolves to. */
@@ -289,7 +295,12 @@ async function runCalls(
       displayName: call.wire,
     });
     ids.push(options.callId);
-    running.push(runCall(kit, call, options));
+    const { approvals } = base;
+    const approval =
+      approvals !== undefined && Object.hasOwn(approvals, options.callId)
+        ? approvals[options.callId]
+        : undefined;
+    running.push(runCall(kit, call, approval === undefined ? options : { ...options, approval }));
   }
   const outcomes = await Promise.all(running);
   // A result that cannot be rendered becomes an `internal` outcome, so text and outcome agree.
@@ -373,13 +384,17 @@ function chatCall(call: unknown): Call {
 interface BaseRun {
   options: DispatchOptions;
   scope: string | undefined;
+  approvals?: Readonly<Record<string, string | { approvedBy: string }>> | undefined;
 }
 
 function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: string | undefined): BaseRun {
   if (options === undefined) return { options: {}, scope: defaultScope };
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`run options must be an object, got ${String(options)}`);
-  const { signal, budget, timeoutMs, idempotencyScope } = options;
+  const { signal, budget, timeoutMs, idempotencyScope, approvals } = options;
+  if (approvals !== undefined && (typeof approvals !== 'object' || approvals === null)) {
+    throw new TypeError('approvals must be an object of call ids to approval tokens');
+  }
   const out: DispatchOptions = {};
   if (signal !== undefined && signal !== null) {
     if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
@@ -393,7 +408,7 @@ function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: str
     out.timeoutMs = timeoutMs;
   }
   requireScope('idempotencyScope', idempotencyScope);
-  return { options: out, scope: idempotencyScope ?? defaultScope };
+  return { options: out, scope: idempotencyScope ?? defaultScope, approvals };
 }
 
 function requireScope(name: string, scope: unknown): void {

@@ -170,7 +170,8 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
         // dispatchJson's text is parsed here, so the attribute holds the arguments and not that
         // text quoted again; text that is not JSON stays for the schema step to report.
         parseJsonArgs(ctx);
-        span.setAttribute(genAi.toolCallArguments, attributeText(ctx.args, maxAttributeLength));
+        const args = ctx.redactor === undefined ? ctx.args : ctx.redactor.redactValue(ctx.args);
+        span.setAttribute(genAi.toolCallArguments, attributeText(args, maxAttributeLength));
       }
     } catch {
       // A broken span loses its attributes, never the call.
@@ -360,13 +361,16 @@ class TracedDispatch {
     } catch {
       // Nothing to clean up beyond this dispatch.
     }
-    const ending: Ending = outcome ?? {
+    const given: Ending = outcome ?? {
       ok: false,
       kind: 'internal',
       message: 'The middleware stack finished without an outcome',
       attempts: this.ctx.attempt,
     };
     try {
+      // The span ends before the dispatcher redacts the outcome: it redacts what it records itself.
+      const { redactor } = this.ctx;
+      const ending = redactor === undefined ? given : redactor.redactValue(given);
       const { span, settings } = this;
       span.setAttributes(this.endAttributes(ending));
       if (!ending.ok) {

@@ -39,3 +39,4 @@ export { redisSlotStore, type RedisSlotStoreOptions } from './slot-store.js';
 export { redisCircuitStore, type RedisCircuitStoreOptions } from './circuit-store.js';
 export { redisBudget, type RedisBudgetOptions } from './budget.js';
 export { redisRateStore, redisWindowStore, type RedisLimitStoreOptions } from './rate-store.js';
+export { redisApprovalStore, type RedisApprovalStoreOptions } from './approval-store.js';

@@ -35,6 +35,9 @@ type Done = (failed: boolean, error?: unknown) => void;
 /** A step that may fail a call: the envelope, or `undefined` to go on. */
 type Check = (ctx: DispatchContext) => DispatchError | undefined;
 
+/** A step that may fail a call, answering with a promise when it must wait. */
+type AsyncCheck = (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
+
 /** The default stack's layers, by name, and the parts of each that the runner calls. */
 export interface DefaultStackParts {
   readonly errorMapping: Middleware;
@@ -43,6 +46,10 @@ export interface DefaultStackParts {
     readonly layer: Middleware;
     readonly check: (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
   };
+  /** The approval gate after validation, if any, and its check. */
+  readonly approvalGate?: { readonly layer: Middleware; readonly check: AsyncCheck } | undefined;
+  /** What runs after a success, before the call ends: the tool's output contract, the output guard. */
+  readonly afterSuccess?: AsyncCheck | undefined;
   readonly budgetGuard: { readonly layer: Middleware; readonly check: Check };
   readonly idempotency: Middleware;
   /** A layer between idempotency and the concurrency limit (a circuit breaker), if any. */
@@ -71,6 +78,8 @@ export function fusedDefaultStack(parts: DefaultStackParts): FusedRunnerFactory 
 
 // The onion from each layer inward, for calls that leave the common path there.
 interface Onions {
+  /** From the approval gate (or the budget guard without one): after an asynchronous validation. */
+  readonly fromGate: (ctx: CallContext) => Promise<void>;
   readonly fromBudget: (ctx: CallContext) => Promise<void>;
   readonly fromIdempotency: (ctx: CallContext) => Promise<void>;
   readonly fromConcurrency: (ctx: CallContext) => Promise<void>;
@@ -87,15 +96,29 @@ function onionsOf(parts: DefaultStackParts): Onions {
     ...parts.windowedBudgets.map((part) => part.layer),
   ];
   const perAttempt = [...guards, timeout.layer];
+  const fromBudget = composeWithAttempt([
+    budgetGuard.layer,
+    idempotency,
+    ...fromBreaker,
+    concurrencyLimit.layer,
+    retry.layer,
+    ...perAttempt,
+  ]);
+  const gate = parts.approvalGate?.layer;
   return {
-    fromBudget: composeWithAttempt([
-      budgetGuard.layer,
-      idempotency,
-      ...fromBreaker,
-      concurrencyLimit.layer,
-      retry.layer,
-      ...perAttempt,
-    ]),
+    fromGate:
+      gate === undefined
+        ? fromBudget
+        : composeWithAttempt([
+            gate,
+            budgetGuard.layer,
+            idempotency,
+            ...fromBreaker,
+            concurrencyLimit.layer,
+            retry.layer,
+            ...perAttempt,
+          ]),
+    fromBudget,
     fromIdempotency: composeWithAttempt([
       idempotency,
       ...fromBreaker,
@@ -125,19 +148,23 @@ class FusedStack {
   }
 
   run(ctx: CallContext, report: Report): void {
-    const { toolLookup, schemaValidation } = this.#parts;
-    let checked: ReturnType<DefaultStackParts['schemaValidation']['check']>;
+    const { toolLookup, schemaValidation, approvalGate } = this.#parts;
+    let checked: ReturnType<AsyncCheck>;
+    let onion = this.#onions.fromGate;
     try {
       checked = toolLookup.lookup(ctx) ?? schemaValidation.check(ctx);
+      if (checked === undefined && approvalGate !== undefined) {
+        checked = approvalGate.check(ctx);
+        onion = this.#onions.fromBudget;
+      }
       if (checked === undefined) return this.#afterValidation(ctx, report);
     } catch (error) {
       return this.#failSoon(ctx, error, report);
     }
     if (!(checked instanceof Promise)) return this.#failSoon(ctx, checked, report);
-    const { fromBudget } = this.#onions;
     this.#settle(
       ctx,
-      checked.then((problem) => (problem === undefined ? fromBudget(ctx) : Promise.reject(problem))),
+      checked.then((problem) => (problem === undefined ? onion(ctx) : Promise.reject(problem))),
       report,
     );
   }
@@ -152,7 +179,7 @@ class FusedStack {
     if (breaker === undefined) {
       const finish = this.#finish;
       return this.#fromConcurrency(ctx, (failed, error) =>
-        report(failed ? failWith(ctx, error, finish) : finish(ctx)),
+        failed ? report(failWith(ctx, error, finish)) : this.#succeed(ctx, report),
       );
     }
     const inner = (): Promise<void> =>
@@ -233,7 +260,30 @@ class FusedStack {
   }
 
   #settle(ctx: CallContext, running: Promise<unknown>, report: Report): void {
-    reportWhenSettled(ctx, running, this.#finish, report);
+    if (this.#parts.afterSuccess === undefined) return reportWhenSettled(ctx, running, this.#finish, report);
+    running.then(
+      () => this.#succeed(ctx, report),
+      (error: unknown) => report(failWith(ctx, error, this.#finish)),
+    );
+  }
+
+  // The layers outside the lookup see a success last: its output contract, the output guard.
+  #succeed(ctx: CallContext, report: Report): void {
+    const { afterSuccess } = this.#parts;
+    const finish = this.#finish;
+    if (afterSuccess === undefined || ctx.outcome?.ok !== true) return report(finish(ctx));
+    let checked: ReturnType<AsyncCheck>;
+    try {
+      checked = afterSuccess(ctx);
+    } catch (error) {
+      return report(failWith(ctx, error, finish));
+    }
+    if (checked === undefined) return report(finish(ctx));
+    if (!(checked instanceof Promise)) return report(failWith(ctx, checked, finish));
+    checked.then(
+      (problem) => report(problem === undefined ? finish(ctx) : failWith(ctx, problem, finish)),
+      (error: unknown) => report(failWith(ctx, error, finish)),
+    );
   }
 
   // An outcome known while dispatch() still runs is reported a microtask later, as through the

@@ -5,7 +5,8 @@
 
 import { fuseLayers } from '../../src/stack-runner.js';
 import type { ToolRegistry } from '../../src/registry.js';
-import type { Middleware } from '../../src/types.js';
+import { DispatchError } from '../../src/errors.js';
+import type { DispatchContext, Middleware } from '../../src/types.js';
 import { createBudgetGuard } from '../budget-guard.js';
 import { createConcurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
 import { errorMapping } from '../error-mapping.js';
@@ -16,6 +17,9 @@ import { createWindowedBudget, type WindowedBudgetOptions } from '../windowed-bu
 import { createSchemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
 import { createTimeout, type TimeoutOptions } from '../timeout/index.js';
 import { createToolLookup } from '../tool-lookup.js';
+import { gateCheckOf } from '../approval-gate/index.js';
+import { checkContract } from '../output-contract.js';
+import { outputStepOf, type OutputStep } from '../output-guard/index.js';
 import { fusedDefaultStack } from './fused.js';
 
 /** Options for `defaultStack`: the registry, and each layer's own options. */
@@ -48,12 +52,20 @@ export interface DefaultStackOptions {
   windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
+  /**
+   * An `approvalGate()`, placed after schema validation and before the budget guard. The stack
+   * keeps its fast runner.
+   */
+  approval?: Middleware;
+  /** An `outputGuard()`, placed right inside error mapping. The stack keeps its fast runner. */
+  output?: Middleware;
 }
 
 /**
- * The stack that keeps the contract, outermost first: error mapping, tool lookup, schema
- * validation, budget guard, idempotency, concurrency limit, retry, then (when given) rate limits
- * and windowed budgets, and timeout. The dispatcher runs
+ * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
+ * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
+ * retry, (rate limits, windowed budgets), timeout; a tool's `outputSchema` is checked even without
+ * an output guard. The dispatcher runs
  * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
  * put in front of them (tracing, logging) keep the fast path, and so does a `breaker` given here.
  *
@@ -70,6 +82,8 @@ export interface DefaultStackOptions {
  *   rateLimit: { key: (ctx) => `search:${ctx.options.tenant}`, rate: 5, intervalMs: 1_000 },
  *   windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 10_000, windowMs: 86_400_000 } });
  * @example
+ * defaultStack({ registry, approval: approvalGate({ registry }), output: outputGuard({ maxChars: 8_000 }) });
+ * @example
  * defaultStack({ registry, idempotency: { store: redisIdempotencyStore(redis) },
  *   concurrency: { max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) } });
  */
@@ -77,13 +91,24 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('defaultStack() needs an options object with a registry');
   }
-  const { breaker } = options;
+  const { breaker, approval, output } = options;
   if (breaker !== undefined && typeof breaker !== 'function') {
     throw new TypeError('defaultStack() breaker must be a middleware function');
   }
   const timeout = createTimeout(options.timeout);
+  const gateCheck = approval === undefined ? undefined : gateCheckOf(approval);
+  if (approval !== undefined && gateCheck === undefined) {
+    throw new TypeError('defaultStack() approval must be an approvalGate()');
+  }
+  const outputStep = output === undefined ? undefined : outputStepOf(output);
+  if (output !== undefined && outputStep === undefined) {
+    throw new TypeError('defaultStack() output must be an outputGuard()');
+  }
   const parts = {
     breaker,
+    approvalGate:
+      approval === undefined || gateCheck === undefined ? undefined : { layer: approval, check: gateCheck },
+    afterSuccess: afterSuccess(outputStep),
     errorMapping: errorMapping(),
     toolLookup: createToolLookup(options.registry),
     schemaValidation: createSchemaValidation(options.schema),
@@ -97,8 +122,10 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   };
   const layers: Middleware[] = [
     parts.errorMapping,
+    ...(output === undefined ? [] : [output]),
     parts.toolLookup.layer,
     parts.schemaValidation.layer,
+    ...(approval === undefined ? [] : [approval]),
     parts.budgetGuard.layer,
     parts.idempotency,
     ...(breaker === undefined ? [] : [breaker]),
@@ -115,4 +142,16 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
 function listOf<Options>(given: Options | readonly Options[] | undefined): readonly Options[] {
   if (given === undefined) return [];
   return Array.isArray(given) ? given : [given as Options];
+}
+
+// After a success, as the layers outside the lookup would see it: the tool's output contract
+// (checked by the lookup layer), then the output guard.
+function afterSuccess(step: OutputStep | undefined) {
+  return (ctx: DispatchContext): DispatchError | undefined | Promise<DispatchError | undefined> => {
+    if (ctx.tool?.outputSchema === undefined) return step?.(ctx);
+    const broken = checkContract(ctx);
+    if (step === undefined || broken instanceof DispatchError) return broken;
+    if (broken === undefined) return step(ctx);
+    return broken.then((problem) => problem ?? step(ctx));
+  };
 }

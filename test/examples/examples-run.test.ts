@@ -45,4 +45,23 @@ describe('examples', () => {
     expect(stdout).toContain('summary 3 for globex: ok');
     expect(stdout).toMatch(/summary 4 for globex: budget_exceeded/);
   });
+
+  it('approval-loop.ts pauses a refund, runs it once when approved twice, and never runs a denied one', async () => {
+    const { code, stderr, stdout } = await runExample('examples/approval-loop.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/refund 250 \(the model sees\)\s+→ error \(approval_required\)/);
+    expect(stdout).toMatch(/refund 250 \(approved, again\)\s+→ \{"refundId":"rf-2"\}/);
+    expect(stdout).toMatch(/refund 900 \(denied\)\s+→ error \(approval_denied\).*over the refund limit/);
+    expect(stdout).toContain('refunds run: 2 (o-1:40, o-2:250)');
+  });
+
+  it('output-guard.ts cuts the model copy and keeps the secret out of the result and the spill', async () => {
+    const { code, stderr, stdout } = await runExample('examples/output-guard.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/the model reads \d{3} characters/);
+    expect(stdout).toContain('secret in the result: false; in the spill: false');
+    expect(stdout).toContain('OPENAI_API_KEY=[REDACTED:api_key]');
+  });
 });

@@ -1,0 +1,138 @@
+// The policy layers' costs (issue 21): an idle gate and guard, a paused call, redaction and the cut,
+// each as a ratio to its baseline in the same run.
+
+import { caseById, pairedRatio, runGroup, type BenchCase, type GroupOptions, type Ratio } from './harness.js';
+import type { Library } from './library.js';
+import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
+
+/** Issue 21's performance targets. */
+export const policyTargets = {
+  idleVsBare: 1.1,
+  approvalRequiredVsBare: 2,
+  redact2MbVs1Mb: 2.2,
+  redact2MbVsReplace: 4,
+  hostileVs1Mb: 2.2,
+  cut2MbVsStringify: 1.5,
+} as const;
+
+/** The ratios the policy section reports. */
+export interface PolicyRatios {
+  idleVsBare: Ratio;
+  approvalRequiredVsBare: Ratio;
+  redact2MbVs1Mb: Ratio;
+  redact2MbVsReplace: Ratio;
+  hostileVs1Mb: Ratio;
+  cut2MbVsStringify: Ratio;
+}
+
+const policySettings: GroupOptions = { rounds: 25, warmupRounds: 3, warmupMs: 1_500, batchMs: 25 };
+const dataSettings: GroupOptions = { rounds: 15, warmupRounds: 2, batchMs: 50 };
+
+function sequential(id: string, label: string, op: () => Promise<{ ok: boolean }>, ok = true): BenchCase {
+  return {
+    id,
+    label,
+    async batch(n) {
+      for (let i = 0; i < n; i++) {
+        if ((await op()).ok !== ok) throw new Error(`${id}: unexpected outcome`);
+      }
+    },
+  };
+}
+
+function synchronous(id: string, label: string, op: () => unknown): BenchCase {
+  return {
+    id,
+    label,
+    async batch(n) {
+      for (let i = 0; i < n; i++) if (op() === undefined) throw new Error(`${id}: no result`);
+    },
+  };
+}
+
+/** The dispatch cases: the bare default stack, the same with an idle gate and guard, a paused call. */
+export function policyDispatchCases(lib: Library): BenchCase[] {
+  const { ToolRegistry, approvalGate, createDispatcher, defaultStack, outputGuard } = lib;
+  const registry = new ToolRegistry()
+    .register({
+      name: 'bench.free',
+      inputSchema: argsSchema,
+      requiresApproval: false,
+      handler: immediateHandler,
+    })
+    .register({
+      name: 'bench.gated',
+      inputSchema: argsSchema,
+      requiresApproval: true,
+      handler: immediateHandler,
+    });
+  const bare = createDispatcher(defaultStack({ registry }));
+  const guarded = createDispatcher(
+    defaultStack({
+      registry,
+      approval: approvalGate({ registry }),
+      output: outputGuard({ maxChars: 8_000 }),
+    }),
+  );
+  let call = 0;
+  return [
+    sequential('bare', 'default stack, no key', () => bare.dispatch('bench.free', smallArgs)),
+    sequential('idle', 'defaultStack({ approval, output }), nothing to approve or cut', () =>
+      guarded.dispatch('bench.free', smallArgs),
+    ),
+    sequential(
+      'required',
+      'defaultStack({ approval, output }), approval_required (a new call each time)',
+      () => guarded.dispatch('bench.gated', smallArgs, { callId: `c-${++call}` }),
+      false,
+    ),
+  ];
+}
+
+/** The data cases: redaction of 1 MB, 2 MB and hostile text, one replace, the cut and one stringify. */
+export function policyDataCases(lib: Library): BenchCase[] {
+  const redactor = lib.createRedactor();
+  const line = 'user=ana action=read path=/srv/data/report.csv status=200 bytes=5120 ms=12\n';
+  const oneMb = line.repeat(Math.ceil(1_048_576 / line.length)).slice(0, 1_048_576);
+  const twoMb = oneMb + oneMb;
+  const hostile = `eyJ${'a'.repeat(1_048_576)}`;
+  const onePattern = /sk-[A-Za-z0-9_-]{20,}/g;
+  const rows = Array.from({ length: 20_000 }, (_, i) => ({ id: i, line: line.slice(0, 90) }));
+  const guard = lib.outputGuard({ maxChars: 8_000 });
+  const ctxFor = () => ({ outcome: { ok: true as const, result: rows, attempts: 1 }, redactor: undefined });
+  return [
+    synchronous('redact1', 'redact 1 MB', () => redactor.redact(oneMb)),
+    synchronous('redact2', 'redact 2 MB', () => redactor.redact(twoMb)),
+    synchronous('replace2', 'one replace of one pattern over 2 MB', () => twoMb.replace(onePattern, 'x')),
+    synchronous('hostile', 'redact eyJ + 1 MB of a', () => redactor.redact(hostile)),
+    {
+      id: 'cut2',
+      label: 'cut a 2 MB result (outputGuard)',
+      async batch(n) {
+        for (let i = 0; i < n; i++) {
+          const ctx = ctxFor();
+          await guard(ctx as never, () => Promise.resolve());
+          if ((ctx.outcome as { modelCopy?: unknown }).modelCopy === undefined)
+            throw new Error('cut2: no cut');
+        }
+      },
+    },
+    synchronous('stringify2', 'JSON.stringify of the same result', () => JSON.stringify(rows)),
+  ];
+}
+
+/** Runs both groups and returns the ratios against the targets. */
+export async function runPolicyBench(lib: Library, log: (text: string) => void): Promise<PolicyRatios> {
+  const dispatch = await runGroup(policyDispatchCases(lib), policySettings);
+  const data = await runGroup(policyDataCases(lib), dataSettings);
+  const chars = JSON.stringify(caseById(data, 'stringify2').wall.median);
+  log(`   (2 MB stringify ${chars} ns)`);
+  return {
+    idleVsBare: pairedRatio(dispatch, 'idle', 'bare'),
+    approvalRequiredVsBare: pairedRatio(dispatch, 'required', 'bare'),
+    redact2MbVs1Mb: pairedRatio(data, 'redact2', 'redact1'),
+    redact2MbVsReplace: pairedRatio(data, 'redact2', 'replace2'),
+    hostileVs1Mb: pairedRatio(data, 'hostile', 'redact1'),
+    cut2MbVsStringify: pairedRatio(data, 'cut2', 'stringify2'),
+  };
+}

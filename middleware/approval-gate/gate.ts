@@ -1,0 +1,335 @@
+/**
+ * The approval gate's decision loop: the rule order, then enforcement (tokens, host approvals,
+ * shadow mode) over an approval store.
+ * @module
+ */
+
+import { randomBytes } from 'node:crypto';
+import { DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
+import type { ApprovalTicket } from '../../src/errors.js';
+import type { ApprovalCall, DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
+import { isThenable, storeUnavailable } from '../kit.js';
+import { fingerprint } from '../idempotency/fingerprint.js';
+import type { ApprovalRecord, ApprovalStore } from './store.js';
+
+/** What a rule decides for a call. */
+export type ApprovalAction = 'allow' | 'deny' | 'require';
+
+/** A verdict: the action and, for `deny` and `require`, why. */
+export interface ApprovalVerdict {
+  /** Run it, refuse it, or ask a person first. */
+  readonly action: ApprovalAction;
+  /** Why, in words a model and a reviewer may read. */
+  readonly reason?: string;
+}
+
+/** The gate's decision on a call: the verdict and the rule it came from. */
+export interface ApprovalDecision extends ApprovalVerdict {
+  /** Which rule decided: `decide`, `override`, `tool`, `annotations`, `fallback`, `token` or `host`. */
+  readonly source: string;
+  /** `false` in shadow mode, where nothing is blocked. */
+  readonly enforced: boolean;
+}
+
+/** The gate's policy, checked when the gate is made. */
+export interface GatePolicy {
+  readonly mode: 'enforce' | 'shadow';
+  readonly fallback: ApprovalAction;
+  readonly overrides: ReadonlyMap<string, boolean>;
+  readonly store: ApprovalStore;
+  readonly ttlMs: number;
+  readonly decide:
+    | ((call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>)
+    | undefined;
+}
+
+type Sourced = ApprovalVerdict & { readonly source: string };
+type Checked = DispatchError | undefined;
+type MaybeChecked = Checked | Promise<Checked>;
+
+// Frozen, and shaped as the `approval.decision` event's details, so that letting a call through
+// builds nothing.
+const allowedBy = (source: string): Sourced & { enforced: true } =>
+  Object.freeze({ action: 'allow', source, enforced: true });
+const allowOverride = allowedBy('override');
+const allowTool = allowedBy('tool');
+const allowAnnotations = allowedBy('annotations');
+const actions = new Set<string>(['allow', 'deny', 'require']);
+
+/** The gate's loop: judges each call, then lets it through, refuses it or pauses it. */
+export class ApprovalLoop {
+  constructor(private readonly policy: GatePolicy) {}
+
+  /** The verdict of the rules for `call`, a promise only when a rule answers with one. */
+  verdict(call: ApprovalCall): Sourced | Promise<Sourced> {
+    const byDefault = this.byDefault(call.tool, () => call);
+    const { decide } = this.policy;
+    if (decide === undefined) return byDefault;
+    if (isThenable(byDefault)) return Promise.resolve(byDefault).then((given) => this.decided(call, given));
+    return this.decided(call, byDefault);
+  }
+
+  /** Checks a call in a dispatch: `undefined` lets it through, an envelope ends it. */
+  check(ctx: DispatchContext): MaybeChecked {
+    const { tool } = ctx;
+    if (tool === undefined)
+      return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
+    let call: ApprovalCall | undefined;
+    const callOf = (): ApprovalCall =>
+      (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
+    // A tool its own rules let through costs a lookup or two and builds nothing.
+    const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
+    if (
+      quick !== undefined &&
+      !isThenable(quick) &&
+      quick.action === 'allow' &&
+      this.policy.mode === 'enforce'
+    ) {
+      if ('enforced' in quick) ctx.emit('approval.decision', quick as Sourced & { enforced: true });
+      else emitDecision(ctx, quick, true);
+      return undefined;
+    }
+    const verdict = quick ?? this.verdict(callOf());
+    if (!isThenable(verdict)) return this.enforce(ctx, callOf(), verdict);
+    return Promise.resolve(verdict).then((given) => this.enforce(ctx, callOf(), given));
+  }
+
+  private byDefault(tool: Tool, callOf: () => ApprovalCall): Sourced | Promise<Sourced> {
+    const override = this.policy.overrides.get(tool.name);
+    if (override !== undefined)
+      return override ? required('override', 'it is listed as needing approval') : allowOverride;
+    const rule = tool.requiresApproval;
+    if (rule === false) return allowTool;
+    if (rule === true) return required('tool', 'the tool always needs approval');
+    if (typeof rule === 'function') return ruleVerdict(rule, callOf());
+    const hints = tool.annotations;
+    if (hints !== undefined) {
+      if (hints.readOnlyHint === true || hints.destructiveHint === false) return allowAnnotations;
+      return required('annotations', 'its annotations say it may change or destroy data');
+    }
+    const { fallback } = this.policy;
+    if (fallback === 'allow') return allowedBy('fallback');
+    return { action: fallback, source: 'fallback', reason: 'the tool declares no approval rule' };
+  }
+
+  // The policy's own verdict; one that fails or answers nonsense pauses the call (fail closed).
+  private decided(call: ApprovalCall, byDefault: Sourced): Sourced | Promise<Sourced> {
+    const failed = () => required('decide', 'the approval policy failed');
+    const judge = (given: unknown): Sourced => {
+      if (given === byDefault) return byDefault;
+      const action = (given as ApprovalVerdict | null)?.action;
+      if (typeof action !== 'string' || !actions.has(action)) return failed();
+      const reason = (given as ApprovalVerdict).reason;
+      return typeof reason === 'string' ? { action, source: 'decide', reason } : { action, source: 'decide' };
+    };
+    let given: unknown;
+    try {
+      given = (this.policy.decide as NonNullable<GatePolicy['decide']>)(call, byDefault);
+    } catch {
+      return failed();
+    }
+    return isThenable(given) ? Promise.resolve(given).then(judge, failed) : judge(given);
+  }
+
+  private enforce(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced): MaybeChecked {
+    if (this.policy.mode === 'shadow' || verdict.action === 'allow') {
+      emitDecision(ctx, verdict, this.policy.mode === 'enforce');
+      return undefined;
+    }
+    if (verdict.action === 'deny') {
+      emitDecision(ctx, verdict, true);
+      return denied(ctx, verdict.reason ?? 'the policy denies it');
+    }
+    const { approval } = ctx.options;
+    if (typeof approval === 'object') {
+      emitDecision(
+        ctx,
+        { action: 'allow', source: 'host', reason: `approved by ${approval.approvedBy}` },
+        true,
+      );
+      return undefined;
+    }
+    const print = printOf(call);
+    if (typeof approval === 'string') return this.redeem(ctx, call, verdict, print, approval);
+    return this.request(ctx, call, verdict, print);
+  }
+
+  private redeem(
+    ctx: DispatchContext,
+    call: ApprovalCall,
+    verdict: Sourced,
+    print: string,
+    token: string,
+  ): MaybeChecked {
+    return storeStep(
+      () => this.policy.store.get(token),
+      (record: ApprovalRecord | undefined) => {
+        if (record === undefined) return this.request(ctx, call, verdict, print);
+        if (
+          record.tool !== call.tool.name ||
+          record.fingerprint !== print ||
+          record.key !== (call.idempotencyKey ?? null)
+        ) {
+          emitDecision(
+            ctx,
+            { action: 'deny', source: 'token', reason: 'the token is bound to another call' },
+            true,
+          );
+          return new DispatchError(
+            'idempotency_conflict',
+            'The approval was given for another tool, other args or another idempotency key; ask for approval of this call',
+          );
+        }
+        if (record.status === 'denied') {
+          const reason = record.deniedReason ?? 'a reviewer denied it';
+          emitDecision(ctx, { action: 'deny', source: 'token', reason }, true);
+          return denied(ctx, reason);
+        }
+        if (record.status === 'pending') {
+          emitDecision(ctx, { action: 'require', source: 'token', reason: record.reason }, true);
+          return required_(ctx, record);
+        }
+        emitDecision(
+          ctx,
+          { action: 'allow', source: 'token', reason: `approved by ${record.approvedBy ?? 'a reviewer'}` },
+          true,
+        );
+        // A redeemed token runs under a key, so that delivering it twice runs the handler once.
+        if (call.idempotencyKey === undefined) runUnderKey(ctx, `approval:${token}`);
+        return undefined;
+      },
+    );
+  }
+
+  private request(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced, print: string): MaybeChecked {
+    const key = call.idempotencyKey ?? null;
+    const reason = verdict.reason ?? 'the tool needs approval';
+    const callKey = `${call.tool.name}\u0000${print}\u0000${key === null ? `call:${call.callId}` : `key:${key}`}`;
+    return storeStep(
+      () =>
+        this.policy.store.open({
+          token: newToken(),
+          callKey,
+          tool: call.tool.name,
+          fingerprint: print,
+          key,
+          callId: call.callId,
+          reason,
+          ttlMs: this.policy.ttlMs,
+        }),
+      ({ record, created }: { record: ApprovalRecord; created: boolean }) => {
+        if (created) {
+          ctx.emit('approval.required', {
+            token: record.token,
+            reason: record.reason,
+            expiresAt: record.expiresAt,
+          });
+        }
+        emitDecision(ctx, verdict, true);
+        return required_(ctx, record);
+      },
+    );
+  }
+}
+
+// Random bytes are drawn in blocks, as crypto.randomUUID does: one draw per call costs more than
+// the rest of a paused call.
+const tokenBytes = 18;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+/** A fresh token: 144 random bits, URL-safe. */
+export function newToken(): string {
+  if (poolOffset + tokenBytes > pool.length) {
+    pool = randomBytes(tokenBytes * 128);
+    poolOffset = 0;
+  }
+  const token = pool.toString('base64url', poolOffset, poolOffset + tokenBytes);
+  poolOffset += tokenBytes;
+  return token;
+}
+
+/** The fingerprint a token is bound to: the tool and its validated args, as base64url. */
+export function printOf(call: Pick<ApprovalCall, 'tool' | 'args'>): string {
+  return Buffer.from(fingerprint(call.tool.name, call.args), 'latin1').toString('base64url');
+}
+
+function required(source: string, reason: string): Sourced {
+  return { action: 'require', source, reason };
+}
+
+function ruleVerdict(
+  rule: (args: never, call: ApprovalCall) => unknown,
+  call: ApprovalCall,
+): Sourced | Promise<Sourced> {
+  const judge = (needed: unknown): Sourced =>
+    needed === false
+      ? allowTool
+      : required(
+          'tool',
+          needed === true ? 'the tool needs approval for these args' : 'its approval rule gave no answer',
+        );
+  const failed = () => required('tool', 'its approval rule failed');
+  let needed: unknown;
+  try {
+    needed = rule(call.args as never, call);
+  } catch {
+    return failed();
+  }
+  return isThenable(needed) ? Promise.resolve(needed).then(judge, failed) : judge(needed);
+}
+
+// A store step, then `next` with its answer; a store that fails closes the gate.
+function storeStep<Answer>(
+  step: () => Answer | PromiseLike<Answer>,
+  next: (answer: Answer) => MaybeChecked,
+): MaybeChecked {
+  const unavailable = (error: unknown) =>
+    isDispatchError(error)
+      ? error
+      : storeUnavailable(`The approval store failed: ${describeThrown(error)}`, { cause: error });
+  let answer: Answer | PromiseLike<Answer>;
+  try {
+    answer = step();
+  } catch (error) {
+    return unavailable(error);
+  }
+  if (!isThenable(answer)) return next(answer);
+  return Promise.resolve(answer).then(next, unavailable);
+}
+
+function emitDecision(ctx: DispatchContext, verdict: Sourced, enforced: boolean): void {
+  const { action, source, reason } = verdict;
+  ctx.emit(
+    'approval.decision',
+    reason === undefined ? { action, source, enforced } : { action, source, reason, enforced },
+  );
+}
+
+function required_(ctx: DispatchContext, record: ApprovalRecord): DispatchError {
+  const approval: ApprovalTicket = {
+    token: record.token,
+    tool: record.tool,
+    callId: record.callId,
+    reason: record.reason,
+    expiresAt: record.expiresAt,
+  };
+  return new DispatchError(
+    'approval_required',
+    `"${ctx.displayName}" needs a person's approval before it runs (${record.reason}); it has not run`,
+    { approval },
+  );
+}
+
+function denied(ctx: DispatchContext, reason: string): DispatchError {
+  return new DispatchError('approval_denied', `"${ctx.displayName}" was denied: ${reason}; it has not run`);
+}
+
+// The call runs under `key` from here in: the idempotency layer and the handler see it.
+function runUnderKey(ctx: DispatchContext, key: string): void {
+  const options: DispatchOptions = { ...ctx.options, idempotencyKey: key };
+  (ctx as { options: DispatchOptions }).options = options;
+}
+
+/** The tool `name` names in `registry`, for `evaluate`. */
+export type ToolSource = { get(name: string): Tool | undefined };

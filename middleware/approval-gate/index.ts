@@ -1,0 +1,201 @@
+/**
+ * Approval gate: risky calls wait for a person; a token resumes them, once.
+ * @module
+ */
+
+import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
+import type { DispatchError } from '../../src/errors.js';
+import { trusted } from '../../src/internal/trusted.js';
+import { optionsObject, requireNumber } from '../kit.js';
+import {
+  ApprovalLoop,
+  type ApprovalAction,
+  type ApprovalDecision,
+  type ApprovalVerdict,
+  type GatePolicy,
+  type ToolSource,
+} from './gate.js';
+import { memoryApprovalStore } from './memory-store.js';
+import type { ApprovalStore } from './store.js';
+
+export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
+
+/** Options for `approvalGate`. */
+export interface ApprovalGateOptions {
+  /** Where `evaluate` looks tools up (the dispatcher's registry). */
+  registry?: ToolSource;
+  /**
+   * `enforce` pauses and refuses calls; `shadow` blocks nothing and only emits `approval.decision`
+   * with `enforced: false`, to roll a policy out.
+   * @default 'enforce'
+   */
+  mode?: 'enforce' | 'shadow';
+  /**
+   * The verdict for a tool with no override, no `requiresApproval` and no annotations.
+   * @default 'require' (fail closed)
+   */
+  fallback?: ApprovalAction;
+  /** Per-tool answers that beat the tool's own rule and its annotations: `true` requires approval. */
+  overrides?: Readonly<Record<string, boolean>>;
+  /**
+   * Where requests and answers live; share one (Redis) across processes.
+   * @default memoryApprovalStore()
+   */
+  store?: ApprovalStore;
+  /**
+   * How long a token lives, in milliseconds.
+   * @default 3_600_000
+   */
+  ttlMs?: number;
+  /**
+   * The last word: gets the call and the verdict of the other rules, returns a verdict. One that
+   * throws pauses the call (fail closed).
+   * @default undefined (the other rules decide)
+   */
+  decide?: (call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>;
+}
+
+/** Options for `gate.evaluate`. */
+export interface EvaluateOptions {
+  /** The call's id. */
+  callId?: string;
+  /** The call's idempotency key. */
+  idempotencyKey?: string;
+}
+
+/** The approval gate: a layer, and the reviewer's and host's side of it. */
+export interface ApprovalGate extends Middleware {
+  /** `enforce` or `shadow`. */
+  readonly mode: 'enforce' | 'shadow';
+  /** The decision the gate would make for a call, running nothing (needs `registry`). */
+  evaluate(name: string, args: unknown, options?: EvaluateOptions): Promise<ApprovalDecision>;
+  /** Approves a pending token; `false` when unknown, expired or denied. */
+  approve(token: string, options?: { by?: string }): Promise<boolean>;
+  /** Denies a token for good; `false` when unknown, expired or already approved. */
+  deny(token: string, reason?: string): Promise<boolean>;
+}
+
+/** What the default stack's fast runner calls of a gate. */
+export type GateCheck = (
+  ctx: DispatchContext,
+) => DispatchError | undefined | Promise<DispatchError | undefined>;
+
+const gateChecks = new WeakMap<Middleware, GateCheck>();
+
+/**
+ * Pauses risky calls for a person. Its rules, first answer wins: `decide`'s verdict (given the
+ * others' as its default), else `overrides[tool]`, else the tool's `requiresApproval`, else its
+ * annotations (approval unless `readOnlyHint: true` or `destructiveHint: false`), else
+ * `fallback`. A paused call fails with `approval_required`, carrying `outcome.approval.token`;
+ * `approve(token)` then `dispatch(..., { approval: token })` runs it once, under the call's
+ * idempotency key or `approval:<token>`. Place it after schema validation and before the budget.
+ *
+ * @throws TypeError for a bad `mode`, `fallback`, `overrides`, `store`, `ttlMs` or `decide`.
+ * @example
+ * const gate = approvalGate({ registry, overrides: { 'fs.read': false } });
+ * const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+ * const out = await dispatcher.dispatch('payments.refund', args, { idempotencyKey: 'r-7' });
+ * if (!out.ok && out.approval) await gate.approve(out.approval.token, { by: 'ana' });
+ */
+export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
+  const given = optionsObject('approvalGate', options);
+  const policy = policyOf(given);
+  const { registry } = given;
+  if (registry !== undefined && typeof registry?.get !== 'function') {
+    throw new TypeError('registry must have a get(name) method');
+  }
+  const loop = new ApprovalLoop(policy);
+  const check: GateCheck = (ctx) => loop.check(ctx);
+  const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
+    const checked = check(ctx);
+    if (checked === undefined) return next();
+    if (!(checked instanceof Promise)) return Promise.reject(checked);
+    return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
+  });
+  gateChecks.set(layer, check);
+  const enforced = policy.mode === 'enforce';
+  const evaluate = async (
+    name: string,
+    args: unknown,
+    at: EvaluateOptions = {},
+  ): Promise<ApprovalDecision> => {
+    if (registry === undefined) throw new TypeError('evaluate() needs the gate made with a registry');
+    const tool = registry.get(name);
+    if (tool === undefined) return { action: 'allow', source: 'registry', reason: 'no such tool', enforced };
+    const parsed = await tool.inputSchema['~standard'].validate(args);
+    if (parsed.issues !== undefined) {
+      return {
+        action: 'allow',
+        source: 'schema',
+        reason: 'the args are invalid; the call will not run',
+        enforced,
+      };
+    }
+    const call: ApprovalCall = {
+      tool,
+      args: parsed.value,
+      callId: at.callId ?? 'evaluate',
+      idempotencyKey: at.idempotencyKey,
+    };
+    const { action, source, reason } = await loop.verdict(call);
+    return reason === undefined ? { action, source, enforced } : { action, source, reason, enforced };
+  };
+  const approve = async (token: string, by: { by?: string } = {}) =>
+    typeof token === 'string' &&
+    (await policy.store.answer(token, { action: 'approve', by: String(by.by ?? 'a reviewer') }));
+  const deny = async (token: string, reason = 'a reviewer denied it') =>
+    typeof token === 'string' &&
+    (await policy.store.answer(token, { action: 'deny', reason: String(reason) }));
+  return Object.assign(layer, { mode: policy.mode, evaluate, approve, deny });
+}
+
+/**
+ * The check of a gate made by `approvalGate`, for the default stack's fast runner.
+ * @internal
+ */
+export function gateCheckOf(gate: Middleware): GateCheck | undefined {
+  return gateChecks.get(gate);
+}
+
+function policyOf(options: ApprovalGateOptions): GatePolicy {
+  const {
+    mode = 'enforce',
+    fallback = 'require',
+    overrides = {},
+    store,
+    ttlMs = 3_600_000,
+    decide,
+  } = options;
+  if (mode !== 'enforce' && mode !== 'shadow')
+    throw new TypeError(`mode must be 'enforce' or 'shadow', got ${String(mode)}`);
+  if (fallback !== 'require' && fallback !== 'allow' && fallback !== 'deny') {
+    throw new TypeError(`fallback must be 'require', 'allow' or 'deny', got ${String(fallback)}`);
+  }
+  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
+    throw new TypeError('overrides must be an object of tool names to booleans');
+  }
+  for (const [name, value] of Object.entries(overrides)) {
+    if (typeof value !== 'boolean')
+      throw new TypeError(`overrides["${name}"] must be a boolean, got ${String(value)}`);
+  }
+  requireNumber('ttlMs', ttlMs, 0, { exclusive: true });
+  if (decide !== undefined && typeof decide !== 'function') throw new TypeError('decide must be a function');
+  if (
+    store !== undefined &&
+    (typeof store !== 'object' ||
+      store === null ||
+      ['open', 'get', 'answer'].some(
+        (m) => typeof (store as unknown as Record<string, unknown>)[m] !== 'function',
+      ))
+  ) {
+    throw new TypeError('store must be an ApprovalStore (open, get, answer), such as memoryApprovalStore()');
+  }
+  return {
+    mode,
+    fallback,
+    overrides: new Map(Object.entries(overrides)),
+    store: store ?? memoryApprovalStore(),
+    ttlMs,
+    decide,
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * Output guard: a success too long for a model gets a model copy (head, tail, a notice), and the
+ * whole result can be spilled behind a handle.
+ * @module
+ */
+
+import { toJsonSafe } from '../../src/json-safe.js';
+import { trusted } from '../../src/internal/trusted.js';
+import type { DispatchContext, Middleware, ModelCopy, Next } from '../../src/types.js';
+import { isThenable, optionsObject } from '../kit.js';
+import type { SpillStore } from './spill-store.js';
+
+/** Options for `outputGuard`. */
+export interface OutputGuardOptions {
+  /**
+   * The longest model copy, in characters (at least 200); a longer result is cut to its head
+   * (two thirds) and tail (one third) with a notice between them.
+   * @default 8_000
+   */
+  maxChars?: number;
+  /** Where the whole (redacted) result of a cut call is kept; its handle is in the notice. */
+  spill?: SpillStore;
+}
+
+/** The output guard: a layer, and the step the default stack's fast runner calls after a success. */
+export interface OutputGuardMiddleware extends Middleware {
+  /** The longest model copy, in characters. */
+  readonly maxChars: number;
+}
+
+/** What the guard does after a success: nothing, or a promise while a spill store answers. */
+export type OutputStep = (ctx: DispatchContext) => undefined | Promise<undefined>;
+
+const guardSteps = new WeakMap<Middleware, OutputStep>();
+
+/**
+ * Gives a success whose rendering (a string as it is, anything else as JSON) is longer than
+ * `maxChars` a model copy: `outcome.modelCopy = { text, truncated, originalChars, handle? }`,
+ * the text at most `maxChars`: its head (two thirds), a notice with the original length, a hint
+ * to narrow the query and the spill handle, and its tail (one third). `outcome.result` stays
+ * whole. The result is redacted (with the dispatcher's `redact`) before it is cut or spilled; a
+ * spill store that fails loses only the handle. `toToolMessage` and the host integrations show
+ * the model copy as it is. Place it outermost after `errorMapping`.
+ *
+ * @throws TypeError for a `maxChars` under 200 or a `spill` without `put`.
+ * @example
+ * const spill = memorySpillStore();
+ * createDispatcher(defaultStack({ registry, output: outputGuard({ maxChars: 8_000, spill }) }));
+ */
+export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware {
+  const { maxChars = 8_000, spill } = optionsObject('outputGuard', options);
+  if (
+    typeof maxChars !== 'number' ||
+    !(maxChars >= 200) ||
+    (maxChars !== Infinity && !Number.isInteger(maxChars))
+  ) {
+    throw new TypeError(`maxChars must be an integer >= 200 (or Infinity), got ${String(maxChars)}`);
+  }
+  if (
+    spill !== undefined &&
+    (typeof spill !== 'object' || spill === null || typeof spill.put !== 'function')
+  ) {
+    throw new TypeError(
+      'spill must be a spill store with put(value) and get(handle), such as memorySpillStore()',
+    );
+  }
+  const step: OutputStep = (ctx) => {
+    const { outcome } = ctx;
+    if (outcome?.ok !== true || outcome.modelCopy !== undefined) return undefined;
+    const whole = render(outcome.result);
+    if (whole.length <= maxChars) return undefined;
+    const result = ctx.redactor === undefined ? outcome.result : ctx.redactor.redactValue(outcome.result);
+    const text = ctx.redactor === undefined ? whole : render(result);
+    const copy = (handle: string | undefined) => {
+      ctx.outcome = { ...outcome, result, modelCopy: cutCopy(text, maxChars, handle) };
+      return undefined;
+    };
+    if (spill === undefined) return copy(undefined);
+    let handle: unknown;
+    try {
+      handle = spill.put(result);
+    } catch {
+      return copy(undefined);
+    }
+    if (!isThenable(handle)) return copy(handleOf(handle));
+    return Promise.resolve(handle).then(
+      (given) => copy(handleOf(given)),
+      () => copy(undefined),
+    );
+  };
+  const layer = trusted(function outputGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    return next().then(() => step(ctx));
+  });
+  guardSteps.set(layer, step);
+  return Object.assign(layer, { maxChars });
+}
+
+/**
+ * The step of a guard made by `outputGuard`, for the default stack's fast runner.
+ * @internal
+ */
+export function outputStepOf(guard: Middleware): OutputStep | undefined {
+  return guardSteps.get(guard);
+}
+
+function handleOf(handle: unknown): string | undefined {
+  return typeof handle === 'string' && handle.length > 0 ? handle : undefined;
+}
+
+// The text a model would be shown of `result`: a string as it is, anything else as JSON.
+function render(result: unknown): string {
+  if (typeof result === 'string') return result;
+  try {
+    return JSON.stringify(result) ?? '';
+  } catch {
+    return JSON.stringify(toJsonSafe(result)) ?? '';
+  }
+}
+
+/**
+ * `text` cut to at most `maxChars`: the head (two thirds of the room left by the notice), the
+ * notice, and the tail (the other third).
+ */
+export function cutCopy(text: string, maxChars: number, handle: string | undefined): ModelCopy {
+  const originalChars = text.length;
+  const where = handle === undefined ? '' : ` The whole result is kept as ${handle}.`;
+  let notice = `\n[… cut: the result has ${originalChars} characters; this shows its start and end. Narrow the query (filter, fewer fields, a page) to see less at a time.${where}]\n`;
+  if (notice.length > maxChars / 2) notice = `\n[… cut from ${originalChars} characters]\n`;
+  const room = Math.max(0, maxChars - notice.length);
+  const headChars = Math.floor((room * 2) / 3);
+  const head = sliceWhole(text, 0, headChars);
+  const tail = sliceWhole(text, originalChars - (room - headChars), originalChars);
+  const copy: { text: string; truncated: boolean; originalChars: number; handle?: string } = {
+    // Joined into a flat string, so the copy holds none of the whole text it was cut from.
+    text: [head, notice, tail].join(''),
+    truncated: true,
+    originalChars,
+  };
+  if (handle !== undefined) copy.handle = handle;
+  return copy;
+}
+
+// Never leaves half of a surrogate pair at either end of the slice.
+function sliceWhole(text: string, start: number, end: number): string {
+  let from = start;
+  let to = end;
+  if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from += 1;
+  if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to -= 1;
+  return from >= to ? '' : text.slice(from, to);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}

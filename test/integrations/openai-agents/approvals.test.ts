@@ -1,0 +1,95 @@
+// toAgentsTools({ approvals }) with the real Agents SDK against the local Responses server: a
+// gated call interrupts the run, and once the run state approves it, it runs once.
+
+import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { approvalGate, createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
+import { toAgentsTools } from '../../../integrations/openai-agents/index.js';
+import {
+  startFakeProvider,
+  type FakeProvider,
+  type ResponsesReply,
+} from '../../../examples/fake-provider/index.js';
+
+let provider: FakeProvider;
+let replies: ResponsesReply[] = [];
+const toolResults: string[][] = [];
+
+beforeAll(async () => {
+  provider = await startFakeProvider({
+    responses: ({ toolResults: results }) => {
+      toolResults.push(results.map(({ id, content }) => `${id}:${content}`));
+      const reply = replies.shift();
+      if (reply === undefined) throw new Error('no scripted reply');
+      return reply;
+    },
+  });
+  setTracingDisabled(true);
+  setDefaultOpenAIClient(
+    new OpenAI({ baseURL: provider.openaiBaseURL, apiKey: 'test', maxRetries: 0 }) as never,
+  );
+});
+
+afterAll(async () => {
+  await provider.close();
+});
+
+function setup() {
+  const refunds: number[] = [];
+  const registry = new ToolRegistry().register({
+    name: 'payments.refund',
+    inputSchema: z.object({ amount: z.number() }),
+    requiresApproval: ({ amount }) => amount > 100,
+    handler: ({ amount }) => {
+      refunds.push(amount);
+      return `refunded ${amount}`;
+    },
+  });
+  const gate = approvalGate({ registry });
+  const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+  const agent = new Agent({
+    name: 'refunder',
+    model: 'gpt-test',
+    tools: toAgentsTools({ registry, dispatcher, approvals: gate }),
+  });
+  return { agent, refunds };
+}
+
+describe('toAgentsTools with approvals', () => {
+  it('interrupts a gated call and runs it once when the run state approves it', async () => {
+    const { agent, refunds } = setup();
+    toolResults.length = 0;
+    replies = [
+      {
+        // One call per turn: the SDK sends a resumed call's output after the others of its turn,
+        // which the fake provider (strict about call order) would refuse.
+        calls: [{ call_id: 'c2', name: 'payments__refund', arguments: { amount: 5 } }],
+      },
+      { calls: [{ call_id: 'c1', name: 'payments__refund', arguments: { amount: 500 } }] },
+      { text: 'done' },
+    ];
+    const first = await run(agent, 'refund both');
+    expect(first.interruptions.map((item) => (item.rawItem as { callId?: string }).callId)).toEqual(['c1']);
+    expect(refunds).toEqual([5]);
+    for (const item of first.interruptions) first.state.approve(item);
+    const second = await run(agent, first.state);
+    expect(second.finalOutput).toBe('done');
+    expect(refunds).toEqual([5, 500]);
+    expect(toolResults.at(-1)).toEqual(['c1:refunded 500']);
+  });
+
+  it('never runs a call the run state rejects', async () => {
+    const { agent, refunds } = setup();
+    replies = [
+      { calls: [{ call_id: 'c1', name: 'payments__refund', arguments: { amount: 500 } }] },
+      { text: 'not done' },
+    ];
+    const first = await run(agent, 'refund');
+    for (const item of first.interruptions) first.state.reject(item);
+    const second = await run(agent, first.state);
+    expect(second.finalOutput).toBe('not done');
+    expect(refunds).toEqual([]);
+  });
+});

@@ -1,0 +1,69 @@
+// The redactor: built-in secret shapes, your own patterns, values, and linear time on hostile input.
+
+import { describe, expect, it } from 'vitest';
+import { createRedactor, DispatchError } from '../../index.js';
+import { secrets } from '../helpers/secrets.js';
+
+describe('createRedactor', () => {
+  const redactor = createRedactor();
+
+  it.each(Object.entries(secrets))('replaces a %s with its name', (name, secret) => {
+    const text = redactor.redact(`before ${secret} after`);
+    const shown = name === 'bearer' ? 'Bearer [REDACTED:bearer]' : `[REDACTED:${name}]`;
+    expect(text).toBe(`before ${shown} after`);
+  });
+
+  it('leaves ordinary text alone, including words that only start like a key', () => {
+    const text = 'task-manager skipped sk-short, AKIA in prose, eyJ alone, Bearer';
+    expect(redactor.redact(text)).toBe(text);
+  });
+
+  it('applies your patterns, named or not, after the built-ins', () => {
+    const own = createRedactor({ patterns: [/acme_[a-z0-9]{8}/, { name: 'ticket', pattern: /T-\d{4}/ }] });
+    expect(own.redact('acme_abcd1234 T-1234 sk-AbCdEfGhIjKlMnOpQrStUvWx')).toBe(
+      '[REDACTED:custom] [REDACTED:ticket] [REDACTED:api_key]',
+    );
+    expect(createRedactor({ builtins: false }).redact(secrets.aws_key)).toBe(secrets.aws_key);
+  });
+
+  it('redacts every string in a value and copies only what changed', () => {
+    const untouched = { n: 1, list: ['a'] };
+    const value = { untouched, nested: { list: [1, `key ${secrets.aws_key}`] } };
+    const redacted = redactor.redactValue(value);
+    expect(redacted).toEqual({ untouched, nested: { list: [1, 'key [REDACTED:aws_key]'] } });
+    expect(redacted.untouched).toBe(untouched);
+    expect(value.nested.list[1]).toContain(secrets.aws_key);
+    const plain = { a: 'nothing here' };
+    expect(redactor.redactValue(plain)).toBe(plain);
+  });
+
+  it('keeps cycles and redacts an envelope message, dropping its cause', () => {
+    const cyclic: Record<string, unknown> = { token: secrets.jwt };
+    cyclic.self = cyclic;
+    const redacted = redactor.redactValue(cyclic);
+    expect(redacted.token).toBe('[REDACTED:jwt]');
+    const envelope = new DispatchError('internal', `failed with ${secrets.api_key}`, {
+      attempts: 2,
+      cause: new Error(secrets.api_key),
+    });
+    const clean = redactor.redactValue(envelope);
+    expect(clean.message).toBe('failed with [REDACTED:api_key]');
+    expect([clean.kind, clean.attempts, clean.cause]).toEqual(['internal', 2, undefined]);
+  });
+
+  it('throws a TypeError naming a bad pattern or builtins', () => {
+    expect(() => createRedactor({ patterns: ['sk-' as unknown as RegExp] })).toThrow(/patterns\[0\]/);
+    expect(() => createRedactor({ builtins: 'yes' as unknown as boolean })).toThrow(/builtins/);
+  });
+
+  it('scans hostile input in linear steps: eyJ and a run of token characters', () => {
+    // A quadratic scan of 1 MB would take minutes; this asserts the result, and the test's own
+    // timeout guards the time.
+    const hostile = `eyJ${'a'.repeat(1_000_000)}`;
+    expect(redactor.redact(hostile)).toBe(hostile);
+    const repeated = 'eyJ'.repeat(300_000);
+    expect(redactor.redact(repeated)).toBe(repeated);
+    const pem = '-----BEGIN PRIVATE KEY-----'.repeat(30_000);
+    expect(redactor.redact(pem)).toContain('[REDACTED:private_key]');
+  }, 20_000);
+});
