@@ -239,8 +239,8 @@ export class KeyedCalls {
 
   // Fails the key's callers with outcome_unknown without running it, and leaves it in doubt.
   private refuse(flight: Flight, lease: IdempotencyLease, window: OutcomeWindow, why: string): void {
-    this.release(lease, this.receiptOf(flight, 'in_doubt', window));
-    this.finish(flight, failed(outcomeUnknown(flight.ctx, window, `${why}; it is not run again`)));
+    const refusal = failed(outcomeUnknown(flight.ctx, window, `${why}; it is not run again`));
+    this.settleAfter(this.release(lease, this.receiptOf(flight, 'in_doubt', window)), flight, refusal);
   }
 
   // Runs the key once under its lease; the execution's signal aborts when every local caller
@@ -304,8 +304,15 @@ export class KeyedCalls {
         threw ? toDispatchError(failure, ctx.attempt) : (outcome ?? noOutcome(ctx))
       ) as DispatchError;
       const window = doubtOf(error, flight.tool);
-      this.release(lease, this.receiptOf(flight, window === undefined ? 'failed' : 'in_doubt', window));
-      return this.finish(flight, failed(error));
+      if (window === undefined) {
+        this.release(lease, this.receiptOf(flight, 'failed', undefined));
+        return this.finish(flight, failed(error));
+      }
+      return this.settleAfter(
+        this.release(lease, this.receiptOf(flight, 'in_doubt', window)),
+        flight,
+        failed(error),
+      );
     }
     // A success counts even when every local caller left: its side effect happened, so it is
     // stored, and the key does not run again.
@@ -313,7 +320,7 @@ export class KeyedCalls {
     const receipt = this.receiptOf(flight, 'succeeded', outcome.reconciled?.window);
     let completion: MaybePromise<IdempotencyCompletion>;
     try {
-      completion = this.store.complete(lease, result, this.ttlOf(ctx), this.own(receipt));
+      completion = this.store.complete(lease, result, this.ttlOf(ctx), this.own(receipt).receipt);
     } catch (error) {
       return this.completeFailed(flight, lease, result, error);
     }
@@ -410,24 +417,37 @@ export class KeyedCalls {
 
   // A receipt rides with the store's own write when the store keeps them; an attached receipt
   // store gets its own record.
-  private own(receipt: Receipt | undefined): Receipt | undefined {
-    if (receipt === undefined || this.receipts === this.store.receipts) return receipt;
+  private own(receipt: Receipt | undefined): { receipt: Receipt | undefined; recorded?: Promise<void> } {
+    if (receipt === undefined || this.receipts === this.store.receipts) return { receipt };
     try {
       const recorded = this.receipts.record(receipt);
-      if (isThenable(recorded)) recorded.then(undefined, noop);
+      if (isThenable(recorded)) return { receipt: undefined, recorded: recorded.then(undefined, noop) };
     } catch {
       // A receipt that cannot be written never fails the call it describes.
     }
-    return undefined;
+    return { receipt: undefined };
   }
 
-  private release(lease: IdempotencyLease, receipt?: Receipt): void {
+  // Settles when the release and its receipt are written (or failed: neither fails the call).
+  private release(lease: IdempotencyLease, receipt?: Receipt): Promise<unknown> | undefined {
+    const { receipt: riding, recorded } = this.own(receipt);
     try {
-      const released = this.store.release(lease, this.own(receipt));
-      if (isThenable(released)) released.catch(noop);
+      const released = this.store.release(lease, riding);
+      if (isThenable(released)) {
+        const settled = released.then(undefined, noop);
+        return recorded === undefined ? settled : Promise.all([settled, recorded]);
+      }
     } catch {
       // The lease frees the key when it ends.
     }
+    return recorded;
+  }
+
+  // An in-doubt key is answered once its receipt is written, so whoever reads the receipts
+  // after the answer (an operator, another process) finds it.
+  private settleAfter(written: Promise<unknown> | undefined, flight: Flight, outcome: Settlement): void {
+    if (written === undefined) return this.finish(flight, outcome);
+    void written.then(() => this.finish(flight, outcome));
   }
 
   // Once the last waiter has left, a new call with the key must start afresh, not join the
