@@ -134,6 +134,9 @@ export type {
   RateBucket,
   RateGrant,
   RateStore,
+  Receipt,
+  ReceiptQuery,
+  ReceiptStore,
   WindowReservation,
   WindowStore,
 } from './src/index.js';
@@ -165,6 +168,7 @@ export type {
   ApprovalDecision,
   ApprovalGate,
   ApprovalGateOptions,
+  ToolSource,
   ApprovalRecord,
   ApprovalStore,
   ApprovalVerdict,

@@ -61,6 +61,7 @@ export type {
   ApprovalVerdict,
   EvaluateOptions,
 } from './approval-gate/index.js';
+export type { ToolSource } from './approval-gate/gate.js';
 export { memoryApprovalStore } from './approval-gate/memory-store.js';
 export type { MemoryApprovalStoreOptions } from './approval-gate/memory-store.js';
 export type {

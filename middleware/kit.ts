@@ -24,3 +24,4 @@ export { parseJsonArgs } from '../src/internal/raw-json-args.js';
 export { attemptCost, settledCost } from '../src/internal/cost.js';
 // For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
 export { outcomeUnknown, reconcileOutcome } from '../src/internal/reconcile.js';
+export type { Reconciled } from '../src/internal/reconcile.js';

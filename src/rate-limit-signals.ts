@@ -9,7 +9,10 @@ import { TransientError } from './errors.js';
 
 /** Headers as a fetch `Headers` (anything with `get`) or a plain object, names in any case. */
 export type HeadersLike =
-  | { get(name: string): string | null | undefined }
+  | {
+      /** The header's value, as a fetch `Headers` answers. */
+      get(name: string): string | null | undefined;
+    }
   | Readonly<Record<string, string | readonly string[] | number | null | undefined>>;
 
 /** Options for `parseRetryAfter` and `classifyRateLimit`. */

@@ -7,7 +7,14 @@
 import { DispatchError, isDispatchError } from './errors.js';
 
 /** A pattern of your own: a regular expression, or one with the name its matches are shown by. */
-export type RedactPattern = RegExp | { readonly name: string; readonly pattern: RegExp };
+export type RedactPattern =
+  | RegExp
+  | {
+      /** The name in the marker: `[REDACTED:<name>]`. */
+      readonly name: string;
+      /** What to find (global or not; it is searched globally). */
+      readonly pattern: RegExp;
+    };
 
 /** Options for `createRedactor`. */
 export interface RedactorOptions {

@@ -263,7 +263,12 @@ export interface DispatchOptions {
    * Resumes a call that `approvalGate` paused: its token, or `{ approvedBy }` when the host has
    * already asked a person (a policy `deny` still wins).
    */
-  approval?: string | { approvedBy: string };
+  approval?:
+    | string
+    | {
+        /** Who approved the call in the host (a person, or the host's own approval flow). */
+        approvedBy: string;
+      };
 }
 
 /** A success: the handler's result and the attempts it took (0 when served by the idempotency layer). */

@@ -331,5 +331,8 @@ function runUnderKey(ctx: DispatchContext, key: string): void {
   (ctx as { options: DispatchOptions }).options = options;
 }
 
-/** The tool `name` names in `registry`, for `evaluate`. */
-export type ToolSource = { get(name: string): Tool | undefined };
+/** Where `evaluate` finds a tool by name: a `ToolRegistry`, or anything with its `get`. */
+export type ToolSource = {
+  /** The tool registered under `name`, if any. */
+  get(name: string): Tool | undefined;
+};

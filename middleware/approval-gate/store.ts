@@ -55,8 +55,18 @@ export interface ApprovalRecord {
 
 /** A reviewer's answer. */
 export type ApprovalAnswer =
-  | { readonly action: 'approve'; readonly by: string }
-  | { readonly action: 'deny'; readonly reason: string };
+  | {
+      /** Approve the request. */
+      readonly action: 'approve';
+      /** Who approved it. */
+      readonly by: string;
+    }
+  | {
+      /** Deny the request; final. */
+      readonly action: 'deny';
+      /** Why, as the reviewer gave it. */
+      readonly reason: string;
+    };
 
 /**
  * Holds approval requests. Each method is one atomic step (one Lua script on Redis) and safe to
@@ -67,7 +77,12 @@ export interface ApprovalStore {
    * The pending, unexpired request of `request.callKey` if there is one (`created: false`), else a
    * new pending one under `request.token` (`created: true`).
    */
-  open(request: ApprovalRequest): MaybePromise<{ record: ApprovalRecord; created: boolean }>;
+  open(request: ApprovalRequest): MaybePromise<{
+    /** The request as stored: the new one, or the one already pending for the call. */
+    record: ApprovalRecord;
+    /** Whether this call created it. */
+    created: boolean;
+  }>;
   /** The request under `token`, or `undefined` when unknown or expired. */
   get(token: string): MaybePromise<ApprovalRecord | undefined>;
   /**
