@@ -12,6 +12,7 @@ import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpe
 import { connectIoredis, reconnected, type Connected } from '../integrations/redis/clients.js';
 import { FaultProxy } from '../integrations/redis/fault-proxy.js';
 import { check, parseLog, type Entry } from './invariants.js';
+import { runRateLimitFleet } from './rate-limit-scenario.js';
 import type { WorkerConfig } from './worker.js';
 
 const workers = Number(process.env.TD_FLEET_WORKERS ?? 4);
@@ -370,6 +371,7 @@ async function main(): Promise<void> {
     for (const problem of await runBudget(server, proxies, dir)) problems.push(`budget: ${problem}`);
     for (const problem of await runBreaker(server, proxies, dir, sampler))
       problems.push(`breaker: ${problem}`);
+    for (const problem of await runRateLimitFleet()) problems.push(`rate-limit: ${problem}`);
   } finally {
     await sampler.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));
