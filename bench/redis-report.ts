@@ -2,7 +2,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { RedisBenchResult } from './redis.js';
+import type { RedisBenchResult, Round } from './redis.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -27,6 +27,8 @@ export function redisBench(
 ): { checks: RedisTargetCheck[]; result: RedisBenchResult } {
   const redisThroughputName =
     'Redis: keyed dispatches vs bare SET NX PX + GET pairs, same client, concurrency 64 across 4 processes';
+  const limitedThroughputName =
+    'Redis: rateLimit + windowedBudget dispatches (64 tenants) vs bare EVALSHA of the same two scripts, same client, concurrency 64 across 4 processes';
   log();
   log('5. Redis stores (child process: node --import tsx bench/redis.ts)');
   const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/redis.ts', ...libraryArgs], {
@@ -60,10 +62,11 @@ export function redisBench(
       checks: [
         notMeasured('Redis: round trips per dispatch path', 'issue 14 budgets'),
         notMeasured(redisThroughputName, '≥ 0.5×'),
+        notMeasured(limitedThroughputName, '≥ 0.5×'),
       ],
     };
   }
-  const { rounds, median, ratioUntimed } = result.throughput;
+  const { rounds, median, ratioUntimed, limitedMedian } = result.throughput;
   const range = (ratios: number[]) =>
     `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} over ${ratios.length} rounds`;
   return {
@@ -87,6 +90,16 @@ export function redisBench(
         measured: `${ratioUntimed.toFixed(2)}× (${range(rounds.map((round) => round.ratioUntimed))})`,
         met: undefined,
       },
+      ...(limitedMedian === undefined
+        ? []
+        : [
+            {
+              name: limitedThroughputName,
+              target: `≥ ${result.target}×`,
+              measured: `${limitedMedian.limitedRatio.toFixed(2)}× (${range(rounds.map((round) => round.limitedRatio))})`,
+              met: limitedMedian.limitedRatio >= result.target,
+            },
+          ]),
     ],
   };
 }
@@ -94,13 +107,14 @@ export function redisBench(
 /** Section 5 of docs/benchmarks.md. */
 export function redisMarkdown(redis: RedisBenchResult): string {
   if (!redis.measured) return `Not measured: ${redis.reason}.`;
-  const { processes, concurrency, seconds, rounds, median, ratioUntimed } = redis.throughput;
+  const { processes, concurrency, seconds, rounds, median, ratioUntimed, limitedMedian } = redis.throughput;
   const row = (name: string, unit: string, result: (typeof median)['bare']) =>
     `| ${name} | ${Math.round(result.rate).toLocaleString('en')} ${unit} | ${result.clientCpuUs.toFixed(0)} µs | ${result.serverCpuUs.toFixed(0)} µs |`;
   return `\`bench/redis.ts\` starts a redis-server ${redis.server} of its own (never a shared one) and
 measures the library as the rest of this page does (${redis.library}), through node-redis.
 
-Round trips per dispatch path, counted by a client wrapper (issue 14's budgets):
+Round trips per dispatch path, counted by a client wrapper (issue 14's budgets, and issue 22's
+for \`rateLimit\` and \`windowedBudget\` on \`redisRateStore\` and \`redisWindowStore\`):
 
 | path | round trips | budget |
 | --- | ---: | ---: |
@@ -128,5 +142,26 @@ the command is written); on Node 20 that costs more CPU than the rest of a comma
 run their scripts without it (each store call has its own deadline, \`storeTimeoutMs\`), the
 bare pairs with the client's defaults, as an application's own commands run; the last row runs
 the bare pairs without it too. What a keyed miss costs beyond such a pair is the two scripts on
-the server and the dispatch around them.`;
+the server and the dispatch around them.${limitedMedian === undefined ? '' : limitedSection(limitedMedian, rounds)}`;
+}
+
+// Issue 22's comparison: the two scripts a limited dispatch runs, through the layers and bare.
+function limitedSection(median: Round, rounds: Round[]): string {
+  const row = (name: string, unit: string, result: Round['limited']) =>
+    `| ${name} | ${Math.round(result.rate).toLocaleString('en')} ${unit} | ${result.clientCpuUs.toFixed(0)} µs | ${result.serverCpuUs.toFixed(0)} µs |`;
+  return `
+
+Rate limits and budgets (issue 22), in the same rounds: a dispatch through
+\`[errorMapping(), toolLookup(), rateLimit({ store: redisRateStore }), windowedBudget({ store: redisWindowStore })]\`,
+keyed by tenant (64 tenants, never limiting, the actual cost the reserved one: no settle), against
+the same two scripts (acquire, then reserve) sent bare with \`EVALSHA\` from the same clients and
+without the command timer, as the stores send them. The row shown is the round with the median
+ratio.
+
+| case | throughput | workers' CPU per op | redis-server CPU per op |
+| --- | ---: | ---: | ---: |
+${row('bare EVALSHA acquire + reserve', 'pairs/s', median.bareEval)}
+${row('rateLimit + windowedBudget dispatch', 'dispatches/s', median.limited)}
+
+- limited / bare: **${median.limitedRatio.toFixed(2)}×** (target ≥ 0.5×; rounds: ${rounds.map((round) => round.limitedRatio.toFixed(2)).join(', ')})`;
 }

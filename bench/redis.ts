@@ -3,7 +3,11 @@
 //   2. throughput of keyed dispatches at concurrency 64 across 4 processes, against bare
 //      `SET NX PX` + `GET` pairs from the same client at the same concurrency (target ≥ 0.5×).
 //      The stores run their scripts without node-redis's per-command timer (client.ts says
-//      why); a third case, reported beside the target, runs the bare pairs without it too.
+//      why); a third case, reported beside the target, runs the bare pairs without it too;
+//   3. issue 22's: dispatches through `rateLimit` and `windowedBudget` on the Redis stores, keyed
+//      by tenant (64 tenants, never limiting), against bare `EVALSHA` calls of the same two
+//      scripts (acquire, then reserve) from the same clients, without the command timer as the
+//      stores' scripts run (≥ 0.5×): what the layers cost beyond the round trips they make.
 //
 //   npx tsx bench/redis.ts [--seconds 1] [--processes 4] [--concurrency 64] [--rounds 9]
 //   npm run bench:redis
@@ -28,13 +32,14 @@ import { createClient } from 'redis';
 import { z } from 'zod';
 import { redisBinary, startRedisServer } from '../test/helpers/redis-server.js';
 import { countingClient } from '../test/integrations/redis/counting.js';
+import { rateAcquireScript, windowReserveScript } from '../integrations/redis/rate-scripts.js';
 import { buildDir, loadLibrary, loadOptionsFromArgv, type Library, type LoadOptions } from './library.js';
 
 /** The `tool-dispatcher/redis` subpath. */
 type RedisLibrary = typeof import('../integrations/redis/index.js');
 
 /** One case of the throughput comparison. */
-type Mode = 'bare' | 'keyed' | 'bareUntimed';
+type Mode = 'bare' | 'keyed' | 'bareUntimed' | 'limited' | 'bareEval';
 
 /** What one round trip budget row says. */
 export interface RoundTripRow {
@@ -63,6 +68,12 @@ export interface Round {
   ratio: number;
   /** keyed.rate / bareUntimed.rate. */
   ratioUntimed: number;
+  /** Dispatches through rateLimit and windowedBudget on Redis, keyed by tenant. */
+  limited: CaseResult;
+  /** Bare EVALSHA pairs of the acquire and reserve scripts, without the command timer. */
+  bareEval: CaseResult;
+  /** limited.rate / bareEval.rate: issue 22's comparison. */
+  limitedRatio: number;
 }
 
 /** What bench/redis.ts prints as its last line. */
@@ -82,6 +93,8 @@ export type RedisBenchResult =
         median: Round;
         /** The median of the rounds' keyed / bareUntimed ratios. */
         ratioUntimed: number;
+        /** The round with the median limited / bareEval ratio (absent from runs before issue 22). */
+        limitedMedian?: Round;
       };
       /** The throughput target: keyed / bare at least this. */
       target: number;
@@ -143,6 +156,14 @@ function registry(lib: Library) {
       handler: async () => {
         throw new lib.TransientError('down');
       },
+    })
+    .register({
+      name: 'llm.summarize',
+      description: 'Costs 4 units, settles what it used.',
+      inputSchema: z.object({ used: z.number() }),
+      cost: 4,
+      settle: (result: { used: number }) => result.used,
+      handler: async ({ used }) => ({ used }),
     });
 }
 
@@ -196,8 +217,52 @@ async function roundTrips(lib: Library, redisLib: RedisLibrary, url: string): Pr
   rows.push(
     await measure('slot acquire + release', 2, () => slotted.dispatch('payments.charge', { orderId: 'x' })),
   );
+  rows.push(...(await limitRoundTrips(lib, redisLib, counting, prefix)));
   connected.close();
   return rows;
+}
+
+// Issue 22's: acquire 1, reserve 1, settle at most 1 and none when the actual cost is the reserved one.
+async function limitRoundTrips(
+  lib: Library,
+  redisLib: RedisLibrary,
+  counting: ReturnType<typeof countingClient>,
+  prefix: string,
+): Promise<RoundTripRow[]> {
+  const dispatcher = lib.createDispatcher([
+    lib.errorMapping(),
+    lib.toolLookup(registry(lib)),
+    lib.rateLimit({
+      key: (ctx) => String(ctx.options.tenant),
+      rate: 1e9,
+      store: redisLib.redisRateStore(counting, { prefix }),
+    }),
+    lib.windowedBudget({
+      key: (ctx) => ctx.options.tenant,
+      limit: 1e9,
+      windowMs: 60_000,
+      store: redisLib.redisWindowStore(counting, { prefix }),
+    }),
+  ]);
+  const times = 20;
+  const perDispatch = async (used: number) => {
+    counting.reset();
+    for (let i = 0; i < times; i++) {
+      const outcome = await dispatcher.dispatch('llm.summarize', { used }, { tenant: `t${i}` });
+      if (!outcome.ok) throw new Error(`llm.summarize: ${outcome.kind}`);
+    }
+    const counts = new Map(counting.counts);
+    return { of: (name: string) => (counts.get(name) ?? 0) / times, total: counting.total() / times };
+  };
+  const same = await perDispatch(4);
+  const differs = await perDispatch(2);
+  return [
+    { path: 'rateLimit: acquire', trips: same.of('rate acquire'), budget: 1 },
+    { path: 'windowedBudget: reserve', trips: same.of('window reserve'), budget: 1 },
+    { path: 'windowedBudget: settle, actual = reserved', trips: same.of('window settle'), budget: 0 },
+    { path: 'windowedBudget: settle, actual ≠ reserved', trips: differs.of('window settle'), budget: 1 },
+    { path: 'rateLimit + windowedBudget, in all', trips: same.total, budget: 2 },
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +283,24 @@ async function worker(url: string, concurrency: number, options: LoadOptions): P
     lib.idempotency({ store: redisLib.redisIdempotencyStore(connected.store, { prefix }) }),
   ]);
   const untimed = connected.raw.withCommandOptions({ timeout: 0 });
+  const limited = lib.createDispatcher([
+    lib.errorMapping(),
+    lib.toolLookup(registry(lib)),
+    lib.rateLimit({
+      key: (ctx) => String(ctx.options.tenant),
+      rate: 1e9,
+      store: redisLib.redisRateStore(connected.store, { prefix }),
+    }),
+    lib.windowedBudget({
+      key: (ctx) => ctx.options.tenant,
+      limit: 1e12,
+      windowMs: 60_000,
+      store: redisLib.redisWindowStore(connected.store, { prefix }),
+    }),
+  ]);
+  const tenants = Array.from({ length: 64 }, (_, i) => `tenant-${i}`);
+  await connected.raw.scriptLoad(rateAcquireScript.lua);
+  await connected.raw.scriptLoad(windowReserveScript.lua);
   let n = 0;
   const once: Record<Mode, () => Promise<unknown>> = {
     keyed: async () => {
@@ -234,6 +317,35 @@ async function worker(url: string, concurrency: number, options: LoadOptions): P
       const key = `${prefix}:${++n}`;
       await untimed.set(key, 'v', { condition: 'NX', expiration: { type: 'PX', value: 60_000 } });
       await untimed.get(key);
+    },
+    limited: async () => {
+      const tenant = tenants[++n & 63] as string;
+      const outcome = await limited.dispatch('llm.summarize', { used: 4 }, { tenant });
+      if (!outcome.ok) throw outcome;
+    },
+    // The scripts a limited dispatch runs, with the arguments the stores send (a fresh attempt id each).
+    bareEval: async () => {
+      const tenant = tenants[++n & 63] as string;
+      const id = `bare${n}`;
+      const epoch = [`${prefix}:epoch`];
+      await untimed.evalSha(rateAcquireScript.sha, {
+        keys: [
+          `${prefix}:rl:{${tenant}}`,
+          ...epoch,
+          `${prefix}:rl-reset`,
+          `${prefix}:rl:{${tenant}}:a:${id}`,
+        ],
+        arguments: ['', 'e', id, '1', '1e-6', '1000', '5000', '6000'],
+      });
+      await untimed.evalSha(windowReserveScript.sha, {
+        keys: [
+          `${prefix}:wb:{${tenant}}`,
+          ...epoch,
+          `${prefix}:wb-reset`,
+          `${prefix}:wb:{${tenant}}:a:${id}`,
+        ],
+        arguments: ['', 'e', id, '4', String(Number.MAX_SAFE_INTEGER), '60000'],
+      });
     },
   };
   const run = async (mode: Mode, ms: number) => {
@@ -258,6 +370,8 @@ async function worker(url: string, concurrency: number, options: LoadOptions): P
     await run('bare', 300);
     await run('keyed', 300);
     await run('bareUntimed', 300);
+    await run('limited', 300);
+    await run('bareEval', 300);
   }
   const send = (reply: Reply) => process.send?.(reply);
   process.on('message', (command: Command) => {
@@ -401,7 +515,9 @@ async function main(): Promise<void> {
     for (let round = 0; round < roundCount; round++) {
       // The order alternates, so a drift in the machine's speed favours neither case.
       const order: Mode[] =
-        round % 2 === 0 ? ['bare', 'keyed', 'bareUntimed'] : ['bareUntimed', 'keyed', 'bare'];
+        round % 2 === 0
+          ? ['bare', 'keyed', 'bareUntimed', 'bareEval', 'limited']
+          : ['limited', 'bareEval', 'bareUntimed', 'keyed', 'bare'];
       const results: Partial<Record<Mode, CaseResult>> = {};
       for (const mode of order) {
         const serverBefore = await serverCpu.read();
@@ -409,18 +525,24 @@ async function main(): Promise<void> {
         const serverUs = (await serverCpu.read()) - serverBefore;
         results[mode] = { rate, clientCpuUs: cpuUs / ops, serverCpuUs: serverUs / ops };
       }
-      const { bare, keyed, bareUntimed } = results as Record<Mode, CaseResult>;
+      const { bare, keyed, bareUntimed, limited, bareEval } = results as Record<Mode, CaseResult>;
       rounds.push({
         bare,
         keyed,
         bareUntimed,
         ratio: keyed.rate / bare.rate,
         ratioUntimed: keyed.rate / bareUntimed.rate,
+        limited,
+        bareEval,
+        limitedRatio: limited.rate / bareEval.rate,
       });
     }
     serverCpu.close();
     const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)] as Round;
-    failed ||= median.ratio < throughputTarget;
+    const limitedMedian = [...rounds].sort((a, b) => a.limitedRatio - b.limitedRatio)[
+      Math.floor(rounds.length / 2)
+    ] as Round;
+    failed ||= median.ratio < throughputTarget || limitedMedian.limitedRatio < throughputTarget;
     const line = (label: string, unit: string, result: CaseResult) =>
       console.log(
         `  ${label.padEnd(22)} ${Math.round(result.rate).toLocaleString('en').padStart(7)} ${unit.padEnd(13)}` +
@@ -439,12 +561,17 @@ async function main(): Promise<void> {
     console.log(
       `  keyed / bare, no timer ${ratioUntimed.toFixed(2)}× (reported; rounds ${rounds.map((r) => r.ratioUntimed.toFixed(2)).join(' ')})`,
     );
+    line('bare acquire + reserve', 'pairs/s', limitedMedian.bareEval);
+    line('rate + budget dispatch', 'dispatches/s', limitedMedian.limited);
+    console.log(
+      `  limited / bare pairs   ${limitedMedian.limitedRatio.toFixed(2)}× (target ≥ ${throughputTarget}×; rounds ${rounds.map((r) => r.limitedRatio.toFixed(2)).join(' ')})${limitedMedian.limitedRatio < throughputTarget ? '  MISSED' : ''}`,
+    );
     print({
       measured: true,
       server: server.version,
       library,
       roundTrips: trips,
-      throughput: { processes, concurrency, seconds, rounds, median, ratioUntimed },
+      throughput: { processes, concurrency, seconds, rounds, median, ratioUntimed, limitedMedian },
       target: throughputTarget,
     });
   } finally {

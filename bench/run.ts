@@ -46,6 +46,12 @@ import {
 import { runOtelBench, noopTarget as otelNoopTarget } from './otel.js';
 import type { RedisBenchResult } from './redis.js';
 import { redisBench, redisMarkdown } from './redis-report.js';
+import {
+  rateLimitChecks,
+  rateLimitMarkdown,
+  runRateLimitBench,
+  type RateLimitBenchResult,
+} from './rate-limits.js';
 import { runsFused, type FastPathAnswer } from './fast-path.js';
 import type { McpProxyBenchResult } from './mcp-proxy.js';
 import { policyTargets, runPolicyBench } from './policy.js';
@@ -383,6 +389,10 @@ async function main(): Promise<void> {
       : [loadOptions.source === true ? '--source' : '--prebuilt'],
   );
   checks.push(...redis.checks);
+  log();
+  log('7. Rate limits and budgets (issue 22)');
+  const rateLimits = await runRateLimitBench(lib, log);
+  checks.push(...rateLimitChecks(rateLimits));
   log('Targets');
   for (const check of checks) {
     const verdict = check.met === undefined ? 'n/a ' : check.met ? 'MET ' : 'MISS';
@@ -414,6 +424,7 @@ async function main(): Promise<void> {
       openAIToolkit: integrations.openai,
       mcpProxy: integrations.mcp,
       redis: redis.result,
+      rateLimits,
     };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     writeDocs(results);
@@ -434,6 +445,7 @@ interface Results {
   openAIToolkit: OpenAIToolkitBenchResult;
   mcpProxy?: McpProxyBenchResult | undefined;
   redis: RedisBenchResult;
+  rateLimits?: RateLimitBenchResult | undefined;
 }
 
 // The policy layers' ratios (issue 21), each against its target, measured in one run.
@@ -472,6 +484,7 @@ function writeDocs(results: Results): void {
       failure,
       memory: results.memory,
       redis: results.redis,
+      rateLimits: results.rateLimits,
       openai: results.openAIToolkit,
       mcp: results.mcpProxy,
       overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
@@ -497,6 +510,7 @@ interface MarkdownInput {
   failure: GroupResult;
   memory: MemoryResult | { error: string } | undefined;
   redis: RedisBenchResult;
+  rateLimits: RateLimitBenchResult | undefined;
   openai: OpenAIToolkitBenchResult;
   mcp: McpProxyBenchResult | undefined;
   overheadVsCockatiel: number;
@@ -713,6 +727,10 @@ ${integrationsMarkdown(input.openai, input.mcp)}
 ## 6. Redis stores
 
 ${redisMarkdown(input.redis)}
+
+## 7. Rate limits and budgets
+
+${rateLimitMarkdown(input.rateLimits)}
 
 ## Method
 
