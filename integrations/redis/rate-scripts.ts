@@ -15,7 +15,8 @@ local clock = redis.call('TIME')
 local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local epoch = redis.call('GET', KEYS[2])
 if not epoch then
-  epoch = ARGV[2]
+  -- A new id for each life of Redis, even when the same process creates it again.
+  epoch = ARGV[2] .. ':' .. nowMs
   redis.call('SET', KEYS[2], epoch)
   if ARGV[1] ~= '' then redis.call('SET', KEYS[3], '1', 'PX', ARGV[${resetArg}]) end
 elseif ARGV[1] ~= '' and ARGV[1] ~= epoch then

@@ -2,34 +2,35 @@
 // (clients) share each bucket and ledger; resends, a 429's debit and a restart.
 
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   createDispatcher,
   defaultStack,
+  errorMapping,
+  rateLimit,
+  toolLookup,
   ToolRegistry,
   TransientError,
+  windowedBudget,
   type DispatchEvent,
+  type Middleware,
 } from '../../index.js';
 import { redisRateStore, redisWindowStore } from '../../integrations/redis/index.js';
-import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { connectNodeRedis, type Connected } from '../integrations/redis/clients.js';
+import { redisSuitesEnabled } from '../helpers/redis-server.js';
+import { redisSuite } from '../helpers/redis-suite.js';
+import { reconnected, type Connected } from '../integrations/redis/clients.js';
 import { countingClient } from '../integrations/redis/counting.js';
 
 const enabled = redisSuitesEnabled('rate limits on Redis');
 const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
 
 (enabled ? describe : describe.skip)('rate limits and windowed budgets on Redis', () => {
-  let server: RedisServer;
+  const redis = redisSuite();
   let a: Connected;
   let b: Connected;
   beforeAll(async () => {
-    server = await startRedisServer();
-    [a, b] = await Promise.all([connectNodeRedis(server.url), connectNodeRedis(server.url)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await server?.stop();
+    [a, b] = await Promise.all([redis.node(), redis.node()]);
   });
 
   it('shares a bucket: burst at once, then waits in order, then refusal past maxWaitMs', async () => {
@@ -87,7 +88,7 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     const store = redisRateStore(a.store, { prefix });
     const wait = { maxWaitMs: 60_000 };
     await store.acquire('k', 1, slow, { ...wait, id: 'before' });
-    await server.restart();
+    await redis.server.restart();
     let after: Awaited<ReturnType<typeof store.acquire>> | undefined;
     for (let i = 0; i < 50 && after === undefined; i++) {
       after = await Promise.resolve(store.acquire('k', 1, slow, { ...wait, id: `after${i}` })).catch(
@@ -124,7 +125,7 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     const store = redisWindowStore(a.store, { prefix });
     const options = { limit: 10, windowMs: 60_000 };
     await store.reserve('acme', 1, { ...options, id: 'before' });
-    await server.restart();
+    await redis.server.restart();
     let outcome: unknown;
     for (let i = 0; i < 50; i++) {
       outcome = await Promise.resolve(store.reserve('acme', 1, { ...options, id: `after${i}` })).catch(
@@ -138,6 +139,72 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
       } else break;
     }
     expect(outcome).toMatchObject({ kind: 'store_unavailable', message: expect.stringMatching(/restarted/) });
+  });
+
+  // Three dispatchers on one prefix: rateLimit failing closed, rateLimit failing open, a budget.
+  function limitedDispatchers(prefix: string) {
+    const runs = { count: 0 };
+    const registry = new ToolRegistry().register({
+      name: 'search.web',
+      inputSchema: z.object({}),
+      handler: () => {
+        runs.count += 1;
+        return 'ok';
+      },
+    });
+    const limited = (layer: Middleware) => createDispatcher([errorMapping(), toolLookup(registry), layer]);
+    const options = { prefix, storeTimeoutMs: 300 };
+    return {
+      runs,
+      closed: limited(rateLimit({ rate: 10, maxWaitMs: 1_000, store: redisRateStore(a.store, options) })),
+      open: limited(rateLimit({ rate: 10, onStoreError: 'open', store: redisRateStore(b.store, options) })),
+      budget: limited(
+        windowedBudget({ limit: 100, windowMs: 60_000, store: redisWindowStore(a.store, options) }),
+      ),
+    };
+  }
+
+  it("fails store_unavailable with Redis down, runs the call with onStoreError: 'open', and fails a budget closed", async () => {
+    const { runs, closed, open, budget } = limitedDispatchers(randomUUID());
+    for (const dispatcher of [closed, open, budget])
+      expect(await dispatcher.dispatch('search.web', {})).toMatchObject({ ok: true });
+    await redis.server.kill();
+    try {
+      expect(await closed.dispatch('search.web', {})).toMatchObject({
+        kind: 'store_unavailable',
+        attempts: 0,
+      });
+      expect(await budget.dispatch('search.web', {})).toMatchObject({
+        kind: 'store_unavailable',
+        attempts: 0,
+      });
+      expect(runs.count).toBe(3);
+      expect(await open.dispatch('search.web', {})).toMatchObject({ ok: true, result: 'ok' });
+      expect(runs.count).toBe(4);
+    } finally {
+      await redis.server.restart();
+      await reconnected(a, b);
+    }
+  });
+
+  // Regression: a store re-created the epoch with the id it had before, so the process's other store
+  // (the budget) took the new Redis for the old one and handed out a fresh window.
+  it('refuses a call rather than give a fresh burst after Redis restarted empty, and fails a budgeted call closed', async () => {
+    const { runs, closed, budget } = limitedDispatchers(randomUUID());
+    expect(await closed.dispatch('search.web', {})).toMatchObject({ ok: true });
+    expect(await budget.dispatch('search.web', {})).toMatchObject({ ok: true });
+    await redis.server.restart();
+    await reconnected(a, b);
+    const limited = await closed.dispatch('search.web', {});
+    // The bucket starts in debt: more than maxWaitMs (1 s) away, so refused at once.
+    expect(limited).toMatchObject({ ok: false, kind: 'rate_limited', attempts: 0 });
+    expect((limited as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(1_000);
+    expect(await budget.dispatch('search.web', {})).toMatchObject({
+      ok: false,
+      kind: 'store_unavailable',
+      message: expect.stringMatching(/restarted/),
+    });
+    expect(runs.count).toBe(2);
   });
 
   it("slows a sibling process's calls after one process's 429", async () => {

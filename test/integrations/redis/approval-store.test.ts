@@ -2,32 +2,18 @@
 // approved token delivered to both runs the handler once.
 
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { approvalGate, createDispatcher, defaultStack, ToolRegistry, type Outcome } from '../../../index.js';
 import { redisApprovalStore, redisIdempotencyStore } from '../../../integrations/redis/index.js';
-import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
-import { connectNodeRedis, type Connected } from './clients.js';
+import { redisSuitesEnabled } from '../../helpers/redis-server.js';
+import { redisSuite } from '../../helpers/redis-suite.js';
 
 const enabled = redisSuitesEnabled('redis approval store');
 
 describe.runIf(enabled)('redisApprovalStore on a real server', () => {
-  let server: RedisServer;
-  const open: Connected[] = [];
-  const connect = async () => {
-    const connected = await connectNodeRedis(server.url);
-    open.push(connected);
-    return connected;
-  };
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-  });
-
-  afterAll(async () => {
-    await Promise.all(open.map((connected) => connected.close()));
-    await server?.stop();
-  });
+  const redis = redisSuite();
+  const connect = () => redis.node();
 
   // One worker: its own registry, gate, idempotency layer and connection, sharing Redis.
   async function worker(prefix: string, runs: string[], name: string) {

@@ -2,32 +2,19 @@
 // so a keyed miss stays 2 round trips and a hit 1, and a key left in doubt is seen by another process.
 
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry, type ReconcileVerdict } from '../../../index.js';
 import { redisIdempotencyStore } from '../../../integrations/redis/index.js';
-import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
-import { connectNodeRedis, type Connected } from './clients.js';
+import { redisSuitesEnabled } from '../../helpers/redis-server.js';
+import { redisSuite } from '../../helpers/redis-suite.js';
 import { countingClient } from './counting.js';
 
 const enabled = redisSuitesEnabled('redis receipts');
 
 describe.runIf(enabled)('receipts on a real redis-server', () => {
-  let server: RedisServer;
-  const open: Connected[] = [];
-  const node = async () => {
-    const connected = await connectNodeRedis(server.url);
-    open.push(connected);
-    return connected;
-  };
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-  });
-  afterAll(async () => {
-    await Promise.all(open.map((each) => each.close()));
-    await server?.stop();
-  });
+  const redis = redisSuite();
+  const node = () => redis.node();
 
   function worker(
     store: ReturnType<typeof redisIdempotencyStore>,
