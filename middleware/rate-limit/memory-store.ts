@@ -5,6 +5,8 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { RateBucket, RateGrant, RateStore } from '../../src/stores.js';
+import { requireClock } from '../kit.js';
+import { SweptMap } from '../swept-map.js';
 
 /** Options for `memoryRateStore`. */
 export interface MemoryRateStoreOptions {
@@ -23,16 +25,13 @@ interface Bucket {
   shifted: number;
 }
 
-const sweepFloor = 1_024;
-
 /**
  * The memory `RateStore`: one bucket per key in this process, dropped once full again.
  * @internal
  */
 export class MemoryRateStore implements RateStore {
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #buckets = new SweptMap<Bucket>();
   readonly #clock: Pick<Clock, 'now'>;
-  #sweepAt = sweepFloor;
 
   constructor(clock: Pick<Clock, 'now'>) {
     this.#clock = clock;
@@ -76,11 +75,8 @@ export class MemoryRateStore implements RateStore {
   }
 
   #add(key: string, bucket: Bucket, now: number): void {
-    this.#buckets.set(key, bucket);
-    if (this.#buckets.size < this.#sweepAt) return;
-    // A full bucket is the same as none: drop them, so 100 000 keys seen once cost nothing.
-    for (const [name, held] of this.#buckets) if (held.paidAt <= now) this.#buckets.delete(name);
-    this.#sweepAt = Math.max(sweepFloor, this.#buckets.size * 2);
+    // A full bucket is the same as none.
+    this.#buckets.add(key, bucket, (held) => held.paidAt <= now);
   }
 }
 
@@ -92,6 +88,6 @@ export class MemoryRateStore implements RateStore {
  */
 export function memoryRateStore(options: MemoryRateStoreOptions = {}): RateStore {
   const { clock = systemClock } = options;
-  if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
+  requireClock(clock, ['now']);
   return new MemoryRateStore(clock);
 }

@@ -5,6 +5,8 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from '../../src/stores.js';
+import { requireClock } from '../kit.js';
+import { SweptMap } from '../swept-map.js';
 
 /** Options for `memoryWindowStore`. */
 export interface MemoryWindowStoreOptions {
@@ -20,16 +22,13 @@ interface Ledger {
   used: number;
 }
 
-const sweepFloor = 1_024;
-
 /**
  * The memory `WindowStore`: one ledger per key, for its current window only.
  * @internal
  */
 export class MemoryWindowStore implements WindowStore {
-  readonly #ledgers = new Map<string, Ledger>();
+  readonly #ledgers = new SweptMap<Ledger>();
   readonly #clock: Pick<Clock, 'now'>;
-  #sweepAt = sweepFloor;
 
   constructor(clock: Pick<Clock, 'now'>) {
     this.#clock = clock;
@@ -41,7 +40,8 @@ export class MemoryWindowStore implements WindowStore {
     let ledger = this.#ledgers.get(key);
     if (ledger === undefined) {
       ledger = { window, used: 0 };
-      this.#add(key, ledger, options.windowMs);
+      // Ledgers of past windows hold nothing any more.
+      this.#ledgers.add(key, ledger, (held) => held.window < window);
     } else if (ledger.window !== window) {
       ledger.window = window;
       ledger.used = 0;
@@ -63,16 +63,6 @@ export class MemoryWindowStore implements WindowStore {
   used(key: string): number {
     return this.#ledgers.get(key)?.used ?? 0;
   }
-
-  #add(key: string, ledger: Ledger, windowMs: number): void {
-    this.#ledgers.set(key, ledger);
-    if (this.#ledgers.size < this.#sweepAt) return;
-    // Ledgers of past windows hold nothing any more.
-    const current = Math.floor(this.#clock.now() / windowMs);
-    for (const [name, held] of this.#ledgers)
-      if (held.window < current && held !== ledger) this.#ledgers.delete(name);
-    this.#sweepAt = Math.max(sweepFloor, this.#ledgers.size * 2);
-  }
 }
 
 /**
@@ -83,6 +73,6 @@ export class MemoryWindowStore implements WindowStore {
  */
 export function memoryWindowStore(options: MemoryWindowStoreOptions = {}): WindowStore {
   const { clock = systemClock } = options;
-  if (typeof clock?.now !== 'function') throw new TypeError('clock must have a now() method');
+  requireClock(clock, ['now']);
   return new MemoryWindowStore(clock);
 }
