@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
+  createBudget,
   createDispatcher,
   defaultStack,
   ToolRegistry,
@@ -57,6 +58,25 @@ describe('defaultStack({ rateLimit, windowedBudget })', () => {
       attempts: 0,
     });
     expect(a.used('acme')).toBe(4);
+  });
+
+  it("takes neither the call's budget nor a windowed budget for an attempt refused rate_limited", async () => {
+    const ledger = memoryWindowStore() as ReturnType<typeof memoryWindowStore> & {
+      used(key: string): number;
+    };
+    const dispatcher = createDispatcher(
+      defaultStack({
+        registry: registryOf(),
+        rateLimit: { rate: 1, maxWaitMs: 0 },
+        windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 100, windowMs: 60_000, store: ledger },
+      }),
+    );
+    const budget = createBudget(5);
+    const call = () => dispatcher.dispatch('llm.summarize', { text: 'abcd' }, { tenant: 'acme', budget });
+    expect(await call()).toMatchObject({ ok: true });
+    expect([budget.remaining, ledger.used('acme')]).toEqual([1, 2]);
+    expect(await call()).toMatchObject({ ok: false, kind: 'rate_limited', attempts: 0, retryAfterMs: 1_000 });
+    expect([budget.remaining, ledger.used('acme')]).toEqual([1, 2]);
   });
 
   it('applies every rate limit, each per its key, and waits inside the attempt', async () => {
