@@ -26,11 +26,11 @@ export const rateFleet = {
   rate: 5,
   burst: 5,
   intervalMs: 1_000,
-  maxWaitMs: 1_000,
+  maxWaitMs: 500,
   // Longer than the time a restarted bucket refuses (burst + maxWaitMs), so that budgets failing
   // closed for the rest of their window are seen.
-  limit: 40,
-  windowMs: 3_000,
+  limit: 50,
+  windowMs: 4_000,
   retryAfterMs: 500,
   tooManyChance: 0.06,
 } as const;
@@ -133,11 +133,17 @@ export function checkRateFleet(
   ).length;
   if (failedClosed === 0) problems.push('no call failed closed after Redis came back empty');
 
-  // A backend 429 empties the key's bucket for the whole fleet until the time it asked for.
+  // A backend 429 empties the key's bucket for the whole fleet until the time it asked for: from
+  // shortly after its debit was sent (a sibling past its last look at the bucket may still start).
   for (const q of entries.filter((e) => e.type === 'Q')) {
     const tenant = q.fields[0];
+    const debit = entries.find((e) => e.type === 'G' && e.call === q.call && e.at >= q.at);
+    if (debit === undefined) {
+      if (!facts.killed.has(q.worker)) problems.push(`the 429 of ${q.call} emitted no rate_limit.debit`);
+      continue;
+    }
     const quietUntil = q.at + Number(q.fields[1]) - 50;
-    const early = starts.filter((e) => e.fields[0] === tenant && e.at > q.at + 100 && e.at < quietUntil);
+    const early = starts.filter((e) => e.fields[0] === tenant && e.at > debit.at + 100 && e.at < quietUntil);
     if (early.length > 0 && problems.length < 40)
       problems.push(
         `${early.length} starts of ${tenant} within the ${q.fields[1]} ms a 429 at ${q.at.toFixed(0)} asked for`,

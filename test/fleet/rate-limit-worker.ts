@@ -142,6 +142,13 @@ async function main(): Promise<void> {
         store: loggedWindows(redisWindowStore(redis.store, stores)),
       },
     }),
+    {
+      // Logged right before the debit is sent: no sibling should start long after this.
+      onEvent: (event) => {
+        if (event.type === 'rate_limit.debit')
+          line(`G ${call.getStore() ?? '-'} ${String(event.key).slice(2)} ${String(event.retryAfterMs)}`);
+      },
+    },
   );
   const until = now() + config.runMs;
   let calls = 0;
