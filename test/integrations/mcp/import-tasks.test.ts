@@ -35,6 +35,8 @@ interface Upstream {
   release: Gate<void>;
   // Poll intervals the next tasks/get answers name, in order (then the stored one).
   intervals: number[];
+  // What the next tasks/get answers report instead of the stored state, when set.
+  override?: Partial<McpTaskRecord>;
 }
 
 // A store that records when each tasks/get reaches the server and can name another interval.
@@ -49,9 +51,12 @@ function watchedStore(upstream: Upstream): McpTaskStore {
       upstream.gets.push(Date.now());
       const record = await inner.get(taskId);
       const interval = upstream.intervals.shift();
-      return record === undefined || interval === undefined
-        ? record
-        : { ...record, pollIntervalMs: interval };
+      if (record === undefined) return record;
+      return {
+        ...record,
+        ...(interval === undefined ? {} : { pollIntervalMs: interval }),
+        ...upstream.override,
+      };
     },
     settle: (taskId, final: McpTaskRecord) => inner.settle(taskId, final),
   };
@@ -180,6 +185,20 @@ describe('importMcpTools against a server answering with task handles', () => {
     expect(upstream.creates).toBe(1);
     expect(outcome).toMatchObject({ ok: false, kind: 'tool_error' });
     expect(outcome.ok ? '' : outcome.message).toContain('The month is closed');
+  });
+
+  it("reports a failed task with the task's JSON-RPC error", async () => {
+    const { upstream, dispatcher } = await imported();
+    upstream.override = { status: 'failed', error: { code: -32603, message: 'The report store is full' } };
+    const call = dispatcher.dispatch('report.build', { month: '2026-09' });
+    await settle();
+    await vi.advanceTimersByTimeAsync(250);
+    await settle();
+    const outcome = await call;
+    expect(upstream.gets).toHaveLength(1);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.ok ? '' : outcome.message).toContain('The report store is full');
+    upstream.release.open();
   });
 
   it('sends tasks/cancel when our deadline ends the wait, and the upstream run stops', async () => {
