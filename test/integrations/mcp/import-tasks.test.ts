@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolError, ToolRegistry } from '../../../index.js';
 import {
+  createMcpProxy,
   createMcpServerFactory,
   importMcpTools,
   memoryTaskStore,
@@ -270,5 +271,39 @@ describe('importMcpTools against task handles over Streamable HTTP', () => {
     expect(await call).toMatchObject({ ok: false, kind: 'cancelled' });
     await vi.waitFor(() => expect(upstream.aborts).toHaveLength(1));
     expect(String(upstream.aborts[0])).toContain('tasks/cancel');
+  });
+});
+
+describe('mcp-proxy in front of a server answering with task handles', () => {
+  beforeEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('runs a tool configured "task" as a task upstream and answers its own client with the result', async () => {
+    const { upstream, factory } = upstreamServer(20);
+    const listener = await listenMcp(factory, { url: 'http://127.0.0.1:0/mcp' });
+    const proxy = await createMcpProxy({
+      upstream: { url: listener.url },
+      config: { tools: { 'report.build': { task: true } } },
+      logLevel: 'silent',
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const served = serveStdio(proxy.serverFactory, { transport: serverSide });
+    const client = new Client(
+      { name: 'host', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(clientSide);
+    closing.push(
+      () => client.close(),
+      () => served.close(),
+      () => proxy.close(),
+      () => listener.close(),
+    );
+    const call = client.callTool({ name: 'report.build', arguments: { month: '2027-05' } });
+    await vi.waitFor(() => expect(upstream.gets.length).toBeGreaterThan(0));
+    upstream.release.open();
+    expect(await call).toMatchObject({ structuredContent: { month: '2027-05', rows: 3 } });
+    expect(upstream.creates).toBe(1);
   });
 });
