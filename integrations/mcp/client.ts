@@ -3,11 +3,13 @@
  * @module
  */
 
-import type {
-  CallToolResult,
-  jsonSchemaValidator,
-  Progress,
-  Tool as McpTool,
+import {
+  ProtocolError,
+  type CallToolResult,
+  type JsonSchemaValidator,
+  type jsonSchemaValidator,
+  type Progress,
+  type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import {
@@ -21,6 +23,7 @@ import {
 } from '../../index.js';
 import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
+import { callToolAsTask, canRunAsTask } from './import-tasks.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import {
   callTool,
@@ -40,7 +43,10 @@ export interface ImportedToolSettings {
   timeoutMs?: number;
   /** Whether running it twice is harmless (unlocks retry after a timeout). */
   idempotent?: boolean;
-  /** Whether serving it on offers MCP Tasks whatever its timeout (`ToolDefinition.task`). */
+  /**
+   * Whether MCP Tasks are used for it whatever its timeout: served on as a task
+   * (`ToolDefinition.task`), and called upstream declaring the Tasks extension.
+   */
   task?: boolean;
   /** Whether a call needs approval (read by `approvalGate`); beats the tool's annotations. */
   requiresApproval?: boolean;
@@ -113,6 +119,15 @@ export interface ImportMcpToolsOptions {
    * @default true
    */
   forwardIdempotencyKey?: boolean;
+  /**
+   * Calls with more than this many milliseconds left before their deadline (none counts as
+   * more), and tools configured `task: true`, declare the `io.modelcontextprotocol/tasks`
+   * extension when the server advertises it on 2026-07-28: a handle it answers with is polled
+   * with `tasks/get` at its `pollIntervalMs` within the attempt's deadline, and cancelled with
+   * `tasks/cancel` when the deadline or the caller ends the wait. `Infinity`: only `task: true`.
+   * @default 60_000
+   */
+  taskThresholdMs?: number;
   /**
    * Receives failures of work nobody awaits: a refresh on `list_changed`, a reconnect.
    * @default () => {}
@@ -190,6 +205,7 @@ interface Settings {
   timeoutSlackMs: number;
   watchListChanged: boolean;
   forwardIdempotencyKey: boolean;
+  taskThresholdMs: number;
   onError: (error: unknown) => void;
   onChange: (names: ReadonlyMap<string, string>) => void;
 }
@@ -210,6 +226,7 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
     timeoutSlackMs = 1000,
     watchListChanged = true,
     forwardIdempotencyKey = true,
+    taskThresholdMs = 60_000,
     onError = () => {},
     onChange = () => {},
   } = options;
@@ -248,6 +265,11 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
       `importMcpTools() timeoutSlackMs must be a finite number >= 0, got ${String(timeoutSlackMs)}`,
     );
   }
+  if (typeof taskThresholdMs !== 'number' || !(taskThresholdMs > 0)) {
+    throw new TypeError(
+      `importMcpTools() taskThresholdMs must be a number > 0 (Infinity allowed), got ${String(taskThresholdMs)}`,
+    );
+  }
   return {
     prefix,
     trustAnnotations,
@@ -260,6 +282,7 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
     timeoutSlackMs,
     watchListChanged,
     forwardIdempotencyKey,
+    taskThresholdMs,
     onError,
     onChange,
   };
@@ -278,6 +301,8 @@ class Importer {
   // Compiled validators by local name and schema text: a refresh (or a restart) that finds the
   // same schema reuses it instead of compiling again, so Ajv's cache does not grow per refresh.
   #schemas = new Map<string, { text: string; schema: RemoteSchema }>();
+  // Output checks for results that came by the task path (the SDK checks the others itself).
+  #outputs = new WeakMap<McpTool, JsonSchemaValidator<unknown>>();
 
   constructor(
     client: McpClient,
@@ -439,7 +464,7 @@ class Importer {
       ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
       ...(configured.requiresApproval === undefined ? {} : { requiresApproval: configured.requiresApproval }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
-        this.#call(tool.name, idempotent, args, ctx),
+        this.#call(tool, idempotent, configured.task === true, args, ctx),
     };
   }
 
@@ -453,12 +478,14 @@ class Importer {
   }
 
   async #call(
-    remoteName: string,
+    tool: McpTool,
     idempotent: boolean,
+    task: boolean,
     args: Record<string, unknown>,
     ctx: ToolContext,
   ): Promise<unknown> {
     ctx.signal.throwIfAborted();
+    const remoteName = tool.name;
     // A signal of this call's own: the SDK never removes its listener from the signal it gets,
     // and aborting a shared signal later would cancel requests that already finished. The
     // attempt's signal is one when it ends with the attempt (the default stack's); otherwise a
@@ -493,11 +520,22 @@ class Importer {
             ? undefined
             : { [idempotencyKeyMetaKey]: key }
           : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
-      result = await callTool(
-        client,
-        { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) },
-        requestOptions,
-      );
+      const params = { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) };
+      const taskClient =
+        (task || ctx.deadline - Date.now() > this.settings.taskThresholdMs) && canRunAsTask(client)
+          ? client
+          : undefined;
+      const answer =
+        taskClient === undefined
+          ? undefined
+          : await callToolAsTask(taskClient, params, { signal, timeoutMs: timeout });
+      if (answer !== undefined && 'result' in answer) {
+        result = answer.result;
+        this.#checkOutput(tool, result);
+      } else {
+        // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool.
+        result = await callTool(client, params, requestOptions);
+      }
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -516,6 +554,29 @@ class Importer {
       );
     }
     return result;
+  }
+
+  // What the SDK client checks after a call, for a result that came by the task path.
+  #checkOutput(tool: McpTool, result: CallToolResult): void {
+    if (tool.outputSchema === undefined || result.isError === true) return;
+    if (result.structuredContent === undefined) {
+      throw new ProtocolError(
+        -32600,
+        `Tool ${tool.name} has an output schema but did not return structured content`,
+      );
+    }
+    let check = this.#outputs.get(tool);
+    if (check === undefined) {
+      check = this.settings.validator.getValidator<unknown>(tool.outputSchema as Record<string, unknown>);
+      this.#outputs.set(tool, check);
+    }
+    const checked = check(result.structuredContent);
+    if (!checked.valid) {
+      throw new ProtocolError(
+        -32602,
+        `Structured content does not match the tool's output schema: ${checked.errorMessage}`,
+      );
+    }
   }
 
   // Resolves to a client that can take a call: the current one, or the one a reconnect brings.

@@ -162,7 +162,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   }
   const registry = new ToolRegistry();
   try {
-    imported = await importUpstream(first, registry, supervisor, settingsOf, logger, () => {
+    imported = await importUpstream(first, registry, supervisor, settingsOf, config, logger, () => {
       for (const server of servers) {
         if (server.transport === undefined) continue;
         server.sendToolListChanged().catch(() => {
@@ -258,11 +258,14 @@ function importUpstream(
   registry: ToolRegistry,
   supervisor: Supervisor,
   settingsOf: (upstreamName: string) => McpProxyToolConfig,
+  config: McpProxyConfig,
   logger: LineLogger,
   onChange: () => void,
 ): Promise<ImportedMcpTools> {
   return importMcpTools(first, registry, {
     output: 'result',
+    // A call long enough to be served as a task runs as one upstream too, where the upstream can.
+    ...(config.tasks?.thresholdMs === undefined ? {} : { taskThresholdMs: config.tasks.thresholdMs }),
     reconnect: supervisor.restart,
     // Registry names only live inside the proxy; the wire keeps every upstream name as it is.
     rename: localNameOf,

@@ -375,7 +375,8 @@ async function callTool(
   const taskKey = key ?? `td-${randomUUID()}`;
   const handle = await tasks.start(wireName, taskKey, (signal) =>
     runCall(
-      { ...call, key: taskKey, meta: undefined, approval: undefined },
+      // The run keeps the caller's trace context only: a progress token ends with the request.
+      { ...call, key: taskKey, meta: traceMetaOf(meta), approval: undefined },
       { requestId: `task-${taskKey}`, signal, notify: async () => {} },
       settings,
     ),

@@ -2,10 +2,14 @@
  * W3C trace context across the MCP hop: the `traceparent`, `tracestate` and `baggage` keys a
  * request carries in `params._meta` (2026-07-28), checked, kept for the call while the dispatcher
  * runs it, and put on the calls an import makes upstream, so the hop continues the caller's trace.
+ * With `@opentelemetry/api` installed the caller's span context is also the active OpenTelemetry
+ * parent while the call runs, and an upstream call names the active span (ours) as its parent.
  * @module
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Context } from '@opentelemetry/api';
+import { otel } from './otel-api.js';
 
 /** The trace keys of a request's `_meta`, each present only when it passed the W3C syntax. */
 export type TraceMeta = Partial<Record<'traceparent' | 'tracestate' | 'baggage', string>>;
@@ -37,23 +41,59 @@ export function traceMetaOf(meta: Record<string, unknown> | undefined): TraceMet
 }
 
 /**
- * Runs `run` with `trace` as the call's trace context (a no-op wrapper when there is none).
+ * Runs `run` with `trace` as the call's trace context (a no-op wrapper when there is none); with
+ * `@opentelemetry/api`, inside an OpenTelemetry context whose parent is the caller's span.
  *
  * @example
  * const outcome = await withTraceMeta(traceMetaOf(meta), () => dispatcher.dispatch(name, args));
  */
 export function withTraceMeta<T>(trace: TraceMeta | undefined, run: () => T): T {
-  return trace === undefined ? run() : carried.run(trace, run);
+  if (trace === undefined) return run();
+  const parent = otel === undefined ? undefined : remoteParent(trace);
+  if (parent === undefined) return carried.run(trace, run);
+  return (otel as NonNullable<typeof otel>).context.with(parent, () => carried.run(trace, run));
 }
 
 /**
- * The trace context of the call running now, for the request an import sends upstream.
+ * The trace context for the request an import sends upstream: the active OpenTelemetry span's
+ * (ours, when a provider records one) with the caller's baggage, else the call's keys as they came.
  *
  * @example
  * const meta = { ...currentTraceMeta(), [idempotencyKeyMetaKey]: key };
  */
 export function currentTraceMeta(): TraceMeta | undefined {
-  return carried.getStore();
+  const came = carried.getStore();
+  if (otel === undefined) return came;
+  const span = otel.trace.getSpan(otel.context.active())?.spanContext();
+  if (span === undefined || !otel.isSpanContextValid(span)) return came;
+  const traceparent = `00-${span.traceId}-${span.spanId}-${hexByte(span.traceFlags)}`;
+  // No span of ours (no provider): the caller's own context, its tracestate as it was sent.
+  if (came?.traceparent === traceparent) return came;
+  const tracestate = span.traceState?.serialize();
+  const trace: TraceMeta = { traceparent };
+  if (tracestate !== undefined && tracestate !== '') trace.tracestate = tracestate;
+  if (came?.baggage !== undefined) trace.baggage = came.baggage;
+  return trace;
+}
+
+// The caller's span context as a remote parent in the active OpenTelemetry context.
+function remoteParent(trace: TraceMeta): Context | undefined {
+  const api = otel as NonNullable<typeof otel>;
+  const parts = trace.traceparent === undefined ? null : traceparentPattern.exec(trace.traceparent);
+  if (parts === null) return undefined;
+  const [, , traceId, spanId, flags] = parts as unknown as [string, string, string, string, string];
+  const spanContext = {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16),
+    isRemote: true,
+    ...(trace.tracestate === undefined ? {} : { traceState: api.createTraceState(trace.tracestate) }),
+  };
+  return api.trace.setSpanContext(api.context.active(), spanContext);
+}
+
+function hexByte(value: number): string {
+  return (value & 0xff).toString(16).padStart(2, '0');
 }
 
 function isTraceparent(text: string): boolean {
