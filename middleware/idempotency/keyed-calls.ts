@@ -436,17 +436,17 @@ export class KeyedCalls {
     return receipt;
   }
 
-  // A receipt rides with the store's own write when the store keeps them; an attached receipt
-  // store gets its own record.
+  // A receipt rides with the store's own write (the store's next claim of the key must see it
+  // in doubt); an attached receipt store gets its own record too.
   private own(receipt: Receipt | undefined): { receipt: Receipt | undefined; recorded?: Promise<void> } {
     if (receipt === undefined || this.receipts === this.store.receipts) return { receipt };
     try {
       const recorded = this.receipts.record(receipt);
-      if (isThenable(recorded)) return { receipt: undefined, recorded: recorded.then(undefined, noop) };
+      if (isThenable(recorded)) return { receipt, recorded: recorded.then(undefined, noop) };
     } catch {
       // A receipt that cannot be written never fails the call it describes.
     }
-    return { receipt: undefined };
+    return { receipt };
   }
 
   // Settles when the release and its receipt are written (or failed: neither fails the call).

@@ -6,7 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry, type ReconcileVerdict } from '../../../index.js';
+import {
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  type ReconcileContext,
+  type ReconcileVerdict,
+} from '../../../index.js';
 import { fingerprint } from '../../../middleware/idempotency/fingerprint.js';
 import {
   redisIdempotencyStore,
@@ -61,10 +67,7 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
       ...(options.reconcile === false
         ? {}
         : {
-            reconcile: (
-              _args: unknown,
-              { idempotencyKey, window }: { idempotencyKey?: string; window: string },
-            ) => {
+            reconcile: (_args: unknown, { idempotencyKey, window }: ReconcileContext) => {
               counts.reconciles.push(window);
               const key = idempotencyKey as string;
               if (options.verdict !== undefined) return options.verdict(key);
