@@ -338,10 +338,22 @@ export class KeyedCalls {
     // A success counts even when every local caller left: its side effect happened, so it is
     // stored, and the key does not run again.
     const result = outcome.result;
-    const receipt = this.receiptOf(flight, 'succeeded', outcome.reconciled?.window);
+    const { receipt, recorded } = this.own(this.receiptOf(flight, 'succeeded', outcome.reconciled?.window));
+    // An attached receipt store is written first: a crash between the two writes then leaves a
+    // receipt and a key that the next leader reconciles, never a stored success with no receipt.
+    if (recorded === undefined) return this.complete(flight, lease, result, receipt);
+    void recorded.then(() => this.complete(flight, lease, result, receipt));
+  }
+
+  private complete(
+    flight: Flight,
+    lease: IdempotencyLease,
+    result: unknown,
+    receipt: Receipt | undefined,
+  ): void {
     let completion: MaybePromise<IdempotencyCompletion>;
     try {
-      completion = this.store.complete(lease, result, this.ttlOf(ctx), this.own(receipt).receipt);
+      completion = this.store.complete(lease, result, this.ttlOf(flight.ctx), receipt);
     } catch (error) {
       return this.completeFailed(flight, lease, result, error);
     }
