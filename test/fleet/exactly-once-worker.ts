@@ -103,7 +103,7 @@ async function main(): Promise<void> {
       const charge = (await response.json()) as Charge;
       return { status: 'committed', result: charge, evidence: { id: charge.id } };
     },
-    reconcileTimeoutMs: 2_000,
+    reconcileTimeoutMs: 5_000,
   });
   const dispatcher = createDispatcher(
     defaultStack({
@@ -135,7 +135,8 @@ async function main(): Promise<void> {
         return;
       }
       if (outcome.kind === 'outcome_unknown') {
-        line(`U ${key} ${outcome.window ?? '-'} - - ${config.id}`);
+        const why = outcome.message.replaceAll(' ', '_').slice(0, 200);
+        line(`U ${key} ${outcome.window ?? '-'} ${why} - ${config.id}`);
         return;
       }
       if (!['store_unavailable', 'timeout', 'cancelled', 'transient'].includes(outcome.kind)) {
