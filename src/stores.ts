@@ -244,11 +244,14 @@ export interface IdempotencyStore {
    * @param options.token - The owner token to claim with; a fresh random one by default.
    * @param options.tool - The tool's name: a store with `receipts` records a `running`
    *   receipt for a lead in the same round trip.
+   * @param options.reconcilable - The tool has `reconcile`: a store that lost its past (a Redis
+   *   restarted empty) may lead it with an `in_doubt` receipt of window `store_reset` instead
+   *   of refusing it.
    */
   claim(
     key: string,
     fingerprint: StoreFingerprint,
-    options?: { token?: string; tool?: string },
+    options?: { token?: string; tool?: string; reconcilable?: boolean },
   ): MaybePromise<IdempotencyClaim>;
   /**
    * Extends the lease by a full lease from now. `false` when the lease is gone (expired and

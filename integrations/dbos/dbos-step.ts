@@ -5,15 +5,15 @@
  */
 
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { isDispatchError, type Dispatcher, type Outcome } from '../../index.js';
+import { isDispatchError, type Dispatcher } from '../../index.js';
 import { engineVerdict } from '../durable/engine-verdict.js';
 import {
   checkStepOptions,
-  dispatchStep,
-  journaledSuccess,
+  runStepDispatch,
+  stepResult,
   withoutCause,
-  type CheckedStepOptions,
   type DurableStepOptions,
+  type EngineErrors,
   type JournaledOutcome,
   type StepTool,
 } from '../durable/step.js';
@@ -83,7 +83,16 @@ export async function dbosStep(
       'dbosStep runs only inside a DBOS workflow, outside its steps (DBOS.registerWorkflow)',
     );
   }
-  const journaled = await DBOS.runStep(() => runDispatch(dispatcher, checked, args), {
+  const body = () =>
+    runStepDispatch(
+      dispatcher,
+      checked,
+      args,
+      `dbos:${DBOS.workflowID}:${DBOS.stepID}`,
+      stepSignal(),
+      dbosErrors,
+    );
+  const journaled = await DBOS.runStep(body, {
     name: checked.name,
     retriesAllowed: true,
     maxAttempts,
@@ -91,24 +100,11 @@ export async function dbosStep(
     backoffRate: 2,
     shouldRetry: (error) => isDispatchError(error) && engineVerdict(error, checked.toolRef).retry,
   });
-  if (checked.failures === 'return') return journaled;
-  return (journaled as JournaledOutcome & { ok: true }).result;
+  return stepResult(checked, journaled);
 }
 
-// One run of the step: the success (or, with failures: 'return', a final failure) is what DBOS
-// checkpoints; a thrown envelope is for shouldRetry to judge.
-async function runDispatch(
-  dispatcher: Dispatcher,
-  checked: CheckedStepOptions,
-  args: unknown,
-): Promise<JournaledOutcome> {
-  const key = `dbos:${DBOS.workflowID}:${DBOS.stepID}`;
-  const outcome: Outcome = await dispatchStep(dispatcher, checked, args, key, stepSignal());
-  if (outcome.ok) return journaledSuccess(outcome);
-  if (checked.failures === 'return' && !engineVerdict(outcome, checked.toolRef).retry)
-    return outcome.toJSON();
-  throw withoutCause(outcome);
-}
+// DBOS checkpoints what the step returns; a thrown envelope is for shouldRetry to judge.
+const dbosErrors: EngineErrors = { retryable: withoutCause, terminal: withoutCause };
 
 function stepSignal(): AbortSignal | undefined {
   const status = DBOS.stepStatus;

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { engineVerdict } from './engine-verdict.js';
 import {
   DispatchError,
   type DispatchErrorJson,
@@ -149,4 +150,47 @@ export function withoutCause(envelope: DispatchError): DispatchError {
   }
   copy.stack = `DispatchError: ${envelope.message}`;
   return copy;
+}
+
+/** How an engine wants a step's failure thrown. */
+export interface EngineErrors {
+  /** A failure the engine should retry, after `afterMs` when the envelope says so. */
+  retryable(envelope: DispatchError, afterMs: number | undefined): Error;
+  /** A final failure (with `failures: 'throw'`). */
+  terminal(envelope: DispatchError): Error;
+}
+
+/**
+ * One run of a step's body, shared by the engine adapters: the keyed dispatch, then what the
+ * journal keeps (the success, or a final failure as data with `failures: 'return'`); a failure
+ * the engine should retry, or a final one with `failures: 'throw'`, is thrown as `errors` says.
+ *
+ * @example
+ * const journaled = await runStepDispatch(dispatcher, checked, args, key, signal, { retryable, terminal });
+ */
+export async function runStepDispatch(
+  dispatcher: Dispatcher,
+  checked: CheckedStepOptions,
+  args: unknown,
+  key: string,
+  signal: AbortSignal | undefined,
+  errors: EngineErrors,
+): Promise<JournaledOutcome> {
+  const outcome = await dispatchStep(dispatcher, checked, args, key, signal);
+  if (outcome.ok) return journaledSuccess(outcome);
+  const verdict = engineVerdict(outcome, checked.toolRef);
+  if (verdict.retry) throw errors.retryable(outcome, verdict.afterMs);
+  if (checked.failures === 'return') return outcome.toJSON();
+  throw errors.terminal(outcome);
+}
+
+/**
+ * What the adapter's caller gets from a journaled step: the outcome with `failures: 'return'`,
+ * else the handler's result.
+ *
+ * @example
+ * return stepResult(checked, await ctx.run(checked.name, body));
+ */
+export function stepResult(checked: CheckedStepOptions, journaled: JournaledOutcome): unknown {
+  return checked.failures === 'return' ? journaled : (journaled as JournaledOutcome & { ok: true }).result;
 }

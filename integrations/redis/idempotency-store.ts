@@ -67,7 +67,10 @@ export interface RedisIdempotencyStoreOptions {
   /**
    * What to do when Redis is found restarted empty (its epoch key changed): `'fail'` refuses
    * keyed calls with `store_unavailable` for `resetWindowMs` after the restart, so no key that
-   * succeeded before it runs again inside its TTL; `'continue'` carries on (duplicates possible).
+   * succeeded before it runs again inside its TTL, except calls of a tool with `reconcile`: those
+   * wait one `leaseMs` from the restart (older leaders have finished or lost their lease), then
+   * ask `reconcile` (window `store_reset`) before running; `'continue'` carries on (duplicates
+   * possible).
    * @default 'fail'
    */
   onStoreReset?: 'fail' | 'continue';
@@ -250,24 +253,40 @@ export function redisIdempotencyStore(
     fingerprint: StoreFingerprint,
     token: string,
     tool: string,
+    reconcilable: boolean,
   ): Promise<IdempotencyClaim> => {
     const sentAt = performance.now();
     const reply = await runScript(
       redis,
       claimScript,
       [recordKey(key), epochKey, resetKey, receiptKey(key)],
-      [token, fingerprint, String(leaseMs), knownEpoch, epochId, window, tool, receiptTtl, key],
+      [
+        token,
+        fingerprint,
+        String(leaseMs),
+        knownEpoch,
+        epochId,
+        window,
+        tool,
+        receiptTtl,
+        key,
+        reconcilable ? '1' : '',
+      ],
       timeoutMs,
     );
     const kind = text(reply, 0);
     knownEpoch = text(reply, 1);
     switch (kind) {
-      case 'lead':
+      case 'lead': {
+        const earlier = readReceipt(text(reply, 4));
+        // A key with no receipt in a store that lost its past may have run before the restart.
+        const lostPast = text(reply, 5) === '1' && earlier === undefined;
         return {
           kind: 'lead',
           lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, sentAt + num(reply, 3)),
-          receipt: unsettled(readReceipt(text(reply, 4))),
+          receipt: lostPast ? resetReceipt(key, tool) : unsettled(earlier),
         };
+      }
       case 'follow':
         return { kind: 'follow', fence: num(reply, 2), leaseEndsInMs: Math.max(0, num(reply, 3)) };
       case 'hit': {
@@ -281,6 +300,9 @@ export function redisIdempotencyStore(
         return { kind: 'unshareable', reason: text(reply, 2), expiresInMs: Math.max(0, num(reply, 3)) };
       case 'conflict':
         return { kind: 'conflict' };
+      case 'settling':
+        // Leaders of the store's earlier life may still be finishing: wait as a follower would.
+        return { kind: 'follow', fence: Number.MAX_SAFE_INTEGER, leaseEndsInMs: num(reply, 2) };
       case 'reset': {
         const leftMs = num(reply, 2);
         throw storeUnavailable(
@@ -296,11 +318,12 @@ export function redisIdempotencyStore(
   const claim = async (
     key: string,
     fingerprint: StoreFingerprint,
-    claimOptions?: { token?: string; tool?: string },
+    claimOptions?: { token?: string; tool?: string; reconcilable?: boolean },
   ): Promise<IdempotencyClaim> => {
     let token = claimOptions?.token ?? newToken();
+    const reconcilable = claimOptions?.reconcilable === true;
     for (let tries = 1; ; tries++) {
-      const answer = await claimOnce(key, fingerprint, token, claimOptions?.tool ?? '');
+      const answer = await claimOnce(key, fingerprint, token, claimOptions?.tool ?? '', reconcilable);
       if (answer.kind !== 'lead') return answer;
       const lease = answer.lease as RedisLease;
       // Running the handler on a lead heard too late could run the key twice.
@@ -506,6 +529,11 @@ function writeReceipt(receipt: Receipt | undefined): string {
 
 function unsettled(receipt: Receipt | undefined): Receipt | undefined {
   return receipt?.status === 'running' || receipt?.status === 'in_doubt' ? receipt : undefined;
+}
+
+// What a reset left of a key: nothing, so whatever ran before it is in doubt.
+function resetReceipt(key: string, tool: string): Receipt {
+  return { key, tool, status: 'in_doubt', attempts: 0, startedAt: Date.now(), window: 'store_reset' };
 }
 
 function matches(receipt: Receipt, query: ReceiptQuery): boolean {

@@ -15,9 +15,10 @@ local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 /**
  * Claims an idempotency key. KEYS: record, epoch, reset marker, receipt. ARGV: token, fingerprint,
  * leaseMs, known epoch ('' if none), a fresh epoch id, reset window ms (0: never fail closed),
- * tool ('' for no running receipt), receipt ttl ms, key.
- * Reply: {kind, epoch, a, b}: lead (fence, lease ms left, the earlier receipt), follow (fence, ms left), hit
- * (payload, ms left), unshareable (reason, ms left), conflict, reset (ms left of the window).
+ * tool ('' for no running receipt), receipt ttl ms, key, '1' when the tool can reconcile.
+ * Reply: {kind, epoch, a, b}: lead (fence, lease ms left, the earlier receipt, '1' when the key's
+ * past was lost in a reset), follow (fence, ms left), hit (payload, ms left), unshareable (reason,
+ * ms left), conflict, reset (ms left of the window), settling (ms until a lease has passed since the reset).
  */
 export const claimScript = defineScript(
   'idempotency claim',
@@ -30,6 +31,7 @@ if not epoch then
   redis.call('SET', KEYS[2], epoch)
 end
 local window = tonumber(ARGV[6])
+local lostPast = ''
 if window > 0 then
   if ARGV[4] ~= '' and epoch ~= ARGV[4] and not marked then
     -- A life of the store this caller did not know: Redis came back empty since it last looked.
@@ -42,7 +44,15 @@ if window > 0 then
   end
   if marked then
     local left = redis.call('PTTL', KEYS[3])
-    if left > 0 then return {'reset', epoch, left} end
+    if left > 0 then
+      if ARGV[10] ~= '1' then return {'reset', epoch, left} end
+      -- A tool that can reconcile is asked, once a lease has passed since the restart: every
+      -- leader of the store's earlier life has finished or lost its lease by then.
+      local born = tonumber(string.match(epoch, ':(%d+)$')) or nowMs
+      local settling = born + tonumber(ARGV[3]) - nowMs
+      if settling > 0 then return {'settling', epoch, settling} end
+      lostPast = '1'
+    end
   end
 end
 local rec = redis.call('HMGET', KEYS[1], 's', 'f', 't', 'g', 'r')
@@ -56,7 +66,7 @@ if not rec[1] then
     local receipt = cjson.encode({key = ARGV[9], tool = ARGV[7], status = 'running', attempts = 0, startedAt = nowMs})
     redis.call('SET', KEYS[4], receipt, 'PX', ARGV[8])
   end
-  return {'lead', epoch, fence, tonumber(ARGV[3]), earlier}
+  return {'lead', epoch, fence, tonumber(ARGV[3]), earlier, lostPast}
 end
 if rec[2] ~= ARGV[2] then return {'conflict', epoch} end
 local left = redis.call('PTTL', KEYS[1])
@@ -110,8 +120,9 @@ return {'stored'}
 );
 
 /**
- * Frees a lead after a failure. KEYS: record, receipt. ARGV: token, channel, fence, key, receipt
- * JSON ('' for none), receipt ttl ms. Reply: 1.
+ * Frees a lead after a failure; its receipt is written too when the key is free (a lost lease
+ * nobody took over). KEYS: record, receipt. ARGV: token, channel, fence, key, receipt JSON ('' for
+ * none), receipt ttl ms. Reply: 1.
  */
 export const releaseScript = defineScript(
   'idempotency release',
@@ -121,6 +132,8 @@ if rec[1] == 'R' and rec[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
   if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
   if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
+elseif not rec[1] and ARGV[5] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
 end
 return 1
 `,

@@ -5,14 +5,13 @@
  */
 
 import { type Context, RetryableError, TerminalError } from '@restatedev/restate-sdk';
-import type { DispatchError, Dispatcher, Outcome } from '../../index.js';
-import { engineVerdict } from '../durable/engine-verdict.js';
+import type { DispatchError, Dispatcher } from '../../index.js';
 import {
   checkStepOptions,
-  dispatchStep,
-  journaledSuccess,
-  type CheckedStepOptions,
+  runStepDispatch,
+  stepResult,
   type DurableStepOptions,
+  type EngineErrors,
   type JournaledOutcome,
   type StepTool,
 } from '../durable/step.js';
@@ -66,12 +65,10 @@ export async function restateRun(
   requireRestateContext(ctx);
   const request = ctx.request();
   const key = `restate:${request.id}:${checked.name}`;
-  const journaled = await ctx.run(checked.name, async () => {
-    const outcome = await dispatchStep(dispatcher, checked, args, key, request.attemptCompletedSignal);
-    return journaledOrThrown(outcome, checked);
-  });
-  if (checked.failures === 'return') return journaled;
-  return (journaled as JournaledOutcome & { ok: true }).result;
+  const journaled = await ctx.run(checked.name, () =>
+    runStepDispatch(dispatcher, checked, args, key, request.attemptCompletedSignal, restateErrors),
+  );
+  return stepResult(checked, journaled);
 }
 
 function requireRestateContext(ctx: unknown): asserts ctx is Context {
@@ -83,19 +80,14 @@ function requireRestateContext(ctx: unknown): asserts ctx is Context {
   }
 }
 
-// What the step journals: the success, or a final failure as data; anything else is thrown.
-function journaledOrThrown(outcome: Outcome, checked: CheckedStepOptions): JournaledOutcome {
-  if (outcome.ok) return journaledSuccess(outcome);
-  const verdict = engineVerdict(outcome, checked.toolRef);
-  if (verdict.retry) {
-    // No cause: Restate logs it, and the handler's own error may hold what nobody asked to record.
-    throw new RetryableError(`${outcome.kind}: ${outcome.message}`, {
-      ...(verdict.afterMs === undefined ? {} : { retryAfter: verdict.afterMs }),
-    });
-  }
-  if (checked.failures === 'return') return outcome.toJSON();
-  throw terminal(outcome);
-}
+// No cause on either: Restate logs it, and the handler's own error may hold what nobody asked to record.
+const restateErrors: EngineErrors = {
+  retryable: (envelope, afterMs) =>
+    new RetryableError(`${envelope.kind}: ${envelope.message}`, {
+      ...(afterMs === undefined ? {} : { retryAfter: afterMs }),
+    }),
+  terminal,
+};
 
 function terminal(envelope: DispatchError): TerminalError {
   return new TerminalError(`${envelope.kind}: ${envelope.message}`, {

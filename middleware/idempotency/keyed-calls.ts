@@ -237,6 +237,31 @@ export class KeyedCalls {
     });
   }
 
+  // The lease was lost mid-call: a tool that can reconcile is asked whether the action took
+  // effect before the key may run again; otherwise another leader's outcome (or a new lead) is
+  // this call's too.
+  private afterLost(flight: Flight, lease: IdempotencyLease): void {
+    const { ctx, tool } = flight;
+    if (tool.reconcile === undefined) {
+      this.release(lease);
+      return this.claim(flight);
+    }
+    const window: OutcomeWindow = 'lease_lost';
+    void reconcileOutcome(ctx, tool, ctx.attempt, window).then((found) => {
+      if (found.status === 'committed') {
+        flight.evidence = found.evidence;
+        ctx.outcome = { ok: true, result: found.result, attempts: ctx.attempt, reconciled: { window } };
+        return this.led(flight, lease, false, undefined);
+      }
+      if (found.status !== 'not_committed')
+        return this.refuse(flight, lease, window, found.reason ?? 'unknown');
+      // Settled as not run, so that the next lead does not reconcile it again.
+      const released = this.release(lease, this.receiptOf(flight, 'failed', undefined));
+      if (released === undefined) return this.claim(flight);
+      void released.then(() => this.claim(flight));
+    });
+  }
+
   // Fails the key's callers with outcome_unknown without running it, and leaves it in doubt.
   private refuse(flight: Flight, lease: IdempotencyLease, window: OutcomeWindow, why: string): void {
     const refusal = failed(outcomeUnknown(flight.ctx, window, `${why}; it is not run again`));
@@ -295,11 +320,7 @@ export class KeyedCalls {
     const { ctx, signal } = flight;
     const { outcome } = ctx;
     if (threw || outcome?.ok !== true) {
-      // Another leader took the key over: its outcome is this call's too.
-      if (flight.lost(lease) && !signal.aborted) {
-        this.release(lease);
-        return this.claim(flight);
-      }
+      if (flight.lost(lease) && !signal.aborted) return this.afterLost(flight, lease);
       const error = (
         threw ? toDispatchError(failure, ctx.attempt) : (outcome ?? noOutcome(ctx))
       ) as DispatchError;
@@ -317,10 +338,22 @@ export class KeyedCalls {
     // A success counts even when every local caller left: its side effect happened, so it is
     // stored, and the key does not run again.
     const result = outcome.result;
-    const receipt = this.receiptOf(flight, 'succeeded', outcome.reconciled?.window);
+    const { receipt, recorded } = this.own(this.receiptOf(flight, 'succeeded', outcome.reconciled?.window));
+    // An attached receipt store is written first: a crash between the two writes then leaves a
+    // receipt and a key that the next leader reconciles, never a stored success with no receipt.
+    if (recorded === undefined) return this.complete(flight, lease, result, receipt);
+    void recorded.then(() => this.complete(flight, lease, result, receipt));
+  }
+
+  private complete(
+    flight: Flight,
+    lease: IdempotencyLease,
+    result: unknown,
+    receipt: Receipt | undefined,
+  ): void {
     let completion: MaybePromise<IdempotencyCompletion>;
     try {
-      completion = this.store.complete(lease, result, this.ttlOf(ctx), this.own(receipt).receipt);
+      completion = this.store.complete(lease, result, this.ttlOf(flight.ctx), receipt);
     } catch (error) {
       return this.completeFailed(flight, lease, result, error);
     }
@@ -333,8 +366,8 @@ export class KeyedCalls {
 
   // A store shared with other processes records a running receipt with each lead, so that a
   // crashed leader is seen; a store of this layer's own dies with its leaders, so it needs none.
-  private claimOptions(tool: Tool): { tool: string } | undefined {
-    return this.receiptsOnLead ? { tool: tool.name } : undefined;
+  private claimOptions(tool: Tool): { tool: string; reconcilable: boolean } | undefined {
+    return this.receiptsOnLead ? { tool: tool.name, reconcilable: tool.reconcile !== undefined } : undefined;
   }
 
   // A store's TTL is finite: "for ever" is as long as a timer can count.
@@ -415,17 +448,17 @@ export class KeyedCalls {
     return receipt;
   }
 
-  // A receipt rides with the store's own write when the store keeps them; an attached receipt
-  // store gets its own record.
+  // A receipt rides with the store's own write (the store's next claim of the key must see it
+  // in doubt); an attached receipt store gets its own record too.
   private own(receipt: Receipt | undefined): { receipt: Receipt | undefined; recorded?: Promise<void> } {
     if (receipt === undefined || this.receipts === this.store.receipts) return { receipt };
     try {
       const recorded = this.receipts.record(receipt);
-      if (isThenable(recorded)) return { receipt: undefined, recorded: recorded.then(undefined, noop) };
+      if (isThenable(recorded)) return { receipt, recorded: recorded.then(undefined, noop) };
     } catch {
       // A receipt that cannot be written never fails the call it describes.
     }
-    return { receipt: undefined };
+    return { receipt };
   }
 
   // Settles when the release and its receipt are written (or failed: neither fails the call).

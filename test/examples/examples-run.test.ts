@@ -46,6 +46,21 @@ describe('examples', () => {
     expect(stdout).toMatch(/summary 4 for globex: budget_exceeded/);
   });
 
+  it('exactly-once.ts reconciles a timed-out charge, refuses an in-doubt refund, and lists the receipts', async () => {
+    const { code, stderr, stdout } = await runExample('examples/exactly-once.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /charge \(timed out, reconciled\)\s+→ ok \{"id":"ch_1","amount":25\}, window attempt_timeout/,
+    );
+    expect(stdout).toMatch(/charge \(same key again\)\s+→ ok after 0 attempts/);
+    expect(stdout).toMatch(/refund \(same key again\)\s+→ outcome_unknown, window attempt_timeout/);
+    expect(stdout).toContain('do not repeat it, not even under a new idempotency key');
+    expect(stdout).toContain('bank ledger rows: 2');
+    expect(stdout).toMatch(/order-1042\s+payments\.charge\s+succeeded \(attempt_timeout, by reconcile\)/);
+    expect(stdout).toContain('in doubt for an operator: refund-7');
+  });
+
   it('approval-loop.ts pauses a refund, runs it once when approved twice, and never runs a denied one', async () => {
     const { code, stderr, stdout } = await runExample('examples/approval-loop.ts');
     expect(stderr).toBe('');

@@ -11,6 +11,7 @@ import { redisSlotStore } from '../../integrations/redis/index.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { connectIoredis, reconnected, type Connected } from '../integrations/redis/clients.js';
 import { FaultProxy } from '../integrations/redis/fault-proxy.js';
+import { runExactlyOnce } from './exactly-once-scenario.js';
 import { check, parseLog, type Entry } from './invariants.js';
 import { runRateLimitFleet } from './rate-limit-scenario.js';
 import type { WorkerConfig } from './worker.js';
@@ -22,7 +23,7 @@ const fleetMax = 6;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const workerPath = new URL('./worker.ts', import.meta.url).pathname;
 
-type Scenario = 'none' | 'latency' | 'kill' | 'stop' | 'partition' | 'wedge' | 'restart';
+type Scenario = 'none' | 'latency' | 'kill' | 'stop' | 'partition' | 'wedge' | 'restart' | 'exactly-once';
 const scenarios: Scenario[] = (process.env.TD_FLEET_SCENARIOS?.split(',') as Scenario[] | undefined) ?? [
   'none',
   'latency',
@@ -31,6 +32,7 @@ const scenarios: Scenario[] = (process.env.TD_FLEET_SCENARIOS?.split(',') as Sce
   'partition',
   'wedge',
   'restart',
+  'exactly-once',
 ];
 
 interface Running {
@@ -365,8 +367,11 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   try {
     for (const scenario of scenarios) {
-      for (const problem of await runKeys(server, proxies, dir, scenario, sampler))
-        problems.push(`${scenario}: ${problem}`);
+      const run =
+        scenario === 'exactly-once'
+          ? runExactlyOnce(server, dir, () => reconnected(sampler))
+          : runKeys(server, proxies, dir, scenario, sampler);
+      for (const problem of await run) problems.push(`${scenario}: ${problem}`);
     }
     for (const problem of await runBudget(server, proxies, dir)) problems.push(`budget: ${problem}`);
     for (const problem of await runBreaker(server, proxies, dir, sampler))

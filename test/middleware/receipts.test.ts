@@ -153,6 +153,15 @@ describe('an attached receipt store', () => {
     expect(records).toEqual([expect.objectContaining({ status: 'succeeded', attempts: 1 })]);
   });
 
+  it('keeps a key in doubt with an attached receipt store: the same key is outcome_unknown, not run again', async () => {
+    const receipts = memoryReceiptStore();
+    const { send, runs } = charge({ handler: hang, idempotency: { receipts } });
+    expect(await send()).toMatchObject({ kind: 'timeout' });
+    expect(await send()).toMatchObject({ kind: 'outcome_unknown', window: 'attempt_timeout' });
+    expect(runs()).toBe(1);
+    expect(receipts.list({ inDoubt: true })).toEqual([expect.objectContaining({ key: 'order-1' })]);
+  });
+
   it('rejects bad options with a TypeError naming them', () => {
     expect(() => memoryReceiptStore({ ttlMs: 0 })).toThrow(/ttlMs/);
     expect(() => memoryReceiptStore({ maxEntries: 0 })).toThrow(/maxEntries/);

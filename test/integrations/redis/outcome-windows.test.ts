@@ -1,0 +1,255 @@
+// The windows a fleet on Redis loses an outcome in (issue 24, requirements 1 and 6): a lease lost
+// mid-call, a leader that crashed leaving a running receipt, and a Redis restarted empty. A tool
+// with `reconcile` is asked before the key runs again; the others keep today's answers.
+
+import { randomUUID } from 'node:crypto';
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  createDispatcher,
+  defaultStack,
+  ToolRegistry,
+  type ReconcileContext,
+  type ReconcileVerdict,
+} from '../../../index.js';
+import { fingerprint } from '../../../middleware/idempotency/fingerprint.js';
+import {
+  redisIdempotencyStore,
+  type RedisIdempotencyStoreOptions,
+} from '../../../integrations/redis/index.js';
+import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { connectNodeRedis, reconnected, type Connected } from './clients.js';
+
+const enabled = redisSuitesEnabled('redis outcome windows');
+
+describe.runIf(enabled)('outcome windows on a real redis-server', () => {
+  let server: RedisServer;
+  const open: Connected[] = [];
+  const node = async () => {
+    const connected = await connectNodeRedis(server.url);
+    open.push(connected);
+    return connected;
+  };
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((each) => each.close()));
+    await server?.stop();
+  });
+
+  /** A charge against a ledger of its own, whose `reconcile` reads the ledger. */
+  function charges(options: {
+    store: ReturnType<typeof redisIdempotencyStore>;
+    handler?: (key: string, signal: AbortSignal, run: number) => Promise<string>;
+    verdict?: (key: string) => ReconcileVerdict;
+    reconcile?: boolean;
+  }) {
+    const ledger = new Map<string, string>();
+    const counts = { runs: 0, reconciles: [] as string[] };
+    const charge = async (key: string) => {
+      const id = `ch_${ledger.size + 1}`;
+      ledger.set(key, id);
+      return id;
+    };
+    const registry = new ToolRegistry().register({
+      name: 'payments.charge',
+      inputSchema: z.object({ amount: z.number() }),
+      timeoutMs: 5_000,
+      handler: async (_args, { idempotencyKey, signal }) => {
+        counts.runs += 1;
+        return options.handler === undefined
+          ? charge(idempotencyKey as string)
+          : options.handler(idempotencyKey as string, signal, counts.runs);
+      },
+      ...(options.reconcile === false
+        ? {}
+        : {
+            reconcile: (_args: unknown, { idempotencyKey, window }: ReconcileContext) => {
+              counts.reconciles.push(window);
+              const key = idempotencyKey as string;
+              if (options.verdict !== undefined) return options.verdict(key);
+              const id = ledger.get(key);
+              return id === undefined
+                ? 'not_committed'
+                : { status: 'committed', result: id, evidence: { id } };
+            },
+          }),
+    });
+    const dispatcher = createDispatcher(
+      defaultStack({ registry, idempotency: { store: options.store }, retry: { maxAttempts: 1 } }),
+    );
+    const call = (key: string) =>
+      dispatcher.dispatch('payments.charge', { amount: 5 }, { idempotencyKey: key });
+    return { call, ledger, counts, charge };
+  }
+
+  async function storeOf(options: RedisIdempotencyStoreOptions = {}) {
+    const prefix = options.prefix ?? `ow-${randomUUID()}`;
+    return redisIdempotencyStore((await node()).store, { leaseMs: 300, pollMs: 50, ...options, prefix });
+  }
+
+  // Deletes a key's record behind its leader's back, as an expiry plus another leader's release would.
+  async function dropRecord(prefix: string, key: string): Promise<void> {
+    const raw = createClient({ url: server.url });
+    raw.on('error', () => {});
+    await raw.connect();
+    await raw.del(`${prefix}:i:${key}`);
+    raw.destroy();
+  }
+
+  // A handler that charges (or not), then hangs until its lease is lost.
+  const chargeThenHang =
+    (ledger: Map<string, string>, chargesFirst: boolean) =>
+    async (key: string, signal: AbortSignal, run: number): Promise<string> => {
+      if (run > 1) {
+        ledger.set(key, `ch_${run}`);
+        return `ch_${run}`;
+      }
+      if (chargesFirst) ledger.set(key, 'ch_1');
+      return new Promise((_resolve, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
+    };
+
+  it('reconciles a call whose lease was lost after its charge, and serves the charge (window lease_lost)', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const store = await storeOf({ prefix });
+    const ledger = new Map<string, string>();
+    const subject = charges({
+      store,
+      handler: chargeThenHang(ledger, true),
+      verdict: (key) => verdictFrom(ledger, key),
+    });
+    const answer = subject.call('k-lost');
+    await waitFor(() => ledger.has('k-lost'));
+    await dropRecord(prefix, 'k-lost');
+    expect(await answer).toEqual({
+      ok: true,
+      result: 'ch_1',
+      attempts: 1,
+      reconciled: { window: 'lease_lost' },
+    });
+    expect(subject.counts).toEqual({ runs: 1, reconciles: ['lease_lost'] });
+    expect(await store.receipts.get('k-lost')).toMatchObject({
+      status: 'succeeded',
+      window: 'lease_lost',
+      settledBy: 'reconcile',
+    });
+    // Stored as any success: the same key is a hit.
+    expect(await subject.call('k-lost')).toMatchObject({ ok: true, result: 'ch_1', attempts: 0 });
+    store.close();
+  });
+
+  it('runs a call whose lost lease charged nothing again, reconciling once', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const store = await storeOf({ prefix });
+    const ledger = new Map<string, string>();
+    const subject = charges({
+      store,
+      handler: chargeThenHang(ledger, false),
+      verdict: (key) => verdictFrom(ledger, key),
+    });
+    const answer = subject.call('k-none');
+    await waitFor(() => subject.counts.runs === 1);
+    await dropRecord(prefix, 'k-none');
+    expect(await answer).toMatchObject({ ok: true, result: 'ch_2' });
+    expect(subject.counts).toEqual({ runs: 2, reconciles: ['lease_lost'] });
+    expect(ledger.size).toBe(1);
+    store.close();
+  });
+
+  it('answers outcome_unknown naming lease_lost when reconcile cannot tell, and leaves the key in doubt', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const store = await storeOf({ prefix });
+    const ledger = new Map<string, string>();
+    const subject = charges({ store, handler: chargeThenHang(ledger, true), verdict: () => 'unknown' });
+    const answer = subject.call('k-unknown');
+    await waitFor(() => ledger.has('k-unknown'));
+    await dropRecord(prefix, 'k-unknown');
+    expect(await answer).toMatchObject({ ok: false, kind: 'outcome_unknown', window: 'lease_lost' });
+    expect(await store.receipts.list({ inDoubt: true })).toEqual([
+      expect.objectContaining({ key: 'k-unknown', status: 'in_doubt', window: 'lease_lost' }),
+    ]);
+    expect(subject.counts.runs).toBe(1);
+    store.close();
+  });
+
+  it('reconciles a key whose leader crashed leaving a running receipt and no lease (window leader_crashed)', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const crashed = await storeOf({ prefix });
+    // The crashed leader: it claimed, charged, and never completed nor renewed.
+    const lead = await crashed.claim('k-crash', fingerprint('payments.charge', { amount: 5 }), {
+      tool: 'payments.charge',
+    });
+    expect(lead.kind).toBe('lead');
+    const survivor = charges({ store: await storeOf({ prefix }) });
+    survivor.ledger.set('k-crash', 'ch_before');
+    expect(await survivor.call('k-crash')).toEqual({
+      ok: true,
+      result: 'ch_before',
+      attempts: 0,
+      reconciled: { window: 'leader_crashed' },
+    });
+    expect(survivor.counts).toEqual({ runs: 0, reconciles: ['leader_crashed'] });
+    crashed.close();
+  });
+
+  it('after Redis restarts empty, reconciles a keyed call of a tool with reconcile once a lease has passed, and refuses the others', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const connected = await node();
+    const store = redisIdempotencyStore(connected.store, {
+      prefix,
+      leaseMs: 300,
+      pollMs: 50,
+      resetWindowMs: 30_000,
+    });
+    const withReconcile = charges({ store });
+    const without = charges({ store, reconcile: false });
+    expect(await withReconcile.call('before')).toMatchObject({ ok: true });
+    expect(await without.call('before-2')).toMatchObject({ ok: true });
+    await server.restart();
+    await reconnected(connected);
+    // The charge of 'before' survived in the backend; the store forgot it.
+    expect(await without.call('before-2')).toMatchObject({ ok: false, kind: 'store_unavailable' });
+    expect(await withReconcile.call('before')).toEqual({
+      ok: true,
+      result: 'ch_1',
+      attempts: 0,
+      reconciled: { window: 'store_reset' },
+    });
+    expect(await withReconcile.call('fresh')).toMatchObject({ ok: true, result: 'ch_2', attempts: 1 });
+    expect(withReconcile.counts).toEqual({ runs: 2, reconciles: ['store_reset', 'store_reset'] });
+    expect(await store.receipts.get('before')).toMatchObject({ status: 'succeeded', window: 'store_reset' });
+    store.close();
+  });
+
+  it('after Redis restarts empty, answers outcome_unknown naming store_reset when reconcile cannot tell', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const connected = await node();
+    const store = redisIdempotencyStore(connected.store, { prefix, leaseMs: 300, pollMs: 50 });
+    const subject = charges({ store, verdict: () => 'unknown' });
+    expect(await subject.call('a')).toMatchObject({ ok: true });
+    await server.restart();
+    await reconnected(connected);
+    expect(await subject.call('a')).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      window: 'store_reset',
+    });
+    expect(subject.counts.runs).toBe(1);
+    store.close();
+  });
+});
+
+function verdictFrom(ledger: Map<string, string>, key: string): ReconcileVerdict {
+  const id = ledger.get(key);
+  return id === undefined ? 'not_committed' : { status: 'committed', result: id };
+}
+
+async function waitFor(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  if (!check()) throw new Error('not within 5 s');
+}
