@@ -20,14 +20,26 @@ export class ReceiptQueries {
   readonly get: string;
   readonly record: string;
   readonly #select: string;
+  readonly #insert: string;
 
   constructor(table: string) {
     this.get = `SELECT ${columns} FROM ${table} WHERE key = $1`;
-    this.record = `INSERT INTO ${table} (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
+    this.#insert = `INSERT INTO ${table} (${columns}) VALUES `;
+    this.record = this.recordMany(1);
+    this.#select = `SELECT ${columns} FROM ${table}`;
+  }
+
+  /** The upsert of `rows` receipts with distinct keys, their `valuesOf` concatenated in order. */
+  recordMany(rows: number): string {
+    const tuples = Array.from({ length: rows }, (_, row) => {
+      const first = row * 9;
+      const slots = Array.from({ length: 8 }, (_, column) => `$${first + column + 1}`);
+      return `(${slots.join(', ')}, $${first + 9}::jsonb)`;
+    });
+    return `${this.#insert}${tuples.join(', ')}
 ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, attempts = EXCLUDED.attempts,
   started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome_window = EXCLUDED.outcome_window,
   settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, recorded_at = now()`;
-    this.#select = `SELECT ${columns} FROM ${table}`;
   }
 
   /** The `list` statement and its parameters for `query`; a `TypeError` for a bad field. */

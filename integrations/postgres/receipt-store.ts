@@ -64,20 +64,71 @@ export function postgresReceiptStore(
   }
   const queries = new ReceiptQueries(quoted);
   const run = new StatementRunner(pool, createTable ? receiptTableSql(table) : undefined);
+  const batch = new RecordBatch(run, queries);
   return {
     get: async (key) => {
       requireText('key', key);
       const rows = await run.query(queries.get, [key]);
       return rows[0] === undefined ? undefined : queries.receiptOf(rows[0]);
     },
-    record: async (receipt) => {
-      await run.query(queries.record, queries.valuesOf(receipt));
-    },
+    record: async (receipt) => batch.record(queries.valuesOf(receipt)),
     list: async (query?: ReceiptQuery) => {
       const { text, values } = queries.list(query);
       return (await run.query(text, values)).map((row) => queries.receiptOf(row));
     },
   };
+}
+
+/** A recorded receipt's parameters, and the promise its caller awaits. */
+interface PendingRecord {
+  readonly values: unknown[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+// Parameters per statement stay far below PostgreSQL's 65 535.
+const maxRowsPerStatement = 1_000;
+
+/**
+ * Group commit: a record sent while no statement is in flight goes at once; those that arrive
+ * while one is in flight go together in the next, one upsert for all, so a busy fleet pays one
+ * commit per batch rather than one per call. Within a batch the last record of a key wins, as
+ * it would have one statement after another.
+ */
+class RecordBatch {
+  #queue: PendingRecord[] = [];
+  #inFlight = false;
+
+  constructor(
+    private readonly run: StatementRunner,
+    private readonly queries: ReceiptQueries,
+  ) {}
+
+  record(values: unknown[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ values, resolve, reject });
+      if (!this.#inFlight) void this.#send();
+    });
+  }
+
+  async #send(): Promise<void> {
+    this.#inFlight = true;
+    while (this.#queue.length > 0) {
+      const sent = this.#queue.splice(0, maxRowsPerStatement);
+      const latest = new Map<unknown, unknown[]>();
+      for (const { values } of sent) {
+        latest.delete(values[0]);
+        latest.set(values[0], values);
+      }
+      try {
+        await this.run.query(this.queries.recordMany(latest.size), [...latest.values()].flat());
+        for (const pending of sent) pending.resolve();
+      } catch (error) {
+        for (const pending of sent) pending.reject(error);
+      }
+    }
+    this.#inFlight = false;
+  }
 }
 
 // The PostgreSQL errors that mean the table already exists, raised when two processes run the

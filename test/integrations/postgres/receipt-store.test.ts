@@ -94,6 +94,33 @@ describe.runIf(enabled)('postgresReceiptStore on PostgreSQL', () => {
     expect(pool.texts.filter((text) => text.startsWith('INSERT'))).toHaveLength(3);
   });
 
+  it('sends the records that arrive while one is in flight as one statement, the last of a key winning', async () => {
+    const pool = counted(database.pool);
+    const store = postgresReceiptStore(pool, { table: 'grouped', createTable: true });
+    await store.record({ ...settled, key: 'warm' });
+    const inserts = () => pool.texts.filter((text) => text.startsWith('INSERT')).length;
+    const before = inserts();
+    await Promise.all([
+      store.record({ ...settled, key: 'a' }),
+      store.record({ ...settled, key: 'b' }),
+      store.record({ ...settled, key: 'b', status: 'in_doubt', window: 'lease_lost' }),
+      store.record({ ...settled, key: 'c' }),
+    ]);
+    // 'a' goes alone; 'b', 'b' again and 'c' wait for it and go together.
+    expect(inserts() - before).toBe(2);
+    expect((await store.get('b'))?.status).toBe('in_doubt');
+    expect((await store.list()).map(({ key }) => key).sort()).toEqual(['a', 'b', 'c', 'warm']);
+  });
+
+  it('rejects every record of a statement that failed, and sends the next one', async () => {
+    const store = postgresReceiptStore(database.pool, { table: 'grouped_failure' });
+    const failed = [store.record({ ...settled, key: 'x' }), store.record({ ...settled, key: 'y' })];
+    for (const record of failed) await expect(record).rejects.toMatchObject({ kind: 'store_unavailable' });
+    await database.pool.query(receiptTableSql('grouped_failure'));
+    await store.record({ ...settled, key: 'z' });
+    expect((await store.list()).map(({ key }) => key)).toEqual(['z']);
+  });
+
   it('reads back every field it recorded, and no field it did not', async () => {
     const store = postgresReceiptStore(database.pool, { table: 'round_trip', createTable: true });
     const inDoubt: Receipt = {
