@@ -34,11 +34,8 @@ interface LimitedContext extends DispatchContext {
 export type AttemptSettled = (failed: boolean, error?: unknown) => void;
 
 /**
- * Runs one attempt: parses args still in JSON text, takes a budget unit, counts the attempt,
- * emits `dispatch.attempt`, calls the handler and records a success in `ctx.outcome`. A handler
- * failure is rejected as an envelope (`transient` for a `TransientError`, otherwise `internal`);
- * the deadline (`timeout`) or a stop (`cancelled`) ends the attempt at once, and the handler's
- * late outcome is ignored.
+ * Runs one attempt (parse, charge, count, call the handler) and records a success in
+ * `ctx.outcome`; rejects with the envelope, at once when the deadline or a stop ends it.
  */
 export function runAttempt(ctx: DispatchContext): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -46,10 +43,7 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
   });
 }
 
-/**
- * `runAttempt` for a runner that needs no promise: calls `settled` once, always later (in a
- * microtask at the earliest), never before this returns.
- */
+/** `runAttempt` without a promise: calls `settled` once, always later, never before this returns. */
 export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   const { tool } = ctx;
   if (tool === undefined) {
@@ -73,6 +67,12 @@ export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
     return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);
   }
   attemptWith(ctx, tool, limit, base, false, settled);
+}
+
+// Takes the attempt's cost from `budget`; an attempt that costs nothing takes nothing.
+function charge(ctx: DispatchContext, budget: Budget): boolean | Promise<boolean> {
+  const units = attemptCost(ctx);
+  return units === 0 || budget.tryConsume(units);
 }
 
 function failLater(settled: AttemptSettled, error: unknown): void {
@@ -101,8 +101,7 @@ function attemptOnSharedBudget(
 ): void {
   let taken: boolean | Promise<boolean>;
   try {
-    const units = attemptCost(ctx);
-    taken = units === 0 || budget.tryConsume(units);
+    taken = charge(ctx, budget);
   } catch (error) {
     return failLater(settled, error);
   }
@@ -180,13 +179,8 @@ function followOrFail(
   }
 }
 
-/**
- * Starts one attempt inside `limit` (or, without one, under `base`): takes the tool's cost from the budget (unless
- * `charged`: the caller took it already), counts the attempt and emits `dispatch.attempt`.
- * Returns the handler's context; throws the envelope when the attempt cannot start (stopped,
- * budget spent). A budget whose `tryConsume` answers with a promise must be charged first (see
- * `isLocalBudget`); one that does so here anyway fails closed.
- */
+// Charges the budget (unless `charged`), counts the attempt and emits `dispatch.attempt`; throws
+// the envelope when it cannot start. A promise from a budget marked local fails closed.
 function startAttempt(
   ctx: DispatchContext,
   limit: Limit | undefined,
@@ -194,8 +188,7 @@ function startAttempt(
   charged: boolean,
 ): AttemptContext {
   if (!charged && ctx.budget !== undefined) {
-    const units = attemptCost(ctx);
-    const taken = units === 0 || ctx.budget.tryConsume(units);
+    const taken = charge(ctx, ctx.budget);
     if (taken !== true) {
       if (isThenable(taken)) {
         taken.then(undefined, noop);
@@ -232,10 +225,7 @@ const builtInThen = Promise.prototype.then as (
   onRejected?: ((reason: unknown) => unknown) | undefined,
 ) => Promise<unknown>;
 
-/**
- * What a handler returned, as a native promise: any thenable is adopted (a `then` that throws
- * becomes a rejection), and a promise whose `constructor` cannot be read becomes one too.
- */
+// What a handler returned, as a native promise; a `then` or `constructor` that throws rejects it.
 function adoptResult(returned: unknown): Promise<unknown> {
   try {
     return Promise.resolve(returned);
@@ -244,10 +234,8 @@ function adoptResult(returned: unknown): Promise<unknown> {
   }
 }
 
-/**
- * Calls back when what a handler returned settles, always later, never before this returns.
- * Throws only if the promise's species cannot be built, as a hostile subclass may arrange.
- */
+// Calls back when what a handler returned settles, always later; throws only when the promise's
+// species cannot be built (a hostile subclass).
 function followResult(
   returned: unknown,
   onFulfilled: (value: unknown) => void,
@@ -259,14 +247,8 @@ function followResult(
 /** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
 function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError {
   if (isDispatchError(error)) return error;
-  return new DispatchError(
-    'store_unavailable',
-    `The tool-call budget could not be charged: ${describeThrown(error)}`,
-    {
-      attempts: ctx.attempt,
-      cause: error,
-    },
-  );
+  const message = `The tool-call budget could not be charged: ${describeThrown(error)}`;
+  return new DispatchError('store_unavailable', message, { attempts: ctx.attempt, cause: error });
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
@@ -428,14 +410,9 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
   };
 }
 
-/**
- * The envelope of a handler's own failure: `transient` for a `TransientError` or a rate-limit
- * answer `classifyRateLimit` knows, `tool_error` for a
- * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
- * itself is `internal`, never mistaken for a timeout of this dispatcher.
- */
+// The envelope of a handler's own failure; a `DispatchError` a handler made itself is `internal`,
+// never mistaken for this dispatcher's own (a timeout, say).
 function handlerFailure(error: unknown, attempts: number): DispatchError {
-  // A backend's 429 escaping the handler (an SDK's APIError, a Response) is a rate-limited `transient`.
   if (!isDispatchError(error)) return toDispatchError(classifyRateLimit(error) ?? error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }
