@@ -45,10 +45,7 @@ export interface LogRecord {
 export interface LoggingOptions {
   /** Where records go: any object with `debug`, `info`, `warn` and `error` methods. */
   logger: Logger;
-  /**
-   * The lowest level written; records below it are dropped before they are built.
-   * @default 'debug'
-   */
+  /** The lowest level written; records below it are dropped before they are built. @default 'debug' */
   level?: LogLevel;
   /**
    * Per-event level overrides, merged over the defaults: `dispatch.retry`, `dispatch.timeout`,
@@ -132,9 +129,7 @@ export function logging(options: LoggingOptions): Middleware {
     );
   }
   for (const method of ['debug', 'info', 'warn', 'error'] as const) {
-    if (typeof logger[method] !== 'function') {
-      throw new TypeError(`logger must have a ${method}() method`);
-    }
+    if (typeof logger[method] !== 'function') throw new TypeError(`logger must have a ${method}() method`);
   }
   if (!Object.hasOwn(rank, level)) {
     throw new TypeError(`level must be one of debug, info, warn, error, got ${String(level)}`);

@@ -20,40 +20,19 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `retry`. */
 export interface RetryOptions {
-  /**
-   * Attempts in total, the first included (not retries).
-   * @default 3
-   */
+  /** Attempts in total, the first included (not retries). @default 3 */
   maxAttempts?: number;
-  /**
-   * The wait before the second attempt, before jitter, in milliseconds.
-   * @default 100
-   */
+  /** The wait before the second attempt, before jitter, in milliseconds. @default 100 */
   baseDelayMs?: number;
-  /**
-   * How much each wait grows: the wait before attempt n+1 is `baseDelayMs × factor^(n−1)`.
-   * @default 4
-   */
+  /** How much each wait grows: the wait before attempt n+1 is `baseDelayMs × factor^(n−1)`. @default 4 */
   factor?: number;
-  /**
-   * The random share added to each wait: it is multiplied by `1 + U × jitter`, U in [0, 1).
-   * @default 0.5
-   */
+  /** The random share added to each wait: it is multiplied by `1 + U × jitter`, U in [0, 1). @default 0.5 */
   jitter?: number;
-  /**
-   * The longest wait, in milliseconds, a `TransientError`'s `retryAfterMs` included.
-   * @default 30_000
-   */
+  /** The longest wait, in milliseconds, a `TransientError`'s `retryAfterMs` included. @default 30_000 */
   maxDelayMs?: number;
-  /**
-   * The source of U, returning a number in [0, 1).
-   * @default Math.random
-   */
+  /** The source of U, returning a number in [0, 1). @default Math.random */
   random?: () => number;
-  /**
-   * The timers used to wait.
-   * @default systemClock
-   */
+  /** The timers used to wait. @default systemClock */
   clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /**
    * Decides whether a failure is retried. By default `transient` and `store_unavailable` (a

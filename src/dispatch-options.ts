@@ -39,18 +39,14 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (budget !== undefined && !(typeof budget === 'number' && !Number.isNaN(budget)) && !isBudget(budget)) {
     return 'budget must be a number or a budget from createBudget()';
   }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    return 'signal must be an AbortSignal';
-  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) return 'signal must be an AbortSignal';
   if (callId !== undefined && (typeof callId !== 'string' || callId.length === 0)) {
     return 'callId must be a non-empty string';
   }
   if (displayName !== undefined && (typeof displayName !== 'string' || displayName.length === 0)) {
     return 'displayName must be a non-empty string';
   }
-  if (onProgress !== undefined && typeof onProgress !== 'function') {
-    return 'onProgress must be a function';
-  }
+  if (onProgress !== undefined && typeof onProgress !== 'function') return 'onProgress must be a function';
   if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0)) {
     return 'tenant must be a non-empty string';
   }

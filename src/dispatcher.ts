@@ -21,10 +21,7 @@ import type { DispatchOptions, EventListener, Middleware, Outcome } from './type
 export interface DispatcherOptions {
   /** Receives every structured event of every dispatch; a throwing listener is ignored. */
   onEvent?: EventListener;
-  /**
-   * The time source for `startedAt` and durations.
-   * @default Date.now
-   */
+  /** The time source for `startedAt` and durations. @default Date.now */
   now?: () => number;
   /**
    * Redacts results, envelope messages and every event (see `createRedactor`); layers that

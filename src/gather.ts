@@ -20,10 +20,7 @@ export interface DispatchCall {
 
 /** Options for `gatherBounded`. */
 export interface GatherOptions {
-  /**
-   * The most dispatches of the batch running at once.
-   * @default 8
-   */
+  /** The most dispatches of the batch running at once. @default 8 */
   concurrency?: number;
 }
 

@@ -8,10 +8,7 @@ import { describeThrown, withoutStackFrames } from './errors.js';
 
 /** Options for `toJsonSafe`. */
 export interface JsonSafeOptions {
-  /**
-   * How deeply to follow nested values; deeper ones become `"[Too deep]"` or are left out.
-   * @default 32
-   */
+  /** How deeply to follow nested values; deeper ones become `"[Too deep]"` or are left out. @default 32 */
   maxDepth?: number;
   /**
    * How an `Error` is rendered: `{ name, message }`, or its message alone. Never its stack.
@@ -26,10 +23,7 @@ export interface JsonSafeOptions {
    * @default 'marker'
    */
   unrenderable?: 'marker' | 'omit';
-  /**
-   * Object keys left out at every depth (e.g. `cause` and `stack` in a log line).
-   * @default none
-   */
+  /** Object keys left out at every depth (e.g. `cause` and `stack` in a log line). @default none */
   dropKeys?: ReadonlySet<string>;
 }
 

@@ -10,10 +10,7 @@ export interface NameMapOptions {
    * @default /^[a-zA-Z0-9_-]+$/ (OpenAI's and Anthropic's tool-name pattern)
    */
   pattern?: RegExp;
-  /**
-   * The longest wire name, in characters.
-   * @default 64 (OpenAI; Anthropic allows 128)
-   */
+  /** The longest wire name, in characters. @default 64 (OpenAI; Anthropic allows 128) */
   maxLength?: number;
   /**
    * Turns a registry name into its wire name; must be deterministic.
@@ -65,15 +62,11 @@ export function createNameMap(names: Iterable<string>, options: NameMapOptions =
     throw new TypeError(`createNameMap() options must be an object, got ${String(options)}`);
   }
   const { pattern = defaultPattern, maxLength = 64, encode = defaultEncode } = options;
-  if (!(pattern instanceof RegExp)) {
-    throw new TypeError(`pattern must be a RegExp, got ${String(pattern)}`);
-  }
+  if (!(pattern instanceof RegExp)) throw new TypeError(`pattern must be a RegExp, got ${String(pattern)}`);
   if (typeof maxLength !== 'number' || !Number.isInteger(maxLength) || maxLength < 1) {
     throw new TypeError(`maxLength must be an integer >= 1, got ${String(maxLength)}`);
   }
-  if (typeof encode !== 'function') {
-    throw new TypeError(`encode must be a function, got ${typeof encode}`);
-  }
+  if (typeof encode !== 'function') throw new TypeError(`encode must be a function, got ${typeof encode}`);
   // A copy without g/y: RegExp#test with those flags remembers lastIndex between names.
   const check = new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
 

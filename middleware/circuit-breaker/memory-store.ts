@@ -28,10 +28,7 @@ export interface MemoryCircuitStore extends CircuitStore {
 
 /** Options for `memoryCircuitStore`. */
 export interface MemoryCircuitStoreOptions {
-  /**
-   * The time source of the store's timebase (`CircuitView.now`).
-   * @default systemClock
-   */
+  /** The time source of the store's timebase (`CircuitView.now`). @default systemClock */
   clock?: Pick<Clock, 'now'>;
 }
 

@@ -8,15 +8,9 @@ import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
 
 /** Options for `memorySlotStore`. */
 export interface MemorySlotStoreOptions {
-  /**
-   * The most permits held at once.
-   * @default 8
-   */
+  /** The most permits held at once. @default 8 */
   max?: number;
-  /**
-   * The pool's name, as `SlotStore.pool` reports it.
-   * @default 'default'
-   */
+  /** The pool's name, as `SlotStore.pool` reports it. @default 'default' */
   pool?: string;
 }
 

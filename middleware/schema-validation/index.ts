@@ -89,9 +89,7 @@ function accept(
   toolName: string,
   result: StandardSchemaV1.Result<unknown>,
 ): DispatchError | undefined {
-  if (result.issues !== undefined) {
-    return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
-  }
+  if (result.issues !== undefined) return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
   ctx.args = result.value;
   return undefined;
 }

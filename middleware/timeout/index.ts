@@ -15,10 +15,7 @@ export interface TimeoutOptions {
    * @default 30_000
    */
   defaultMs?: number;
-  /**
-   * The time source and timers used; an injected clock has its timers set at once.
-   * @default systemClock
-   */
+  /** The time source and timers used; an injected clock has its timers set at once. @default systemClock */
   clock?: DeadlineClock;
 }
 
