@@ -26,12 +26,7 @@ export interface NameMap {
    * @throws TypeError for a name the map was not built with.
    */
   wireName(toolName: string): string;
-  /**
-   * The tool name behind a wire name; a wire name the map does not know comes back unchanged.
-   * Check `has(wireName)` before dispatching what a model sent: an unknown wire name may still
-   * be a registered tool the model was never offered (registered later, or a dotted registry
-   * name such as `search.web`).
-   */
+  /** The tool name behind a wire name (unknown ones come back unchanged: check `has` first). */
   toolName(wireName: string): string;
   /** Whether `wireName` is the wire name of one of the map's tools. */
   has(wireName: string): boolean;

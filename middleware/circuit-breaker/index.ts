@@ -32,7 +32,7 @@ export interface CircuitBreakerOptions {
    * @default (ctx) => ctx.tool?.name ?? ctx.toolName
    */
   key?: (ctx: DispatchContext) => string;
-  /** The time source for windows and cooldowns (with a `store`, of the local fallback). @default systemClock */
+  /** The time source for windows and cooldowns (of the fallback, with a `store`). @default systemClock */
   clock?: Pick<Clock, 'now'>;
   /**
    * Where circuits live when processes share them (`halfOpenMaxCalls` must be 1); a store that

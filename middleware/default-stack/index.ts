@@ -64,14 +64,8 @@ export interface DefaultStackOptions {
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
  * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
- * retry, (rate limits, windowed budgets), timeout; a tool's `outputSchema` is checked even without
- * an output guard. The dispatcher runs
- * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
- * put in front of them (tracing, logging) keep the fast path, and so does a `breaker` given here.
- *
- * Stores are the layers' own options: `idempotency: { store }` and `concurrency: { max, store }`
- * share keys and a fleet-wide pool across processes; a step whose store answers with a promise
- * runs through the onion, and without stores the fast runner is exactly as before.
+ * retry, (rate limits, windowed budgets), timeout. The dispatcher runs these layers fused wherever
+ * they end a stack.
  *
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
