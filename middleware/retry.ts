@@ -44,8 +44,7 @@ export interface RetryOptions {
 
 /**
  * The default retry decision: `transient` and `store_unavailable` for every tool, `timeout` for
- * idempotent tools only. A `store_unavailable` that reaches retry comes from a step before the
- * handler (a shared budget), so trying again never repeats a side effect.
+ * idempotent tools only.
  *
  * @example
  * retry({ shouldRetry: (error, ctx) => error.kind === 'rate_limited' || isRetryable(error, ctx) });
@@ -56,11 +55,8 @@ export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean
 }
 
 /**
- * Runs the inner layers up to `maxAttempts` times. Before attempt n+1 it waits
- * `min(maxDelayMs, max(baseDelayMs × factor^(n−1) × (1 + U × jitter), retryAfterMs))` and emits
- * `dispatch.retry` with `delayMs` and `kind`. It stops early, with the attempts made so far, when
- * the caller aborts (`cancelled`, the wait ends at once) or the budget is spent
- * (`budget_exceeded`).
+ * Runs the inner layers up to `maxAttempts` times, waiting a jittered exponential backoff (or the
+ * failure's `retryAfterMs`) before each retry and emitting `dispatch.retry`.
  *
  * @example
  * retry({ maxAttempts: 5, baseDelayMs: 50, random: () => 0 }); // waits 50, 200, 800, 3200 ms

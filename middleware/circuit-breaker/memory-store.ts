@@ -52,9 +52,7 @@ class Circuit {
 }
 
 /**
- * Makes the in-memory circuit store: one versioned record and one failure window per circuit,
- * every method answered synchronously. Writing a closed record with no failures left, or
- * `undefined`, drops the circuit, so the map holds only live ones.
+ * Makes the in-memory circuit store, answering synchronously and holding live circuits only.
  *
  * @example
  * const circuits = memoryCircuitStore();
