@@ -181,8 +181,6 @@ const hints: Readonly<Record<string, string>> = {
   schema: "Fix the arguments to match the tool's input schema, then call it again.",
   not_found: 'Use one of the listed tools.',
   idempotency_conflict: 'That idempotency key belongs to a different call; use a new key.',
-  timeout:
-    'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.',
   internal: 'The tool failed; do not repeat the same call unchanged.',
   budget_exceeded: 'The tool-call budget is spent; stop calling tools and answer with what you have.',
   cancelled: 'The call was cancelled; do not retry it.',
@@ -202,6 +200,9 @@ const hints: Readonly<Record<string, string>> = {
 
 function hintFor(kind: string, retryAfterMs: number | undefined): string | undefined {
   if (Object.hasOwn(hints, kind)) return hints[kind];
+  if (kind === 'timeout') {
+    return 'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.';
+  }
   const after =
     typeof retryAfterMs === 'number' && retryAfterMs >= 0 ? `after ${Math.ceil(retryAfterMs)} ms` : 'later';
   if (kind === 'transient')

@@ -32,32 +32,19 @@ export interface DefaultStackOptions {
   idempotency?: IdempotencyOptions;
   /** Options for `concurrencyLimit`. */
   concurrency?: ConcurrencyLimitOptions;
-  /**
-   * A layer placed between `idempotency` and `concurrencyLimit`, such as a `circuitBreaker()`:
-   * it judges every attempt of a call, is skipped by cache hits and followers of a key, and is
-   * passed before a call queues for a slot. The stack keeps its fast runner.
-   */
+  /** A layer placed between `idempotency` and `concurrencyLimit`, such as a `circuitBreaker()`. */
   breaker?: Middleware;
   /** Options for `retry`. */
   retry?: RetryOptions;
-  /**
-   * `rateLimit` layers (one per options object), between `retry` and `timeout`: each attempt
-   * waits for its tokens within its own timeout. None by default.
-   */
+  /** `rateLimit` layers (one per options object), between `retry` and `timeout`. @default none */
   rateLimit?: RateLimitOptions | readonly RateLimitOptions[];
-  /**
-   * `windowedBudget` layers (one per options object), after the rate limits: each attempt's
-   * cost is reserved before its handler runs. None by default.
-   */
+  /** `windowedBudget` layers (one per options object), after the rate limits. @default none */
   windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
-  /**
-   * An `approvalGate()`, placed after schema validation and before the budget guard. The stack
-   * keeps its fast runner.
-   */
+  /** An `approvalGate()`, placed after schema validation and before the budget guard. */
   approval?: Middleware;
-  /** An `outputGuard()`, placed right inside error mapping. The stack keeps its fast runner. */
+  /** An `outputGuard()`, placed right inside error mapping. */
   output?: Middleware;
 }
 
