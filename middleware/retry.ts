@@ -34,11 +34,7 @@ export interface RetryOptions {
   random?: () => number;
   /** The timers used to wait. @default systemClock */
   clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
-  /**
-   * Decides whether a failure is retried. By default `transient` and `store_unavailable` (a
-   * shared store that did not answer before the handler ran) always are, and `timeout` only
-   * for tools marked `idempotent`, since a timed-out write may have committed.
-   */
+  /** Decides whether a failure is retried. @default isRetryable */
   shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
 }
 

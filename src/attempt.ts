@@ -1,7 +1,5 @@
 /**
- * The innermost step of every dispatcher: one attempt of the resolved tool's handler. It is the
- * only code that calls a handler, and it settles each attempt once: with the handler's outcome,
- * or at once when the deadline passes or the signal stops it, whatever the handler does.
+ * The innermost step of every dispatcher: one attempt of the resolved tool's handler.
  * @module
  */
 
@@ -257,11 +255,8 @@ function mayBeThenable(value: unknown): boolean {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
-// What a handler is given, and the attempt it belongs to. Every field is an own enumerable
-// property, so a handler that passes `{ ...ctx }` on (or logs it) keeps them all. Inside a limit
-// the signal is the attempt's own, built on first read from one shared descriptor: it fires when
-// the limit ends while the attempt runs, never after. Its link to the dispatch is #private: a
-// handler that logs its context shows only what ToolContext promises.
+// What a handler is given: own enumerable fields only, so `{ ...ctx }` keeps them all. Inside a
+// limit the signal is the attempt's own, built on first read; it never fires after the attempt.
 class AttemptContext implements ToolContext, LimitWaiter {
   declare readonly signal: AbortSignal;
   readonly idempotencyKey: string | undefined;
@@ -369,10 +364,8 @@ class AttemptContext implements ToolContext, LimitWaiter {
 function ignoreProgress(): void {}
 
 /**
- * Whether `ctx.signal` belongs to this attempt alone and never fires once the attempt has ended,
- * as for every attempt under a deadline or a layer's limit (the default stack): a handler may
- * then give it to a client that never removes its listeners or acts on any later abort, instead
- * of a signal of its own linked to it. False for any other context, so the handler keeps its own.
+ * Whether `ctx.signal` belongs to this attempt alone and never fires once it has ended, so a
+ * handler may hand it to a client that never removes its listeners.
  *
  * @example
  * const signal = signalEndsWithAttempt(ctx) ? ctx.signal : linkedCopyOf(ctx.signal);
@@ -382,9 +375,7 @@ export function signalEndsWithAttempt(ctx: ToolContext): boolean {
 }
 
 /**
- * Whether anyone receives the progress a handler reports through `ctx`: false when the dispatch
- * had no `onProgress`, so a handler that relays progress from elsewhere (a remote MCP tool) need
- * not ask for it at all.
+ * Whether anyone receives the progress a handler reports through `ctx` (the dispatch's `onProgress`).
  *
  * @example
  * const onprogress = hasProgressListener(ctx) ? (note) => ctx.progress(note.progress) : undefined;

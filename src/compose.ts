@@ -13,11 +13,7 @@ export type ComposableMiddleware<Context> = (
   next: () => Promise<any>,
 ) => unknown;
 
-/**
- * What `compose` returns: runs the stack, then `next` (if given) innermost. It resolves to what
- * the outermost layer resolved to, typed `any` as in Koa, so a composed stack is itself a
- * `Middleware` and nests in another.
- */
+/** What `compose` returns: runs the stack, then `next` (if given) innermost; a `Middleware` itself. */
 export type ComposedMiddleware<Context> = (
   context: Context,
   next?: () => Promise<unknown>,

@@ -23,11 +23,7 @@ export interface DispatcherOptions {
   onEvent?: EventListener;
   /** The time source for `startedAt` and durations. @default Date.now */
   now?: () => number;
-  /**
-   * Redacts results, envelope messages and every event (see `createRedactor`); layers that
-   * record before the call ends find it on `ctx.redactor`.
-   * @default undefined (nothing is redacted)
-   */
+  /** Redacts results, envelope messages and every event (see `createRedactor`). @default undefined */
   redact?: Redactor;
 }
 

@@ -278,11 +278,7 @@ export class Breaker {
     });
   }
 
-  /**
-   * While its half-open period lasts, a probe's success closes the circuit and its failure
-   * opens it for a new cooldown. Once the period is over (another probe decided, or its lease
-   * ended) it is judged as any call, so a probe never decides for a later period.
-   */
+  // A probe decides only while its half-open period lasts; after it, it is judged as any call.
   #decide(
     ctx: DispatchContext,
     key: string,

@@ -12,11 +12,7 @@ import { SlotGate } from './gate.js';
 
 /** Options for `concurrencyLimit`. */
 export interface ConcurrencyLimitOptions {
-  /**
-   * The most calls running inside this layer at once. The cap belongs to the layer: each
-   * `defaultStack()` call makes its own, and dispatchers built from one stack array share it.
-   * @default 8
-   */
+  /** The most calls running inside this layer at once (dispatchers sharing the layer share it). @default 8 */
   max?: number;
   /**
    * Partitions the cap: each key (a tenant, a backend) gets its own `max` and queue.

@@ -1,7 +1,5 @@
 /**
  * The limits a layer puts on the layers inside it (`ctx.limit`): a deadline, a signal, or both.
- * A limit ends once, when its deadline passes or what it watches stops, and tells whoever waits
- * on it; its `AbortSignal` is only built when someone reads it.
  * @module
  */
 
