@@ -12,11 +12,7 @@ export { schemaValidation } from './schema-validation/index.js';
 export type { SchemaValidationOptions } from './schema-validation/index.js';
 export { budgetGuard } from './budget-guard.js';
 export { idempotency } from './idempotency/index.js';
-export type {
-  IdempotencyMiddleware,
-  IdempotencyOptions,
-  IdempotencySize,
-} from './idempotency/index.js';
+export type { IdempotencyMiddleware, IdempotencyOptions, IdempotencySize } from './idempotency/index.js';
 export { concurrencyLimit } from './concurrency-limit/index.js';
 export type {
   ConcurrencyLimitMiddleware,

@@ -120,9 +120,7 @@ function encodeName(encode: (name: string) => string, name: string): string {
   } catch (error) {
     throw new TypeError(
       `encode threw for tool "${name}": ${error instanceof Error ? error.message : String(error)}`,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
   if (typeof wire !== 'string') {

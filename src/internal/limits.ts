@@ -135,9 +135,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
       new DispatchError(
         'timeout',
         `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`,
-        {
-          attempts: ctx.attempt,
-        },
+        { attempts: ctx.attempt },
       ),
     );
     ctx.emit('dispatch.timeout', { timeoutMs: this.ms });
