@@ -134,11 +134,8 @@ export class Breaker {
       unsubscribe();
     }
     if (ctx.attempt > attemptsBefore) {
-      const failure = failed
-        ? toDispatchError(thrown, ctx.attempt)
-        : ctx.outcome?.ok === false
-          ? ctx.outcome
-          : undefined;
+      const outcome = ctx.outcome?.ok === false ? ctx.outcome : undefined;
+      const failure = failed ? toDispatchError(thrown, ctx.attempt) : outcome;
       if (failure === undefined) track(pending, this.#judge(ctx, key, pass, 'success'));
       // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
       // failure was judged when it was reported.
