@@ -1,6 +1,5 @@
 /**
- * Every middleware factory of tool-dispatcher, its options, the default stack, the in-memory
- * stores, and the kit the built-in layers are made with, for writing your own.
+ * Every middleware factory of tool-dispatcher, the default stack, the memory stores and the kit.
  * @module
  */
 

@@ -1,6 +1,5 @@
 /**
- * The one JSON-safe renderer: what a log record, a tool message or a wire payload carries of any
- * value a handler or a layer produced, whatever that value is.
+ * The one JSON-safe renderer, for log records, tool messages and wire payloads.
  * @module
  */
 

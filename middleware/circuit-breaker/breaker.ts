@@ -1,7 +1,5 @@
 /**
- * The circuit breaker's one decision loop: a call's admission is read from a `CircuitStore` and
- * its outcome written back. Without a user's store, the circuits live in a memory store; with
- * one, the memory store judges every call the user's store cannot answer for.
+ * The circuit breaker's one decision loop over a `CircuitStore`, with a memory store as fallback.
  * @module
  */
 
