@@ -9,9 +9,8 @@ import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /**
- * Fails with `budget_exceeded` and 0 attempts, before any attempt, when the call's budget has
- * no whole unit left (a number below 1, or a shared budget with less than one unit). Each attempt then takes one unit, and
- * the retry layer stops when the budget runs out.
+ * Fails with `budget_exceeded` and 0 attempts, before any attempt, when the call's budget has no
+ * whole unit left.
  *
  * @example
  * const budget = createBudget(10);

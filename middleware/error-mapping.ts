@@ -8,9 +8,7 @@ import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /**
- * Catches whatever the inner layers throw and records it as a `DispatchError` in
- * `ctx.outcome`: envelopes stay as they are, a `TransientError` becomes `transient`, anything
- * else `internal`. It never rethrows, so it belongs outermost.
+ * Records whatever the inner layers throw as a `DispatchError` in `ctx.outcome`; never rethrows.
  *
  * @example
  * const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);

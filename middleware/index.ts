@@ -1,6 +1,5 @@
 /**
- * Every middleware factory of tool-dispatcher, its options, the default stack, the in-memory
- * stores, and the kit the built-in layers are made with, for writing your own.
+ * Every middleware factory of tool-dispatcher, the default stack, the memory stores and the kit.
  * @module
  */
 
@@ -12,11 +11,7 @@ export { schemaValidation } from './schema-validation/index.js';
 export type { SchemaValidationOptions } from './schema-validation/index.js';
 export { budgetGuard } from './budget-guard.js';
 export { idempotency } from './idempotency/index.js';
-export type {
-  IdempotencyMiddleware,
-  IdempotencyOptions,
-  IdempotencySize,
-} from './idempotency/index.js';
+export type { IdempotencyMiddleware, IdempotencyOptions, IdempotencySize } from './idempotency/index.js';
 export { concurrencyLimit } from './concurrency-limit/index.js';
 export type {
   ConcurrencyLimitMiddleware,

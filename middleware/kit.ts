@@ -1,7 +1,5 @@
 /**
- * The author kit: the helpers the built-in layers are made with, published so that a layer of
- * your own waits, cancels, checks its options and keeps a store's lease the same way
- * (docs/writing-middleware.md). None of it is exported from the package root.
+ * The author kit: the helpers the built-in layers are made with, for a layer of your own.
  * @module
  */
 

@@ -45,30 +45,13 @@ export interface LogRecord {
 export interface LoggingOptions {
   /** Where records go: any object with `debug`, `info`, `warn` and `error` methods. */
   logger: Logger;
-  /**
-   * The lowest level written; records below it are dropped before they are built.
-   * @default 'debug'
-   */
+  /** The lowest level written; records below it are dropped before they are built. @default 'debug' */
   level?: LogLevel;
-  /**
-   * Per-event level overrides, merged over the defaults: `dispatch.retry`, `dispatch.timeout`,
-   * `circuit.open` → warn; `dispatch.failure` → error; `dispatch.success`, `circuit.close`,
-   * `circuit.half_open` → info; everything else → debug.
-   * @default {}
-   */
+  /** Per-event level overrides, merged over the defaults. @default {} */
   levels?: Partial<Record<string, LogLevel>>;
-  /**
-   * The time source for `durationMs` when an event carries none; use the dispatcher's `now`.
-   * @default () => Date.now()
-   */
+  /** The time source for `durationMs` when an event carries none. @default () => Date.now() */
   now?: () => number;
-  /**
-   * Log as they are the failure messages that may quote the call's arguments: a `schema`
-   * failure's (a JSON parser's excerpt, a validator's received value) and any error whose cause
-   * is a JSON parser's. Off by default, when they become a fixed text: arguments may hold
-   * personal data.
-   * @default false
-   */
+  /** Log as they are the failure messages that may quote the call's arguments. @default false */
   recordArguments?: boolean;
 }
 
@@ -106,13 +89,8 @@ const logSafe: JsonSafeOptions = {
 };
 
 /**
- * Writes one record per event of each dispatch it sees, from the moment it runs (outermost, it
- * sees them all, `dispatch.success` and `dispatch.failure` included), as a single object
- * argument, so `console` and pino both take it: `{ event, tool, callId, attempt, durationMs,
- * kind?, ...details }`. Records hold plain JSON values only; causes and stacks are left out, and
- * a failure message that may quote the arguments is a fixed text unless `recordArguments` is on.
- * A logger that throws never breaks a dispatch. Placed inside `retry`, it still writes each event
- * once.
+ * Writes one plain-JSON record per event of each dispatch it sees, as a single object argument
+ * (`{ event, tool, callId, attempt, durationMs, kind?, ...details }`); a throwing logger is ignored.
  *
  * @example
  * import pino from 'pino';
@@ -132,9 +110,7 @@ export function logging(options: LoggingOptions): Middleware {
     );
   }
   for (const method of ['debug', 'info', 'warn', 'error'] as const) {
-    if (typeof logger[method] !== 'function') {
-      throw new TypeError(`logger must have a ${method}() method`);
-    }
+    if (typeof logger[method] !== 'function') throw new TypeError(`logger must have a ${method}() method`);
   }
   if (!Object.hasOwn(rank, level)) {
     throw new TypeError(`level must be one of debug, info, warn, error, got ${String(level)}`);

@@ -20,53 +20,27 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
 
 /** Options for `retry`. */
 export interface RetryOptions {
-  /**
-   * Attempts in total, the first included (not retries).
-   * @default 3
-   */
+  /** Attempts in total, the first included (not retries). @default 3 */
   maxAttempts?: number;
-  /**
-   * The wait before the second attempt, before jitter, in milliseconds.
-   * @default 100
-   */
+  /** The wait before the second attempt, before jitter, in milliseconds. @default 100 */
   baseDelayMs?: number;
-  /**
-   * How much each wait grows: the wait before attempt n+1 is `baseDelayMs × factor^(n−1)`.
-   * @default 4
-   */
+  /** How much each wait grows: the wait before attempt n+1 is `baseDelayMs × factor^(n−1)`. @default 4 */
   factor?: number;
-  /**
-   * The random share added to each wait: it is multiplied by `1 + U × jitter`, U in [0, 1).
-   * @default 0.5
-   */
+  /** The random share added to each wait: it is multiplied by `1 + U × jitter`, U in [0, 1). @default 0.5 */
   jitter?: number;
-  /**
-   * The longest wait, in milliseconds, a `TransientError`'s `retryAfterMs` included.
-   * @default 30_000
-   */
+  /** The longest wait, in milliseconds, a `TransientError`'s `retryAfterMs` included. @default 30_000 */
   maxDelayMs?: number;
-  /**
-   * The source of U, returning a number in [0, 1).
-   * @default Math.random
-   */
+  /** The source of U, returning a number in [0, 1). @default Math.random */
   random?: () => number;
-  /**
-   * The timers used to wait.
-   * @default systemClock
-   */
+  /** The timers used to wait. @default systemClock */
   clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
-  /**
-   * Decides whether a failure is retried. By default `transient` and `store_unavailable` (a
-   * shared store that did not answer before the handler ran) always are, and `timeout` only
-   * for tools marked `idempotent`, since a timed-out write may have committed.
-   */
+  /** Decides whether a failure is retried. @default isRetryable */
   shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
 }
 
 /**
  * The default retry decision: `transient` and `store_unavailable` for every tool, `timeout` for
- * idempotent tools only. A `store_unavailable` that reaches retry comes from a step before the
- * handler (a shared budget), so trying again never repeats a side effect.
+ * idempotent tools only.
  *
  * @example
  * retry({ shouldRetry: (error, ctx) => error.kind === 'rate_limited' || isRetryable(error, ctx) });
@@ -77,11 +51,8 @@ export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean
 }
 
 /**
- * Runs the inner layers up to `maxAttempts` times. Before attempt n+1 it waits
- * `min(maxDelayMs, max(baseDelayMs × factor^(n−1) × (1 + U × jitter), retryAfterMs))` and emits
- * `dispatch.retry` with `delayMs` and `kind`. It stops early, with the attempts made so far, when
- * the caller aborts (`cancelled`, the wait ends at once) or the budget is spent
- * (`budget_exceeded`).
+ * Runs the inner layers up to `maxAttempts` times, waiting a jittered exponential backoff (or the
+ * failure's `retryAfterMs`) before each retry and emitting `dispatch.retry`.
  *
  * @example
  * retry({ maxAttempts: 5, baseDelayMs: 50, random: () => 0 }); // waits 50, 200, 800, 3200 ms

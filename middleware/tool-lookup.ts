@@ -10,10 +10,8 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
 import { checkContract } from './output-contract.js';
 
 /**
- * Finds `ctx.toolName` in `registry` and sets `ctx.tool`; an unknown name (including names that
- * live on `Object.prototype`, such as `"constructor"`) fails with `not_found` and 0 attempts.
- * A tool that declares an `outputSchema` is held to it: a success that breaks it fails with
- * `tool_contract` (outside the idempotency layer, so a keyed call is not run again).
+ * Finds `ctx.toolName` in `registry` and sets `ctx.tool` (an unknown name fails with `not_found`),
+ * and holds a success to the tool's `outputSchema` (`tool_contract`).
  *
  * @param registry - Where tools are looked up, on every call (tools may be added later).
  * @throws TypeError when `registry` has no `get` method.

@@ -1,7 +1,5 @@
 /**
- * The innermost step of every dispatcher: one attempt of the resolved tool's handler. It is the
- * only code that calls a handler, and it settles each attempt once: with the handler's outcome,
- * or at once when the deadline passes or the signal stops it, whatever the handler does.
+ * The innermost step of every dispatcher: one attempt of the resolved tool's handler.
  * @module
  */
 
@@ -34,11 +32,8 @@ interface LimitedContext extends DispatchContext {
 export type AttemptSettled = (failed: boolean, error?: unknown) => void;
 
 /**
- * Runs one attempt: parses args still in JSON text, takes a budget unit, counts the attempt,
- * emits `dispatch.attempt`, calls the handler and records a success in `ctx.outcome`. A handler
- * failure is rejected as an envelope (`transient` for a `TransientError`, otherwise `internal`);
- * the deadline (`timeout`) or a stop (`cancelled`) ends the attempt at once, and the handler's
- * late outcome is ignored.
+ * Runs one attempt (parse, charge, count, call the handler) and records a success in
+ * `ctx.outcome`; rejects with the envelope, at once when the deadline or a stop ends it.
  */
 export function runAttempt(ctx: DispatchContext): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -46,10 +41,7 @@ export function runAttempt(ctx: DispatchContext): Promise<void> {
   });
 }
 
-/**
- * `runAttempt` for a runner that needs no promise: calls `settled` once, always later (in a
- * microtask at the earliest), never before this returns.
- */
+/** `runAttempt` without a promise: calls `settled` once, always later, never before this returns. */
 export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   const { tool } = ctx;
   if (tool === undefined) {
@@ -73,6 +65,12 @@ export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
     return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);
   }
   attemptWith(ctx, tool, limit, base, false, settled);
+}
+
+// Takes the attempt's cost from `budget`; an attempt that costs nothing takes nothing.
+function charge(ctx: DispatchContext, budget: Budget): boolean | Promise<boolean> {
+  const units = attemptCost(ctx);
+  return units === 0 || budget.tryConsume(units);
 }
 
 function failLater(settled: AttemptSettled, error: unknown): void {
@@ -101,8 +99,7 @@ function attemptOnSharedBudget(
 ): void {
   let taken: boolean | Promise<boolean>;
   try {
-    const units = attemptCost(ctx);
-    taken = units === 0 || budget.tryConsume(units);
+    taken = charge(ctx, budget);
   } catch (error) {
     return failLater(settled, error);
   }
@@ -180,13 +177,8 @@ function followOrFail(
   }
 }
 
-/**
- * Starts one attempt inside `limit` (or, without one, under `base`): takes the tool's cost from the budget (unless
- * `charged`: the caller took it already), counts the attempt and emits `dispatch.attempt`.
- * Returns the handler's context; throws the envelope when the attempt cannot start (stopped,
- * budget spent). A budget whose `tryConsume` answers with a promise must be charged first (see
- * `isLocalBudget`); one that does so here anyway fails closed.
- */
+// Charges the budget (unless `charged`), counts the attempt and emits `dispatch.attempt`; throws
+// the envelope when it cannot start. A promise from a budget marked local fails closed.
 function startAttempt(
   ctx: DispatchContext,
   limit: Limit | undefined,
@@ -194,8 +186,7 @@ function startAttempt(
   charged: boolean,
 ): AttemptContext {
   if (!charged && ctx.budget !== undefined) {
-    const units = attemptCost(ctx);
-    const taken = units === 0 || ctx.budget.tryConsume(units);
+    const taken = charge(ctx, ctx.budget);
     if (taken !== true) {
       if (isThenable(taken)) {
         taken.then(undefined, noop);
@@ -232,10 +223,7 @@ const builtInThen = Promise.prototype.then as (
   onRejected?: ((reason: unknown) => unknown) | undefined,
 ) => Promise<unknown>;
 
-/**
- * What a handler returned, as a native promise: any thenable is adopted (a `then` that throws
- * becomes a rejection), and a promise whose `constructor` cannot be read becomes one too.
- */
+// What a handler returned, as a native promise; a `then` or `constructor` that throws rejects it.
 function adoptResult(returned: unknown): Promise<unknown> {
   try {
     return Promise.resolve(returned);
@@ -244,10 +232,8 @@ function adoptResult(returned: unknown): Promise<unknown> {
   }
 }
 
-/**
- * Calls back when what a handler returned settles, always later, never before this returns.
- * Throws only if the promise's species cannot be built, as a hostile subclass may arrange.
- */
+// Calls back when what a handler returned settles, always later; throws only when the promise's
+// species cannot be built (a hostile subclass).
 function followResult(
   returned: unknown,
   onFulfilled: (value: unknown) => void,
@@ -259,14 +245,8 @@ function followResult(
 /** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
 function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError {
   if (isDispatchError(error)) return error;
-  return new DispatchError(
-    'store_unavailable',
-    `The tool-call budget could not be charged: ${describeThrown(error)}`,
-    {
-      attempts: ctx.attempt,
-      cause: error,
-    },
-  );
+  const message = `The tool-call budget could not be charged: ${describeThrown(error)}`;
+  return new DispatchError('store_unavailable', message, { attempts: ctx.attempt, cause: error });
 }
 
 /** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
@@ -275,11 +255,8 @@ function mayBeThenable(value: unknown): boolean {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
-// What a handler is given, and the attempt it belongs to. Every field is an own enumerable
-// property, so a handler that passes `{ ...ctx }` on (or logs it) keeps them all. Inside a limit
-// the signal is the attempt's own, built on first read from one shared descriptor: it fires when
-// the limit ends while the attempt runs, never after. Its link to the dispatch is #private: a
-// handler that logs its context shows only what ToolContext promises.
+// What a handler is given: own enumerable fields only, so `{ ...ctx }` keeps them all. Inside a
+// limit the signal is the attempt's own, built on first read; it never fires after the attempt.
 class AttemptContext implements ToolContext, LimitWaiter {
   declare readonly signal: AbortSignal;
   readonly idempotencyKey: string | undefined;
@@ -387,10 +364,8 @@ class AttemptContext implements ToolContext, LimitWaiter {
 function ignoreProgress(): void {}
 
 /**
- * Whether `ctx.signal` belongs to this attempt alone and never fires once the attempt has ended,
- * as for every attempt under a deadline or a layer's limit (the default stack): a handler may
- * then give it to a client that never removes its listeners or acts on any later abort, instead
- * of a signal of its own linked to it. False for any other context, so the handler keeps its own.
+ * Whether `ctx.signal` belongs to this attempt alone and never fires once it has ended, so a
+ * handler may hand it to a client that never removes its listeners.
  *
  * @example
  * const signal = signalEndsWithAttempt(ctx) ? ctx.signal : linkedCopyOf(ctx.signal);
@@ -400,9 +375,7 @@ export function signalEndsWithAttempt(ctx: ToolContext): boolean {
 }
 
 /**
- * Whether anyone receives the progress a handler reports through `ctx`: false when the dispatch
- * had no `onProgress`, so a handler that relays progress from elsewhere (a remote MCP tool) need
- * not ask for it at all.
+ * Whether anyone receives the progress a handler reports through `ctx` (the dispatch's `onProgress`).
  *
  * @example
  * const onprogress = hasProgressListener(ctx) ? (note) => ctx.progress(note.progress) : undefined;
@@ -428,14 +401,9 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
   };
 }
 
-/**
- * The envelope of a handler's own failure: `transient` for a `TransientError` or a rate-limit
- * answer `classifyRateLimit` knows, `tool_error` for a
- * `ToolError`, otherwise `internal`; even a `DispatchError` of kind `timeout` that a handler made
- * itself is `internal`, never mistaken for a timeout of this dispatcher.
- */
+// The envelope of a handler's own failure; a `DispatchError` a handler made itself is `internal`,
+// never mistaken for this dispatcher's own (a timeout, say).
 function handlerFailure(error: unknown, attempts: number): DispatchError {
-  // A backend's 429 escaping the handler (an SDK's APIError, a Response) is a rate-limited `transient`.
   if (!isDispatchError(error)) return toDispatchError(classifyRateLimit(error) ?? error, attempts);
   return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
 }

@@ -3,21 +3,14 @@
  * @module
  */
 
-/**
- * A tool-call budget shared by any number of dispatches; each handler attempt uses one unit.
- * `tryConsume` may answer with a promise (a budget shared across processes, such as
- * `redisBudget`); the attempt step awaits it only then, so a budget that answers at once is
- * charged before the handler is called, in the same turn.
- */
+/** A tool-call budget shared by any number of dispatches; `tryConsume` may answer with a promise. */
 export interface Budget {
   /** Units left (for a shared budget, the last count its store reported): a hint. */
   readonly remaining: number;
   /** Units the budget started with. */
   readonly limit: number;
   /**
-   * Takes `units` if that many are left and says whether it did; never overspends. A shared
-   * budget that cannot reach its store rejects with `store_unavailable`, and the attempt fails
-   * closed before its handler runs.
+   * Takes `units` if that many are left and says whether it did; never overspends.
    *
    * @param units - Units to take. @default 1
    * @param attemptId - Names this take, so that a shared budget's resend takes nothing more;
@@ -28,15 +21,11 @@ export interface Budget {
 
 /** A budget whose `tryConsume` always answers at once, as `createBudget`'s does. */
 export interface LocalBudget extends Budget {
-  /**
-   * Takes `units` if that many are left and says whether it did; never overspends.
-   * @param units - Units to take. @default 1
-   */
+  /** Takes `units` (@default 1) if that many are left and says whether it did. */
   tryConsume(units?: number): boolean;
 }
 
-// Marks the budgets that always answer at once, so the attempt step and the fused runner know,
-// before asking, that no promise can come back.
+// Marks the budgets that always answer at once.
 const localBudget = Symbol('tool-dispatcher.localBudget');
 
 /**
@@ -82,10 +71,7 @@ export function createBudget(toolCalls: number): LocalBudget {
   return budget;
 }
 
-/**
- * Whether a value looks like a `Budget` (it may come from another implementation), whether its
- * `tryConsume` answers at once or with a promise.
- */
+/** Whether a value looks like a `Budget`, from any implementation. */
 export function isBudget(value: unknown): value is Budget {
   return (
     typeof value === 'object' &&

@@ -13,11 +13,7 @@ export type ComposableMiddleware<Context> = (
   next: () => Promise<any>,
 ) => unknown;
 
-/**
- * What `compose` returns: runs the stack, then `next` (if given) innermost. It resolves to what
- * the outermost layer resolved to, typed `any` as in Koa, so a composed stack is itself a
- * `Middleware` and nests in another.
- */
+/** What `compose` returns: runs the stack, then `next` (if given) innermost; a `Middleware` itself. */
 export type ComposedMiddleware<Context> = (
   context: Context,
   next?: () => Promise<unknown>,
@@ -54,11 +50,8 @@ export function flattenStack<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<u
 }
 
 /**
- * Composes middleware into one, as koa-compose does, with one difference: a layer may call
- * `next()` again after the previous call has settled, so a retry layer can re-run the layers
- * inside it. Calling `next()` while an earlier call is still running rejects, as in Koa. Nested
- * arrays are flattened (as in koa-compose 4.2), and so is a stack made by `compose` itself: it
- * behaves exactly as if its layers had been written out in place.
+ * Composes middleware into one, as koa-compose does, except that a layer may call `next()` again
+ * once the previous call has settled (as `retry` does); nested arrays and stacks are flattened.
  *
  * @param middleware - The layers, outermost first.
  * @throws TypeError when `middleware` is not an array of functions.

@@ -1,6 +1,5 @@
 /**
- * The concrete per-dispatch context: the dispatch's data, its events, and the limits (deadline
- * and stop signal) the layers put on the layers inside them.
+ * The concrete per-dispatch context: the dispatch's data, its events and its limits.
  * @module
  */
 

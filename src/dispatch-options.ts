@@ -29,9 +29,7 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
     return `timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`;
   }
   if (idempotencyKey !== undefined) {
-    if (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0) {
-      return 'idempotencyKey must be a non-empty string';
-    }
+    if (!nonEmpty(idempotencyKey)) return 'idempotencyKey must be a non-empty string';
     if (idempotencyKey.length > maxIdempotencyKeyLength) {
       return `idempotencyKey must be at most ${maxIdempotencyKeyLength} characters, got ${idempotencyKey.length}`;
     }
@@ -39,21 +37,11 @@ export function dispatchOptionsProblem(options: unknown): string | undefined {
   if (budget !== undefined && !(typeof budget === 'number' && !Number.isNaN(budget)) && !isBudget(budget)) {
     return 'budget must be a number or a budget from createBudget()';
   }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    return 'signal must be an AbortSignal';
-  }
-  if (callId !== undefined && (typeof callId !== 'string' || callId.length === 0)) {
-    return 'callId must be a non-empty string';
-  }
-  if (displayName !== undefined && (typeof displayName !== 'string' || displayName.length === 0)) {
-    return 'displayName must be a non-empty string';
-  }
-  if (onProgress !== undefined && typeof onProgress !== 'function') {
-    return 'onProgress must be a function';
-  }
-  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0)) {
-    return 'tenant must be a non-empty string';
-  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) return 'signal must be an AbortSignal';
+  if (callId !== undefined && !nonEmpty(callId)) return 'callId must be a non-empty string';
+  if (displayName !== undefined && !nonEmpty(displayName)) return 'displayName must be a non-empty string';
+  if (onProgress !== undefined && typeof onProgress !== 'function') return 'onProgress must be a function';
+  if (tenant !== undefined && !nonEmpty(tenant)) return 'tenant must be a non-empty string';
   if (idempotencyTtlMs !== undefined && (typeof idempotencyTtlMs !== 'number' || !(idempotencyTtlMs > 0))) {
     return `idempotencyTtlMs must be a number > 0 (or Infinity), got ${String(idempotencyTtlMs)}`;
   }
@@ -69,8 +57,9 @@ function approvalProblem(approval: unknown): string | undefined {
     typeof approval === 'object' && approval !== null
       ? (approval as { approvedBy?: unknown }).approvedBy
       : undefined;
-  if (typeof approvedBy !== 'string' || approvedBy.length === 0) {
-    return 'approval must be a token string or { approvedBy: string }';
-  }
-  return undefined;
+  return nonEmpty(approvedBy) ? undefined : 'approval must be a token string or { approvedBy: string }';
+}
+
+function nonEmpty(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0;
 }

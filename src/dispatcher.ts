@@ -21,16 +21,9 @@ import type { DispatchOptions, EventListener, Middleware, Outcome } from './type
 export interface DispatcherOptions {
   /** Receives every structured event of every dispatch; a throwing listener is ignored. */
   onEvent?: EventListener;
-  /**
-   * The time source for `startedAt` and durations.
-   * @default Date.now
-   */
+  /** The time source for `startedAt` and durations. @default Date.now */
   now?: () => number;
-  /**
-   * Redacts results, envelope messages and every event (see `createRedactor`); layers that
-   * record before the call ends find it on `ctx.redactor`.
-   * @default undefined (nothing is redacted)
-   */
+  /** Redacts results, envelope messages and every event (see `createRedactor`). @default undefined */
   redact?: Redactor;
 }
 
@@ -51,9 +44,8 @@ export interface Dispatcher {
    */
   gatherBounded(calls: readonly DispatchCall[], options?: GatherOptions): Promise<Outcome[]>;
   /**
-   * Like `dispatch`, for args that arrive as JSON text (a model's tool-call arguments): they are
-   * parsed inside the stack (by the schema layer, else by the attempt step), so text that is not JSON fails that call with
-   * `schema`, seen by every layer and observer like any other failure. `""` means `{}`.
+   * Like `dispatch`, for args that arrive as JSON text, parsed inside the stack: text that is not
+   * JSON fails that call with `schema`; `""` means `{}`.
    *
    * @example
    * const outcome = await dispatcher.dispatchJson('search.web', toolCall.function.arguments, {
@@ -68,9 +60,8 @@ export interface Dispatcher {
 }
 
 /**
- * Composes `stack` (outermost first) around the attempt step, which takes a budget unit, counts
- * the attempt, emits `dispatch.attempt` and calls the tool's handler. Without `retry` in the
- * stack a call makes one attempt; anything that escapes the stack still becomes an envelope.
+ * Composes `stack` (outermost first) around the attempt step, which calls the tool's handler;
+ * anything that escapes the stack still becomes an envelope.
  *
  * @example
  * const dispatcher = createDispatcher(defaultStack({ registry }), { onEvent: console.log });

@@ -26,11 +26,7 @@ export type DispatchErrorKind =
   | 'tool_contract'
   | (string & {});
 
-/**
- * Where an unknown outcome came from: the attempt timed out, the handler said it cannot know
- * (`OutcomeUnknownError`), the idempotency leader lost its lease, a previous leader crashed
- * mid-call, or the shared store restarted empty.
- */
+/** Where an unknown outcome came from (a timed-out attempt, a lost lease, a crashed leader…). */
 export type OutcomeWindow =
   | 'attempt_timeout'
   | 'handler_unknown'
@@ -99,17 +95,11 @@ export interface DispatchErrorJson {
 
 /** Options for `new DispatchError(...)`. */
 export interface DispatchErrorOptions {
-  /**
-   * Handler attempts made before the failure.
-   * @default 0
-   */
+  /** Handler attempts made before the failure. @default 0 */
   attempts?: number;
   /** The original error, kept for logs and never shown to the model. */
   cause?: unknown;
-  /**
-   * The JSON-RPC code: -32601, -32602 or -32603; derived from `kind` when omitted (unknown
-   * kinds get -32603).
-   */
+  /** The JSON-RPC code: -32601, -32602 or -32603. @default derived from `kind` */
   jsonrpcCode?: JsonRpcErrorCode;
   /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
   retryAfterMs?: number;
@@ -163,10 +153,7 @@ export class DispatchError extends Error {
 
   /**
    * Makes an envelope; middleware uses this to fail a dispatch with its own kind.
-   *
    * @throws TypeError for a `jsonrpcCode` other than the three, or a bad `attempts` or `retryAfterMs`.
-   * @example
-   * throw new DispatchError('rate_limited', 'Too many calls', { retryAfterMs: 1_000 });
    */
   constructor(kind: DispatchErrorKind, message: string, options: DispatchErrorOptions = {}) {
     super(
@@ -193,12 +180,7 @@ export class DispatchError extends Error {
     if (options.approval !== undefined) this.approval = options.approval;
   }
 
-  /**
-   * This envelope as a JSON-RPC 2.0 error object, with no stack trace.
-   *
-   * @example
-   * outcome.toJsonRpcError(); // { code: -32602, message: '…', data: { kind: 'schema', attempts: 0 } }
-   */
+  /** This envelope as a JSON-RPC 2.0 error object, with no stack trace. */
   toJsonRpcError(): JsonRpcError {
     const data: JsonRpcErrorData = { kind: this.kind, attempts: this.attempts };
     if (this.retryAfterMs !== undefined) data.retryAfterMs = this.retryAfterMs;
@@ -245,11 +227,7 @@ export function isDispatchError(value: unknown): value is DispatchError {
 export interface TransientErrorOptions {
   /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`). */
   retryAfterMs?: number;
-  /**
-   * The backend refused for its rate limit or quota (a 429): a `rateLimit` layer around the
-   * attempt slows every sibling call, and a circuit breaker never counts it as a failure.
-   * @default false
-   */
+  /** The backend refused for its rate limit or quota (a 429); never a breaker failure. @default false */
   rateLimited?: boolean;
   /** The underlying error. */
   cause?: unknown;
@@ -267,12 +245,7 @@ export class TransientError extends Error {
   /** Whether the backend refused for its rate limit or quota. */
   readonly rateLimited: boolean;
 
-  /**
-   * Makes a retryable failure.
-   *
-   * @example
-   * throw new TransientError('connection reset');
-   */
+  /** Makes a retryable failure. */
   constructor(message: string, options: TransientErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TransientError';
@@ -285,10 +258,7 @@ export class TransientError extends Error {
   }
 }
 
-/**
- * A short, safe description of any thrown value, for a model-facing message: an error's (or an
- * error-like object's) message, never a stack frame.
- */
+/** A short, safe description of any thrown value for a model-facing message, never a stack frame. */
 export function describeThrown(value: unknown): string {
   try {
     if (value instanceof Error) return withoutStackFrames(String(value.message || value.name));
@@ -312,8 +282,7 @@ function dropStacks(key: string, value: unknown): unknown {
 const stackFrameLine = /^\s*at\s+\S/;
 
 /**
- * `text` without its stack-frame lines (`    at fn (file:1:2)`), whether they came from a stack
- * or were embedded in a message; what is left is trimmed.
+ * `text` without its stack-frame lines (`    at fn (file:1:2)`), trimmed.
  *
  * @example
  * withoutStackFrames('db exploded\n    at query (/srv/db.js:10:5)'); // 'db exploded'
@@ -332,30 +301,21 @@ export interface ToolErrorOptions {
   /** The underlying error, kept for operators and never shown to the model. */
   cause?: unknown;
   /**
-   * The kind the call fails with: `tool_error`, or, for a tool that fronts a remote one (an MCP
-   * server, say), the caller's own mistakes the remote reported: `not_found` or `schema`, or
-   * `protocol` when the remote refused the request's protocol framing itself (a revision or a
-   * capability it does not take). Never `timeout`: a handler's own timeout is not the dispatcher's.
-   * @default 'tool_error'
+   * The kind the call fails with; a tool fronting a remote one reports the caller's mistakes as
+   * `not_found`, `schema` or `protocol`. @default 'tool_error'
    */
   kind?: 'tool_error' | 'not_found' | 'schema' | 'protocol';
 }
 
 /**
- * The error a handler throws for a failure the tool itself reports ("card declined"): the call
- * fails with kind `tool_error` and this message as is, is never retried and never counts as a
- * circuit-breaker failure.
+ * The error a handler throws for a failure the tool itself reports ("card declined"): kind
+ * `tool_error`, never retried, never a breaker failure.
  *
  * @example
  * if (charge.status === 'declined') throw new ToolError('The card was declined');
  */
 export class ToolError extends Error {
-  /**
-   * Makes a failure the tool reports itself.
-   *
-   * @example
-   * throw new ToolError('No such order: 1234');
-   */
+  /** Makes a failure the tool reports itself. */
   constructor(message: string, options: ToolErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
@@ -371,9 +331,8 @@ export class ToolError extends Error {
 }
 
 /**
- * Whether `value` is a JSON parser's error (a `SyntaxError`, from this realm or another), whose
- * message quotes the text it failed on: logs and telemetry keep such messages out unless the user
- * records arguments.
+ * Whether `value` is a JSON parser's error (from any realm), whose message quotes the text it
+ * failed on.
  *
  * @example
  * try { JSON.parse('{"ssn": 078') } catch (error) { isJsonParseError(error); } // true
@@ -385,18 +344,14 @@ export function isJsonParseError(value: unknown): boolean {
 }
 
 /**
- * Thrown by a handler that sent its request and cannot know whether it took effect (the
- * connection dropped after the write). The call fails with kind `outcome_unknown` (window
- * `handler_unknown`) and is never retried, unless the tool's `reconcile` finds out first.
+ * Thrown by a handler that cannot know whether its request took effect: kind `outcome_unknown`,
+ * never retried unless the tool's `reconcile` finds out.
  *
  * @example
  * throw new OutcomeUnknownError('sent, no answer', { cause: error });
  */
 export class OutcomeUnknownError extends Error {
-  /**
-   * @example
-   * new OutcomeUnknownError('the bank closed the connection after the charge was sent');
-   */
+  /** Makes an unknown outcome. */
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OutcomeUnknownError';
@@ -404,9 +359,7 @@ export class OutcomeUnknownError extends Error {
 }
 
 /**
- * Turns anything thrown inside the onion into an envelope: a `DispatchError` stays as it is, a
- * `TransientError` becomes `transient`, an `OutcomeUnknownError` `outcome_unknown`, a `ToolError`
- * `tool_error`, everything else `internal`.
+ * Turns anything thrown inside the onion into an envelope (`internal` unless it says otherwise).
  *
  * @example
  * const envelope = toDispatchError(new Error('boom'), 1); // kind 'internal', attempts 1

@@ -20,10 +20,7 @@ export interface DispatchCall {
 
 /** Options for `gatherBounded`. */
 export interface GatherOptions {
-  /**
-   * The most dispatches of the batch running at once.
-   * @default 8
-   */
+  /** The most dispatches of the batch running at once. @default 8 */
   concurrency?: number;
 }
 
@@ -36,9 +33,8 @@ export type StartCall = (
 ) => void;
 
 /**
- * Runs `batch` through `startCall`, at most `concurrency` calls at a time, and resolves to the
- * outcomes in input order. Rejects only for a bad batch or bad options; an entry that is not a
- * readable `{ name, args, options? }` object ends as a `schema` envelope.
+ * Runs `batch` through `startCall`, at most `concurrency` at a time, resolving to the outcomes in
+ * input order; rejects only for a bad batch or bad options.
  */
 export function gather(
   batch: readonly DispatchCall[],

@@ -15,30 +15,19 @@ export type HarnessHook = 'on_error' | 'on_budget_exceeded' | 'none';
 export interface HarnessStep {
   /** The hook to run: `on_error`, `on_budget_exceeded`, or `none`. */
   readonly hook: HarnessHook;
-  /**
-   * Whether to ask the model for a new plan (other args, another tool, another approach) rather
-   * than carry on or send the same call again.
-   */
+  /** Whether to ask the model for a new plan rather than carry on or send the same call again. */
   readonly replan: boolean;
 }
 
 /** Options for `harnessStep`. */
 export interface HarnessStepOptions {
-  /**
-   * The retry layer's `maxAttempts`: a `transient` failure with at least this many attempts
-   * has exhausted its retries.
-   * @default 3
-   */
+  /** The retry layer's `maxAttempts`: a failure with this many attempts has no retry left. @default 3 */
   maxAttempts?: number;
 }
 
 /** Options for `toToolMessage`. */
 export interface ToolMessageOptions {
-  /**
-   * The longest message, in characters; longer ones end with `… [truncated]`. `Infinity` for
-   * no cap.
-   * @default 2000
-   */
+  /** The longest message, in characters (cut with `… [truncated]`); `Infinity` for no cap. @default 2000 */
   maxLength?: number;
 }
 
@@ -46,22 +35,13 @@ export interface ToolMessageOptions {
 export interface ToolAnswerOptions extends ToolMessageOptions {
   /** The name the model knows the tool by, quoted when its result cannot be rendered. */
   displayName?: string;
-  /**
-   * Make the answer's result survive `JSON.stringify`, for a host that stores or streams it (an
-   * AI SDK tool output, a LangChain artifact a checkpointer saves): a result `JSON.stringify`
-   * throws on (nested too deeply, a cycle, a bigint, a throwing getter) is replaced by its
-   * `toJsonSafe` copy, markers included. A result that serialises as it is stays the same object.
-   * @default false
-   */
+  /** Replace a result `JSON.stringify` throws on by its `toJsonSafe` copy. @default false */
   serializable?: boolean;
 }
 
 /** One call's answer for a host: the text the model reads and the outcome that text describes. */
 export interface ToolAnswer {
-  /**
-   * The dispatch's outcome, except that a success whose result cannot be rendered at all (it
-   * throws when read as a whole, or its JSON is too long for a string) is an `internal` envelope.
-   */
+  /** The dispatch's outcome; a success whose result cannot be rendered at all becomes `internal`. */
   readonly outcome: Outcome;
   /** The model-facing text of `outcome`, exactly as `toToolMessage` renders it. */
   readonly text: string;
@@ -73,24 +53,9 @@ const retryOnError: HarnessStep = Object.freeze({ hook: 'on_error', replan: fals
 const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', replan: false });
 
 /**
- * Decides the harness loop's next step for an outcome (SPEC §4):
- *
- * | outcome                                         | hook                 | replan |
- * |-------------------------------------------------|----------------------|--------|
- * | success                                         | `none`               | false  |
- * | `schema`, `not_found`, `idempotency_conflict`   | `on_error`           | true   |
- * | `timeout`/`transient`, attempts ≥ `maxAttempts` | `on_error`           | true   |
- * | `timeout`/`transient`, attempts < `maxAttempts` | `on_error`           | false  |
- * | `internal`, `circuit_open`, any other kind      | `on_error`           | true   |
- * | `budget_exceeded`                               | `on_budget_exceeded` | false  |
- * | `cancelled`                                     | `none`               | false  |
- *
- * As SPEC §4 has it, `timeout` and `transient` replan depending on attempts: once the call has
- * had every attempt it could have, trying it again is pointless and the loop should replan.
- * Pass the attempts the call could have had: the retry layer's `maxAttempts`, except for a
- * `timeout` of a tool that is not `idempotent`, which is never retried (a timed-out write may
- * have committed), so `maxAttempts: 1` there. `cancelled` means the caller chose to stop, so
- * there is nothing to do.
+ * Decides the harness loop's next step for an outcome (SPEC §4): `cancelled` and success need
+ * nothing, `budget_exceeded` calls its hook, a `timeout` or `transient` failure replans once its
+ * attempts reach `maxAttempts`, and every other failure replans.
  *
  * @example
  * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
@@ -121,12 +86,8 @@ export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}):
 const truncationMarker = '… [truncated]';
 
 /**
- * Renders an outcome as compact text for the model: a success as its result (a string as it is,
- * anything else as compact JSON; an `outputGuard`'s `modelCopy` as it is), a failure as `error (kind, after n attempts): message` and a
- * short hint on what to do next. Never throws for any result (bigints, cycles, functions,
- * throwing getters) and never includes a stack trace: a field that throws when read reads as
- * `"[Unreadable: <message>]"` beside the others, and a result that cannot be rendered at all
- * reads as the `internal` error `toolAnswer` makes of it.
+ * Renders an outcome as compact text for the model: a success as its result (compact JSON), a
+ * failure as `error (kind, after n attempts): message` and a hint; never throws, never a stack.
  *
  * @example
  * toToolMessage(await dispatcher.dispatch('search.web', { query: 'x' }));
@@ -141,12 +102,8 @@ export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}
 }
 
 /**
- * What a host sends back for one call: `toToolMessage`'s text and the outcome it describes. The
- * dispatch's outcome is kept, except that a success whose result cannot be rendered at all
- * becomes an `internal` envelope (so the host flags it as an error: `is_error`, a thrown tool
- * error, `status: 'error'`) whose text says the tool ran but its result could not be sent. A
- * result with only some unreadable parts is rendered with markers and stays a success. Never
- * throws for any result.
+ * What a host sends back for one call: `toToolMessage`'s text and the outcome it describes (a
+ * success whose result cannot be rendered at all becomes `internal`); never throws.
  *
  * @example
  * const { outcome, text } = toolAnswer(await dispatcher.dispatch('search.web', args), {
@@ -220,47 +177,41 @@ function requireOutcome(caller: string, outcome: unknown): void {
   }
 }
 
+const hints: Readonly<Record<string, string>> = {
+  schema: "Fix the arguments to match the tool's input schema, then call it again.",
+  not_found: 'Use one of the listed tools.',
+  idempotency_conflict: 'That idempotency key belongs to a different call; use a new key.',
+  internal: 'The tool failed; do not repeat the same call unchanged.',
+  budget_exceeded: 'The tool-call budget is spent; stop calling tools and answer with what you have.',
+  cancelled: 'The call was cancelled; do not retry it.',
+  overloaded: 'The tool is overloaded; try again later or use another tool.',
+  outcome_unknown:
+    'The action may have happened: do not repeat it, not even under a new idempotency key; check its effect first, or tell the user it is unknown.',
+  protocol:
+    'The remote server refused the request itself (protocol revision or capability); calling again gets the same answer.',
+  approval_required:
+    'A person must approve this call first; do not call it again until you are told it was approved.',
+  approval_denied: 'The call was denied; do not repeat it, choose another approach or tell the user.',
+  tool_contract:
+    'The tool ran, but its result is not what it promised; do not repeat the same call unchanged.',
+  idempotency_result_unavailable:
+    'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.',
+};
+
 function hintFor(kind: string, retryAfterMs: number | undefined): string | undefined {
+  if (Object.hasOwn(hints, kind)) return hints[kind];
+  if (kind === 'timeout') {
+    return 'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.';
+  }
   const after =
     typeof retryAfterMs === 'number' && retryAfterMs >= 0 ? `after ${Math.ceil(retryAfterMs)} ms` : 'later';
-  switch (kind) {
-    case 'schema':
-      return "Fix the arguments to match the tool's input schema, then call it again.";
-    case 'not_found':
-      return 'Use one of the listed tools.';
-    case 'idempotency_conflict':
-      return 'That idempotency key belongs to a different call; use a new key.';
-    case 'timeout':
-      return 'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.';
-    case 'transient':
-      return `The failure may be temporary; try again ${after} or use another approach.`;
-    case 'internal':
-      return 'The tool failed; do not repeat the same call unchanged.';
-    case 'budget_exceeded':
-      return 'The tool-call budget is spent; stop calling tools and answer with what you have.';
-    case 'circuit_open':
-      return `The tool is unavailable for now; retry ${after} or use another tool.`;
-    case 'cancelled':
-      return 'The call was cancelled; do not retry it.';
-    case 'store_unavailable':
-      return `The tool was not run: shared state it needs is unreachable for now; try again ${after}.`;
-    case 'overloaded':
-      return 'The tool is overloaded; try again later or use another tool.';
-    case 'outcome_unknown':
-      return 'The action may have happened: do not repeat it, not even under a new idempotency key; check its effect first, or tell the user it is unknown.';
-    case 'protocol':
-      return 'The remote server refused the request itself (protocol revision or capability); calling again gets the same answer.';
-    case 'approval_required':
-      return 'A person must approve this call first; do not call it again until you are told it was approved.';
-    case 'approval_denied':
-      return 'The call was denied; do not repeat it, choose another approach or tell the user.';
-    case 'tool_contract':
-      return 'The tool ran, but its result is not what it promised; do not repeat the same call unchanged.';
-    case 'idempotency_result_unavailable':
-      return 'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.';
-    default:
-      return retryAfterMs === undefined ? undefined : `Retry ${after} or use another tool.`;
+  if (kind === 'transient')
+    return `The failure may be temporary; try again ${after} or use another approach.`;
+  if (kind === 'circuit_open') return `The tool is unavailable for now; retry ${after} or use another tool.`;
+  if (kind === 'store_unavailable') {
+    return `The tool was not run: shared state it needs is unreachable for now; try again ${after}.`;
   }
+  return retryAfterMs === undefined ? undefined : `Retry ${after} or use another tool.`;
 }
 
 // Drops stack-frame lines ("    at fn (file:1:2)") and folds the rest onto one line.

@@ -1,6 +1,5 @@
 /**
- * The core of tool-dispatcher: the dispatcher, the registry, the envelope, the seams for time,
- * state and budgets, and the helpers every harness and integration shares.
+ * The core of tool-dispatcher: the dispatcher, the registry, the envelope, the seams and helpers.
  * @module
  */
 

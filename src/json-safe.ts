@@ -1,6 +1,5 @@
 /**
- * The one JSON-safe renderer: what a log record, a tool message or a wire payload carries of any
- * value a handler or a layer produced, whatever that value is.
+ * The one JSON-safe renderer, for log records, tool messages and wire payloads.
  * @module
  */
 
@@ -8,40 +7,22 @@ import { describeThrown, withoutStackFrames } from './errors.js';
 
 /** Options for `toJsonSafe`. */
 export interface JsonSafeOptions {
-  /**
-   * How deeply to follow nested values; deeper ones become `"[Too deep]"` or are left out.
-   * @default 32
-   */
+  /** How deeply to follow nested values; deeper ones become `"[Too deep]"` or are left out. @default 32 */
   maxDepth?: number;
   /**
    * How an `Error` is rendered: `{ name, message }`, or its message alone. Never its stack.
    * @default 'object'
    */
   errors?: 'object' | 'message';
-  /**
-   * What stands in for a value that is its own ancestor, one nested too deeply, or one that
-   * throws when read (a getter, a `toJSON`, a proxy trap): a marker string (`"[Circular]"`,
-   * `"[Too deep]"`, `"[Unreadable: <what it threw>]"`), or nothing (the field is left out).
-   * Only that value is replaced; its siblings are rendered as usual.
-   * @default 'marker'
-   */
+  /** What replaces a circular, too deep or unreadable value: a marker, or nothing. @default 'marker' */
   unrenderable?: 'marker' | 'omit';
-  /**
-   * Object keys left out at every depth (e.g. `cause` and `stack` in a log line).
-   * @default none
-   */
+  /** Object keys left out at every depth (e.g. `cause` and `stack` in a log line). @default none */
   dropKeys?: ReadonlySet<string>;
 }
 
 /**
  * A copy of `value` made only of plain JSON values, which round-trips through `JSON.stringify`
- * unchanged: bigints and non-finite numbers become strings, `toJSON` is honoured (a `Date` is its
- * ISO string), a `Map` becomes an array of `[key, value]` pairs and a `Set` an array, errors lose
- * their stack; functions, symbols and `undefined` are left out of objects (and `null` in arrays),
- * as `JSON.stringify` would. Never throws, whatever getters, `toJSON`s or proxies it meets: a
- * field that throws when read becomes `"[Unreadable: <message>]"` and the others stay.
- * `undefined` only for a value JSON has no form for. Nesting past `maxDepth` is cut, so a value
- * thousands of levels deep never overflows the stack.
+ * unchanged; never throws (an unreadable field becomes `"[Unreadable: <message>]"`).
  *
  * @example
  * toJsonSafe({ n: 10n, at: new Date(0), error: new Error('x') });
@@ -60,9 +41,7 @@ export function toJsonSafe(value: unknown, options: JsonSafeOptions = {}): unkno
 export type JsonSafeRead = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
- * `toJsonSafe`, except that a value unreadable as a whole (a revoked proxy, a throwing `toJSON`
- * on the value itself) is reported rather than replaced by a marker: a caller that must say
- * "this cannot be rendered" can tell it from a value that merely has unreadable parts.
+ * `toJsonSafe`, except that a value unreadable as a whole is reported rather than replaced.
  * @internal
  */
 export function readJsonSafe(value: unknown, options: JsonSafeOptions = {}): JsonSafeRead {

@@ -10,10 +10,7 @@ export interface NameMapOptions {
    * @default /^[a-zA-Z0-9_-]+$/ (OpenAI's and Anthropic's tool-name pattern)
    */
   pattern?: RegExp;
-  /**
-   * The longest wire name, in characters.
-   * @default 64 (OpenAI; Anthropic allows 128)
-   */
+  /** The longest wire name, in characters. @default 64 (OpenAI; Anthropic allows 128) */
   maxLength?: number;
   /**
    * Turns a registry name into its wire name; must be deterministic.
@@ -29,12 +26,7 @@ export interface NameMap {
    * @throws TypeError for a name the map was not built with.
    */
   wireName(toolName: string): string;
-  /**
-   * The tool name behind a wire name; a wire name the map does not know comes back unchanged.
-   * Check `has(wireName)` before dispatching what a model sent: an unknown wire name may still
-   * be a registered tool the model was never offered (registered later, or a dotted registry
-   * name such as `search.web`).
-   */
+  /** The tool name behind a wire name (unknown ones come back unchanged: check `has` first). */
   toolName(wireName: string): string;
   /** Whether `wireName` is the wire name of one of the map's tools. */
   has(wireName: string): boolean;
@@ -65,15 +57,11 @@ export function createNameMap(names: Iterable<string>, options: NameMapOptions =
     throw new TypeError(`createNameMap() options must be an object, got ${String(options)}`);
   }
   const { pattern = defaultPattern, maxLength = 64, encode = defaultEncode } = options;
-  if (!(pattern instanceof RegExp)) {
-    throw new TypeError(`pattern must be a RegExp, got ${String(pattern)}`);
-  }
+  if (!(pattern instanceof RegExp)) throw new TypeError(`pattern must be a RegExp, got ${String(pattern)}`);
   if (typeof maxLength !== 'number' || !Number.isInteger(maxLength) || maxLength < 1) {
     throw new TypeError(`maxLength must be an integer >= 1, got ${String(maxLength)}`);
   }
-  if (typeof encode !== 'function') {
-    throw new TypeError(`encode must be a function, got ${typeof encode}`);
-  }
+  if (typeof encode !== 'function') throw new TypeError(`encode must be a function, got ${typeof encode}`);
   // A copy without g/y: RegExp#test with those flags remembers lastIndex between names.
   const check = new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
 
@@ -132,9 +120,7 @@ function encodeName(encode: (name: string) => string, name: string): string {
   } catch (error) {
     throw new TypeError(
       `encode threw for tool "${name}": ${error instanceof Error ? error.message : String(error)}`,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
   if (typeof wire !== 'string') {

@@ -21,14 +21,8 @@ type Schema = Record<string, unknown>;
 const unionKeys = new Set(['anyOf', 'oneOf', 'allOf', '$schema', 'type']);
 
 /**
- * Returns a copy of a tool's input schema that every provider accepts as a tool's parameters:
- * drops `$schema`, and guarantees a root `type: 'object'` with `properties`, also for `{}`
- * (a validator that cannot describe itself), a non-object root and a root `oneOf`/`anyOf`/
- * `allOf` (a `z.discriminatedUnion`, say). A root union becomes one object whose properties are
- * those of every object branch (a property shared with different schemas becomes their
- * `anyOf`, consts and enums merge into one `enum`), required only where every branch requires
- * it; the tool's own validator still checks the real shape. It never throws, so one odd schema
- * cannot make a whole tool list invalid.
+ * A copy of a tool's input schema every provider accepts: no `$schema`, a root `type: 'object'`
+ * with `properties` (a root union merged into one object); never throws.
  *
  * @example
  * toObjectSchema({ $schema: 'https://json-schema.org/draft/2020-12/schema' });

@@ -20,10 +20,7 @@ export interface ProviderCall {
   keyByCallId?: boolean;
   /** The prefix of a generated call id, naming the host (`ai-sdk`, `langchain`). */
   idPrefix: string;
-  /**
-   * Options every call of the host shares (`budget`, `timeoutMs`, …).
-   * @default {}
-   */
+  /** Options every call of the host shares (`budget`, `timeoutMs`, …). @default {} */
   base?: DispatchOptions;
   /** The name the model knows the tool by (its wire name), for the texts the model reads. */
   displayName?: string | undefined;

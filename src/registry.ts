@@ -17,10 +17,7 @@ const toolNamePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
 
 /** Options for `ToolRegistry.register`. */
 export interface RegisterOptions {
-  /**
-   * Replace a tool already registered under the same name instead of throwing.
-   * @default false
-   */
+  /** Replace a tool already registered under the same name instead of throwing. @default false */
   override?: boolean;
 }
 
@@ -34,10 +31,7 @@ export interface ToolListing {
   inputSchema: Record<string, unknown>;
   /** Whether running it twice is harmless. */
   idempotent: boolean;
-  /**
-   * The tool's own per-attempt timeout in milliseconds, or `undefined` when it sets none (the
-   * timeout layer's `defaultMs` then applies, which only that layer knows).
-   */
+  /** The tool's own per-attempt timeout in ms; `undefined` when the timeout layer's default applies. */
   timeoutMs: number | undefined;
   /** Present (`true`) only for a tool registered with `task: true`. */
   task?: true;
@@ -87,32 +81,17 @@ export class ToolRegistry {
     return this;
   }
 
-  /**
-   * The tool registered under `name`, or `undefined`.
-   *
-   * @example
-   * registry.get('search.web')?.idempotent;
-   */
+  /** The tool registered under `name`, or `undefined`. */
   get(name: string): Tool | undefined {
     return this.#tools.get(name);
   }
 
-  /**
-   * Whether a tool is registered under `name`.
-   *
-   * @example
-   * registry.has('constructor'); // false
-   */
+  /** Whether a tool is registered under `name`. */
   has(name: string): boolean {
     return this.#tools.has(name);
   }
 
-  /**
-   * Removes the tool registered under `name` and says whether there was one.
-   *
-   * @example
-   * registry.unregister('search.web');
-   */
+  /** Removes the tool registered under `name` and says whether there was one. */
   unregister(name: string): boolean {
     return this.#tools.delete(name);
   }
@@ -174,9 +153,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
     );
   }
-  if (typeof description !== 'string') {
-    throw new TypeError(`description of "${name}" must be a string`);
-  }
+  if (typeof description !== 'string') throw new TypeError(`description of "${name}" must be a string`);
   if (!isStandardSchema(inputSchema)) {
     throw new TypeError(
       `inputSchema of "${name}" must be a zod schema or another Standard Schema v1 validator`,
@@ -200,12 +177,8 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   ) {
     throw new TypeError(`annotations of "${name}" must be an object of MCP tool hints`);
   }
-  if (typeof handler !== 'function') {
-    throw new TypeError(`handler of "${name}" must be a function`);
-  }
-  if (typeof idempotent !== 'boolean') {
-    throw new TypeError(`idempotent of "${name}" must be a boolean`);
-  }
+  if (typeof handler !== 'function') throw new TypeError(`handler of "${name}" must be a function`);
+  if (typeof idempotent !== 'boolean') throw new TypeError(`idempotent of "${name}" must be a boolean`);
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
     throw new TypeError(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
@@ -220,9 +193,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `reconcileTimeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(reconcileTimeoutMs)}`,
     );
   }
-  if (typeof task !== 'boolean') {
-    throw new TypeError(`task of "${name}" must be a boolean`);
-  }
+  if (typeof task !== 'boolean') throw new TypeError(`task of "${name}" must be a boolean`);
   return Object.freeze({
     name,
     description,

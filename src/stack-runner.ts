@@ -50,11 +50,7 @@ export function onionRunner(stack: readonly Middleware[], finish: Finish): Stack
   return (ctx, report) => reportWhenSettled(ctx, run(ctx), finish, report);
 }
 
-/**
- * Makes the runner of a registered group of layers: it must behave exactly as the layers
- * composed as an onion around the attempt step, reporting each call's outcome once, through
- * `finish`.
- */
+/** Makes the runner of a registered group of layers: it behaves exactly as their onion would. */
 export type FusedRunnerFactory = (finish: Finish) => StackRunner;
 
 interface FusedGroup {
@@ -65,11 +61,7 @@ interface FusedGroup {
 // Keyed by the group's first layer; a stack matches a group by the identity of its layers.
 const fusedGroups = new WeakMap<Middleware, FusedGroup>();
 
-/**
- * Registers `layers`, in this order, to run with the runner `build` makes whenever a stack ends
- * with exactly these layers (the same functions): a preset such as `defaultStack` brings its own
- * fast runner this way, and the core never needs to know what the layers are.
- */
+/** Registers `layers` to run with the runner `build` makes whenever a stack ends with exactly them. */
 export function fuseLayers(layers: readonly Middleware[], build: FusedRunnerFactory): void {
   const first = layers[0];
   if (first !== undefined) fusedGroups.set(first, { layers: [...layers], build });

@@ -1,10 +1,6 @@
 /**
- * The state seam: where the layers keep what must outlive one call, as clock.ts is the seam for time.
- *
- * Stores hold data; middleware keep the decisions. A store offers atomic primitives (claim a key,
- * compare-and-set a record, take a permit) and never runs a layer's state machine, so the memory
- * and the Redis stores never implement the same machine twice. Every method may answer
- * synchronously: the memory stores do, so the default stack pays no promise for them.
+ * The state seam: where the layers keep what must outlive one call. Stores hold data and offer
+ * atomic primitives; the layers keep the decisions. Every method may answer synchronously.
  * @module
  */
 
@@ -16,18 +12,14 @@ import { DispatchError, type OutcomeWindow } from './errors.js';
 export type MaybePromise<T> = T | Promise<T>;
 
 /**
- * The content fingerprint of a call (its tool name and args), as the idempotency layer computes
- * it: two calls carry equal strings exactly when they are the same call. Stores compare it and
- * never parse it; it crosses processes, so every process of a fleet must compute it the same
- * way (a deploy that changes the algorithm should change the key prefix too).
+ * The content fingerprint of a call (tool name and args): equal exactly for the same call. It
+ * crosses processes, so a deploy that changes the algorithm should change the key prefix too.
  */
 export type StoreFingerprint = string;
 
 /**
  * The failure a store reports when it cannot answer in time or at all (kind `store_unavailable`,
- * JSON-RPC -32603, transient, never a breaker failure). A store call that timed out is an
- * *unknown outcome*: the change may have been applied. Every store method that changes state is
- * safe to send again with the same token or id, which is how a caller recovers from it.
+ * transient, never a breaker failure); the change may have been applied, and a resend is safe.
  *
  * @example
  * throw storeUnavailable('Redis did not answer within 1000 ms', { cause: error, retryAfterMs: 100 });
@@ -42,34 +34,19 @@ export function storeUnavailable(
 // ---------------------------------------------------------------------------------------------
 // Leases
 
-/**
- * Something a holder keeps only while it renews it: an idempotency lead or a slot permit. A
- * holder that crashes stops renewing, and what it held comes free when the lease ends (on the
- * store's clock, never the holder's).
- */
+/** Something held only while renewed (a lead, a permit), ending on the store's clock. */
 export interface StoreLease {
   /** The holder's random owner token; every write checks it, so resends are harmless. */
   readonly token: string;
-  /**
-   * How often to call the store's `renew` while the lease is held, in milliseconds (a third
-   * of the lease). `Infinity` when the lease never lapses on its own (the memory stores: a
-   * holder in this process cannot crash without the store going too), so nothing is scheduled.
-   */
+  /** How often to renew, in ms (a third of the lease); `Infinity` when it never lapses (memory stores). */
   readonly renewEveryMs: number;
-  /**
-   * Aborted, with a `DispatchError` of kind `lease_lost` as its reason, once the store knows
-   * the lease is gone: a renewal was refused (someone else holds it now), a completion found
-   * another owner, or renewals failed until the lease must have ended. The holder should abort
-   * the work it guards; its side effects may already have happened (see docs/scale-out.md).
-   */
+  /** Aborted with a `lease_lost` envelope once the store knows the lease is gone; abort the guarded work. */
   readonly signal: AbortSignal;
 }
 
 /**
- * Renews `lease` every `lease.renewEveryMs` until the returned function is called, with timers
- * that never keep the process alive. A renewal that throws (the store is unreachable) is
- * retried on the next tick; one that answers `false` (the lease is lost, and the store has
- * aborted `lease.signal`) stops renewing. Schedules nothing for a lease that never lapses.
+ * Renews `lease` every `lease.renewEveryMs` until the returned function is called, on timers that
+ * never keep the process alive; a renewal that throws is retried, one that answers `false` stops.
  *
  * @param renew - The store's renewal of this lease, e.g. `() => store.renew(lease)`.
  * @param clock - The timers to use. @default systemClock
@@ -95,6 +72,7 @@ export function keepLeaseAlive(
     clock.clearTimeout(handle);
   };
   const schedule = () => {
+    if (stopped) return;
     handle = clock.setTimeout(tick, everyMs);
     (handle as { unref?: () => void } | undefined)?.unref?.();
   };
@@ -104,19 +82,9 @@ export function keepLeaseAlive(
     try {
       answer = renew();
     } catch {
-      schedule();
-      return;
+      return schedule();
     }
-    Promise.resolve(answer).then(
-      (kept) => {
-        if (kept) {
-          if (!stopped) schedule();
-        } else stop();
-      },
-      () => {
-        if (!stopped) schedule();
-      },
-    );
+    Promise.resolve(answer).then((kept) => (kept ? schedule() : stop()), schedule);
   };
   schedule();
   return stop;
@@ -129,10 +97,7 @@ export function keepLeaseAlive(
 export interface IdempotencyLease extends StoreLease {
   /** The idempotency key. */
   readonly key: string;
-  /**
-   * Grows with every new leader of this key (never reused while the store lives); hand it to a
-   * backend that can reject writes from an older leader.
-   */
+  /** Grows with every new leader of this key, for a backend that rejects older leaders' writes. */
   readonly fence: number;
 }
 
@@ -144,10 +109,7 @@ export type IdempotencyClaim =
       readonly kind: 'lead';
       /** The lead: renew it, then complete or release it. */
       readonly lease: IdempotencyLease;
-      /**
-       * The key's unsettled receipt (`running` or `in_doubt`) from an earlier leader, when the
-       * store keeps receipts: a present member, even `undefined`, means the claim looked.
-       */
+      /** An earlier leader's unsettled receipt (present, even `undefined`, when the claim looked). */
       readonly receipt?: Receipt | undefined;
     }
   /** A success is stored for this key and fingerprint; serve it without running the handler. */
@@ -159,10 +121,7 @@ export type IdempotencyClaim =
       /** How long it is served still, in milliseconds. */
       readonly expiresInMs: number;
     }
-  /**
-   * The key succeeded, but its result could not be shared (not serialisable, or over the size
-   * cap; `reason` says which). Never run it again within `expiresInMs`; fail the caller.
-   */
+  /** The key succeeded but its result could not be shared: fail the caller, never run it again. */
   | {
       /** What the claim found. */
       readonly kind: 'unshareable';
@@ -171,10 +130,7 @@ export type IdempotencyClaim =
       /** How long the key stays done, in milliseconds. */
       readonly expiresInMs: number;
     }
-  /**
-   * Another holder (`fence`) is running the key: wait with `changed(key, fence, …)`, then claim
-   * again. `leaseEndsInMs` is when that holder's lease ends unless it renews.
-   */
+  /** Another holder runs the key: wait with `changed(key, fence, …)`, then claim again. */
   | {
       /** What the claim found. */
       readonly kind: 'follow';
@@ -201,15 +157,11 @@ export type IdempotencyCompletion =
       /** What the completion did. */
       readonly kind: 'late';
     }
-  /**
-   * Another leader took the key over. Nothing was written. `winner` is that leader's stored
-   * result when it has finished (serve it, so every caller sees one execution's result), and
-   * absent while it still runs. The lease's signal is aborted.
-   */
+  /** Another leader took the key over; nothing was written and the lease's signal is aborted. */
   | {
       /** What the completion did. */
       readonly kind: 'lost';
-      /** The winning leader's stored outcome, once it has one. */
+      /** The winning leader's stored outcome, once it has one: serve it. */
       readonly winner?: {
         /** The winner's result. */
         readonly result: unknown;
@@ -217,70 +169,40 @@ export type IdempotencyCompletion =
     };
 
 /**
- * Where the idempotency layer keeps in-flight keys and recent successes. One handler execution
- * per key, across every process sharing the store, while the key is held and for `ttlMs` after
- * a success. Every method may answer synchronously (the memory store does) or with a promise; a
- * method that cannot reach its backing store throws or rejects with `store_unavailable`.
- *
- * The layer keeps coalescing same-process callers in memory in front of it, so only one caller
- * per process and key talks to the store. Its loop, for that local leader:
- *
- * 1. `claim(key, fingerprint)`:
- *    - `hit` → serve `result`; `unshareable` → fail without running; `conflict` → conflict.
- *    - `lead` → `keepLeaseAlive(lease, () => store.renew(lease))`, run the handler with a signal
- *      that also aborts on `lease.signal`, stop renewing, then `complete(lease, result, ttlMs)`
- *      on success (`lost` with a `winner`: serve the winner's result) or `release(lease)` on
- *      failure or abandonment.
- *    - `follow` → `await changed(key, claim.fence, { signal, timeoutMs: claim.leaseEndsInMs })`
- *      and claim again (the leader may have finished, failed or crashed).
- * 2. A `complete` that throws after a success still returns the result to the caller: the side
- *    effect happened. Retry it (same lease, it is resend-safe) until the lease would have ended.
+ * Where the idempotency layer keeps in-flight keys and recent successes: one handler execution
+ * per key across every process sharing the store, while held and for `ttlMs` after a success.
+ * The layer's loop: `claim`; on `lead` keep the lease alive, run, then `complete` or `release`;
+ * on `follow` await `changed` and claim again. A failing method throws `store_unavailable`.
  */
 export interface IdempotencyStore {
   /**
-   * Claims `key` for `fingerprint` with a new lease, or reports who has it. Resend-safe: a
-   * claim with the token of the current holder answers `lead` with the same lease again.
+   * Claims `key` for `fingerprint` with a new lease, or reports who has it; a claim with the
+   * holder's token answers `lead` with the same lease again.
    *
    * @param options.token - The owner token to claim with; a fresh random one by default.
-   * @param options.tool - The tool's name: a store with `receipts` records a `running`
-   *   receipt for a lead in the same round trip.
+   * @param options.tool - The tool's name, for the `running` receipt of a store with `receipts`.
    * @param options.reconcilable - The tool has `reconcile`: a store that lost its past (a Redis
-   *   restarted empty) may lead it with an `in_doubt` receipt of window `store_reset` instead
-   *   of refusing it.
+   *   restarted empty) may lead it with an `in_doubt` receipt of window `store_reset`.
    */
   claim(
     key: string,
     fingerprint: StoreFingerprint,
     options?: { token?: string; tool?: string; reconcilable?: boolean },
   ): MaybePromise<IdempotencyClaim>;
-  /**
-   * Extends the lease by a full lease from now. `false` when the lease is gone (expired and
-   * taken, completed or released): the store aborts `lease.signal` then. Resend-safe.
-   */
+  /** Extends the lease by a full lease; `false` (and `lease.signal` aborted) when it is gone. */
   renew(lease: IdempotencyLease): MaybePromise<boolean>;
-  /**
-   * Records the holder's success, served to every claim of the key for `ttlMs` from now.
-   * Resend-safe: completing twice stores once. Wakes every follower of the key. A store with
-   * `receipts` records `receipt` in the same round trip.
-   */
+  /** Records the holder's success for `ttlMs` (once, however often sent) and wakes followers. */
   complete(
     lease: IdempotencyLease,
     result: unknown,
     ttlMs: number,
     receipt?: Receipt,
   ): MaybePromise<IdempotencyCompletion>;
-  /**
-   * Frees the key after a failure, so the next caller leads at once; a no-op when the lease
-   * is no longer the holder's (it never deletes another leader's claim). Wakes followers. A
-   * store with `receipts` records `receipt` in the same round trip.
-   */
+  /** Frees the key after a failure and wakes followers; a no-op when the lease is not the holder's. */
   release(lease: IdempotencyLease, receipt?: Receipt): MaybePromise<void>;
   /**
-   * Resolves when the holder with `fence` may have finished with `key` (completed, released,
-   * or its lease ended), or after `timeoutMs` at the latest (the store may wake sooner, e.g. a
-   * safety poll), or at once when `signal` aborts (it never rejects for an abort: check the
-   * signal). A change that happened after the `claim` that answered `follow` is never missed.
-   * Then claim again.
+   * Resolves when the holder with `fence` may have finished with `key`, after `timeoutMs` at the
+   * latest, or at once when `signal` aborts (never rejecting for it); never misses a change.
    */
   changed(
     key: string,
@@ -361,16 +283,9 @@ export interface SlotWaiter {
 }
 
 /**
- * A counting semaphore of `max` permits in one named pool, shared by every process using the
- * store: the concurrency layer's cap. Waiters queue first in, first out within a process (best
- * effort across processes); a permit is a lease, so a crashed holder's slot comes back when its
- * lease ends.
- *
- * The layer's use, per call: `tryAcquire()`; if it gives a permit, run; otherwise `enqueue` a
- * waiter (emit `concurrency.queued`) and remove it with the returned function when the caller
- * aborts. While holding a permit: `keepLeaseAlive(permit, () => store.renew(permit))`. When the
- * inner layers settle: stop renewing, then `release(permit)` (without waiting for it: the call's
- * outcome does not depend on it, and a release that fails leaves the slot to its lease).
+ * A counting semaphore of `max` permits in one named pool shared by every process using the
+ * store: the concurrency layer's cap. Waiters queue first in, first out within a process; a
+ * permit is a lease, so a crashed holder's slot comes back when its lease ends.
  */
 export interface SlotStore {
   /** The pool's name. */
@@ -378,23 +293,16 @@ export interface SlotStore {
   /** The most permits held at once across the pool. */
   readonly max: number;
   /**
-   * Takes a permit if one is free and nobody in this process waits for one; `undefined`
-   * otherwise. Resend-safe with the same token.
+   * Takes a permit if one is free and nobody in this process waits; `undefined` otherwise.
    *
    * @param options.token - The owner token; a fresh random one by default.
    */
   tryAcquire(options?: { token?: string }): MaybePromise<SlotPermit | undefined>;
-  /**
-   * Queues `waiter` for the next free permit, first in, first out within this process; returns
-   * a function that leaves the queue (a no-op once granted or failed).
-   */
+  /** Queues `waiter` for the next free permit; returns a function that leaves the queue. */
   enqueue(waiter: SlotWaiter): () => void;
   /** Extends the permit's lease; `false` when it is gone (the store aborts `permit.signal`). */
   renew(permit: SlotPermit): MaybePromise<boolean>;
-  /**
-   * Gives the permit back (a no-op for one already released or expired) and hands it to the
-   * next waiter. Resend-safe.
-   */
+  /** Gives the permit back (a no-op when already released or expired) to the next waiter. */
   release(permit: SlotPermit): MaybePromise<void>;
   /** How many permits are held and how many callers wait in this process, as best known. */
   load(): MaybePromise<{
@@ -411,10 +319,7 @@ export interface SlotStore {
 /** Where a circuit stands, as a store holds it (the breaker decides what each means). */
 export type CircuitStoreState = 'closed' | 'open' | 'half_open';
 
-/**
- * One circuit's record: plain data the breaker writes and the store keeps. Times are in the
- * store's timebase (`CircuitView.now`), never a process's own clock.
- */
+/** One circuit's record: plain data in the store's timebase (`CircuitView.now`). */
 export interface CircuitRecord {
   /** The circuit's state. */
   readonly state: CircuitStoreState;
@@ -441,32 +346,15 @@ export interface CircuitView {
 }
 
 /**
- * Where circuit breakers keep their circuits, shared by every process using the store. The
- * breaker keeps the state machine; the store offers a versioned record, a compare-and-set, and
- * a failure window, all in the store's timebase.
- *
- * The breaker's use, per call:
- * 1. `read(key)` (the Redis store answers from a local mirror kept fresh by pub/sub: no round
- *    trip while closed and healthy). `open` with `now < openedAt + cooldown` → `circuit_open`
- *    (retry after the difference). `open` past its cooldown, or `half_open` with
- *    `probeUntil <= now` → `compareAndSet(key, version, { state: 'half_open', probe: token,
- *    probeUntil: now + probeLeaseMs, … })`: the one caller whose write lands is the probe;
- *    the others get `circuit_open`. `half_open` with a live probe → `circuit_open`.
- * 2. After the call, for a counted failure while closed: `addFailure(key, failureId, windowMs)`
- *    and, when the view's `failures` reach the threshold, `compareAndSet` to `open`. For a
- *    probe's outcome: `compareAndSet` to `closed` (success) or `open` (failure) with the
- *    version it read. A success while closed with `failures > 0`: `compareAndSet` the same
- *    closed record, which clears the window (any success clears the streak, fleet-wide).
- * 3. A store error (`store_unavailable`): fall back to a local breaker; never fail the call.
+ * Where circuit breakers keep their circuits, shared by every process using the store: a
+ * versioned record, a compare-and-set and a failure window; the breaker keeps the state machine.
  */
 export interface CircuitStore {
   /** The circuit as the store sees it now. */
   read(key: string): MaybePromise<CircuitView>;
   /**
-   * Writes `next` (or deletes the record, for `undefined`) only when the record is still at
-   * `version`, and clears the failure window; says whether it wrote, with the view after
-   * (the current one when it did not). Resend-safe: the store's own resend of a write that
-   * landed answers `written: true`.
+   * Writes `next` (deletes, for `undefined`) only when the record is still at `version`, and
+   * clears the failure window; answers whether it wrote, with the view after.
    */
   compareAndSet(
     key: string,
@@ -478,32 +366,24 @@ export interface CircuitStore {
     /** The circuit after the write, or as it is when the write did not land. */
     readonly view: CircuitView;
   }>;
-  /**
-   * Adds one failure (`failureId` counts once however often it is sent) to the key's window,
-   * drops those older than `windowMs`, and answers the view with the count left.
-   */
+  /** Adds `failureId` once to the key's window, drops those older than `windowMs`, answers the view. */
   addFailure(key: string, failureId: string, windowMs: number): MaybePromise<CircuitView>;
-  /** The circuits this store knows of (the Redis store: those in its mirror), for `snapshot()`. */
+  /** The circuits this store knows of, for `snapshot()`. */
   entries(): MaybePromise<Iterable<readonly [string, CircuitView]>>;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Budget
 
-/**
- * A tool-call budget whose `tryConsume` may answer with a promise: the shape of `Budget` once
- * it is widened (the memory `createBudget` stays synchronous; `redisBudget` answers with a
- * promise). Each handler attempt takes one unit.
- */
+/** A tool-call budget whose `tryConsume` may answer with a promise (`redisBudget` does). */
 export interface StoreBudget {
-  /** Units left, as last known (a shared budget: the last count the store reported); a hint. */
+  /** Units left, as last known; a hint. */
   readonly remaining: number;
   /** Units the budget started with. */
   readonly limit: number;
   /**
-   * Takes `units` if that many are left and says whether it did; never overspends, across
-   * every process sharing it. Resend-safe: the same `attemptId` takes its units once.
-   * Rejects with `store_unavailable` when the store cannot answer (fail closed).
+   * Takes `units` if that many are left and says whether it did, never overspending; rejects
+   * with `store_unavailable` when the store cannot answer.
    *
    * @param units - Units to take. @default 1
    * @param attemptId - Names this take, so a resend takes nothing more. @default a random id

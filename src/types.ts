@@ -20,15 +20,9 @@ export interface ToolContext {
   readonly idempotencyKey: string | undefined;
   /** The id of this dispatch, the same for every attempt. */
   readonly callId: string;
-  /**
-   * When this attempt times out, in milliseconds since the epoch on the timeout layer's clock;
-   * `Infinity` when it has no deadline. Size a downstream timeout from it.
-   */
+  /** When this attempt times out, in ms since the epoch; `Infinity` without a deadline. */
   readonly deadline: number;
-  /**
-   * Reports progress to the caller's `onProgress` (an MCP client, a UI); a no-op when nobody
-   * listens. `total` and `message` are optional.
-   */
+  /** Reports progress to the caller's `onProgress`; a no-op when nobody listens. */
   readonly progress: (progress: number, total?: number, message?: string) => void;
 }
 
@@ -48,11 +42,7 @@ export type ToolHandler<Args = unknown, Result = unknown> = (
   ctx: ToolContext,
 ) => Result | Promise<Result>;
 
-/**
- * What a tool's `reconcile` answers: whether the action whose outcome was lost took effect.
- * `committed` may carry the result to return; `unknown` (or a throw, or no answer in time)
- * fails the call with `outcome_unknown`.
- */
+/** What a tool's `reconcile` answers: whether the action whose outcome was lost took effect. */
 export type ReconcileVerdict<Result = unknown> =
   | 'committed'
   | 'not_committed'
@@ -96,42 +86,22 @@ export type Reconcile<Args = unknown, Result = unknown> = (
 export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
   /** Unique name of dotted lowercase segments, such as `db.get_user`. */
   name: string;
-  /**
-   * What the tool does, for the model.
-   * @default ''
-   */
+  /** What the tool does, for the model. @default '' */
   description?: string;
   /** Validates the args: a zod schema or any Standard Schema v1 validator. */
   inputSchema: Schema;
   /** Runs the tool with the parsed args. */
   handler: ToolHandler<StandardSchemaV1.InferOutput<Schema>, Result>;
-  /**
-   * Whether running it twice is harmless; only idempotent tools are retried after a timeout.
-   * @default false
-   */
+  /** Whether running it twice is harmless (only such tools retry a timeout). @default false */
   idempotent?: boolean;
-  /**
-   * Per-attempt timeout in milliseconds; `Infinity` for none.
-   * @default 30_000 (the timeout layer's `defaultMs`)
-   */
+  /** Per-attempt timeout in milliseconds; `Infinity` for none. @default 30_000 (the timeout layer's) */
   timeoutMs?: number;
-  /**
-   * What one attempt costs, in the units of the caller's `budget` and of every `windowedBudget`
-   * (tokens, cents…): a number, or a function of the parsed args. Reserved before the handler runs.
-   * @default 1
-   */
+  /** What one attempt costs in budget units: a number, or a function of the parsed args. @default 1 */
   cost?: number | ((args: StandardSchemaV1.InferOutput<Schema>) => number);
-  /**
-   * The actual cost of a successful attempt, from its result (e.g. `usage.total_tokens`): a
-   * `windowedBudget` gives back what was reserved beyond it, and charges an overrun.
-   * @default undefined (the reserved cost stands)
-   */
+  /** The actual cost of a success, from its result, for `windowedBudget`. @default the reserved cost */
   settle?: (result: Awaited<Result>, args: StandardSchemaV1.InferOutput<Schema>) => number;
   /**
-   * Asked once, before any retry, when an attempt's outcome is unknown (it timed out, or the
-   * handler threw `OutcomeUnknownError`): `committed` makes the call a success (with
-   * `reconciled`), `not_committed` leaves it to the usual retry rules, anything else fails it
-   * with `outcome_unknown`.
+   * Asked once, before any retry, whether an attempt whose outcome is unknown took effect.
    * @default undefined (an unknown outcome stays as it is)
    * @example
    * reconcile: async (args, { idempotencyKey, signal }) => {
@@ -140,22 +110,11 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
    * }
    */
   reconcile?: Reconcile<StandardSchemaV1.InferOutput<Schema>, Result>;
-  /**
-   * How long `reconcile` may take, in milliseconds; past it the verdict is `unknown`.
-   * @default 10_000
-   */
+  /** How long `reconcile` may take, in milliseconds; past it the verdict is `unknown`. @default 10_000 */
   reconcileTimeoutMs?: number;
-  /**
-   * Whether a host that can hand out long-running handles (MCP Tasks) should, whatever the
-   * timeout; the dispatcher itself ignores it.
-   * @default false
-   */
+  /** Whether a host should run it as a long-running task (MCP Tasks). @default false */
   task?: boolean;
-  /**
-   * Whether a call must be approved before it runs (read by `approvalGate`): a boolean, or a
-   * function of the validated args.
-   * @default undefined (the gate falls back to `annotations`, then to its `fallback`)
-   */
+  /** Whether a call must be approved first (read by `approvalGate`). @default the gate's fallback */
   requiresApproval?: ApprovalRequirement<StandardSchemaV1.InferOutput<Schema>>;
   /** MCP tool annotations (`readOnlyHint`, `destructiveHint`…); `importMcpTools` fills them. */
   annotations?: ToolAnnotations;
@@ -240,29 +199,15 @@ export interface DispatchOptions {
   signal?: AbortSignal;
   /** An id for this call (e.g. the model's tool-call id); generated when omitted. */
   callId?: string;
-  /**
-   * The tool name that model-facing messages quote, when the model knows the tool by another
-   * name than the registry's (a provider's wire name such as `search__web`).
-   * @default the name passed to `dispatch`
-   */
+  /** The tool name model-facing messages quote (a wire name). @default the name passed to `dispatch` */
   displayName?: string;
   /** Receives the handler's `ctx.progress(...)` reports; a listener that throws is ignored. */
   onProgress?: (update: ProgressUpdate) => void;
-  /**
-   * Who the call is for (a customer, a workspace): layers key their limits and budgets on it,
-   * e.g. `rateLimit({ key: (ctx) => ctx.options.tenant })`. A non-empty string.
-   */
+  /** Who the call is for (a customer, a workspace): layers may key their limits on it. */
   tenant?: string;
-  /**
-   * How long the idempotency layer serves this call's success again, in milliseconds,
-   * overriding its `ttlMs` (a durable engine's retry horizon, say).
-   * @default the idempotency layer's `ttlMs`
-   */
+  /** How long the idempotency layer serves this call's success again, in ms. @default its `ttlMs` */
   idempotencyTtlMs?: number;
-  /**
-   * Resumes a call that `approvalGate` paused: its token, or `{ approvedBy }` when the host has
-   * already asked a person (a policy `deny` still wins).
-   */
+  /** Resumes a call that `approvalGate` paused: its token, or `{ approvedBy }` from the host. */
   approval?:
     | string
     | {
@@ -316,9 +261,7 @@ export interface DispatchEventBase {
 }
 
 /**
- * The details of every declared event, by `type`: the library's own, and those a third-party
- * layer declares by merging its own into this interface. A declared event narrows on `type` with
- * no cast, and `ctx.emit` checks its details.
+ * The details of every declared event, by `type`; a third-party layer merges its own in.
  *
  * @example
  * declare module 'tool-dispatcher' {
@@ -488,20 +431,14 @@ export type DispatchEventOf<Type extends DispatchEventType> = DispatchEventBase 
 /** A declared event, discriminated by `type`. */
 export type KnownDispatchEvent = { [Type in DispatchEventType]: DispatchEventOf<Type> }[DispatchEventType];
 
-/**
- * An event whose `type` no layer declared in `DispatchEventDetails`: a third-party layer may
- * emit one, and it reaches every listener. A listener that handles such events by name types its
- * parameter `DispatchEvent | CustomDispatchEvent` (or the layer declares its events, better).
- */
+/** An event whose `type` no layer declared in `DispatchEventDetails`; it reaches every listener. */
 export interface CustomDispatchEvent extends DispatchEventBase {
   /** What happened, in the layer's own namespace (e.g. `rate_limit.wait`). */
   readonly type: string;
 }
 
 /**
- * A structured event emitted at a transition of a dispatch: a declared event, narrowed by `type`
- * with no cast. A listener may also receive an undeclared one (`CustomDispatchEvent`), so one
- * that handles every declared type lets any other pass rather than assert it is `never`.
+ * A structured event emitted at a transition of a dispatch, narrowed by `type` with no cast.
  *
  * @example
  * const onEvent = (event: DispatchEvent) => {
@@ -529,21 +466,12 @@ export interface DispatchContext {
   budget: Budget | undefined;
   /** Handler attempts made so far. */
   attempt: number;
-  /**
-   * The signal inner layers see: the caller's, ended early by any limit a layer set
-   * (`limit`), built on first read, so read it only when you wait. Every wait ends when it aborts.
-   * Assigning it still works (put the old one back when the layers inside settle), though
-   * `limit` is the way to narrow it.
-   */
+  /** The signal inner layers see: the caller's, ended early by any `limit`; built on first read. */
   signal: AbortSignal;
-  /**
-   * When the current attempt must end, in milliseconds on its deadline's clock; `Infinity` for
-   * none. Set through `limit`; the attempt step ends the handler's attempt when it passes.
-   */
+  /** When the current attempt must end, in ms on its deadline's clock; `Infinity` for none. */
   readonly deadline: number;
   /**
-   * Puts limits on the layers inside (a deadline, a signal that stops them) and returns the
-   * function that puts the old ones back: call it in `finally`. A deadline only ever tightens.
+   * Puts limits on the layers inside and returns the function that restores the old ones.
    *
    * @example
    * const restore = ctx.limit({ timeoutMs: 5_000 });
@@ -558,30 +486,21 @@ export interface DispatchContext {
   readonly startedAt: number;
   /** The tool name model-facing messages quote: `options.displayName`, else `toolName`. */
   readonly displayName: string;
-  /**
-   * Emits a structured event to the dispatcher's `onEvent` and to `listen`ers; never throws.
-   * The event's own fields (`type`, `tool`, `callId`, `attempt`) always win over `details`.
-   */
+  /** Emits a structured event to `onEvent` and `listen`ers; never throws; its own fields win. */
   emit<Type extends DispatchEventType>(
     type: Type,
     ...details: Record<never, never> extends DispatchEventDetails[Type]
       ? [details?: DispatchEventDetails[Type]]
       : [details: DispatchEventDetails[Type]]
   ): void;
-  /**
-   * Emits a third-party layer's own event that it has not declared (name it `<layer>.<what>`);
-   * a declared type takes the overload above, which checks its details.
-   */
+  /** Emits an undeclared event of a third-party layer (name it `<layer>.<what>`). */
   emit<Type extends string>(
     type: Type & (Type extends DispatchEventType ? never : unknown),
     details?: Record<string, unknown>,
   ): void;
   /** Adds a listener for this dispatch's events; returns the function that removes it. */
   listen(listener: EventListener): () => void;
-  /**
-   * The dispatcher's redactor (its `redact` option), for a layer that records results or
-   * messages before the call ends (tracing, the output guard).
-   */
+  /** The dispatcher's redactor, for a layer that records results or messages. */
   readonly redactor?: Redactor | undefined;
 }
 
@@ -590,33 +509,18 @@ export type DeadlineClock = Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 
 /** What `ctx.limit` takes: the limits for the layers inside, each optional. */
 export interface AttemptLimits {
-  /**
-   * Milliseconds from now until the attempts inside must end; the earlier of this and any outer
-   * deadline wins. When it passes, `dispatch.timeout` is emitted, `ctx.signal` aborts and the
-   * running attempt fails with `timeout`. Beyond a Node timer's range (about 24.8 days) it
-   * counts as none.
-   */
+  /** Milliseconds until the attempts inside must end (`timeout`); the earliest deadline wins. */
   readonly timeoutMs?: number;
-  /**
-   * The clock `timeoutMs` is measured and armed on.
-   * @default systemClock
-   */
+  /** The clock `timeoutMs` is measured and armed on. @default systemClock */
   readonly clock?: DeadlineClock;
-  /**
-   * The signal that stops the layers inside, in place of the current one (an outer deadline
-   * still applies). Derive it from `ctx.signal` to tighten; the idempotency leader gives one that
-   * outlives its own caller on purpose.
-   */
+  /** The signal that stops the layers inside, in place of the current one. */
   readonly signal?: AbortSignal;
 }
 
 /** What `next()` returns: a promise that settles when the inner layers have. */
 export type Next = () => Promise<void>;
 
-/**
- * A layer of the onion. Call `next()` to run the inner layers; a layer may call it again once
- * the previous call has settled (that is how `retry` works).
- */
+/** A layer of the onion: `next()` runs the inner layers, again once settled (as `retry` does). */
 export type Middleware = (ctx: DispatchContext, next: Next) => Promise<void>;
 
 /** A failure kind, re-exported for convenience. */

@@ -1,7 +1,5 @@
 /**
- * The circuit breaker's one decision loop: a call's admission is read from a `CircuitStore` and
- * its outcome written back. Without a user's store, the circuits live in a memory store; with
- * one, the memory store judges every call the user's store cannot answer for.
+ * The circuit breaker's one decision loop over a `CircuitStore`, with a memory store as fallback.
  * @module
  */
 
@@ -134,11 +132,8 @@ export class Breaker {
       unsubscribe();
     }
     if (ctx.attempt > attemptsBefore) {
-      const failure = failed
-        ? toDispatchError(thrown, ctx.attempt)
-        : ctx.outcome?.ok === false
-          ? ctx.outcome
-          : undefined;
+      const outcome = ctx.outcome?.ok === false ? ctx.outcome : undefined;
+      const failure = failed ? toDispatchError(thrown, ctx.attempt) : outcome;
       if (failure === undefined) track(pending, this.#judge(ctx, key, pass, 'success'));
       // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
       // failure was judged when it was reported.
@@ -278,11 +273,7 @@ export class Breaker {
     });
   }
 
-  /**
-   * While its half-open period lasts, a probe's success closes the circuit and its failure
-   * opens it for a new cooldown. Once the period is over (another probe decided, or its lease
-   * ended) it is judged as any call, so a probe never decides for a later period.
-   */
+  // A probe decides only while its half-open period lasts; after it, it is judged as any call.
   #decide(
     ctx: DispatchContext,
     key: string,

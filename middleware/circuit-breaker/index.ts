@@ -1,6 +1,5 @@
 /**
- * The circuit breaker: stops calling a failing tool for a cooldown, then lets a few probe calls
- * decide. This file holds the options and the factory; `breaker.ts` holds the decision loop.
+ * The circuit breaker: stops calling a failing tool for a cooldown, then lets probe calls decide.
  * @module
  */
 
@@ -18,79 +17,40 @@ export type { CircuitSnapshot, CircuitState } from './snapshot.js';
 
 /** Options for `circuitBreaker`. */
 export interface CircuitBreakerOptions {
-  /**
-   * Consecutive counted failures, all within `windowMs` of the newest, that open a circuit.
-   * @default 5
-   */
+  /** Consecutive counted failures, all within `windowMs` of the newest, that open a circuit. @default 5 */
   failureThreshold?: number;
-  /**
-   * How far apart, in milliseconds, the failures of one streak may be: a failure older than
-   * `windowMs` before the newest drops out of the streak. `Infinity` for no window.
-   * @default 60_000
-   */
+  /** How far apart, in ms, the failures of one streak may be; `Infinity` for no window. @default 60_000 */
   windowMs?: number;
-  /**
-   * How long an open circuit turns calls away before it lets probes through, in milliseconds.
-   * @default 30_000
-   */
+  /** How long an open circuit turns calls away before it lets probes through, in ms. @default 30_000 */
   cooldownMs?: number;
-  /**
-   * The most probe calls running at once while a circuit is half-open; further calls get
-   * `circuit_open` until a probe has decided.
-   * @default 1
-   */
+  /** The most probe calls running at once while a circuit is half-open. @default 1 */
   halfOpenMaxCalls?: number;
-  /**
-   * Decides whether a failed attempt counts against the circuit. By default `timeout`,
-   * `transient` and `internal` count; caller errors (`schema`, `not_found`, `budget_exceeded`,
-   * `cancelled`, `idempotency_conflict`, `circuit_open`) never do.
-   * @default isCircuitFailure
-   */
+  /** Decides whether a failed attempt counts against the circuit. @default isCircuitFailure */
   isFailure?: (error: DispatchError) => boolean;
   /**
-   * Which circuit a call belongs to; return the same string for tools that share a backend.
-   * Keep the set of keys bounded: each key with failures holds a small entry.
+   * Which circuit a call belongs to (a bounded set of keys; one per backend, say).
    * @default (ctx) => ctx.tool?.name ?? ctx.toolName
    */
   key?: (ctx: DispatchContext) => string;
-  /**
-   * The time source for windows and cooldowns; no timers are ever set. With a `store`, times
-   * come from the store's own timebase instead, and this clock serves the local fallback only.
-   * @default systemClock
-   */
+  /** The time source for windows and cooldowns (of the fallback, with a `store`). @default systemClock */
   clock?: Pick<Clock, 'now'>;
   /**
-   * Where circuits live when processes share them (e.g. `redisCircuitStore`): a circuit opened
-   * by one process turns calls away in all, failures count fleet-wide within `windowMs`, and a
-   * half-open circuit lets one probe through across the fleet (so `halfOpenMaxCalls` must be 1).
-   * A store that cannot answer never fails a call: the call is judged against this process's
-   * own `memoryCircuitStore` instead.
-   * @default undefined (circuits kept in this process, in a `memoryCircuitStore`)
+   * Where circuits live when processes share them (`halfOpenMaxCalls` must be 1); a store that
+   * cannot answer never fails a call, which this process's memory store judges instead.
+   * @default a `memoryCircuitStore`
    * @example
    * circuitBreaker({ failureThreshold: 5, store: redisCircuitStore(redis) });
    */
   store?: CircuitStore;
-  /**
-   * With a `store`: how long a half-open probe holds its lease, in milliseconds; a prober that
-   * crashes or takes longer lets the next caller probe once it ends.
-   * @default 10_000
-   * @example
-   * circuitBreaker({ store, probeLeaseMs: 30_000 });
-   */
+  /** With a `store`: how long a half-open probe holds its lease, in ms. @default 10_000 */
   probeLeaseMs?: number;
 }
 
 /** The circuit breaker middleware, with a look at its circuits. */
 export interface CircuitBreakerMiddleware extends Middleware {
-  /**
-   * The state of the circuit for `key`: `closed` for a key never seen, `half_open` for an open
-   * circuit whose cooldown has elapsed (the next call will probe).
-   */
+  /** The state of the circuit for `key` (`closed` for a key never seen). */
   state(key: string): CircuitState;
-  /**
-   * Every circuit that is not plainly closed (closed with no counted failures is left out),
-   * by key.
-   */
+  /** Every circuit that is not plainly closed (closed with no counted failures is left out), by key. */
   snapshot(): Record<string, CircuitSnapshot>;
 }
 
@@ -98,8 +58,7 @@ const failureKinds: ReadonlySet<string> = new Set(['timeout', 'transient', 'inte
 
 /**
  * The default failure test of `circuitBreaker`: `timeout`, `transient` and `internal` count,
- * caller errors never do, nor a backend's rate-limit answer (a `TransientError` with
- * `rateLimited`, as `classifyRateLimit` makes): the backend is up, only busy.
+ * except a backend's rate-limit answer (the backend is up, only busy).
  *
  * @example
  * circuitBreaker({ isFailure: (error) => error.kind === 'rate_limited' || isCircuitFailure(error) });
@@ -110,21 +69,9 @@ export function isCircuitFailure(error: DispatchError): boolean {
 }
 
 /**
- * Opens a circuit after `failureThreshold` consecutive counted failures within `windowMs`, so
- * that calls fail at once with `circuit_open` (with `retryAfterMs`, the cooldown left) without
- * touching the handler. Once `cooldownMs` has passed, checked lazily on the next call, the
- * circuit is half-open: up to `halfOpenMaxCalls` probes run, a probe success closes it, a probe
- * failure opens it again for a new cooldown, and a probe that ends otherwise (say `cancelled`)
- * only frees its slot. A success while closed resets the streak.
- *
- * It counts every handler attempt by its own envelope (the `dispatch.attempt_failed` event each
- * failed attempt emits), so it works the same outside `retry` as inside it, and `isFailure`
- * always judges an attempt's real `DispatchError`. Outcomes that ran no attempt, such as an
- * idempotency cache hit or a call sharing another's in-flight execution, are not counted.
- * Outcomes of calls that started before the circuit opened are ignored while it is open, and
- * while half-open only probes count. One circuit per `key` (the tool's name by default). It
- * emits `circuit.open` (`key`, `failures`, `cooldownMs`), `circuit.half_open` and
- * `circuit.close` (`key`) from the call that makes the transition.
+ * Opens a circuit after `failureThreshold` consecutive counted failed attempts within `windowMs`,
+ * failing calls at once with `circuit_open` until `cooldownMs` has passed; then probe calls
+ * close it or open it again. Emits `circuit.open`, `circuit.half_open` and `circuit.close`.
  *
  * @example
  * const breaker = circuitBreaker({ failureThreshold: 3, cooldownMs: 10_000 });
@@ -158,11 +105,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
         throw new TypeError(`store must be a CircuitStore (missing ${method})`);
       }
     }
-    if (halfOpenMaxCalls !== 1) {
-      throw new TypeError(
-        `halfOpenMaxCalls must be 1 with a store (one probe across the fleet), got ${halfOpenMaxCalls}`,
-      );
-    }
+    const fleet = 'with a store (one probe across the fleet)';
+    if (halfOpenMaxCalls !== 1)
+      throw new TypeError(`halfOpenMaxCalls must be 1 ${fleet}, got ${halfOpenMaxCalls}`);
   }
 
   const config = {
@@ -174,8 +119,6 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     counts: isFailure ?? isCircuitFailure,
     keyOf,
   };
-  // Without a store the circuits live in a memory store; with one, a memory store judges the
-  // calls the user's store cannot answer for.
   const breaker = new Breaker(store, memoryCircuitStore({ clock }), config);
   const layer = trusted(function circuitBreaker(ctx: DispatchContext, next: Next): Promise<void> {
     return breaker.run(ctx, next);

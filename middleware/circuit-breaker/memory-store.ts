@@ -28,10 +28,7 @@ export interface MemoryCircuitStore extends CircuitStore {
 
 /** Options for `memoryCircuitStore`. */
 export interface MemoryCircuitStoreOptions {
-  /**
-   * The time source of the store's timebase (`CircuitView.now`).
-   * @default systemClock
-   */
+  /** The time source of the store's timebase (`CircuitView.now`). @default systemClock */
   clock?: Pick<Clock, 'now'>;
 }
 
@@ -55,9 +52,7 @@ class Circuit {
 }
 
 /**
- * Makes the in-memory circuit store: one versioned record and one failure window per circuit,
- * every method answered synchronously. Writing a closed record with no failures left, or
- * `undefined`, drops the circuit, so the map holds only live ones.
+ * Makes the in-memory circuit store, answering synchronously and holding live circuits only.
  *
  * @example
  * const circuits = memoryCircuitStore();

@@ -1,10 +1,6 @@
 /**
- * A counting semaphore whose waiters queue first in, first out and can leave the queue at once.
- *
- * async-mutex's Semaphore was the first choice, but it cannot drop one waiter (only cancel them
- * all), so a caller that aborts would keep its place until a slot reached it; and its acquire
- * always answers with a promise, where the layer and the default stack's runner take a free slot
- * in the same turn (`tryAcquire`).
+ * A counting semaphore whose waiters queue first in, first out and can leave the queue at once
+ * (async-mutex's cannot drop one waiter, nor take a free slot without a promise).
  * @module
  */
 

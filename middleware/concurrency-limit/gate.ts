@@ -1,7 +1,6 @@
 /**
- * The concurrency layer's one decision loop: a call takes a permit from each store in turn (its
- * key's memory store, then the fleet's pool if there is one), waits FIFO where none is free,
- * holds them across retries and gives them back when the inner layers settle.
+ * The concurrency layer's one decision loop: a permit from each store in turn, held until the
+ * inner layers settle.
  * @module
  */
 

@@ -12,51 +12,37 @@ import { SlotGate } from './gate.js';
 
 /** Options for `concurrencyLimit`. */
 export interface ConcurrencyLimitOptions {
-  /**
-   * The most calls running inside this layer at once. The cap belongs to the layer: each
-   * `defaultStack()` call makes its own, and dispatchers built from one stack array share it.
-   * @default 8
-   */
+  /** The most calls running inside this layer at once (dispatchers sharing the layer share it). @default 8 */
   max?: number;
   /**
-   * Partitions the cap: each key (a tenant, a backend) gets its own `max` and its own queue; a
-   * call whose key answers `undefined` shares the unkeyed partition. A partition lives only while
-   * a call holds or waits for one of its slots. A fleet `store` stays one pool for every key.
+   * Partitions the cap: each key (a tenant, a backend) gets its own `max` and queue.
    * @default undefined (one partition)
    * @example
    * concurrencyLimit({ max: 4, key: (ctx) => ctx.options.tenant });
    */
   key?: (ctx: DispatchContext) => string | undefined;
   /**
-   * The most calls a partition lets wait: a call that finds this many waiting fails at once
-   * with `overloaded` (attempts 0), instead of waiting behind them (and timing out with them).
+   * The most calls a partition lets wait; one more fails at once with `overloaded`.
    * @default Infinity
    * @example
    * concurrencyLimit({ max: 4, maxQueue: 32 });
    */
   maxQueue?: number;
   /**
-   * A pool of slots shared with other processes (e.g. `redisSlotStore`): a fleet-wide cap on
-   * top of `max`. A call takes its local slot first, then a permit from the store, holds both
-   * across retries (renewing the permit's lease) and gives both back when the inner layers settle.
+   * A pool of slots shared with other processes: a fleet-wide cap on top of `max`.
    * @default undefined (only the per-process cap)
    * @example
    * concurrencyLimit({ max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) });
    */
   store?: SlotStore;
   /**
-   * What a call does when the store cannot hand out a permit (`store_unavailable`): `'fail'`
-   * fails it closed, so the fleet cap holds; `'local'` runs it under the per-process cap alone.
+   * When the store cannot hand out a permit: `'fail'` closed, or run under the `'local'` cap alone.
    * @default 'fail'
    * @example
    * concurrencyLimit({ max: 4, store: slots, onStoreError: 'local' });
    */
   onStoreError?: 'fail' | 'local';
-  /**
-   * The time source for `concurrency.acquired`'s `waitedMs`, and the timers that renew a
-   * store permit's lease (when it has `setTimeout` and `clearTimeout`).
-   * @default systemClock
-   */
+  /** The time source for `waitedMs`, and the timers that renew a store permit. @default systemClock */
   clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimeout' | 'clearTimeout'>>;
 }
 
@@ -75,12 +61,8 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
 }
 
 /**
- * Lets at most `max` calls run the layers inside it at once (per `key`, when given); the others
- * wait in FIFO order and emit `concurrency.queued`, then `concurrency.acquired` (`waitedMs`) when
- * their turn comes, or fail `overloaded` at once when `maxQueue` are waiting already. A caller
- * that aborts while waiting leaves the queue at once with `cancelled`. The slot is held across
- * retries and freed as soon as the inner layers settle: after a timeout, even when the handler
- * ignores its signal and never settles.
+ * Lets at most `max` calls run the layers inside it at once (per `key`); the others wait in FIFO
+ * order (`concurrency.queued`, then `concurrency.acquired`), and the slot is held across retries.
  *
  * @example
  * createDispatcher([errorMapping(), toolLookup(registry), concurrencyLimit({ max: 4 })]);

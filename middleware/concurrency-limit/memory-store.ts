@@ -8,15 +8,9 @@ import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
 
 /** Options for `memorySlotStore`. */
 export interface MemorySlotStoreOptions {
-  /**
-   * The most permits held at once.
-   * @default 8
-   */
+  /** The most permits held at once. @default 8 */
   max?: number;
-  /**
-   * The pool's name, as `SlotStore.pool` reports it.
-   * @default 'default'
-   */
+  /** The pool's name, as `SlotStore.pool` reports it. @default 'default' */
   pool?: string;
 }
 
@@ -84,10 +78,7 @@ export class MemorySlotStore implements SlotStore {
 }
 
 /**
- * Makes the in-memory slot store: `max` permits, waiters served first in, first out, a waiter
- * that leaves the queue gone at once; every method answers synchronously. A permit is handed
- * straight to the first waiter on release, so nobody barges ahead of the queue. It is what
- * `concurrencyLimit` counts its own `max` with.
+ * Makes the in-memory slot store: `max` permits handed first in, first out, synchronously.
  *
  * @example
  * const slots = memorySlotStore({ max: 4 });

@@ -1,10 +1,7 @@
 /**
- * The default stack, fused: its layers' common path run as plain calls around the one attempt
- * step. defaultStack() registers its layers with this runner (src/stack-runner.ts), which runs
- * them from their own parts while the call stays on the common path: no idempotency key, a
- * synchronous validator, a free slot, a first attempt that succeeds. Anything else continues
- * through the onion from the layer it reached, so queueing, deduplication and every retry after
- * the first keep a single implementation.
+ * The default stack, fused: its layers' common path (no idempotency key, a synchronous validator,
+ * a free slot, a first attempt that succeeds) run as plain calls around the one attempt step;
+ * anything else continues through the onion from the layer it reached.
  * @module
  */
 
@@ -89,45 +86,26 @@ interface Onions {
 }
 
 function onionsOf(parts: DefaultStackParts): Onions {
-  const { budgetGuard, idempotency, breaker, concurrencyLimit, retry, timeout } = parts;
-  const fromBreaker = breaker === undefined ? [] : [breaker];
-  const guards = [
-    ...parts.rateLimits.map((part) => part.layer),
-    ...parts.windowedBudgets.map((part) => part.layer),
+  const { approvalGate, breaker } = parts;
+  const rateLimits = parts.rateLimits.map((part) => part.layer);
+  const perAttempt = [...rateLimits, ...parts.windowedBudgets.map((part) => part.layer), parts.timeout.layer];
+  const fromRetry = [parts.retry.layer, ...perAttempt];
+  const fromConcurrency = [parts.concurrencyLimit.layer, ...fromRetry];
+  const fromIdempotency = [
+    parts.idempotency,
+    ...(breaker === undefined ? [] : [breaker]),
+    ...fromConcurrency,
   ];
-  const perAttempt = [...guards, timeout.layer];
-  const fromBudget = composeWithAttempt([
-    budgetGuard.layer,
-    idempotency,
-    ...fromBreaker,
-    concurrencyLimit.layer,
-    retry.layer,
-    ...perAttempt,
-  ]);
-  const gate = parts.approvalGate?.layer;
+  const fromBudget = composeWithAttempt([parts.budgetGuard.layer, ...fromIdempotency]);
   return {
     fromGate:
-      gate === undefined
+      approvalGate === undefined
         ? fromBudget
-        : composeWithAttempt([
-            gate,
-            budgetGuard.layer,
-            idempotency,
-            ...fromBreaker,
-            concurrencyLimit.layer,
-            retry.layer,
-            ...perAttempt,
-          ]),
+        : composeWithAttempt([approvalGate.layer, parts.budgetGuard.layer, ...fromIdempotency]),
     fromBudget,
-    fromIdempotency: composeWithAttempt([
-      idempotency,
-      ...fromBreaker,
-      concurrencyLimit.layer,
-      retry.layer,
-      ...perAttempt,
-    ]),
-    fromConcurrency: composeWithAttempt([concurrencyLimit.layer, retry.layer, ...perAttempt]),
-    fromRetry: composeWithAttempt([retry.layer, ...perAttempt]),
+    fromIdempotency: composeWithAttempt(fromIdempotency),
+    fromConcurrency: composeWithAttempt(fromConcurrency),
+    fromRetry: composeWithAttempt(fromRetry),
     insideRetry: composeWithAttempt(perAttempt),
   };
 }
@@ -247,15 +225,13 @@ class FusedStack {
 
   // Ends with `running`, freeing the slot first when the call holds one.
   #follow(running: Promise<void>, done: Done, slot: Entry | undefined): void {
+    const end = (failed: boolean, error?: unknown) => {
+      slot?.release();
+      done(failed, error);
+    };
     running.then(
-      () => {
-        slot?.release();
-        done(false);
-      },
-      (error: unknown) => {
-        slot?.release();
-        done(true, error);
-      },
+      () => end(false),
+      (error: unknown) => end(true, error),
     );
   }
 
@@ -286,9 +262,7 @@ class FusedStack {
     );
   }
 
-  // An outcome known while dispatch() still runs is reported a microtask later, as through the
-  // onion: its events never fire inside the dispatch() call (a listener that dispatches again
-  // must not nest, call after call), and a caller that aborts in the same turn is heard first.
+  // Reported a microtask later, as through the onion: a listener that dispatches again never nests.
   #failSoon(ctx: CallContext, error: unknown, report: Report): void {
     queueMicrotask(() => report(failWith(ctx, error, this.#finish)));
   }

@@ -32,46 +32,27 @@ export interface DefaultStackOptions {
   idempotency?: IdempotencyOptions;
   /** Options for `concurrencyLimit`. */
   concurrency?: ConcurrencyLimitOptions;
-  /**
-   * A layer placed between `idempotency` and `concurrencyLimit`, such as a `circuitBreaker()`:
-   * it judges every attempt of a call, is skipped by cache hits and followers of a key, and is
-   * passed before a call queues for a slot. The stack keeps its fast runner.
-   */
+  /** A layer placed between `idempotency` and `concurrencyLimit`, such as a `circuitBreaker()`. */
   breaker?: Middleware;
   /** Options for `retry`. */
   retry?: RetryOptions;
-  /**
-   * `rateLimit` layers (one per options object), between `retry` and `timeout`: each attempt
-   * waits for its tokens within its own timeout. None by default.
-   */
+  /** `rateLimit` layers (one per options object), between `retry` and `timeout`. @default none */
   rateLimit?: RateLimitOptions | readonly RateLimitOptions[];
-  /**
-   * `windowedBudget` layers (one per options object), after the rate limits: each attempt's
-   * cost is reserved before its handler runs. None by default.
-   */
+  /** `windowedBudget` layers (one per options object), after the rate limits. @default none */
   windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
-  /**
-   * An `approvalGate()`, placed after schema validation and before the budget guard. The stack
-   * keeps its fast runner.
-   */
+  /** An `approvalGate()`, placed after schema validation and before the budget guard. */
   approval?: Middleware;
-  /** An `outputGuard()`, placed right inside error mapping. The stack keeps its fast runner. */
+  /** An `outputGuard()`, placed right inside error mapping. */
   output?: Middleware;
 }
 
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
  * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
- * retry, (rate limits, windowed budgets), timeout; a tool's `outputSchema` is checked even without
- * an output guard. The dispatcher runs
- * these layers fused (the same behaviour, fewer promises) wherever they end a stack, so layers
- * put in front of them (tracing, logging) keep the fast path, and so does a `breaker` given here.
- *
- * Stores are the layers' own options: `idempotency: { store }` and `concurrency: { max, store }`
- * share keys and a fleet-wide pool across processes; a step whose store answers with a promise
- * runs through the onion, and without stores the fast runner is exactly as before.
+ * retry, (rate limits, windowed budgets), timeout. The dispatcher runs these layers fused wherever
+ * they end a stack.
  *
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);

@@ -12,21 +12,15 @@ import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 
 /** Options for `schemaValidation`. */
 export interface SchemaValidationOptions {
-  /**
-   * How deeply args may nest before they are rejected unread, which keeps hostile input from
-   * exhausting the stack of a validator.
-   * @default 64
-   */
+  /** How deeply args may nest before they are rejected unread. @default 64 */
   maxDepth?: number;
 }
 
 /**
- * Validates `ctx.args` with the tool's `inputSchema` and replaces them with the parsed value.
- * Args that are not an object, contain a cycle or nest too deeply, and args the schema rejects,
- * fail with `schema` and 0 attempts; the message lists every issue with its path. Never retried.
+ * Validates `ctx.args` with the tool's `inputSchema` and replaces them with the parsed value;
+ * bad args fail with `schema` and 0 attempts, every issue listed with its path.
  *
  * @example
- * // dispatch('search.web', { query: 42 }) → kind 'schema', message 'Invalid args for "search.web": query: Invalid input: expected string, received number'
  * createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
  */
 export function schemaValidation(options?: SchemaValidationOptions): Middleware {
@@ -89,9 +83,7 @@ function accept(
   toolName: string,
   result: StandardSchemaV1.Result<unknown>,
 ): DispatchError | undefined {
-  if (result.issues !== undefined) {
-    return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
-  }
+  if (result.issues !== undefined) return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
   ctx.args = result.value;
   return undefined;
 }

@@ -15,20 +15,13 @@ export interface TimeoutOptions {
    * @default 30_000
    */
   defaultMs?: number;
-  /**
-   * The time source and timers used; an injected clock has its timers set at once.
-   * @default systemClock
-   */
+  /** The time source and timers used; an injected clock has its timers set at once. @default systemClock */
   clock?: DeadlineClock;
 }
 
 /**
- * Gives each attempt its own deadline: the call's `timeoutMs`, else the tool's, else
- * `defaultMs`. When it passes, `dispatch.timeout` is emitted, `ctx.signal` aborts and the
- * handler's attempt fails with `timeout` at once, whatever the handler does; its late outcome is
- * ignored. Layers between this one and the attempt end through `ctx.signal` (cooperatively). A
- * caller abort ends the attempt at once with `cancelled`. Deadlines beyond a Node timer's range
- * (about 24.8 days) count as none.
+ * Gives each attempt its own deadline (the call's `timeoutMs`, else the tool's, else `defaultMs`);
+ * when it passes, the attempt fails with `timeout` at once, whatever the handler does.
  *
  * @example
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);

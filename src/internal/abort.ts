@@ -20,9 +20,8 @@ interface FanOut {
 const fanOuts = new WeakMap<AbortSignal, FanOut>();
 
 /**
- * Calls `callback` once when `signal` aborts and returns a function that unsubscribes. Does
- * nothing for `neverAborted`. A signal that has already aborted calls back in
- * a microtask: an abort that happened while the subscriber was still setting up is not missed.
+ * Calls `callback` once when `signal` aborts (in a microtask when it already has) and returns a
+ * function that unsubscribes.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   if (signal === neverAborted) return noop;

@@ -1,13 +1,6 @@
 /**
- * Attempt deadlines, one per attempt: the lists behind `ctx.limit`.
- *
- * - a deadline is only armed at the end of the tick it starts in: an attempt that settles within
- *   that tick (an in-memory tool, a cache, a handler that answers at once) never needs a timer;
- * - armed deadlines of the same duration expire in the order they started, so each duration keeps
- *   them in a linked list served by a single Node timer, set for the earliest one; while that list
- *   is not empty, a new deadline joins it at once (a busy dispatcher needs no end-of-tick work).
- * A deadline is measured from its start either way, so arming it late never lengthens it, and
- * when nothing is armed no timer is left to keep the process alive.
+ * Attempt deadlines, the lists behind `ctx.limit`: armed at the end of the tick they start in,
+ * one timer per duration for a list in start order, always measured from their start.
  * @module
  */
 

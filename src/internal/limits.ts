@@ -1,7 +1,5 @@
 /**
  * The limits a layer puts on the layers inside it (`ctx.limit`): a deadline, a signal, or both.
- * A limit ends once, when its deadline passes or what it watches stops, and tells whoever waits
- * on it; its `AbortSignal` is only built when someone reads it.
  * @module
  */
 
@@ -137,9 +135,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
       new DispatchError(
         'timeout',
         `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`,
-        {
-          attempts: ctx.attempt,
-        },
+        { attempts: ctx.attempt },
       ),
     );
     ctx.emit('dispatch.timeout', { timeoutMs: this.ms });

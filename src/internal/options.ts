@@ -33,9 +33,7 @@ export function requireNumber(
 
 /** Throws unless `value` is a function. */
 export function requireFunction<T>(name: string, value: T): T {
-  if (typeof value !== 'function') {
-    throw new TypeError(`${name} must be a function, got ${typeof value}`);
-  }
+  if (typeof value !== 'function') throw new TypeError(`${name} must be a function, got ${typeof value}`);
   return value;
 }
 

@@ -8,9 +8,8 @@ import { DispatchError } from '../errors.js';
 import type { DispatchContext } from '../types.js';
 
 /**
- * Parses `ctx.args` in place when they are still the JSON text `dispatchJson` received; returns
- * the `schema` envelope for text that is not JSON. Whichever step comes first (the schema layer,
- * else the attempt step) parses them, so a handler never sees the text's wrapper.
+ * Parses `ctx.args` in place when they are still `dispatchJson`'s text; returns the `schema`
+ * envelope for text that is not JSON.
  */
 export function parseJsonArgs(ctx: DispatchContext): DispatchError | undefined {
   const { args } = ctx;
