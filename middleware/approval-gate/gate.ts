@@ -194,8 +194,10 @@ export class ApprovalLoop {
           { action: 'allow', source: 'token', reason: `approved by ${record.approvedBy ?? 'a reviewer'}` },
           true,
         );
-        // A redeemed token runs under a key, so that delivering it twice runs the handler once.
-        if (call.idempotencyKey === undefined) runUnderKey(ctx, `approval:${token}`);
+        // A redeemed token runs under a key, so that delivering it twice runs the handler once;
+        // its outcome is kept while the token can be redeemed (twice its life, so that a store
+        // whose clock runs behind ours is covered), after which a delivery asks anew.
+        runUnderKey(ctx, call.idempotencyKey ?? `approval:${token}`, 2 * this.policy.ttlMs);
         return undefined;
       },
     );
@@ -325,9 +327,15 @@ function denied(ctx: DispatchContext, reason: string): DispatchError {
   return new DispatchError('approval_denied', `"${ctx.displayName}" was denied: ${reason}; it has not run`);
 }
 
-// The call runs under `key` from here in: the idempotency layer and the handler see it.
-function runUnderKey(ctx: DispatchContext, key: string): void {
-  const options: DispatchOptions = { ...ctx.options, idempotencyKey: key };
+// The call runs under `key` from here in, its outcome kept at least `keepMs`: the idempotency
+// layer and the handler see both.
+function runUnderKey(ctx: DispatchContext, key: string, keepMs: number): void {
+  const given = ctx.options.idempotencyTtlMs;
+  const options: DispatchOptions = {
+    ...ctx.options,
+    idempotencyKey: key,
+    idempotencyTtlMs: given === undefined ? keepMs : Math.max(given, keepMs),
+  };
   (ctx as { options: DispatchOptions }).options = options;
 }
 
