@@ -316,11 +316,26 @@ function required_(ctx: DispatchContext, record: ApprovalRecord): DispatchError 
     reason: record.reason,
     expiresAt: record.expiresAt,
   };
-  return new DispatchError(
-    'approval_required',
-    `"${ctx.displayName}" needs a person's approval before it runs (${record.reason}); it has not run`,
-    { approval },
+  return withoutStack(
+    () =>
+      new DispatchError(
+        'approval_required',
+        `"${ctx.displayName}" needs a person's approval before it runs (${record.reason}); it has not run`,
+        { approval },
+      ),
   );
+}
+
+// A paused call is an answer, not a fault: nobody reads where its envelope was made, so it is made
+// without a stack trace.
+function withoutStack<Made>(make: () => Made): Made {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 function denied(ctx: DispatchContext, reason: string): DispatchError {
