@@ -56,11 +56,24 @@ describe('createRedactor', () => {
     expect(() => createRedactor({ builtins: 'yes' as unknown as boolean })).toThrow(/builtins/);
   });
 
+  it('finds a JWT only with its two dots, and one right after a run that is none', () => {
+    expect(redactor.redact('eyJhZWFk.cGF5bG9hZA')).toBe('eyJhZWFk.cGF5bG9hZA');
+    expect(redactor.redact('eyJhZWFk.cGF5bG9hZA.')).toBe('[REDACTED:jwt]');
+    expect(redactor.redact(`eyJ${'a'.repeat(5_000)} eyJh.eyJp.c2ln x`)).toBe(
+      `eyJ${'a'.repeat(5_000)} [REDACTED:jwt] x`,
+    );
+    expect(redactor.redact(`eyJa.${'b'.repeat(5_000)} eyJh.eyJp.c2ln`)).toBe(
+      `eyJa.${'b'.repeat(5_000)} [REDACTED:jwt]`,
+    );
+  });
+
   it('scans hostile input in linear steps: eyJ and a run of token characters', () => {
     // A quadratic scan of 1 MB would take minutes; this asserts the result, and the test's own
     // timeout guards the time.
     const hostile = `eyJ${'a'.repeat(1_000_000)}`;
     expect(redactor.redact(hostile)).toBe(hostile);
+    const halfJwt = `eyJa.${'a'.repeat(1_000_000)}`;
+    expect(redactor.redact(halfJwt)).toBe(halfJwt);
     const repeated = 'eyJ'.repeat(300_000);
     expect(redactor.redact(repeated)).toBe(repeated);
     const pem = '-----BEGIN PRIVATE KEY-----'.repeat(30_000);
