@@ -54,6 +54,7 @@ const allowedBy = (source: string): Sourced & { enforced: true } =>
 const allowOverride = allowedBy('override');
 const allowTool = allowedBy('tool');
 const allowAnnotations = allowedBy('annotations');
+const allowFallback = allowedBy('fallback');
 const actions = new Set<string>(['allow', 'deny', 'require']);
 
 /** The gate's loop: judges each call, then lets it through, refuses it or pauses it. */
@@ -74,10 +75,18 @@ export class ApprovalLoop {
     const { tool } = ctx;
     if (tool === undefined)
       return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
+    // A tool its own fixed rules let through costs a lookup or two and builds nothing.
+    if (this.policy.decide === undefined && this.policy.mode === 'enforce') {
+      const fixed = this.fixedVerdict(tool);
+      if (fixed !== undefined) {
+        ctx.emit('approval.decision', fixed);
+        return undefined;
+      }
+    }
     let call: ApprovalCall | undefined;
     const callOf = (): ApprovalCall =>
       (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
-    // A tool its own rules let through costs a lookup or two and builds nothing.
+    // A rule that answers at once lets a call through without a promise.
     const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
     if (
       quick !== undefined &&
@@ -94,6 +103,19 @@ export class ApprovalLoop {
     return Promise.resolve(verdict).then((given) => this.enforce(ctx, callOf(), given));
   }
 
+  // The verdict of the rules that need no args, when they let the call through.
+  private fixedVerdict(tool: Tool): (Sourced & { enforced: true }) | undefined {
+    const override = this.policy.overrides.get(tool.name);
+    if (override !== undefined) return override ? undefined : allowOverride;
+    const rule = tool.requiresApproval;
+    if (rule === false) return allowTool;
+    if (rule !== undefined) return undefined;
+    const hints = tool.annotations;
+    if (hints !== undefined)
+      return hints.readOnlyHint === true || hints.destructiveHint === false ? allowAnnotations : undefined;
+    return this.policy.fallback === 'allow' ? allowFallback : undefined;
+  }
+
   private byDefault(tool: Tool, callOf: () => ApprovalCall): Sourced | Promise<Sourced> {
     const override = this.policy.overrides.get(tool.name);
     if (override !== undefined)
@@ -108,7 +130,7 @@ export class ApprovalLoop {
       return required('annotations', 'its annotations say it may change or destroy data');
     }
     const { fallback } = this.policy;
-    if (fallback === 'allow') return allowedBy('fallback');
+    if (fallback === 'allow') return allowFallback;
     return { action: fallback, source: 'fallback', reason: 'the tool declares no approval rule' };
   }
 

@@ -67,7 +67,10 @@ export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware
   const step: OutputStep = (ctx) => {
     const { outcome } = ctx;
     if (outcome?.ok !== true || outcome.modelCopy !== undefined) return undefined;
-    const whole = render(outcome.result);
+    // A number, boolean, null or nothing renders shorter than the least maxChars.
+    const given = outcome.result;
+    if (typeof given !== 'string' && (typeof given !== 'object' || given === null)) return undefined;
+    const whole = render(given);
     if (whole.length <= maxChars) return undefined;
     const result = ctx.redactor === undefined ? outcome.result : ctx.redactor.redactValue(outcome.result);
     const text = ctx.redactor === undefined ? whole : render(result);
