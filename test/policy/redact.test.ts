@@ -1,7 +1,7 @@
 // The redactor: built-in secret shapes, your own patterns, values, and linear time on hostile input.
 
 import { describe, expect, it } from 'vitest';
-import { createRedactor, DispatchError } from '../../index.js';
+import { createDispatcher, createRedactor, DispatchError } from '../../index.js';
 import { secrets } from '../helpers/secrets.js';
 
 describe('createRedactor', () => {
@@ -49,6 +49,15 @@ describe('createRedactor', () => {
     const clean = redactor.redactValue(envelope);
     expect(clean.message).toBe('failed with [REDACTED:api_key]');
     expect([clean.kind, clean.attempts, clean.cause]).toEqual(['internal', 2, undefined]);
+  });
+
+  it('is refused by createDispatcher when redact is no redactor, with a TypeError naming it', () => {
+    for (const redact of ['yes', {}, { redact: (text: string) => text }]) {
+      expect(() => createDispatcher([], { redact: redact as never })).toThrow(
+        new TypeError(`redact must be a redactor from createRedactor(), got ${String(redact)}`),
+      );
+    }
+    expect(() => createDispatcher([], { redact: createRedactor() })).not.toThrow();
   });
 
   it('throws a TypeError naming a bad pattern or builtins', () => {
