@@ -49,13 +49,17 @@ export interface Redactor {
 // longer run of token characters), so each run is scanned from one place: linear in the text.
 const token = '[A-Za-z0-9_-]';
 const startsToken = (literal: string) => `${literal}(?<!${token}${literal})`;
+// A run of token characters taken whole, never given back: a lookahead is atomic, and the
+// backreference then consumes what it saw. Without it, a run with no `.` after it would be
+// retried at every shorter length.
+const wholeRun = (name: string) => `(?=(?<${name}>${token}+))\\k<${name}>`;
 
 const builtinPatterns: readonly (readonly [name: string, source: string])[] = [
   [
     'private_key',
     '-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[A-Za-z0-9+/=\\s]*(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?',
   ],
-  ['jwt', `${startsToken('eyJ')}${token}+\\.${token}+\\.${token}*`],
+  ['jwt', `${startsToken('eyJ')}${wholeRun('jwt_header')}\\.${wholeRun('jwt_payload')}\\.${token}*`],
   ['api_key', `${startsToken('sk-')}${token}{20,}`],
   ['aws_key', '(?:AKIA|ASIA)(?<![A-Za-z0-9](?:AKIA|ASIA))[A-Z0-9]{16}(?![A-Za-z0-9])'],
   [

@@ -4,6 +4,7 @@
  */
 
 import { createMiddleware } from 'langchain';
+import { reviewCalls, reviewKey, reviewOf, reviewState } from './approvals.js';
 import { withInvalidCallsMoved } from './invalid-calls.js';
 import { readOptions, type LangChainToolsOptions } from './options.js';
 import { runCall } from './run-call.js';
@@ -22,6 +23,11 @@ import { langChainTools } from './to-langchain-tools.js';
  * `schema` envelope. Calls to the agent's other tools pass through to LangChain. Put it last in
  * `middleware`, so the others wrap it.
  *
+ * With `approvals: gate` (and a checkpointer), the calls of a model turn that the gate requires
+ * raise one interrupt shaped as `humanInTheLoopMiddleware`'s: `{ actionRequests, reviewConfigs }`,
+ * resumed by `new Command({ resume: { decisions } })` with one `approve`, `edit` or `reject` per
+ * action request, in order.
+ *
  * @throws TypeError for a bad option, or two tools whose names map to the same wire name.
  * @example
  * const agent = createAgent({
@@ -33,12 +39,30 @@ import { langChainTools } from './to-langchain-tools.js';
 export function dispatcherMiddleware(options: LangChainToolsOptions) {
   const settings = readOptions('dispatcherMiddleware', options);
   const ours = (wire: string) => settings.offered.has(wire);
+  const { approvals } = settings;
   return createMiddleware({
     name: 'toolDispatcher',
+    stateSchema: reviewState,
     tools: langChainTools(settings),
-    afterModel: (state) => {
-      const moved = withInvalidCallsMoved(state.messages.at(-1), ours);
-      return moved === undefined ? undefined : { messages: [moved] };
+    afterModel: async (state, runtime) => {
+      const last = state.messages.at(-1);
+      const moved = withInvalidCallsMoved(last, ours);
+      if (approvals === undefined) return moved === undefined ? undefined : { messages: [moved] };
+      // Run again from the start when resumed: the interrupt then returns the decisions.
+      const { message, reviews } = await reviewCalls(
+        approvals,
+        settings.offered,
+        moved ?? last,
+        runtime.interrupt as Parameters<typeof reviewCalls>[3],
+      );
+      const rewritten = message ?? moved;
+      const stale = Object.keys(state[reviewKey] ?? {}).length > 0;
+      // Each turn's reviews replace the last turn's, whose call ids a provider may reuse.
+      if (rewritten === undefined && !stale && Object.keys(reviews).length === 0) return undefined;
+      return {
+        ...(rewritten === undefined ? {} : { messages: [rewritten] }),
+        [reviewKey]: reviews,
+      };
     },
     wrapToolCall: (request, handler) => {
       const { toolCall } = request;
@@ -48,7 +72,8 @@ export function dispatcherMiddleware(options: LangChainToolsOptions) {
       if (!ours(toolCall.name) && request.tool !== undefined) return handler(request);
       // The runtime is LangChain's; a request built by hand may lack it.
       const runtime = request.runtime as typeof request.runtime | undefined;
-      return runCall(settings, toolCall, runtime?.signal, runtime);
+      const review = approvals === undefined ? undefined : reviewOf(request.state, toolCall.id);
+      return runCall(settings, toolCall, runtime?.signal, runtime, review);
     },
   });
 }

@@ -5,6 +5,7 @@
 
 import {
   createNameMap,
+  type ApprovalGate,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
@@ -58,6 +59,15 @@ export interface LangChainToolsOptions {
    * @default 2000
    */
   maxLength?: number;
+  /**
+   * The dispatcher's `approvalGate()` (`dispatcherMiddleware` only): a call it requires raises
+   * one interrupt shaped as `humanInTheLoopMiddleware`'s after the model turn (the agent needs a
+   * checkpointer); resumed with `{ decisions }`, an `approve` runs the call with
+   * `{ approval: { approvedBy } }`, an `edit` runs the edited args (validated again), a `reject` is
+   * `approval_denied` with the reviewer's message as the reason.
+   * @default undefined (the gate answers a gated call `approval_required` itself)
+   */
+  approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
 
 /** The checked options, with the name map built. */
@@ -72,6 +82,7 @@ export interface Settings {
   readonly keyByCallId: boolean;
   readonly base: DispatchOptions;
   readonly maxLength: number;
+  readonly approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
 }
 
 /** Reads and checks `options` for the factory called `caller`. */
@@ -88,6 +99,7 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
     budget,
     timeoutMs,
     maxLength = 2000,
+    approvals,
   } = options;
   if (typeof registry?.list !== 'function')
     throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
@@ -126,6 +138,9 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
       `${caller}(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`,
     );
   }
+  if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
+    throw new TypeError(`${caller}(): approvals must be an approvalGate()`);
+  }
   const listings = registry.list();
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
@@ -152,6 +167,7 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
     keyByCallId,
     base,
     maxLength,
+    approvals,
   };
 }
 

@@ -5,6 +5,7 @@
 
 import { ToolMessage } from '@langchain/core/messages';
 import { DispatchError, providerCallOptions, toolAnswer, type Outcome } from '../../index.js';
+import type { Review } from './approvals.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';
 
@@ -21,12 +22,15 @@ export interface LangChainCall {
  * outcome itself as the `artifact` (LangChain keeps artifacts out of the model's view). A name
  * this set did not offer is answered `not_found` without dispatching it. The artifact survives
  * `JSON.stringify` (a checkpointer saves it): a result that would not is its JSON-safe copy.
+ * A `review` from the approval interrupt runs the call as approved by the host, or answers it
+ * `approval_denied` (rejected) or `schema` (an edit that is no edit of this call) without a run.
  */
 export async function runCall(
   settings: Settings,
   call: LangChainCall,
   signal: unknown,
   runtime: LangChainScopeRuntime | undefined,
+  review?: Review,
 ): Promise<ToolMessage> {
   const wire = typeof call.name === 'string' ? call.name : '';
   const toolName = settings.offered.get(wire);
@@ -39,10 +43,15 @@ export async function runCall(
     base: settings.base,
     displayName: wire,
   });
+  if (review !== undefined && 'approvedBy' in review) options.approval = { approvedBy: review.approvedBy };
   const outcome =
     toolName === undefined
       ? new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`)
-      : await dispatch(settings, toolName, call.args, options);
+      : review !== undefined && 'rejected' in review
+        ? new DispatchError('approval_denied', `"${wire}" was denied: ${review.rejected}; it has not run`)
+        : review !== undefined && 'badEdit' in review
+          ? new DispatchError('schema', review.badEdit)
+          : await dispatch(settings, toolName, call.args, options);
   const answer = toolAnswer(outcome, {
     maxLength: settings.maxLength,
     displayName: wire,

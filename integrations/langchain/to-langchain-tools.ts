@@ -25,14 +25,20 @@ interface ToolRuntimeConfig extends LangChainScopeRuntime {
  * runnable; each returns the `ToolMessage` of its dispatch. The second choice after
  * `dispatcherMiddleware`: LangChain checks the args against the JSON Schema before the tool
  * runs, so a bad call gets LangChain's text (with a stack trace) rather than our `schema`
- * envelope, and an unknown tool LangChain's "is not a valid tool".
+ * envelope, and an unknown tool LangChain's "is not a valid tool". Approvals need the middleware.
  *
- * @throws TypeError for a bad option, or two tools whose names map to the same wire name.
+ * @throws TypeError for a bad option, `approvals` (the middleware's alone), or two tools whose
+ * names map to the same wire name.
  * @example
  * const agent = createAgent({ model, tools: toLangChainTools({ registry, dispatcher, idempotencyScope: runId }) });
  */
 export function toLangChainTools(options: LangChainToolsOptions): DynamicStructuredTool[] {
-  return langChainTools(readOptions('toLangChainTools', options));
+  const settings = readOptions('toLangChainTools', options);
+  // Plain tools have no turn to interrupt after; silently ignoring the gate would hide that.
+  if (settings.approvals !== undefined) {
+    throw new TypeError('toLangChainTools(): approvals needs dispatcherMiddleware(), which can interrupt');
+  }
+  return langChainTools(settings);
 }
 
 /** The tools for already-checked settings (the middleware carries the same ones). */

@@ -54,6 +54,7 @@ const allowedBy = (source: string): Sourced & { enforced: true } =>
 const allowOverride = allowedBy('override');
 const allowTool = allowedBy('tool');
 const allowAnnotations = allowedBy('annotations');
+const allowFallback = allowedBy('fallback');
 const actions = new Set<string>(['allow', 'deny', 'require']);
 
 /** The gate's loop: judges each call, then lets it through, refuses it or pauses it. */
@@ -74,10 +75,18 @@ export class ApprovalLoop {
     const { tool } = ctx;
     if (tool === undefined)
       return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
+    // A tool its own fixed rules let through costs a lookup or two and builds nothing.
+    if (this.policy.decide === undefined && this.policy.mode === 'enforce') {
+      const fixed = this.fixedVerdict(tool);
+      if (fixed !== undefined) {
+        ctx.emit('approval.decision', fixed);
+        return undefined;
+      }
+    }
     let call: ApprovalCall | undefined;
     const callOf = (): ApprovalCall =>
       (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
-    // A tool its own rules let through costs a lookup or two and builds nothing.
+    // A rule that answers at once lets a call through without a promise.
     const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
     if (
       quick !== undefined &&
@@ -94,6 +103,19 @@ export class ApprovalLoop {
     return Promise.resolve(verdict).then((given) => this.enforce(ctx, callOf(), given));
   }
 
+  // The verdict of the rules that need no args, when they let the call through.
+  private fixedVerdict(tool: Tool): (Sourced & { enforced: true }) | undefined {
+    const override = this.policy.overrides.get(tool.name);
+    if (override !== undefined) return override ? undefined : allowOverride;
+    const rule = tool.requiresApproval;
+    if (rule === false) return allowTool;
+    if (rule !== undefined) return undefined;
+    const hints = tool.annotations;
+    if (hints !== undefined)
+      return hints.readOnlyHint === true || hints.destructiveHint === false ? allowAnnotations : undefined;
+    return this.policy.fallback === 'allow' ? allowFallback : undefined;
+  }
+
   private byDefault(tool: Tool, callOf: () => ApprovalCall): Sourced | Promise<Sourced> {
     const override = this.policy.overrides.get(tool.name);
     if (override !== undefined)
@@ -108,7 +130,7 @@ export class ApprovalLoop {
       return required('annotations', 'its annotations say it may change or destroy data');
     }
     const { fallback } = this.policy;
-    if (fallback === 'allow') return allowedBy('fallback');
+    if (fallback === 'allow') return allowFallback;
     return { action: fallback, source: 'fallback', reason: 'the tool declares no approval rule' };
   }
 
@@ -194,8 +216,10 @@ export class ApprovalLoop {
           { action: 'allow', source: 'token', reason: `approved by ${record.approvedBy ?? 'a reviewer'}` },
           true,
         );
-        // A redeemed token runs under a key, so that delivering it twice runs the handler once.
-        if (call.idempotencyKey === undefined) runUnderKey(ctx, `approval:${token}`);
+        // A redeemed token runs under a key, so that delivering it twice runs the handler once;
+        // its outcome is kept while the token can be redeemed (twice its life, so that a store
+        // whose clock runs behind ours is covered), after which a delivery asks anew.
+        runUnderKey(ctx, call.idempotencyKey ?? `approval:${token}`, 2 * this.policy.ttlMs);
         return undefined;
       },
     );
@@ -314,20 +338,41 @@ function required_(ctx: DispatchContext, record: ApprovalRecord): DispatchError 
     reason: record.reason,
     expiresAt: record.expiresAt,
   };
-  return new DispatchError(
-    'approval_required',
-    `"${ctx.displayName}" needs a person's approval before it runs (${record.reason}); it has not run`,
-    { approval },
+  return withoutStack(
+    () =>
+      new DispatchError(
+        'approval_required',
+        `"${ctx.displayName}" needs a person's approval before it runs (${record.reason}); it has not run`,
+        { approval },
+      ),
   );
+}
+
+// A paused call is an answer, not a fault: nobody reads where its envelope was made, so it is made
+// without a stack trace.
+function withoutStack<Made>(make: () => Made): Made {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 function denied(ctx: DispatchContext, reason: string): DispatchError {
   return new DispatchError('approval_denied', `"${ctx.displayName}" was denied: ${reason}; it has not run`);
 }
 
-// The call runs under `key` from here in: the idempotency layer and the handler see it.
-function runUnderKey(ctx: DispatchContext, key: string): void {
-  const options: DispatchOptions = { ...ctx.options, idempotencyKey: key };
+// The call runs under `key` from here in, its outcome kept at least `keepMs`: the idempotency
+// layer and the handler see both.
+function runUnderKey(ctx: DispatchContext, key: string, keepMs: number): void {
+  const given = ctx.options.idempotencyTtlMs;
+  const options: DispatchOptions = {
+    ...ctx.options,
+    idempotencyKey: key,
+    idempotencyTtlMs: given === undefined ? keepMs : Math.max(given, keepMs),
+  };
   (ctx as { options: DispatchOptions }).options = options;
 }
 

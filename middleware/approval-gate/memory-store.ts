@@ -34,9 +34,17 @@ export function memoryApprovalStore(options?: MemoryApprovalStoreOptions): Appro
   return new MemoryApprovalStore(maxEntries, clock);
 }
 
+interface Entry {
+  record: ApprovalRecord;
+  readonly callKey: string;
+}
+
 class MemoryApprovalStore implements ApprovalStore {
-  readonly #byToken = new Map<string, ApprovalRecord>();
+  readonly #byToken = new Map<string, Entry>();
   readonly #pendingByCall = new Map<string, string>();
+  // Tokens oldest first, read from #head on: evicting the oldest never walks the deleted ones.
+  #order: string[] = [];
+  #head = 0;
 
   constructor(
     private readonly maxEntries: number,
@@ -58,19 +66,22 @@ class MemoryApprovalStore implements ApprovalStore {
       expiresAt: this.clock.now() + request.ttlMs,
       status: 'pending',
     };
-    this.#byToken.set(record.token, record);
-    this.#pendingByCall.delete(request.callKey);
+    this.#byToken.set(record.token, { record, callKey: request.callKey });
+    this.#order.push(record.token);
+    // Tokens forgotten on expiry stay in the queue; drop them before it outgrows the store.
+    if (this.#order.length - this.#head > 2 * this.maxEntries) {
+      this.#order = this.#order.slice(this.#head).filter((token) => this.#byToken.has(token));
+      this.#head = 0;
+    }
     this.#pendingByCall.set(request.callKey, record.token);
-    if (this.#pendingByCall.size > this.maxEntries)
-      this.#pendingByCall.delete(this.#pendingByCall.keys().next().value as string);
     return { record, created: true };
   }
 
   get(token: string): ApprovalRecord | undefined {
-    const record = this.#byToken.get(token);
-    if (record === undefined) return undefined;
-    if (record.expiresAt > this.clock.now()) return record;
-    this.#byToken.delete(token);
+    const entry = this.#byToken.get(token);
+    if (entry === undefined) return undefined;
+    if (entry.record.expiresAt > this.clock.now()) return entry.record;
+    this.#forget(token, entry);
     return undefined;
   }
 
@@ -79,17 +90,32 @@ class MemoryApprovalStore implements ApprovalStore {
     if (record === undefined) return false;
     const status = answer.action === 'approve' ? 'approved' : 'denied';
     if (record.status !== 'pending') return record.status === status;
-    this.#byToken.set(
-      token,
+    (this.#byToken.get(token) as Entry).record =
       answer.action === 'approve'
         ? { ...record, status, approvedBy: answer.by }
-        : { ...record, status, deniedReason: answer.reason },
-    );
+        : { ...record, status, deniedReason: answer.reason };
     return true;
   }
 
+  #forget(token: string, entry: Entry): void {
+    this.#byToken.delete(token);
+    if (this.#pendingByCall.get(entry.callKey) === token) this.#pendingByCall.delete(entry.callKey);
+  }
+
   #evictOldest(): void {
-    const oldest = this.#byToken.keys().next().value;
-    if (oldest !== undefined) this.#byToken.delete(oldest);
+    const order = this.#order;
+    while (this.#head < order.length) {
+      const token = order[this.#head] as string;
+      this.#head += 1;
+      const entry = this.#byToken.get(token);
+      if (entry !== undefined) {
+        this.#forget(token, entry);
+        break;
+      }
+    }
+    if (this.#head * 2 > order.length) {
+      this.#order = order.slice(this.#head);
+      this.#head = 0;
+    }
   }
 }

@@ -67,12 +67,15 @@ export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware
   const step: OutputStep = (ctx) => {
     const { outcome } = ctx;
     if (outcome?.ok !== true || outcome.modelCopy !== undefined) return undefined;
-    const whole = render(outcome.result);
+    // A number, boolean, null or nothing renders shorter than the least maxChars.
+    const given = outcome.result;
+    if (typeof given !== 'string' && (typeof given !== 'object' || given === null)) return undefined;
+    const whole = render(given);
     if (whole.length <= maxChars) return undefined;
     const result = ctx.redactor === undefined ? outcome.result : ctx.redactor.redactValue(outcome.result);
     const text = ctx.redactor === undefined ? whole : render(result);
     const copy = (handle: string | undefined) => {
-      ctx.outcome = { ...outcome, result, modelCopy: cutCopy(text, maxChars, handle) };
+      ctx.outcome = { ...outcome, result, modelCopy: cutCopy(endsOf(result, text), maxChars, handle) };
       return undefined;
     };
     if (spill === undefined) return copy(undefined);
@@ -117,19 +120,34 @@ function render(result: unknown): string {
   }
 }
 
+/** A rendering's length, and its first or last characters. */
+export interface TextEnds {
+  /** The rendering's length. */
+  readonly length: number;
+  /** At least its first `chars` characters (or all of it), from its start. */
+  head(chars: number): string;
+  /** At least its last `chars` characters (or all of it), up to its end. */
+  tail(chars: number): string;
+}
+
 /**
- * `text` cut to at most `maxChars`: the head (two thirds of the room left by the notice), the
- * notice, and the tail (the other third).
+ * `text` (or a rendering known by its ends) cut to at most `maxChars`: the head (two thirds of the
+ * room left by the notice), the notice, and the tail (the other third).
  */
-export function cutCopy(text: string, maxChars: number, handle: string | undefined): ModelCopy {
-  const originalChars = text.length;
+export function cutCopy(text: string | TextEnds, maxChars: number, handle: string | undefined): ModelCopy {
+  const ends = typeof text === 'string' ? wholeText(text) : text;
+  const originalChars = ends.length;
   const where = handle === undefined ? '' : ` The whole result is kept as ${handle}.`;
   let notice = `\n[… cut: the result has ${originalChars} characters; this shows its start and end. Narrow the query (filter, fewer fields, a page) to see less at a time.${where}]\n`;
   if (notice.length > maxChars / 2) notice = `\n[… cut from ${originalChars} characters]\n`;
   const room = Math.max(0, maxChars - notice.length);
   const headChars = Math.floor((room * 2) / 3);
-  const head = sliceWhole(text, 0, headChars);
-  const tail = sliceWhole(text, originalChars - (room - headChars), originalChars);
+  const tailChars = room - headChars;
+  // One character more at each end, to see whether the cut splits a surrogate pair.
+  const headText = ends.head(headChars + 1);
+  const head = sliceWhole(headText, 0, Math.min(headChars, headText.length));
+  const tailText = ends.tail(tailChars + 1);
+  const tail = sliceWhole(tailText, Math.max(0, tailText.length - tailChars), tailText.length);
   const copy: { text: string; truncated: boolean; originalChars: number; handle?: string } = {
     // Joined into a flat string, so the copy holds none of the whole text it was cut from.
     text: [head, notice, tail].join(''),
@@ -155,4 +173,64 @@ function isHighSurrogate(code: number): boolean {
 
 function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
+}
+
+function wholeText(text: string): TextEnds {
+  return {
+    length: text.length,
+    head: () => text,
+    tail: () => text,
+  };
+}
+
+// The ends of a long array's JSON, read from the JSON of its first and last few items: reading
+// characters of the whole rendering would copy all of it first. Items whose own `toJSON` might
+// depend on their index are rendered whole, as is anything but an array.
+function endsOf(result: unknown, text: string): TextEnds {
+  if (
+    typeof result === 'string' ||
+    !Array.isArray(result) ||
+    result.length < 2 ||
+    typeof (result as { toJSON?: unknown }).toJSON === 'function'
+  ) {
+    return wholeText(text);
+  }
+  const items: readonly unknown[] = result;
+  const whole = wholeText(text);
+  const plain = (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      const item = items[i];
+      if (
+        typeof item === 'object' &&
+        item !== null &&
+        !(item instanceof Date) &&
+        typeof (item as { toJSON?: unknown }).toJSON === 'function'
+      ) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const part = (chars: number, fromEnd: boolean): string | undefined => {
+    for (let count = 1; count < items.length; count *= 2) {
+      const from = fromEnd ? items.length - count : 0;
+      if (!plain(from, from + count)) return undefined;
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(items.slice(from, from + count));
+      } catch {
+        return undefined;
+      }
+      if (json === undefined) return undefined;
+      // `[a,b` is how the whole starts; `c,d]` is how it ends.
+      const piece = fromEnd ? json.slice(1) : json.slice(0, -1);
+      if (piece.length >= chars) return piece;
+    }
+    return undefined;
+  };
+  return {
+    length: text.length,
+    head: (chars) => part(chars, false) ?? whole.head(chars),
+    tail: (chars) => part(chars, true) ?? whole.tail(chars),
+  };
 }

@@ -391,3 +391,48 @@ describe('approvalGate options', () => {
     expect(() => memoryApprovalStore({ maxEntries: 0 })).toThrow(/maxEntries/);
   });
 });
+
+describe('memoryApprovalStore', () => {
+  const request = (n: number) => ({
+    token: `t-${n}`,
+    callKey: `call-${n}`,
+    tool: 't',
+    fingerprint: 'f',
+    key: null,
+    callId: `c-${n}`,
+    reason: 'r',
+    ttlMs: 1_000,
+  });
+
+  it('evicts the oldest request first, and a call whose request was evicted asks anew', async () => {
+    const store = memoryApprovalStore({ maxEntries: 3 });
+    for (let n = 1; n <= 5; n++) await store.open(request(n));
+    expect(await Promise.all([1, 2, 3, 4, 5].map(async (n) => (await store.get(`t-${n}`))?.token))).toEqual([
+      undefined,
+      undefined,
+      't-3',
+      't-4',
+      't-5',
+    ]);
+    expect((await store.open({ ...request(1), token: 'again' })).created).toBe(true);
+    expect(await store.get('t-3')).toBeUndefined();
+  });
+
+  it('keeps the pending request of a call it still holds, after many evictions', async () => {
+    let now = 0;
+    const store = memoryApprovalStore({ maxEntries: 2, clock: { now: () => now } });
+    for (let n = 1; n <= 50; n++) {
+      await store.open(request(n));
+      // Every other request expires and is forgotten when read.
+      if (n % 2 === 0) {
+        now += 1_000;
+        expect(await store.get(`t-${n}`)).toBeUndefined();
+      }
+    }
+    const last = await store.open({ ...request(51), callKey: 'call-51' });
+    expect(await store.open({ ...request(52), callKey: 'call-51' })).toEqual({
+      record: last.record,
+      created: false,
+    });
+  });
+});

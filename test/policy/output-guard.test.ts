@@ -57,6 +57,37 @@ describe('outputGuard', () => {
     expect(toToolMessage(outcome)).toBe(copy?.text);
   });
 
+  it('cuts a long array exactly as it cuts the same array rendered as one string', async () => {
+    class Stamp {
+      constructor(readonly at: number) {}
+      toJSON(key: string) {
+        return `stamp ${this.at} at ${key}`;
+      }
+    }
+    const rows = Array.from({ length: 3_000 }, (_, i) => ({ id: i, note: `row ${i} 😀`, gone: undefined }));
+    const shapes: unknown[][] = [
+      rows,
+      [...rows, undefined, () => 1, null, new Date(0)],
+      // An item whose toJSON reads its index: rendered whole, never guessed.
+      [...rows, new Stamp(1)],
+      [new Stamp(0), ...rows],
+      ['x'.repeat(20_000), 'y'.repeat(20_000)],
+    ];
+    for (const shape of shapes) {
+      const asArray = await createDispatcher(
+        defaultStack({ registry: registryWith(shape), output: outputGuard({ maxChars: 1_000 }) }),
+      ).dispatch('big.read', {});
+      const asText = await createDispatcher(
+        defaultStack({
+          registry: registryWith(JSON.stringify(shape)),
+          output: outputGuard({ maxChars: 1_000 }),
+        }),
+      ).dispatch('big.read', {});
+      expect(success(asArray).modelCopy).toEqual(success(asText).modelCopy);
+      expect(success(asArray).result).toBe(shape);
+    }
+  });
+
   it('gives a short success no model copy', async () => {
     const dispatcher = createDispatcher(
       defaultStack({ registry: registryWith({ ok: 1 }), output: outputGuard() }),

@@ -1,7 +1,7 @@
 // The redactor: built-in secret shapes, your own patterns, values, and linear time on hostile input.
 
 import { describe, expect, it } from 'vitest';
-import { createRedactor, DispatchError } from '../../index.js';
+import { createDispatcher, createRedactor, DispatchError } from '../../index.js';
 import { secrets } from '../helpers/secrets.js';
 
 describe('createRedactor', () => {
@@ -51,9 +51,29 @@ describe('createRedactor', () => {
     expect([clean.kind, clean.attempts, clean.cause]).toEqual(['internal', 2, undefined]);
   });
 
+  it('is refused by createDispatcher when redact is no redactor, with a TypeError naming it', () => {
+    for (const redact of ['yes', {}, { redact: (text: string) => text }]) {
+      expect(() => createDispatcher([], { redact: redact as never })).toThrow(
+        new TypeError(`redact must be a redactor from createRedactor(), got ${String(redact)}`),
+      );
+    }
+    expect(() => createDispatcher([], { redact: createRedactor() })).not.toThrow();
+  });
+
   it('throws a TypeError naming a bad pattern or builtins', () => {
     expect(() => createRedactor({ patterns: ['sk-' as unknown as RegExp] })).toThrow(/patterns\[0\]/);
     expect(() => createRedactor({ builtins: 'yes' as unknown as boolean })).toThrow(/builtins/);
+  });
+
+  it('finds a JWT only with its two dots, and one right after a run that is none', () => {
+    expect(redactor.redact('eyJhZWFk.cGF5bG9hZA')).toBe('eyJhZWFk.cGF5bG9hZA');
+    expect(redactor.redact('eyJhZWFk.cGF5bG9hZA.')).toBe('[REDACTED:jwt]');
+    expect(redactor.redact(`eyJ${'a'.repeat(5_000)} eyJh.eyJp.c2ln x`)).toBe(
+      `eyJ${'a'.repeat(5_000)} [REDACTED:jwt] x`,
+    );
+    expect(redactor.redact(`eyJa.${'b'.repeat(5_000)} eyJh.eyJp.c2ln`)).toBe(
+      `eyJa.${'b'.repeat(5_000)} [REDACTED:jwt]`,
+    );
   });
 
   it('scans hostile input in linear steps: eyJ and a run of token characters', () => {
@@ -61,6 +81,8 @@ describe('createRedactor', () => {
     // timeout guards the time.
     const hostile = `eyJ${'a'.repeat(1_000_000)}`;
     expect(redactor.redact(hostile)).toBe(hostile);
+    const halfJwt = `eyJa.${'a'.repeat(1_000_000)}`;
+    expect(redactor.redact(halfJwt)).toBe(halfJwt);
     const repeated = 'eyJ'.repeat(300_000);
     expect(redactor.redact(repeated)).toBe(repeated);
     const pem = '-----BEGIN PRIVATE KEY-----'.repeat(30_000);
