@@ -25,7 +25,14 @@ import {
 } from '../../index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { approvalMetaKey, envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import {
+  approvalMetaKey,
+  envelopeOf,
+  errorMetaKey,
+  idempotencyKeyMetaKey,
+  receiptMetaKey,
+  type McpReceipt,
+} from './envelope.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { traceMetaOf, withTraceMeta } from './trace-context.js';
@@ -366,7 +373,7 @@ async function callTool(
     );
     return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
   }
-  const call: Call = { toolName, wireName, args, key, meta, approval };
+  const call: Call = { toolName, wireName, args, key, meta, approval, receipt: key !== undefined };
   const listing = tasks === undefined ? undefined : lookup.listing(toolName);
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
     return runCall(call, request, settings);
@@ -391,10 +398,12 @@ interface Call {
   key: string | undefined;
   meta: Record<string, unknown> | undefined;
   approval: string | undefined;
+  /** Whether the result carries `_meta[receiptMetaKey]` (the caller sent the key). */
+  receipt: boolean;
 }
 
 async function runCall(call: Call, request: CallRequest, settings: ServeSettings): Promise<CallToolResult> {
-  const { dispatcher, maxMessageLength, formatResult, dispatchOptions, approvals, registry } = settings;
+  const { dispatcher, dispatchOptions, approvals } = settings;
   const { toolName, wireName, args, key, meta, approval } = call;
   const progressToken = meta?.['progressToken'];
   // Progress notes go out in order, and all before the response: the client forgets the
@@ -444,6 +453,21 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
     outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, approved));
   }
   if (progressSent !== undefined) await progressSent;
+  const result = answerOf(outcome, call, settings);
+  return key !== undefined && call.receipt ? withReceipt(result, key, outcome) : result;
+}
+
+// The receipt rides on a copy: a replayed result may be the very object the store keeps.
+function withReceipt(result: CallToolResult, key: string, outcome: Outcome): CallToolResult {
+  // attempts is 0 only when the idempotency layer answered from another execution.
+  const replayed = outcome.ok && outcome.attempts === 0 && outcome.reconciled === undefined;
+  const receipt: McpReceipt = { key, replayed };
+  return { ...result, _meta: { ...result._meta, [receiptMetaKey]: receipt } };
+}
+
+function answerOf(outcome: Outcome, call: Call, settings: ServeSettings): CallToolResult {
+  const { maxMessageLength, formatResult, registry } = settings;
+  const { toolName, wireName } = call;
   if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
     return cutResult(outcome, declaresOutput(registry, toolName));
   }
