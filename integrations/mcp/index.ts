@@ -34,6 +34,7 @@ export type {
   McpProxy,
   McpProxyConfig,
   McpProxyOptions,
+  McpProxyStores,
   McpProxyTasksConfig,
   McpProxyToolConfig,
   McpUpstream,

@@ -29,7 +29,9 @@ import {
   type ApprovalGate,
   isRetryable,
   logging,
+  type CircuitStore,
   type Dispatcher,
+  type IdempotencyStore,
   type Logger,
   type LogLevel,
   type Middleware,
@@ -76,6 +78,27 @@ export interface McpProxyOptions {
    * @default { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' }
    */
   info?: { name: string; version: string };
+  /**
+   * Stores shared with the other processes of a fleet (`--redis-url` passes Redis ones): the
+   * idempotency store dedupes keyed calls and keeps MCP Tasks, the circuit store holds the
+   * breakers' state.
+   * @default {} (this process's memory)
+   */
+  stores?: McpProxyStores;
+}
+
+/** The stores a proxy shares with the other processes of a fleet. */
+export interface McpProxyStores {
+  /**
+   * Dedupes keyed calls and keeps the Tasks served to 2026-07-28 clients.
+   * @default a memory store of the proxy's own
+   */
+  idempotency?: IdempotencyStore;
+  /**
+   * The breakers' state.
+   * @default a memory store of the proxy's own
+   */
+  circuit?: CircuitStore;
 }
 
 /** A running proxy: serve `server` over a transport, `close()` to stop the upstream. */
@@ -130,7 +153,11 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     log = (line: string) => void process.stderr.write(`${line}\n`),
     logLevel = 'warn',
     info = { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
+    stores = {},
   } = options;
+  if (typeof stores !== 'object' || stores === null) {
+    throw new TypeError('createMcpProxy() stores must be an object');
+  }
   const connect = upstreamConnector(upstream);
   checkConfig(config);
   if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
@@ -181,7 +208,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   }
   const names = imported.names;
   const approvals = proxyGate(registry, config.requireApproval ?? 'none');
-  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, approvals, (toolName) =>
+  const dispatcher = proxyDispatcher(registry, config, stores, logger, logLevel, approvals, (toolName) =>
     settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
   );
 
@@ -199,8 +226,9 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
-    // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
-    tasks: { ...config.tasks },
+    // Long tools answer 2026-07-28 clients that declare Tasks with a handle, kept beside the
+    // keyed calls when the fleet shares an idempotency store (one memory store per proxy else).
+    tasks: { ...config.tasks, ...(stores.idempotency === undefined ? {} : { store: stores.idempotency }) },
     ...(approvals === undefined ? {} : { approvals }),
   };
   const serve = serverMaker(serverOptions, servers);
@@ -355,6 +383,7 @@ function supervise(connect: () => Promise<Client>, logger: LineLogger, onExit: (
 function proxyDispatcher(
   registry: ToolRegistry,
   config: McpProxyConfig,
+  stores: McpProxyStores,
   logger: LineLogger,
   logLevel: LogLevel | 'silent',
   approval: ApprovalGate | undefined,
@@ -370,6 +399,7 @@ function proxyDispatcher(
       ? {}
       : { failureThreshold: config.breaker.failureThreshold }),
     ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
+    ...(stores.circuit === undefined ? {} : { store: stores.circuit }),
   });
   // The breaker sits between idempotency and the concurrency cap, on the preset's fast path.
   const stack = defaultStack({
@@ -377,6 +407,7 @@ function proxyDispatcher(
     breaker,
     ...(approval === undefined ? {} : { approval }),
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
+    ...(stores.idempotency === undefined ? {} : { idempotency: { store: stores.idempotency } }),
     retry: {
       maxAttempts: mostAttempts,
       shouldRetry: (error, ctx) =>
