@@ -38,7 +38,12 @@ import {
 } from '../../index.js';
 import { importMcpTools, type ImportedMcpTools } from './client.js';
 import type { McpClient } from './sdk-client.js';
-import { createMcpServer, type CreateMcpServerOptions, type McpToolHints } from './server.js';
+import {
+  createMcpServer,
+  servesOneHttpRequest,
+  type CreateMcpServerOptions,
+  type McpToolHints,
+} from './server.js';
 import {
   checkConfig,
   type McpProxyConfig,
@@ -260,7 +265,10 @@ function describeUpstream(info: { name: string; version: string } | undefined): 
 function serverMaker(options: CreateMcpServerOptions, servers: Set<Server>): (perRequest: boolean) => Server {
   return (perRequest) => {
     const server = createMcpServer(options);
-    if (perRequest) return server;
+    if (perRequest) {
+      servesOneHttpRequest(server);
+      return server;
+    }
     servers.add(server);
     const closed = server.onclose;
     server.onclose = () => {

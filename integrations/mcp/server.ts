@@ -182,9 +182,27 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
 export function createMcpServerFactory(options: CreateMcpServerOptions): McpServerFactory {
   // Built once, so a bad option fails here and not at the first connection.
   createMcpServer(options);
-  return function mcpServer() {
-    return createMcpServer(options);
+  return function mcpServer(context) {
+    const server = createMcpServer(options);
+    if (context?.requestInfo !== undefined) servesOneHttpRequest(server);
+    return server;
   };
+}
+
+// Servers made for one HTTP request: a closed stream there is how a client cancels.
+const perRequest = new WeakSet<object>();
+
+/**
+ * Marks a server as made for one HTTP request (`createMcpHandler` gives the factory its
+ * `requestInfo`): a keyed call whose stream closes there loses its response, not its run, so a
+ * re-issue with the key joins the run or gets its stored result.
+ *
+ * @example
+ * const server = createMcpServer(options);
+ * if (context?.requestInfo !== undefined) servesOneHttpRequest(server);
+ */
+export function servesOneHttpRequest(server: Server): void {
+  perRequest.add(server);
 }
 
 /**
@@ -248,6 +266,7 @@ function registerOnV2(server: Server, handlers: ToolHandlers): void {
       notify: (notification) => ctx.mcpReq.notify(notification),
       clientCapabilities: capabilitiesOf(ctx),
       asker: server as unknown as Asker,
+      keyedRunsOn: perRequest.has(server),
     }),
   );
   if (tasks === undefined) return;
@@ -278,7 +297,15 @@ interface CallRequest {
   clientCapabilities?: unknown;
   /** The server that received the call, to put a paused call to the user by elicitation. */
   asker?: Asker;
+  /**
+   * Whether a keyed call runs on when `signal` aborts (a closed HTTP stream): the key's
+   * re-issue then joins the run or gets its stored result, so the tool runs once.
+   */
+  keyedRunsOn?: boolean;
 }
+
+// Never aborts: the run of a keyed call whose HTTP stream closed ends by its own deadline.
+const runsOn = new AbortController().signal;
 
 /** What both SDK lines' servers offer to ask the user something. */
 interface Asker {
@@ -412,14 +439,15 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   // The call's own fields first and the shared options spread after them: on Node 20's V8 a
   // spread followed by more properties gets a fresh hidden class per object. Ours win.
   const callId = `mcp-${String(request.requestId)}`; // request ids restart per connection: never a key
+  const signal = key !== undefined && request.keyedRunsOn === true ? runsOn : request.signal;
   const options: DispatchOptions = {
     callId,
-    signal: request.signal,
+    signal,
     displayName: wireName,
     ...dispatchOptions,
   };
   options.callId = callId;
-  options.signal = request.signal;
+  options.signal = signal;
   options.displayName = wireName;
   if (key !== undefined) options.idempotencyKey = key;
   if (approval !== undefined) options.approval = approval;
