@@ -51,7 +51,7 @@ async function runProxy(argv: readonly string[]): Promise<void> {
   if (listen !== undefined) {
     let listener: Awaited<ReturnType<typeof listenMcp>>;
     try {
-      listener = await listenMcp(proxy.serverFactory, { url: listen });
+      listener = await listenMcp(proxy.serverFactory, { url: listen, bus: proxy.events });
     } catch (error) {
       await proxy.close();
       await fleet?.close();

@@ -13,12 +13,14 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import type {
-  CallToolResult,
-  McpRequestContext,
-  McpServerFactory,
-  Server,
-  Tool as McpTool,
+import {
+  InMemoryServerEventBus,
+  type CallToolResult,
+  type McpRequestContext,
+  type McpServerFactory,
+  type Server,
+  type ServerEventBus,
+  type Tool as McpTool,
 } from '@modelcontextprotocol/server';
 import {
   ToolRegistry,
@@ -122,6 +124,12 @@ export interface McpProxy {
   readonly registry: ToolRegistry;
   /** The dispatcher every call goes through. */
   readonly dispatcher: Dispatcher;
+  /**
+   * Change events for `createMcpHandler(serverFactory, { bus: proxy.events })`: a changed
+   * upstream tool list reaches 2026-07-28 clients listening over HTTP (`subscriptions/listen`),
+   * as the servers of stdio connections send it to theirs.
+   */
+  readonly events: ServerEventBus;
   /** The import: local names, the upstream client. */
   readonly imported: ImportedMcpTools;
   /** Stops restarting, closes the server and the upstream (its process ends). */
@@ -193,8 +201,10 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     });
   }
   const registry = new ToolRegistry();
+  const events = new InMemoryServerEventBus();
   try {
     imported = await importUpstream(first, registry, supervisor, settingsOf, logger, () => {
+      events.publish({ kind: 'tools_list_changed' });
       for (const server of servers) {
         if (server.transport === undefined) continue;
         server.sendToolListChanged().catch(() => {
@@ -246,6 +256,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     serverFactory: (context: McpRequestContext | undefined) => serve(context?.requestInfo !== undefined),
     registry,
     dispatcher,
+    events,
     imported: face,
     close: async () => {
       if (supervisor.closing) return;
