@@ -155,6 +155,19 @@ export class McpTasks {
   #run(task: McpTaskRecord, run: (signal: AbortSignal) => Promise<CallToolResult>): void {
     const controller = new AbortController();
     this.#running.set(task.taskId, controller);
+    // A cancel that lands on another process of the fleet is seen here at the poll interval.
+    const watch = setInterval(() => {
+      Promise.resolve(this.store.get(task.taskId))
+        .then((record) => {
+          if (record?.status === 'cancelled') {
+            controller.abort(new Error('The task was cancelled (tasks/cancel)'));
+          }
+        })
+        .catch(() => {
+          // A store that cannot answer now is asked again at the next interval.
+        });
+    }, this.pollIntervalMs);
+    watch.unref();
     const settle = (final: Partial<McpTaskRecord>) =>
       this.store.settle(task.taskId, { ...task, ...final, lastUpdatedAt: new Date().toISOString() });
     run(controller.signal)
@@ -175,7 +188,10 @@ export class McpTasks {
       .catch(() => {
         // A store that cannot record the end leaves the task working until its ttl; polls say so.
       })
-      .finally(() => this.#running.delete(task.taskId));
+      .finally(() => {
+        clearInterval(watch);
+        this.#running.delete(task.taskId);
+      });
   }
 }
 

@@ -77,4 +77,29 @@ describe('taskStoreOn(an idempotency store)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(await tasks.get(handle.taskId, tasksCapability)).toMatchObject({ status: 'cancelled' });
   });
+
+  it('aborts the run when another process sharing the store cancels the task', async () => {
+    const store = memoryIdempotencyStore();
+    const here = new McpTasks({ store, pollIntervalMs: 10 });
+    const there = new McpTasks({ store, pollIntervalMs: 10 });
+    const aborted = gate<unknown>();
+    const handle = await here.start(
+      'report.build',
+      'jan',
+      (signal) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener(
+            'abort',
+            () => {
+              aborted.open(signal.reason);
+              reject(signal.reason);
+            },
+            { once: true },
+          );
+        }),
+    );
+    await there.cancel(handle.taskId, tasksCapability);
+    expect(String(await aborted.promise)).toContain('cancelled');
+    expect(await here.get(handle.taskId, tasksCapability)).toMatchObject({ status: 'cancelled' });
+  });
 });
