@@ -168,17 +168,9 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     info = { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
     stores = {},
   } = options;
-  if (typeof stores !== 'object' || stores === null) {
-    throw new TypeError('createMcpProxy() stores must be an object');
-  }
   const connect = upstreamConnector(upstream);
   checkConfig(config);
-  if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
-  if (logLevel !== 'silent' && !levels.includes(logLevel)) {
-    throw new TypeError(
-      `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
-    );
-  }
+  checkOptions(log, logLevel, stores);
   let imported: ImportedMcpTools | undefined;
   // Every server made for a connection, so a changed tool list reaches each of their clients.
   const servers = new Set<Server>();
@@ -265,6 +257,18 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       await stopped;
     },
   });
+}
+
+function checkOptions(log: unknown, logLevel: unknown, stores: unknown): void {
+  if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
+  if (logLevel !== 'silent' && !levels.includes(logLevel as LogLevel)) {
+    throw new TypeError(
+      `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
+    );
+  }
+  if (typeof stores !== 'object' || stores === null) {
+    throw new TypeError('createMcpProxy() stores must be an object');
+  }
 }
 
 function describeUpstream(info: { name: string; version: string } | undefined): string {
