@@ -141,7 +141,7 @@ describe.runIf(enabled)('two mcp-proxy processes on one Redis', () => {
       upstream.url,
     ];
     [nodeRedisProxy, ioredisProxy] = await Promise.all([startProxy(shared), startProxy(shared, ['redis'])]);
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     reportGate?.open();
