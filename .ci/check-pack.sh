@@ -142,6 +142,9 @@ if (typeof mcp.createMcpServer !== 'function') throw new Error('tool-dispatcher/
 test "$(node_modules/.bin/tool-dispatcher --version)" = "$own_version" \
   || { echo 'pack check: tool-dispatcher --version is not the package version'; exit 1; }
 node_modules/.bin/tool-dispatcher mcp-proxy --help >/dev/null 2>&1
+# --redis-url is the one flag with a peer of its own (a Redis client): one line naming it.
+fails_in_one_line 'mcp-proxy --redis-url' '"redis"' \
+  node_modules/.bin/tool-dispatcher mcp-proxy --redis-url redis://127.0.0.1:1 -- node "$work/scripts/upstream.mjs"
 echo 'pack check: with no SDK installed, tool-dispatcher/mcp loads and the bin answers --version and --help'
 
 # 2. With the peers a user would add: every subpath resolves at run time and with types.

@@ -10,7 +10,7 @@ import { packageVersion } from '../peers.js';
 import { HelpRequested, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
-  const { upstream, config, logLevel, listen } = parseProxyArgs(argv);
+  const { upstream, config, logLevel, listen, redis } = parseProxyArgs(argv);
   // Loaded only now: --help, --version and a bad command line answer without the MCP SDK.
   const [{ createMcpProxy }, { serveStdio }, { listenMcp }] = await Promise.all([
     import('./proxy.js'),
@@ -18,8 +18,25 @@ async function runProxy(argv: readonly string[]): Promise<void> {
     import('./listener.js'),
   ]);
   const info = { name: 'tool-dispatcher-mcp-proxy', version: packageVersion() };
-  // Its errors say what failed: the upstream not starting, its tools, or a setting naming none.
-  const proxy = await createMcpProxy({ upstream, config, logLevel, info });
+  // Loaded only with --redis-url: the Redis client is an optional peer.
+  const fleet =
+    redis === undefined
+      ? undefined
+      : await (await import('./fleet.js')).connectFleet(redis.url, redis.prefix);
+  let proxy: Awaited<ReturnType<typeof createMcpProxy>>;
+  try {
+    // Its errors say what failed: the upstream not starting, its tools, or a setting naming none.
+    proxy = await createMcpProxy({
+      upstream,
+      config,
+      logLevel,
+      info,
+      ...(fleet === undefined ? {} : { stores: fleet.stores }),
+    });
+  } catch (error) {
+    await fleet?.close();
+    throw error;
+  }
   let stopping = false;
   let closeListener = async () => {};
   const stop = (code: number) => {
@@ -28,14 +45,16 @@ async function runProxy(argv: readonly string[]): Promise<void> {
     closeListener()
       .catch(() => {})
       .then(() => proxy.close())
+      .then(() => fleet?.close())
       .finally(() => process.exit(code));
   };
   if (listen !== undefined) {
     let listener: Awaited<ReturnType<typeof listenMcp>>;
     try {
-      listener = await listenMcp(proxy.serverFactory, { url: listen });
+      listener = await listenMcp(proxy.serverFactory, { url: listen, bus: proxy.events });
     } catch (error) {
       await proxy.close();
+      await fleet?.close();
       throw error;
     }
     closeListener = () => listener.close();

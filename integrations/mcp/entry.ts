@@ -19,6 +19,7 @@ export const {
   approvalMetaKey,
   errorMetaKey,
   idempotencyKeyMetaKey,
+  receiptMetaKey,
   memoryTaskStore,
   createMcpProxy,
 } = await importBesidePeers(

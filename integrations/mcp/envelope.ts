@@ -31,6 +31,24 @@ export const approvalMetaKey = 'tool-dispatcher/approval';
 export const errorMetaKey = 'tool-dispatcher/error';
 
 /**
+ * The `_meta` key of a keyed call's result: `{ key, replayed }`, the idempotency key it ran under
+ * and whether this answer is another execution's (served from the idempotency store, or joined
+ * while it ran) rather than a run of its own.
+ *
+ * @example
+ * const { replayed } = result._meta?.[receiptMetaKey] as McpReceipt; // true: it did not run again
+ */
+export const receiptMetaKey = 'tool-dispatcher/receipt';
+
+/** What a keyed call's result carries under `_meta[receiptMetaKey]`. */
+export interface McpReceipt {
+  /** The idempotency key the call came with. */
+  key: string;
+  /** `true` when the answer is another execution's and the tool did not run for this call. */
+  replayed: boolean;
+}
+
+/**
  * The envelope as plain JSON for `_meta`: kind, message (the core keeps stack frames out of it),
  * attempts, JSON-RPC code and `retryAfterMs`; never `cause`.
  *

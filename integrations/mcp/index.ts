@@ -24,7 +24,8 @@ export type {
 export { importMcpTools, registryNameOf } from './client.js';
 export type { ImportedMcpTools, ImportedToolSettings, ImportMcpToolsOptions } from './client.js';
 export type { McpClient } from './sdk-client.js';
-export { approvalMetaKey, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+export { approvalMetaKey, errorMetaKey, idempotencyKeyMetaKey, receiptMetaKey } from './envelope.js';
+export type { McpReceipt } from './envelope.js';
 export { memoryTaskStore } from './task-store.js';
 export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';
@@ -33,6 +34,7 @@ export type {
   McpProxy,
   McpProxyConfig,
   McpProxyOptions,
+  McpProxyStores,
   McpProxyTasksConfig,
   McpProxyToolConfig,
   McpUpstream,

@@ -16,6 +16,7 @@ import {
   originValidationResponse,
   type McpHttpHandler,
   type McpServerFactory,
+  type ServerEventBus,
 } from '@modelcontextprotocol/server';
 import { listenUrl } from './listen-url.js';
 
@@ -34,6 +35,12 @@ export interface ListenMcpOptions {
    * @default () => {}
    */
   onError?: (error: Error) => void;
+  /**
+   * Where change events come from for the `subscriptions/listen` streams of 2026-07-28 clients
+   * (`proxy.events` for the proxy).
+   * @default a bus of the listener's own, that nothing publishes to
+   */
+  bus?: ServerEventBus;
 }
 
 /** A running listener. */
@@ -60,7 +67,10 @@ export async function listenMcp(factory: McpServerFactory, options: ListenMcpOpt
   const origins = [
     ...(options.allowedOrigins ?? [url.hostname, ...(loopback ? localhostAllowedOrigins() : [])]),
   ];
-  const handler = createMcpHandler(factory, { onerror: onError });
+  const handler = createMcpHandler(factory, {
+    onerror: onError,
+    ...(options.bus === undefined ? {} : { bus: options.bus }),
+  });
   const http = createServer((request, response) => {
     serve(handler, url, origins, loopback, request, response).catch((error: unknown) => {
       onError(error instanceof Error ? error : new Error(String(error)));

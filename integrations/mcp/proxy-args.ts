@@ -24,6 +24,10 @@ Options (each wins over the same setting in --config):
                                      serve Streamable HTTP there instead of stdio (port 0: any free
                                      port; stdin is not read; SIGTERM stops); once ready, one stderr
                                      line: "mcp-proxy listening on <url>"
+  --redis-url redis://<host>:<port>  keep dedupe, MCP Tasks and breaker state on Redis, shared by
+                                     every proxy given the same URL and prefix (a fleet); needs the
+                                     "redis" (or "ioredis") package
+  --redis-prefix <p>                 the Redis key namespace (default "td")
   --timeout-ms <n>                   per-attempt timeout of every tool (default 30000)
   --max-attempts <n>                 attempts for retryable failures (default 3)
   --idempotent                       treat every tool as idempotent (timeouts are retried)
@@ -51,6 +55,8 @@ export interface ProxyCommand {
   logLevel: LogLevel | 'silent';
   /** Where to serve Streamable HTTP instead of stdio, when given. */
   listen?: string;
+  /** The Redis a fleet shares, when given. */
+  redis?: { url: string; prefix: string };
 }
 
 /**
@@ -73,6 +79,8 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
       config: { type: 'string' },
       'upstream-url': { type: 'string' },
       listen: { type: 'string' },
+      'redis-url': { type: 'string' },
+      'redis-prefix': { type: 'string' },
       'timeout-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       idempotent: { type: 'boolean' },
@@ -151,12 +159,34 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   }
   const listen = values.listen;
   if (listen !== undefined) listenUrl(listen);
+  const redis = redisFlags(values['redis-url'], values['redis-prefix']);
   return {
     upstream,
     config,
     logLevel: logLevel as LogLevel | 'silent',
     ...(listen === undefined ? {} : { listen }),
+    ...(redis === undefined ? {} : { redis }),
   };
+}
+
+function redisFlags(url: string | undefined, prefix: string | undefined): ProxyCommand['redis'] {
+  if (url === undefined) {
+    if (prefix !== undefined) throw new TypeError(`--redis-prefix "${prefix}" needs --redis-url`);
+    return undefined;
+  }
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new TypeError(`--redis-url must be a URL (redis://<host>:<port>), got "${url}"`);
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    throw new TypeError(`--redis-url must be a redis: or rediss: URL, got "${url}"`);
+  }
+  if (prefix !== undefined && prefix.trim() === '') {
+    throw new TypeError(`--redis-prefix must be a non-empty name, got "${prefix}"`);
+  }
+  return { url, prefix: prefix ?? 'td' };
 }
 
 /** Thrown by `parseProxyArgs` for `--help`. */

@@ -13,12 +13,14 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import type {
-  CallToolResult,
-  McpRequestContext,
-  McpServerFactory,
-  Server,
-  Tool as McpTool,
+import {
+  InMemoryServerEventBus,
+  type CallToolResult,
+  type McpRequestContext,
+  type McpServerFactory,
+  type Server,
+  type ServerEventBus,
+  type Tool as McpTool,
 } from '@modelcontextprotocol/server';
 import {
   ToolRegistry,
@@ -29,14 +31,21 @@ import {
   type ApprovalGate,
   isRetryable,
   logging,
+  type CircuitStore,
   type Dispatcher,
+  type IdempotencyStore,
   type Logger,
   type LogLevel,
   type Middleware,
 } from '../../index.js';
 import { importMcpTools, type ImportedMcpTools } from './client.js';
 import type { McpClient } from './sdk-client.js';
-import { createMcpServer, type CreateMcpServerOptions, type McpToolHints } from './server.js';
+import {
+  createMcpServer,
+  servesOneHttpRequest,
+  type CreateMcpServerOptions,
+  type McpToolHints,
+} from './server.js';
 import {
   checkConfig,
   type McpProxyConfig,
@@ -76,6 +85,27 @@ export interface McpProxyOptions {
    * @default { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' }
    */
   info?: { name: string; version: string };
+  /**
+   * Stores shared with the other processes of a fleet (`--redis-url` passes Redis ones): the
+   * idempotency store dedupes keyed calls and keeps MCP Tasks, the circuit store holds the
+   * breakers' state.
+   * @default {} (this process's memory)
+   */
+  stores?: McpProxyStores;
+}
+
+/** The stores a proxy shares with the other processes of a fleet. */
+export interface McpProxyStores {
+  /**
+   * Dedupes keyed calls and keeps the Tasks served to 2026-07-28 clients.
+   * @default a memory store of the proxy's own
+   */
+  idempotency?: IdempotencyStore;
+  /**
+   * The breakers' state.
+   * @default a memory store of the proxy's own
+   */
+  circuit?: CircuitStore;
 }
 
 /** A running proxy: serve `server` over a transport, `close()` to stop the upstream. */
@@ -94,6 +124,12 @@ export interface McpProxy {
   readonly registry: ToolRegistry;
   /** The dispatcher every call goes through. */
   readonly dispatcher: Dispatcher;
+  /**
+   * Change events for `createMcpHandler(serverFactory, { bus: proxy.events })`: a changed
+   * upstream tool list reaches 2026-07-28 clients listening over HTTP (`subscriptions/listen`),
+   * as the servers of stdio connections send it to theirs.
+   */
+  readonly events: ServerEventBus;
   /** The import: local names, the upstream client. */
   readonly imported: ImportedMcpTools;
   /** Stops restarting, closes the server and the upstream (its process ends). */
@@ -130,15 +166,11 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     log = (line: string) => void process.stderr.write(`${line}\n`),
     logLevel = 'warn',
     info = { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
+    stores = {},
   } = options;
   const connect = upstreamConnector(upstream);
   checkConfig(config);
-  if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
-  if (logLevel !== 'silent' && !levels.includes(logLevel)) {
-    throw new TypeError(
-      `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
-    );
-  }
+  checkOptions(log, logLevel, stores);
   let imported: ImportedMcpTools | undefined;
   // Every server made for a connection, so a changed tool list reaches each of their clients.
   const servers = new Set<Server>();
@@ -161,8 +193,10 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     });
   }
   const registry = new ToolRegistry();
+  const events = new InMemoryServerEventBus();
   try {
     imported = await importUpstream(first, registry, supervisor, settingsOf, config, logger, () => {
+      events.publish({ kind: 'tools_list_changed' });
       for (const server of servers) {
         if (server.transport === undefined) continue;
         server.sendToolListChanged().catch(() => {
@@ -181,7 +215,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   }
   const names = imported.names;
   const approvals = proxyGate(registry, config.requireApproval ?? 'none');
-  const dispatcher = proxyDispatcher(registry, config, logger, logLevel, approvals, (toolName) =>
+  const dispatcher = proxyDispatcher(registry, config, stores, logger, logLevel, approvals, (toolName) =>
     settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
   );
 
@@ -199,8 +233,9 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     },
     // The upstream's own result, content blocks and all, goes back as it came.
     formatResult: (result) => result as CallToolResult,
-    // Long tools answer 2026-07-28 clients that declare Tasks with a handle (one store per proxy).
-    tasks: { ...config.tasks },
+    // Long tools answer 2026-07-28 clients that declare Tasks with a handle, kept beside the
+    // keyed calls when the fleet shares an idempotency store (one memory store per proxy else).
+    tasks: { ...config.tasks, ...(stores.idempotency === undefined ? {} : { store: stores.idempotency }) },
     ...(approvals === undefined ? {} : { approvals }),
   };
   const serve = serverMaker(serverOptions, servers);
@@ -213,6 +248,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     serverFactory: (context: McpRequestContext | undefined) => serve(context?.requestInfo !== undefined),
     registry,
     dispatcher,
+    events,
     imported: face,
     close: async () => {
       if (supervisor.closing) return;
@@ -221,6 +257,18 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       await stopped;
     },
   });
+}
+
+function checkOptions(log: unknown, logLevel: unknown, stores: unknown): void {
+  if (typeof log !== 'function') throw new TypeError('createMcpProxy() log must be a function');
+  if (logLevel !== 'silent' && !levels.includes(logLevel as LogLevel)) {
+    throw new TypeError(
+      `createMcpProxy() logLevel must be one of debug, info, warn, error, silent, got ${String(logLevel)}`,
+    );
+  }
+  if (typeof stores !== 'object' || stores === null) {
+    throw new TypeError('createMcpProxy() stores must be an object');
+  }
 }
 
 function describeUpstream(info: { name: string; version: string } | undefined): string {
@@ -232,7 +280,10 @@ function describeUpstream(info: { name: string; version: string } | undefined): 
 function serverMaker(options: CreateMcpServerOptions, servers: Set<Server>): (perRequest: boolean) => Server {
   return (perRequest) => {
     const server = createMcpServer(options);
-    if (perRequest) return server;
+    if (perRequest) {
+      servesOneHttpRequest(server);
+      return server;
+    }
     servers.add(server);
     const closed = server.onclose;
     server.onclose = () => {
@@ -358,6 +409,7 @@ function supervise(connect: () => Promise<Client>, logger: LineLogger, onExit: (
 function proxyDispatcher(
   registry: ToolRegistry,
   config: McpProxyConfig,
+  stores: McpProxyStores,
   logger: LineLogger,
   logLevel: LogLevel | 'silent',
   approval: ApprovalGate | undefined,
@@ -373,6 +425,7 @@ function proxyDispatcher(
       ? {}
       : { failureThreshold: config.breaker.failureThreshold }),
     ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
+    ...(stores.circuit === undefined ? {} : { store: stores.circuit }),
   });
   // The breaker sits between idempotency and the concurrency cap, on the preset's fast path.
   const stack = defaultStack({
@@ -380,6 +433,7 @@ function proxyDispatcher(
     breaker,
     ...(approval === undefined ? {} : { approval }),
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
+    ...(stores.idempotency === undefined ? {} : { idempotency: { store: stores.idempotency } }),
     retry: {
       maxAttempts: mostAttempts,
       shouldRetry: (error, ctx) =>

@@ -25,7 +25,14 @@ import {
 } from '../../index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { approvalMetaKey, envelopeOf, errorMetaKey, idempotencyKeyMetaKey } from './envelope.js';
+import {
+  approvalMetaKey,
+  envelopeOf,
+  errorMetaKey,
+  idempotencyKeyMetaKey,
+  receiptMetaKey,
+  type McpReceipt,
+} from './envelope.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { traceMetaOf, withTraceMeta } from './trace-context.js';
@@ -175,9 +182,27 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
 export function createMcpServerFactory(options: CreateMcpServerOptions): McpServerFactory {
   // Built once, so a bad option fails here and not at the first connection.
   createMcpServer(options);
-  return function mcpServer() {
-    return createMcpServer(options);
+  return function mcpServer(context) {
+    const server = createMcpServer(options);
+    if (context?.requestInfo !== undefined) servesOneHttpRequest(server);
+    return server;
   };
+}
+
+// Servers made for one HTTP request: a closed stream there is how a client cancels.
+const perRequest = new WeakSet<object>();
+
+/**
+ * Marks a server as made for one HTTP request (`createMcpHandler` gives the factory its
+ * `requestInfo`): a keyed call whose stream closes there loses its response, not its run, so a
+ * re-issue with the key joins the run or gets its stored result.
+ *
+ * @example
+ * const server = createMcpServer(options);
+ * if (context?.requestInfo !== undefined) servesOneHttpRequest(server);
+ */
+export function servesOneHttpRequest(server: Server): void {
+  perRequest.add(server);
 }
 
 /**
@@ -241,6 +266,7 @@ function registerOnV2(server: Server, handlers: ToolHandlers): void {
       notify: (notification) => ctx.mcpReq.notify(notification),
       clientCapabilities: capabilitiesOf(ctx),
       asker: server as unknown as Asker,
+      keyedRunsOn: perRequest.has(server),
     }),
   );
   if (tasks === undefined) return;
@@ -271,7 +297,15 @@ interface CallRequest {
   clientCapabilities?: unknown;
   /** The server that received the call, to put a paused call to the user by elicitation. */
   asker?: Asker;
+  /**
+   * Whether a keyed call runs on when `signal` aborts (a closed HTTP stream): the key's
+   * re-issue then joins the run or gets its stored result, so the tool runs once.
+   */
+  keyedRunsOn?: boolean;
 }
+
+// Never aborts: the run of a keyed call whose HTTP stream closed ends by its own deadline.
+const runsOn = new AbortController().signal;
 
 /** What both SDK lines' servers offer to ask the user something. */
 interface Asker {
@@ -366,7 +400,7 @@ async function callTool(
     );
     return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
   }
-  const call: Call = { toolName, wireName, args, key, meta, approval };
+  const call: Call = { toolName, wireName, args, key, meta, approval, receipt: key !== undefined };
   const listing = tasks === undefined ? undefined : lookup.listing(toolName);
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
     return runCall(call, request, settings);
@@ -392,10 +426,12 @@ interface Call {
   key: string | undefined;
   meta: Record<string, unknown> | undefined;
   approval: string | undefined;
+  /** Whether the result carries `_meta[receiptMetaKey]` (the caller sent the key). */
+  receipt: boolean;
 }
 
 async function runCall(call: Call, request: CallRequest, settings: ServeSettings): Promise<CallToolResult> {
-  const { dispatcher, maxMessageLength, formatResult, dispatchOptions, approvals, registry } = settings;
+  const { dispatcher, dispatchOptions, approvals } = settings;
   const { toolName, wireName, args, key, meta, approval } = call;
   const progressToken = meta?.['progressToken'];
   // Progress notes go out in order, and all before the response: the client forgets the
@@ -404,14 +440,15 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   // The call's own fields first and the shared options spread after them: on Node 20's V8 a
   // spread followed by more properties gets a fresh hidden class per object. Ours win.
   const callId = `mcp-${String(request.requestId)}`; // request ids restart per connection: never a key
+  const signal = key !== undefined && request.keyedRunsOn === true ? runsOn : request.signal;
   const options: DispatchOptions = {
     callId,
-    signal: request.signal,
+    signal,
     displayName: wireName,
     ...dispatchOptions,
   };
   options.callId = callId;
-  options.signal = request.signal;
+  options.signal = signal;
   options.displayName = wireName;
   if (key !== undefined) options.idempotencyKey = key;
   if (approval !== undefined) options.approval = approval;
@@ -445,6 +482,21 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
     outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, approved));
   }
   if (progressSent !== undefined) await progressSent;
+  const result = answerOf(outcome, call, settings);
+  return key !== undefined && call.receipt ? withReceipt(result, key, outcome) : result;
+}
+
+// The receipt rides on a copy: a replayed result may be the very object the store keeps.
+function withReceipt(result: CallToolResult, key: string, outcome: Outcome): CallToolResult {
+  // attempts is 0 only when the idempotency layer answered from another execution.
+  const replayed = outcome.ok && outcome.attempts === 0 && outcome.reconciled === undefined;
+  const receipt: McpReceipt = { key, replayed };
+  return { ...result, _meta: { ...result._meta, [receiptMetaKey]: receipt } };
+}
+
+function answerOf(outcome: Outcome, call: Call, settings: ServeSettings): CallToolResult {
+  const { maxMessageLength, formatResult, registry } = settings;
+  const { toolName, wireName } = call;
   if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
     return cutResult(outcome, declaresOutput(registry, toolName));
   }

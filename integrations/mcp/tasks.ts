@@ -11,6 +11,8 @@ import {
   ProtocolError,
   type CallToolResult,
 } from '@modelcontextprotocol/server';
+import type { IdempotencyStore } from '../../src/stores.js';
+import { isIdempotencyStore, taskStoreOn } from './idempotency-task-store.js';
 import { memoryTaskStore, type McpTaskRecord, type McpTaskStore } from './task-store.js';
 
 /** The extension's identifier, in client and server capabilities. */
@@ -19,10 +21,13 @@ export const tasksExtension = 'io.modelcontextprotocol/tasks';
 /** Options for serving Tasks (`tasks` of `createMcpServer` and `createMcpServerFactory`). */
 export interface McpTasksOptions {
   /**
-   * Where tasks are kept; every process that may receive a poll must share it.
+   * Where tasks are kept; every process that may receive a poll must share it. An idempotency
+   * store (`memoryIdempotencyStore()`, `redisIdempotencyStore(redis)`, a PostgreSQL one) keeps
+   * them under `mcp-task:<taskId>` keys beside the calls it dedupes; an `McpTaskStore` is used
+   * as it is.
    * @default memoryTaskStore() (this process only)
    */
-  store?: McpTaskStore;
+  store?: McpTaskStore | IdempotencyStore;
   /**
    * Tools whose timeout is longer than this answer with a task (tools with `task: true` always).
    * @default 60_000
@@ -75,16 +80,19 @@ export class McpTasks {
         throw new TypeError(`tasks.${name} must be a positive integer, got ${String(value)}`);
       }
     }
+    const tasks = isIdempotencyStore(store) ? taskStoreOn(store) : store;
     if (
-      typeof store !== 'object' ||
-      store === null ||
-      typeof store.create !== 'function' ||
-      typeof store.get !== 'function' ||
-      typeof store.settle !== 'function'
+      typeof tasks !== 'object' ||
+      tasks === null ||
+      typeof tasks.create !== 'function' ||
+      typeof tasks.get !== 'function' ||
+      typeof tasks.settle !== 'function'
     ) {
-      throw new TypeError('tasks.store must have create, get and settle methods');
+      throw new TypeError(
+        'tasks.store must be an IdempotencyStore or an McpTaskStore (create, get and settle methods)',
+      );
     }
-    this.store = store;
+    this.store = tasks;
     this.thresholdMs = thresholdMs;
     this.pollIntervalMs = pollIntervalMs;
     this.ttlMs = ttlMs;
@@ -147,6 +155,19 @@ export class McpTasks {
   #run(task: McpTaskRecord, run: (signal: AbortSignal) => Promise<CallToolResult>): void {
     const controller = new AbortController();
     this.#running.set(task.taskId, controller);
+    // A cancel that lands on another process of the fleet is seen here at the poll interval.
+    const watch = setInterval(() => {
+      Promise.resolve(this.store.get(task.taskId))
+        .then((record) => {
+          if (record?.status === 'cancelled') {
+            controller.abort(new Error('The task was cancelled (tasks/cancel)'));
+          }
+        })
+        .catch(() => {
+          // A store that cannot answer now is asked again at the next interval.
+        });
+    }, this.pollIntervalMs);
+    watch.unref();
     const settle = (final: Partial<McpTaskRecord>) =>
       this.store.settle(task.taskId, { ...task, ...final, lastUpdatedAt: new Date().toISOString() });
     run(controller.signal)
@@ -167,7 +188,10 @@ export class McpTasks {
       .catch(() => {
         // A store that cannot record the end leaves the task working until its ttl; polls say so.
       })
-      .finally(() => this.#running.delete(task.taskId));
+      .finally(() => {
+        clearInterval(watch);
+        this.#running.delete(task.taskId);
+      });
   }
 }
 

@@ -248,7 +248,12 @@ describe('createMcpServer over InMemoryTransport', () => {
         _meta: { 'tool-dispatcher/idempotencyKey': 'order-1' },
       });
     const [first, second] = await Promise.all([call(), call()]);
-    expect(first).toEqual(second);
+    // One run: the same answer, but only one of them ran (the receipt says which).
+    expect(first.content).toEqual(second.content);
+    const replayed = [first, second].map(
+      (result) => (result._meta?.['tool-dispatcher/receipt'] as { replayed: boolean } | undefined)?.replayed,
+    );
+    expect(replayed.sort()).toEqual([false, true]);
     expect(seen.charges).toBe(1);
     const conflict = await client.callTool({
       name: 'pay.charge',

@@ -1,0 +1,139 @@
+/**
+ * MCP Tasks kept in an idempotency store (memory, Redis, PostgreSQL): the store a fleet already
+ * shares for dedupe holds its tasks too, so a poll reads the task on whichever process it lands.
+ * @module
+ */
+
+import type { IdempotencyClaim, IdempotencyStore } from '../../src/stores.js';
+import type { McpTaskCreation, McpTaskRecord, McpTaskStore } from './task-store.js';
+
+// Every task key is claimed with this one fingerprint, so no claim of it is ever a conflict.
+const fingerprint = 'mcp-task';
+// A holder keeps a task key for one round trip; this many waits in a row means a stuck store.
+const mostWaits = 1_000;
+
+/**
+ * A task store on an idempotency store. A task is two keys: `mcp-task:<id>`, stored as the
+ * `working` record when the task is created, and `mcp-task:<id>:end`, stored once with its final
+ * record (the first settle wins). Both live until the task's `ttlMs` from its creation ends.
+ *
+ * @example
+ * const tasks = { store: taskStoreOn(redisIdempotencyStore(redis)) };
+ */
+export function taskStoreOn(store: IdempotencyStore): McpTaskStore {
+  return new IdempotencyTaskStore(store);
+}
+
+/**
+ * Whether `store` is an idempotency store (it claims keys) rather than a task store.
+ *
+ * @example
+ * const tasks = isIdempotencyStore(given) ? taskStoreOn(given) : given;
+ */
+export function isIdempotencyStore(store: unknown): store is IdempotencyStore {
+  const methods = store as Partial<Record<'claim' | 'complete' | 'release' | 'changed', unknown>> | null;
+  return (
+    typeof methods?.claim === 'function' &&
+    typeof methods.complete === 'function' &&
+    typeof methods.release === 'function' &&
+    typeof methods.changed === 'function'
+  );
+}
+
+const createdKey = (taskId: string) => `mcp-task:${taskId}`;
+const endKey = (taskId: string) => `mcp-task:${taskId}:end`;
+
+/** What reading a key found: its stored value, nothing, or a value the store could not share. */
+type Read = { found: true; value: unknown } | { found: false } | { found: 'unshareable'; reason: string };
+
+class IdempotencyTaskStore implements McpTaskStore {
+  constructor(private readonly store: IdempotencyStore) {}
+
+  async create(record: McpTaskRecord): Promise<McpTaskCreation> {
+    const key = createdKey(record.taskId);
+    for (let waits = 0; waits < mostWaits; waits++) {
+      const claim = await this.store.claim(key, fingerprint);
+      if (claim.kind === 'lead') {
+        const done = await this.store.complete(claim.lease, record, record.ttlMs);
+        if (done.kind !== 'lost') return { created: true, record };
+      } else if (claim.kind === 'hit') {
+        const known = claim.result as McpTaskRecord;
+        return { created: false, record: (await this.get(known.taskId)) ?? known };
+      } else if (claim.kind === 'follow') {
+        await this.wait(key, claim);
+      } else {
+        throw new Error(`The task store cannot create task ${record.taskId}: ${describe(claim)}`);
+      }
+    }
+    throw stuck(key);
+  }
+
+  async get(taskId: string): Promise<McpTaskRecord | undefined> {
+    const end = await this.read(endKey(taskId));
+    if (end.found === true) return end.value as McpTaskRecord;
+    const created = await this.read(createdKey(taskId));
+    if (created.found !== true) return undefined;
+    const record = created.value as McpTaskRecord;
+    if (end.found === false) return record;
+    // A final record too large (or too odd) for the store to share: the task failed for polls.
+    return {
+      ...record,
+      status: 'failed',
+      error: { code: -32603, message: `The task's result cannot be shared: ${end.reason}` },
+    };
+  }
+
+  async settle(taskId: string, final: McpTaskRecord): Promise<void> {
+    const key = endKey(taskId);
+    const ttlMs = Math.max(1, Date.parse(final.createdAt) + final.ttlMs - Date.now());
+    for (let waits = 0; waits < mostWaits; waits++) {
+      const claim = await this.store.claim(key, fingerprint);
+      if (claim.kind === 'lead') {
+        await this.store.complete(claim.lease, final, ttlMs);
+        return;
+      }
+      // A poll holds the key for a moment; anything else means it is settled already.
+      if (claim.kind !== 'follow') return;
+      await this.wait(key, claim);
+    }
+    throw stuck(key);
+  }
+
+  // Reads a key by claiming it; a lead (nothing stored) is given back at once.
+  private async read(key: string): Promise<Read> {
+    for (let waits = 0; waits < mostWaits; waits++) {
+      const claim = await this.store.claim(key, fingerprint);
+      switch (claim.kind) {
+        case 'hit':
+          return { found: true, value: claim.result };
+        case 'lead':
+          await this.store.release(claim.lease);
+          return { found: false };
+        case 'unshareable':
+          return { found: 'unshareable', reason: claim.reason };
+        case 'follow':
+          await this.wait(key, claim);
+          break;
+        default:
+          throw new Error(`The task store cannot read ${key}: ${describe(claim)}`);
+      }
+    }
+    throw stuck(key);
+  }
+
+  private async wait(key: string, claim: Extract<IdempotencyClaim, { kind: 'follow' }>): Promise<void> {
+    // No caller waits on this loop but the request that asked; the holder's lease bounds it.
+    await this.store.changed(key, claim.fence, {
+      signal: new AbortController().signal,
+      timeoutMs: claim.leaseEndsInMs,
+    });
+  }
+}
+
+function describe(claim: IdempotencyClaim): string {
+  return claim.kind === 'conflict' ? 'the key is held for another use' : claim.kind;
+}
+
+function stuck(key: string): Error {
+  return new Error(`The task store kept ${key} held through ${mostWaits} waits`);
+}
