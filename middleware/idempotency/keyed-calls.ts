@@ -82,6 +82,15 @@ class Flight {
     if (this.controller !== undefined) this.signal = this.controller.signal;
   }
 
+  #waitSignal: AbortSignal | undefined;
+
+  /** What a store's wait listens to: never the one signal every unsignalled flight shares. */
+  get waitSignal(): AbortSignal {
+    if (this.signal !== neverAborted) return this.signal;
+    this.#waitSignal ??= new AbortController().signal;
+    return this.#waitSignal;
+  }
+
   settle(settlement: Settlement): void {
     this.settlement = settlement;
     this.#resolve(settlement);
@@ -198,12 +207,12 @@ export class KeyedCalls {
     if (settlement !== undefined) return this.finish(flight, settlement);
     if (answer.kind === 'lead') return this.leadAfter(flight, answer.lease, answer.receipt);
     if (answer.kind !== 'follow') return;
-    const { key, signal } = flight;
+    const { key, waitSignal } = flight;
     if (!flight.followed) flight.ctx.emit('idempotency.hit', { key, source: 'in_flight' });
     flight.followed = true;
     let waited: MaybePromise<void>;
     try {
-      waited = this.store.changed(key, answer.fence, { signal, timeoutMs: answer.leaseEndsInMs });
+      waited = this.store.changed(key, answer.fence, { signal: waitSignal, timeoutMs: answer.leaseEndsInMs });
     } catch (error) {
       return this.finish(flight, failed(unavailable(error)));
     }
