@@ -28,10 +28,12 @@ import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import {
   callTool,
   isMcpClient,
+  listenToolListChanged,
   listTools,
   messageOf,
   onToolListChanged,
   requestFailure,
+  type ListSubscription,
   type McpClient,
 } from './sdk-client.js';
 import { unsendable } from './sendable.js';
@@ -298,6 +300,8 @@ class Importer {
   #queued: Promise<void> | undefined;
   #disposed = false;
   #listings = 0;
+  // The 2026-07-28 `subscriptions/listen` stream of the current client, while one is open.
+  #listening: Promise<ListSubscription | undefined> | undefined;
   // Compiled validators by local name and schema text: a refresh (or a restart) that finds the
   // same schema reuses it instead of compiling again, so Ajv's cache does not grow per refresh.
   #schemas = new Map<string, { text: string; schema: RemoteSchema }>();
@@ -373,6 +377,7 @@ class Importer {
     if (this.#disposed) return;
     this.#disposed = true;
     if (this.settings.watchListChanged) onToolListChanged(this.#client, undefined);
+    this.#unlisten();
     for (const name of this.names.keys()) this.registry.unregister(name);
     this.names.clear();
     this.tools.clear();
@@ -384,6 +389,27 @@ class Importer {
     onToolListChanged(client, () => {
       this.refresh().catch(this.settings.onError);
     });
+    this.#unlisten();
+    // A 2026-07-28 server sends list_changed only on a stream the client opens; the client's
+    // close ends the stream with it.
+    const listening = listenToolListChanged(client).then(
+      (subscription) => {
+        if (this.#listening === listening) return subscription;
+        subscription?.close().catch(() => {});
+        return undefined;
+      },
+      (error: unknown) => {
+        if (this.#listening === listening && client.transport !== undefined) this.settings.onError(error);
+        return undefined;
+      },
+    );
+    this.#listening = listening;
+  }
+
+  #unlisten(): void {
+    const listening = this.#listening;
+    this.#listening = undefined;
+    listening?.then((subscription) => subscription?.close()).catch(() => {});
   }
 
   async #list(): Promise<void> {

@@ -89,6 +89,27 @@ export function onToolListChanged(client: McpClient, handler: (() => void) | und
   client.setNotificationHandler(schemas.ToolListChangedNotificationSchema, handler);
 }
 
+/** An open `subscriptions/listen` stream: `close()` ends it (idempotent). */
+export interface ListSubscription {
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a `subscriptions/listen` stream for `tools/list_changed` when the client speaks
+ * 2026-07-28 to a server that announces tool list changes: on that revision nothing is sent
+ * unsolicited, so a handler alone never hears of a change. Resolves to `undefined` where the
+ * old delivery applies (a v1 client, a 2025-11-25 connection) or the server announces nothing.
+ *
+ * @example
+ * const subscription = await listenToolListChanged(client);
+ * await subscription?.close();
+ */
+export async function listenToolListChanged(client: McpClient): Promise<ListSubscription | undefined> {
+  if (!(client instanceof Client) || client.getProtocolEra() !== 'modern') return undefined;
+  if (client.getServerCapabilities()?.tools?.listChanged !== true) return undefined;
+  return client.listen({ toolsListChanged: true });
+}
+
 /** What a failed request means, read the same way from either SDK line's errors. */
 export type RequestFailure =
   | { type: 'closed' | 'timeout' | 'malformed' | 'transport'; message: string }
