@@ -4,6 +4,7 @@
  */
 
 import {
+  Client,
   ProtocolError,
   type CallToolResult,
   type JsonSchemaValidator,
@@ -24,6 +25,7 @@ import {
 import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { callToolAsTask, canRunAsTask } from './import-tasks.js';
+import { asksForInput, currentInputRound, inputRequiredFailure, type InputRound } from './input-required.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import {
   callTool,
@@ -33,6 +35,7 @@ import {
   messageOf,
   onToolListChanged,
   requestFailure,
+  type CallParams,
   type ListSubscription,
   type McpClient,
 } from './sdk-client.js';
@@ -546,7 +549,11 @@ class Importer {
             ? undefined
             : { [idempotencyKeyMetaKey]: key }
           : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
-      const params = { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) };
+      const round = client instanceof Client ? currentInputRound() : undefined;
+      const params: CallParams =
+        round === undefined
+          ? { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) }
+          : roundParams(remoteName, args, meta, round);
       const taskClient =
         (task || ctx.deadline - Date.now() > this.settings.taskThresholdMs) && canRunAsTask(client)
           ? client
@@ -559,8 +566,13 @@ class Importer {
         result = answer.result;
         this.#checkOutput(tool, result);
       } else {
-        // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool.
-        result = await callTool(client, params, requestOptions);
+        // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool,
+        // unless our caller is the one to answer it.
+        if (round === undefined) result = await callTool(client, params, requestOptions);
+        else {
+          result = await callTool(client, params, { ...requestOptions, allowInputRequired: true });
+          if (asksForInput(result)) round.answer = result;
+        }
       }
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
@@ -569,6 +581,7 @@ class Importer {
     } finally {
       if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
+    if (asksForInput(result)) throw inputRequiredFailure(remoteName);
     if (result.isError === true)
       throw classifyRateLimit(result) ?? this.#remoteFailure(remoteName, textOf(result));
     if (this.settings.output === 'value') return resultValue(result);
@@ -751,6 +764,28 @@ export function registryNameOf(remoteName: string): string {
     .filter((segment) => segment !== '')
     .join('.');
 }
+
+// A call made while serving a 2026-07-28 round: the retry's answers and state go upstream, and
+// so do the capabilities of our caller, who is the one to answer any further input request.
+function roundParams(
+  remoteName: string,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+  round: InputRound,
+): CallParams {
+  const { inputResponses, requestState, capabilities } = round;
+  const withCapabilities =
+    capabilities === undefined ? meta : { ...meta, [clientCapabilitiesMetaKey]: capabilities };
+  return {
+    name: remoteName,
+    arguments: args,
+    ...(withCapabilities === undefined ? {} : { _meta: withCapabilities }),
+    ...(inputResponses === undefined ? {} : { inputResponses }),
+    ...(requestState === undefined ? {} : { requestState }),
+  };
+}
+
+const clientCapabilitiesMetaKey = 'io.modelcontextprotocol/clientCapabilities';
 
 function textOf(result: CallToolResult): string {
   return result.content

@@ -25,6 +25,8 @@ export interface CallOptions {
   signal: AbortSignal;
   timeout: number;
   onprogress?: (progress: Progress) => void;
+  /** Hands an `input_required` answer back instead of fulfilling it (v2, 2026-07-28). */
+  allowInputRequired?: boolean;
 }
 
 /** The `tools/call` params an import sends. */
@@ -32,6 +34,10 @@ export interface CallParams {
   name: string;
   arguments: Record<string, unknown>;
   _meta?: Record<string, unknown>;
+  /** A 2026-07-28 retry's answers to the previous round's input requests. */
+  inputResponses?: Record<string, unknown>;
+  /** A 2026-07-28 retry's echo of the previous round's opaque state. */
+  requestState?: string;
 }
 
 /**
