@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { afterEach, describe, expect, it } from 'vitest';
+import { McpServer } from '@modelcontextprotocol/server';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ToolRegistry } from '../../../index.js';
 import { createMcpProxy, importMcpTools } from '../../../integrations/mcp/index.js';
 
@@ -65,4 +66,44 @@ describe('tool list changes of a 2026-07-28 upstream', () => {
     const names = (await client.listTools()).tools.map((tool) => tool.name).sort();
     expect(names).toEqual(['grow', 'grown']);
   }, 30_000);
+
+  it('ends the listen stream on dispose(): the client cancels its subscriptions/listen request', async () => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const served = serveStdio(
+      () => {
+        const server = new McpServer({ name: 'listed', version: '1.0.0' });
+        server.registerTool('a', { description: 'A.' }, async () => ({ content: [] }));
+        return server;
+      },
+      { transport: serverSide },
+    );
+    const sent: Array<{ method?: string; id?: unknown; params?: { requestId?: unknown } }> = [];
+    const send = clientSide.send.bind(clientSide);
+    clientSide.send = (message, options) => {
+      sent.push(message as (typeof sent)[number]);
+      return send(message, options);
+    };
+    const client = new Client(
+      { name: 'host', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(clientSide);
+    closing.push(
+      () => client.close(),
+      () => served.close(),
+    );
+    const imported = await importMcpTools(client, new ToolRegistry());
+    await vi.waitFor(() =>
+      expect(sent.some((message) => message.method === 'subscriptions/listen')).toBe(true),
+    );
+    const listenId = sent.find((message) => message.method === 'subscriptions/listen')?.id;
+    imported.dispose();
+    await vi.waitFor(() =>
+      expect(
+        sent.some(
+          (message) => message.method === 'notifications/cancelled' && message.params?.requestId === listenId,
+        ),
+      ).toBe(true),
+    );
+  });
 });
