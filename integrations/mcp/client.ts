@@ -25,7 +25,7 @@ import {
 import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { callToolAsTask, canRunAsTask } from './import-tasks.js';
-import { asksForInput, currentInputRound, inputRequiredFailure, type InputRound } from './input-required.js';
+import { asksForInput, currentInputRound, InputRequiredError, type InputRound } from './input-required.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import {
   callTool,
@@ -568,11 +568,11 @@ class Importer {
       } else {
         // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool,
         // unless our caller is the one to answer it.
-        if (round === undefined) result = await callTool(client, params, requestOptions);
-        else {
-          result = await callTool(client, params, { ...requestOptions, allowInputRequired: true });
-          if (asksForInput(result)) round.answer = result;
-        }
+        result = await callTool(
+          client,
+          params,
+          round === undefined ? requestOptions : { ...requestOptions, allowInputRequired: true },
+        );
       }
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
@@ -581,7 +581,7 @@ class Importer {
     } finally {
       if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
-    if (asksForInput(result)) throw inputRequiredFailure(remoteName);
+    if (asksForInput(result)) throw new InputRequiredError(remoteName, result);
     if (result.isError === true)
       throw classifyRateLimit(result) ?? this.#remoteFailure(remoteName, textOf(result));
     if (this.settings.output === 'value') return resultValue(result);

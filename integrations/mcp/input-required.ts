@@ -8,9 +8,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { ToolError } from '../../index.js';
 
 /**
- * One round of a multi-round-trip call as our server received it: what the retry carried, the
- * capabilities its caller declared, and, once an imported tool hears one, the upstream's
- * `input_required` result to answer with.
+ * One round of a multi-round-trip call as our server received it: what the retry carried and
+ * the capabilities its caller declared.
  */
 export interface InputRound {
   /** The caller's answers to the previous round's `inputRequests`. */
@@ -19,8 +18,6 @@ export interface InputRound {
   readonly requestState?: string | undefined;
   /** The client capabilities the caller declared (whoever answers the input is the caller). */
   readonly capabilities?: unknown;
-  /** The upstream's `input_required` result, set by the imported tool that received it. */
-  answer?: object;
 }
 
 const rounds = new AsyncLocalStorage<InputRound>();
@@ -63,13 +60,32 @@ export function asksForInput(result: unknown): boolean {
 /**
  * The failure an imported tool ends with when the upstream asks for input: a `tool_error`, so
  * the idempotency layer stores nothing under the key (only successes are kept), no retry runs
- * and no breaker counts it; our server answers the caller with the round's `answer` instead.
+ * and no breaker counts it. It carries the upstream's answer, which our server sends back to
+ * every 2026-07-28 caller the failure reaches (one that joined the same key's run included).
  *
  * @example
- * throw inputRequiredFailure('deploy');
+ * throw new InputRequiredError('deploy', result);
  */
-export function inputRequiredFailure(remoteName: string): ToolError {
-  return new ToolError(
-    `The MCP tool "${remoteName}" needs input from the caller (input_required); retry with the answers`,
-  );
+export class InputRequiredError extends ToolError {
+  /** Makes the failure for `remoteName`'s `input_required` answer. */
+  constructor(
+    remoteName: string,
+    /** The upstream's `input_required` result, as it came. */
+    readonly answer: object,
+  ) {
+    super(
+      `The MCP tool "${remoteName}" needs input from the caller (input_required); retry with the answers`,
+    );
+    this.name = 'InputRequiredError';
+  }
+}
+
+/**
+ * The `input_required` answer a failed dispatch carries, if it does.
+ *
+ * @example
+ * const answer = inputAnswerOf(outcome);
+ */
+export function inputAnswerOf(outcome: { cause?: unknown }): object | undefined {
+  return outcome.cause instanceof InputRequiredError ? outcome.cause.answer : undefined;
 }

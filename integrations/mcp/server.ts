@@ -33,7 +33,7 @@ import {
   receiptMetaKey,
   type McpReceipt,
 } from './envelope.js';
-import { withInputRound, type InputRound } from './input-required.js';
+import { inputAnswerOf, withInputRound, type InputRound } from './input-required.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { traceMetaOf, withTraceMeta } from './trace-context.js';
@@ -485,7 +485,8 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   );
   // An upstream asked our caller for input: that answer goes back as it is, and the failure it
   // ran as left nothing stored under the key, so the retry runs.
-  if (!outcome.ok && round?.answer !== undefined) return round.answer as CallToolResult;
+  const asked = outcome.ok || round === undefined ? undefined : inputAnswerOf(outcome);
+  if (asked !== undefined) return asked as CallToolResult;
   const paused = outcome.ok ? undefined : outcome.approval;
   const { asker } = request;
   if (

@@ -5,10 +5,11 @@
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { acceptedContent, inputRequired, McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createMcpProxy, idempotencyKeyMetaKey, receiptMetaKey } from '../../../integrations/mcp/index.js';
 import { listenMcp } from '../../../integrations/mcp/listener.js';
+import { gate } from '../../helpers/gate.js';
 
 const closing: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -21,6 +22,8 @@ interface Seen {
   rounds: number;
   deployed: number;
   states: unknown[];
+  /** Holds each asking round until it resolves. */
+  hold?: Promise<void>;
 }
 
 // A v2 upstream on Streamable HTTP whose `deploy` asks for a confirmation first.
@@ -33,6 +36,7 @@ async function upstream(seen: Seen): Promise<string> {
         const confirmed = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmation);
         seen.states.push(ctx.mcpReq.requestState());
         if (confirmed?.confirm !== true) {
+          await seen.hold;
           return inputRequired({
             inputRequests: {
               confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmation }),
@@ -51,8 +55,13 @@ async function upstream(seen: Seen): Promise<string> {
   return listener.url;
 }
 
-async function modernClient(url: string, asked: string[]): Promise<Client> {
-  const proxy = await createMcpProxy({ upstream: { url }, logLevel: 'silent' });
+async function modernClient(url: string, asked: string[], log?: string[]): Promise<Client> {
+  const proxy = await createMcpProxy({
+    upstream: { url },
+    ...(log === undefined
+      ? { logLevel: 'silent' as const }
+      : { logLevel: 'debug' as const, log: (line) => log.push(line) }),
+  });
   closing.push(() => proxy.close());
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const served = serveStdio(proxy.serverFactory, { transport: serverSide });
@@ -123,5 +132,33 @@ describe('input_required through the proxy', () => {
     );
     expect(done.content).toEqual([{ type: 'text', text: 'deployed to dev' }]);
     expect(seen).toMatchObject({ rounds: 3, deployed: 1 });
+  }, 30_000);
+
+  it('hands the round to a caller that joined the same key while it ran, and stores nothing', async () => {
+    const held = gate();
+    const seen: Seen = { rounds: 0, deployed: 0, states: [], hold: held.promise };
+    const log: string[] = [];
+    const client = await modernClient(await upstream(seen), [], log);
+    const params = {
+      name: 'deploy',
+      arguments: { env: 'qa' },
+      _meta: { [idempotencyKeyMetaKey]: 'deploy-3' },
+    };
+
+    const first = client.callTool(params, { allowInputRequired: true });
+    await vi.waitFor(() => expect(seen.rounds).toBe(1));
+    const joined = client.callTool(params, { allowInputRequired: true });
+    await vi.waitFor(() =>
+      expect(log.some((line) => /idempotency\.hit .*source=in_flight/.test(line))).toBe(true),
+    );
+    held.open();
+    for (const answer of (await Promise.all([first, joined])) as Record<string, unknown>[]) {
+      expect(answer).toMatchObject({ resultType: 'input_required', requestState: 'asked-qa' });
+    }
+    expect(seen.rounds).toBe(1);
+    // Nothing stored: the key asks again.
+    const again = (await client.callTool(params, { allowInputRequired: true })) as Record<string, unknown>;
+    expect(again['resultType']).toBe('input_required');
+    expect(seen.rounds).toBe(2);
   }, 30_000);
 });
