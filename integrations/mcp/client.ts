@@ -549,7 +549,9 @@ class Importer {
             ? undefined
             : { [idempotencyKeyMetaKey]: key }
           : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
-      const round = client instanceof Client ? currentInputRound() : undefined;
+      // Only a 2026-07-28 upstream has input_required to pass back; a 2025 one gets no round.
+      const round =
+        client instanceof Client && client.getProtocolEra() === 'modern' ? currentInputRound() : undefined;
       const params: CallParams =
         round === undefined
           ? { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) }
