@@ -114,7 +114,8 @@ export interface ImportMcpToolsOptions {
   timeoutSlackMs?: number;
   /**
    * Whether `notifications/tools/list_changed` triggers `refresh()` (this sets the client's
-   * handler for it).
+   * handler for it and, on a 2026-07-28 connection to a server announcing `tools.listChanged`,
+   * opens a `subscriptions/listen` stream, closed by `dispose()`, a reconnect or the client's close).
    * @default true
    */
   watchListChanged?: boolean;
