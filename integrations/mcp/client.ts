@@ -4,6 +4,7 @@
  */
 
 import {
+  Client,
   ProtocolError,
   type CallToolResult,
   type JsonSchemaValidator,
@@ -24,14 +25,18 @@ import {
 import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { callToolAsTask, canRunAsTask } from './import-tasks.js';
+import { asksForInput, currentInputRound, InputRequiredError, type InputRound } from './input-required.js';
 import { remoteSchema, type RemoteSchema } from './remote-schema.js';
 import {
   callTool,
   isMcpClient,
+  listenToolListChanged,
   listTools,
   messageOf,
   onToolListChanged,
   requestFailure,
+  type CallParams,
+  type ListSubscription,
   type McpClient,
 } from './sdk-client.js';
 import { unsendable } from './sendable.js';
@@ -109,7 +114,8 @@ export interface ImportMcpToolsOptions {
   timeoutSlackMs?: number;
   /**
    * Whether `notifications/tools/list_changed` triggers `refresh()` (this sets the client's
-   * handler for it).
+   * handler for it and, on a 2026-07-28 connection to a server announcing `tools.listChanged`,
+   * opens a `subscriptions/listen` stream, closed by `dispose()`, a reconnect or the client's close).
    * @default true
    */
   watchListChanged?: boolean;
@@ -298,6 +304,8 @@ class Importer {
   #queued: Promise<void> | undefined;
   #disposed = false;
   #listings = 0;
+  // The 2026-07-28 `subscriptions/listen` stream of the current client, while one is open.
+  #listening: Promise<ListSubscription | undefined> | undefined;
   // Compiled validators by local name and schema text: a refresh (or a restart) that finds the
   // same schema reuses it instead of compiling again, so Ajv's cache does not grow per refresh.
   #schemas = new Map<string, { text: string; schema: RemoteSchema }>();
@@ -373,6 +381,7 @@ class Importer {
     if (this.#disposed) return;
     this.#disposed = true;
     if (this.settings.watchListChanged) onToolListChanged(this.#client, undefined);
+    this.#unlisten();
     for (const name of this.names.keys()) this.registry.unregister(name);
     this.names.clear();
     this.tools.clear();
@@ -384,6 +393,27 @@ class Importer {
     onToolListChanged(client, () => {
       this.refresh().catch(this.settings.onError);
     });
+    this.#unlisten();
+    // A 2026-07-28 server sends list_changed only on a stream the client opens; the client's
+    // close ends the stream with it.
+    const listening = listenToolListChanged(client).then(
+      (subscription) => {
+        if (this.#listening === listening) return subscription;
+        subscription?.close().catch(() => {});
+        return undefined;
+      },
+      (error: unknown) => {
+        if (this.#listening === listening && client.transport !== undefined) this.settings.onError(error);
+        return undefined;
+      },
+    );
+    this.#listening = listening;
+  }
+
+  #unlisten(): void {
+    const listening = this.#listening;
+    this.#listening = undefined;
+    listening?.then((subscription) => subscription?.close()).catch(() => {});
   }
 
   async #list(): Promise<void> {
@@ -520,7 +550,13 @@ class Importer {
             ? undefined
             : { [idempotencyKeyMetaKey]: key }
           : { ...trace, ...(key === undefined ? {} : { [idempotencyKeyMetaKey]: key }) };
-      const params = { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) };
+      // Only a 2026-07-28 upstream has input_required to pass back; a 2025 one gets no round.
+      const round =
+        client instanceof Client && client.getProtocolEra() === 'modern' ? currentInputRound() : undefined;
+      const params: CallParams =
+        round === undefined
+          ? { name: remoteName, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) }
+          : roundParams(remoteName, args, meta, round);
       const taskClient =
         (task || ctx.deadline - Date.now() > this.settings.taskThresholdMs) && canRunAsTask(client)
           ? client
@@ -533,8 +569,13 @@ class Importer {
         result = answer.result;
         this.#checkOutput(tool, result);
       } else {
-        // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool.
-        result = await callTool(client, params, requestOptions);
+        // The server asked for input (MRTR): the SDK's own call fulfils it and runs the tool,
+        // unless our caller is the one to answer it.
+        result = await callTool(
+          client,
+          params,
+          round === undefined ? requestOptions : { ...requestOptions, allowInputRequired: true },
+        );
       }
     } catch (error) {
       // Our deadline or the caller's abort: the dispatcher reports it as timeout or cancelled.
@@ -543,6 +584,7 @@ class Importer {
     } finally {
       if (controller !== undefined) ctx.signal.removeEventListener('abort', forward);
     }
+    if (asksForInput(result)) throw new InputRequiredError(remoteName, result);
     if (result.isError === true)
       throw classifyRateLimit(result) ?? this.#remoteFailure(remoteName, textOf(result));
     if (this.settings.output === 'value') return resultValue(result);
@@ -725,6 +767,28 @@ export function registryNameOf(remoteName: string): string {
     .filter((segment) => segment !== '')
     .join('.');
 }
+
+// A call made while serving a 2026-07-28 round: the retry's answers and state go upstream, and
+// so do the capabilities of our caller, who is the one to answer any further input request.
+function roundParams(
+  remoteName: string,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+  round: InputRound,
+): CallParams {
+  const { inputResponses, requestState, capabilities } = round;
+  const withCapabilities =
+    capabilities === undefined ? meta : { ...meta, [clientCapabilitiesMetaKey]: capabilities };
+  return {
+    name: remoteName,
+    arguments: args,
+    ...(withCapabilities === undefined ? {} : { _meta: withCapabilities }),
+    ...(inputResponses === undefined ? {} : { inputResponses }),
+    ...(requestState === undefined ? {} : { requestState }),
+  };
+}
+
+const clientCapabilitiesMetaKey = 'io.modelcontextprotocol/clientCapabilities';
 
 function textOf(result: CallToolResult): string {
   return result.content

@@ -87,7 +87,12 @@ export class RawRequests {
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = `td-${String(this.#next++)}`;
     const envelope = (this.#client as unknown as EnvelopeSeam)._outboundMetaEnvelope() ?? {};
-    const declared = (envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>;
+    const given = params['_meta'] as Record<string, unknown> | undefined;
+    // Capabilities the call names (those of a caller it is made for) stand for the client's own,
+    // and still gain the ones this request needs.
+    const declared = (given?.[CLIENT_CAPABILITIES_META_KEY] ??
+      envelope[CLIENT_CAPABILITIES_META_KEY] ??
+      {}) as Record<string, unknown>;
     const message = {
       jsonrpc: '2.0' as const,
       id,
@@ -96,8 +101,8 @@ export class RawRequests {
         ...params,
         _meta: {
           ...envelope,
+          ...given,
           [CLIENT_CAPABILITIES_META_KEY]: mergeExtensions(declared, capabilities),
-          ...(params['_meta'] as Record<string, unknown> | undefined),
         },
       },
     };

@@ -25,6 +25,8 @@ export interface CallOptions {
   signal: AbortSignal;
   timeout: number;
   onprogress?: (progress: Progress) => void;
+  /** Hands an `input_required` answer back instead of fulfilling it (v2, 2026-07-28). */
+  allowInputRequired?: boolean;
 }
 
 /** The `tools/call` params an import sends. */
@@ -32,6 +34,10 @@ export interface CallParams {
   name: string;
   arguments: Record<string, unknown>;
   _meta?: Record<string, unknown>;
+  /** A 2026-07-28 retry's answers to the previous round's input requests. */
+  inputResponses?: Record<string, unknown>;
+  /** A 2026-07-28 retry's echo of the previous round's opaque state. */
+  requestState?: string;
 }
 
 /**
@@ -87,6 +93,27 @@ export function onToolListChanged(client: McpClient, handler: (() => void) | und
     return client.setNotificationHandler('notifications/tools/list_changed', handler);
   const schemas = (v1 as NonNullable<typeof v1>).schemas;
   client.setNotificationHandler(schemas.ToolListChangedNotificationSchema, handler);
+}
+
+/** An open `subscriptions/listen` stream: `close()` ends it (idempotent). */
+export interface ListSubscription {
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a `subscriptions/listen` stream for `tools/list_changed` when the client speaks
+ * 2026-07-28 to a server that announces tool list changes: on that revision nothing is sent
+ * unsolicited, so a handler alone never hears of a change. Resolves to `undefined` where the
+ * old delivery applies (a v1 client, a 2025-11-25 connection) or the server announces nothing.
+ *
+ * @example
+ * const subscription = await listenToolListChanged(client);
+ * await subscription?.close();
+ */
+export async function listenToolListChanged(client: McpClient): Promise<ListSubscription | undefined> {
+  if (!(client instanceof Client) || client.getProtocolEra() !== 'modern') return undefined;
+  if (client.getServerCapabilities()?.tools?.listChanged !== true) return undefined;
+  return client.listen({ toolsListChanged: true });
 }
 
 /** What a failed request means, read the same way from either SDK line's errors. */

@@ -33,6 +33,7 @@ import {
   receiptMetaKey,
   type McpReceipt,
 } from './envelope.js';
+import { inputAnswerOf, withInputRound, type InputRound } from './input-required.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
 import { traceMetaOf, withTraceMeta } from './trace-context.js';
@@ -267,6 +268,10 @@ function registerOnV2(server: Server, handlers: ToolHandlers): void {
       clientCapabilities: capabilitiesOf(ctx),
       asker: server as unknown as Asker,
       keyedRunsOn: perRequest.has(server),
+      // Only a 2026-07-28 request (it carries the envelope) can be answered `input_required`.
+      ...(ctx.mcpReq.envelope === undefined
+        ? {}
+        : { retry: { inputResponses: ctx.mcpReq.inputResponses, requestState: ctx.mcpReq.requestState() } }),
     }),
   );
   if (tasks === undefined) return;
@@ -302,6 +307,11 @@ interface CallRequest {
    * re-issue then joins the run or gets its stored result, so the tool runs once.
    */
   keyedRunsOn?: boolean;
+  /**
+   * Set for a 2026-07-28 request, which an upstream's `input_required` can be passed back to:
+   * what its retry carried, if it is one.
+   */
+  retry?: { inputResponses?: Record<string, unknown> | undefined; requestState?: unknown };
 }
 
 // Never aborts: the run of a keyed call whose HTTP stream closed ends by its own deadline.
@@ -469,7 +479,14 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   }
   // The caller's trace context rides along, so an imported tool's upstream call continues it.
   const trace = traceMetaOf(meta);
-  let outcome: Outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, options));
+  const round = inputRoundOf(request);
+  let outcome: Outcome = await withTraceMeta(trace, () =>
+    withInputRound(round, () => dispatcher.dispatch(toolName, args, options)),
+  );
+  // An upstream asked our caller for input: that answer goes back as it is, and the failure it
+  // ran as left nothing stored under the key, so the retry runs.
+  const asked = outcome.ok || round === undefined ? undefined : inputAnswerOf(outcome);
+  if (asked !== undefined) return asked as CallToolResult;
   const paused = outcome.ok ? undefined : outcome.approval;
   const { asker } = request;
   if (
@@ -484,6 +501,17 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   if (progressSent !== undefined) await progressSent;
   const result = answerOf(outcome, call, settings);
   return key !== undefined && call.receipt ? withReceipt(result, key, outcome) : result;
+}
+
+function inputRoundOf(request: CallRequest): InputRound | undefined {
+  const { retry } = request;
+  if (retry === undefined) return undefined;
+  const { inputResponses, requestState } = retry;
+  return {
+    inputResponses,
+    requestState: typeof requestState === 'string' ? requestState : undefined,
+    capabilities: request.clientCapabilities,
+  };
 }
 
 // The receipt rides on a copy: a replayed result may be the very object the store keeps.
