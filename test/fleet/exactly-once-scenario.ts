@@ -18,10 +18,10 @@ const workerPath = new URL('./exactly-once-worker.ts', import.meta.url).pathname
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * How big the run is: `TD_FLEET_ONCE_CALLS` keyed calls, each dispatched by two workers. The issue
- * asks for 10 000; the default keeps the scenario within a few minutes on a 2-core CI runner.
+ * How big the run is: `TD_FLEET_ONCE_CALLS` keyed calls, each dispatched by two workers; the
+ * issue's 10 000 by default (about 75 s on a quiet 2-core machine).
  */
-const calls = Number(process.env.TD_FLEET_ONCE_CALLS ?? 2_000);
+const calls = Number(process.env.TD_FLEET_ONCE_CALLS ?? 10_000);
 const slots = 4;
 const leaseMs = 1_000;
 // Kills by the runner, at random, while the workers run.
