@@ -37,7 +37,12 @@ local prior = redis.call('HMGET', KEYS[4], 'at', 'mark')
 if prior[1] then return {epoch, 1, math.max(0, tonumber(prior[1]) - nowMs), tonumber(prior[2])} end
 local tat = tonumber(redis.call('HGET', KEYS[1], 'tat') or '0')
 local shifted = tonumber(redis.call('HGET', KEYS[1], 'shifted') or '0')
-if tat == 0 and resetting then tat = nowMs + tonumber(ARGV[8]) end
+if tat == 0 and resetting then
+  -- Kept even when this call is refused, so the debt drains instead of starting again each call.
+  tat = nowMs + tonumber(ARGV[8])
+  redis.call('HSET', KEYS[1], 'tat', tostring(tat), 'shifted', tostring(shifted))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(tat - nowMs) + 1000)
+end
 local paidAt = math.max(tat, nowMs) + tonumber(ARGV[4]) * tonumber(ARGV[5])
 local wait = math.max(0, math.ceil(paidAt - tonumber(ARGV[6]) - nowMs))
 if wait > tonumber(ARGV[7]) then return {epoch, 0, wait, 0} end

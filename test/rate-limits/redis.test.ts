@@ -101,6 +101,30 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     expect(after?.granted === true ? after.waitMs : 60_001).toBeGreaterThan(20_000);
   });
 
+  it('drains the reset debt between refused calls (a refusal once recreated the debt each call)', async () => {
+    const prefix = randomUUID();
+    const store = redisRateStore(a.store, { prefix });
+    const wait = { maxWaitMs: 1_000 };
+    await store.acquire('k', 1, slow, { ...wait, id: 'before' });
+    await redis.server.restart();
+    let first: Awaited<ReturnType<typeof store.acquire>> | undefined;
+    for (let i = 0; i < 50 && first === undefined; i++) {
+      first = await Promise.resolve(store.acquire('k', 1, slow, { ...wait, id: `first${i}` })).catch(
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return undefined;
+        },
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const second = await store.acquire('k', 1, slow, { ...wait, id: 'second' });
+    expect(first?.granted).toBe(false);
+    expect(second.granted).toBe(false);
+    const [before, after] = [first?.granted === false ? first.retryAfterMs : 0, second.granted ? 0 : second.retryAfterMs];
+    // Redis's own clock moved at least 300 ms between the two refusals; so did the debt.
+    expect(after).toBeLessThanOrEqual(before - 250);
+  });
+
   it('keeps a windowed ledger: refusal with the time left, settle, resends once', async () => {
     const prefix = randomUUID();
     const [one, two] = [redisWindowStore(a.store, { prefix }), redisWindowStore(b.store, { prefix })];
