@@ -55,7 +55,8 @@ function loggedWindows(inner: WindowStore): WindowStore {
   return {
     reserve: async (key, units, options) => {
       const answer = await inner.reserve(key, units, options).catch((error: unknown) => {
-        if (/restarted empty/.test(String((error as Error)?.message))) line(`X ${call.getStore() ?? '-'} ${key}`);
+        if (/restarted empty/.test(String((error as Error)?.message)))
+          line(`X ${call.getStore() ?? '-'} ${key}`);
         throw error;
       });
       if (answer.ok) line(`R ${call.getStore() ?? '-'} ${key} ${answer.window} ${units}`);

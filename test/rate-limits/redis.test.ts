@@ -120,7 +120,10 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     const second = await store.acquire('k', 1, slow, { ...wait, id: 'second' });
     expect(first?.granted).toBe(false);
     expect(second.granted).toBe(false);
-    const [before, after] = [first?.granted === false ? first.retryAfterMs : 0, second.granted ? 0 : second.retryAfterMs];
+    const [before, after] = [
+      first?.granted === false ? first.retryAfterMs : 0,
+      second.granted ? 0 : second.retryAfterMs,
+    ];
     // Redis's own clock moved at least 300 ms between the two refusals; so did the debt.
     expect(after).toBeLessThanOrEqual(before - 250);
   });
