@@ -4,12 +4,11 @@ import { z } from 'zod';
 import { approvalGate, createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 
 /**
- * A registry with `payments.refund` (gated when `amount > 100`, answering `refunded <amount>`),
- * its approval gate, a default-stack dispatcher with that gate, and the amounts refunded.
+ * A registry with `payments.refund`: gated when `amount > 100`, it pushes the amount onto
+ * `refunds` and answers `refunded <amount>`.
  */
-export function gatedRefunds() {
-  const refunds: number[] = [];
-  const registry = new ToolRegistry().register({
+export function refundRegistry(refunds: number[]): ToolRegistry {
+  return new ToolRegistry().register({
     name: 'payments.refund',
     inputSchema: z.object({ amount: z.number() }),
     requiresApproval: ({ amount }) => amount > 100,
@@ -18,6 +17,12 @@ export function gatedRefunds() {
       return `refunded ${amount}`;
     },
   });
+}
+
+/** {@link refundRegistry}'s registry, its approval gate, a default-stack dispatcher with it, and the amounts refunded. */
+export function gatedRefunds() {
+  const refunds: number[] = [];
+  const registry = refundRegistry(refunds);
   const gate = approvalGate({ registry });
   const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
   return { registry, gate, dispatcher, refunds };
