@@ -3,13 +3,20 @@
 // receipts in PostgreSQL. It may SIGKILL itself between the bank's answer and the store's write.
 // Every outcome is logged with fs.writeSync, so lines survive a SIGKILL.
 
-import { closeSync, openSync, writeSync } from 'node:fs';
 import pg from 'pg';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import { postgresReceiptStore } from '../../integrations/postgres/index.js';
 import { redisIdempotencyStore } from '../../integrations/redis/index.js';
-import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
+import {
+  connectOnceUp,
+  oneLine,
+  seededRandom,
+  shuffled,
+  sleep,
+  workerConfig,
+  workerLog,
+} from './worker-kit.js';
 
 /** What the runner tells an exactly-once worker (JSON in TD_ONCE_CONFIG). */
 export interface OnceWorkerConfig {
@@ -31,40 +38,17 @@ export interface OnceWorkerConfig {
   logPath: string;
 }
 
-const config = JSON.parse(process.env.TD_ONCE_CONFIG ?? '{}') as OnceWorkerConfig;
-const log = openSync(config.logPath, 'a');
-const line = (text: string) => writeSync(log, `${text}\n`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = random(config.seed);
+const config = workerConfig<OnceWorkerConfig>('TD_ONCE_CONFIG');
+const log = workerLog(config.logPath);
+const line = log.write;
+const rand = seededRandom(config.seed);
 
 interface Charge {
   id: string;
 }
 
-async function connectedOnceUp<T>(connect: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await connect();
-    } catch (error) {
-      if (attempt >= 100) throw error;
-      await sleep(100);
-    }
-  }
-}
-
 async function main(): Promise<void> {
-  const connect = config.client === 'ioredis' ? connectIoredis : connectNodeRedis;
-  const connected = await connectedOnceUp(() => connect(config.redisUrl));
+  const connected = await connectOnceUp(config.client, config.redisUrl, { attempts: 100 });
   const pool = new pg.Pool({ connectionString: config.postgresUrl, max: 4 });
   pool.on('error', () => {});
   const store = redisIdempotencyStore(connected.store, {
@@ -113,11 +97,7 @@ async function main(): Promise<void> {
     }),
   );
 
-  const keys = [...config.keys];
-  for (let i = keys.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [keys[i], keys[j]] = [keys[j] as string, keys[i] as string];
-  }
+  const keys = shuffled(config.keys, rand);
   let next = 0;
   await Promise.all(
     Array.from({ length: config.concurrency }, async () => {
@@ -149,7 +129,7 @@ async function main(): Promise<void> {
   }
 
   line(`DONE - - - - ${config.id}`);
-  closeSync(log);
+  log.close();
   store.close();
   await connected.close();
   await pool.end();
@@ -157,6 +137,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  line(`CRASH - ${String((error as Error)?.stack ?? error).replaceAll('\n', ' | ')} - - ${config.id}`);
+  line(`CRASH - ${oneLine(error)} - - ${config.id}`);
   process.exit(1);
 });

@@ -3,12 +3,11 @@
 // lines survive a SIGKILL). Lines: `<type> <call> <fields…> <worker> <time ms>`.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 import { redisRateStore, redisWindowStore } from '../../integrations/redis/index.js';
 import type { WindowStore } from '../../src/stores.js';
-import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
+import { connectOnceUp, now, oneLine, seededRandom, sleep, workerConfig, workerLog } from './worker-kit.js';
 
 /** What the runner tells a rate-limit worker (JSON in TD_FLEET_CONFIG). */
 export interface RateWorkerConfig {
@@ -31,24 +30,13 @@ export interface RateWorkerConfig {
   tooManyChance: number;
 }
 
-const config = JSON.parse(process.env.TD_FLEET_CONFIG ?? '{}') as RateWorkerConfig;
-const log = openSync(config.logPath, 'a');
-const now = () => performance.timeOrigin + performance.now();
-const line = (text: string) => writeSync(log, `${text} ${config.id} ${now().toFixed(3)}\n`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const config = workerConfig<RateWorkerConfig>('TD_FLEET_CONFIG');
+const log = workerLog(config.logPath);
+const line = (text: string) => log.write(`${text} ${config.id} ${now().toFixed(3)}`);
 // Which call the code running now belongs to: the store and the handler log under it.
 const call = new AsyncLocalStorage<string>();
 
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = random(config.seed);
+const rand = seededRandom(config.seed);
 
 // The real Redis window store, each answer logged: which window a call's units were reserved in.
 function loggedWindows(inner: WindowStore): WindowStore {
@@ -113,20 +101,8 @@ function tools(): ToolRegistry {
     });
 }
 
-async function connected() {
-  const connect = config.client === 'ioredis' ? connectIoredis : connectNodeRedis;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await connect(config.url, { subscriber: false });
-    } catch (error) {
-      if (attempt >= 50) throw error;
-      await sleep(100);
-    }
-  }
-}
-
 async function main(): Promise<void> {
-  const redis = await connected();
+  const redis = await connectOnceUp(config.client, config.url, { subscriber: false });
   const stores = { prefix: config.prefix, storeTimeoutMs: 300 };
   const dispatcher = createDispatcher(
     defaultStack({
@@ -183,12 +159,12 @@ async function main(): Promise<void> {
     loop('globex', () => 'api.lookup'),
   ]);
   line('DONE -');
-  closeSync(log);
+  log.close();
   await redis.close();
   process.exit(0);
 }
 
 main().catch((error: unknown) => {
-  line(`CRASH - ${String((error as Error)?.stack ?? error).replaceAll('\n', ' | ')}`);
+  line(`CRASH - ${oneLine(error)}`);
   process.exit(1);
 });

@@ -2,7 +2,6 @@
 // order and logging every handler execution with fs.writeSync (so lines survive a SIGKILL).
 
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { ToolRegistry, TransientError } from '../../index.js';
 import {
@@ -11,8 +10,17 @@ import {
   redisIdempotencyStore,
   redisSlotStore,
 } from '../../integrations/redis/index.js';
-import { connectIoredis, connectNodeRedis } from '../integrations/redis/clients.js';
 import { createFleetDispatcher } from '../../examples/fleet/dispatcher.js';
+import {
+  connectOnceUp,
+  now,
+  oneLine,
+  seededRandom,
+  shuffled,
+  sleep,
+  workerConfig,
+  workerLog,
+} from './worker-kit.js';
 
 /** What the runner tells a worker (JSON in TD_FLEET_CONFIG). */
 export interface WorkerConfig {
@@ -35,39 +43,13 @@ export interface WorkerConfig {
   budgetCalls?: number;
 }
 
-const config = JSON.parse(process.env.TD_FLEET_CONFIG ?? '{}') as WorkerConfig;
-const log = openSync(config.logPath, 'a');
-const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
-const line = (text: string) => writeSync(log, `${text} ${now()}\n`);
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = random(config.seed);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// A worker started while Redis restarts (the restart run's replacements) connects once it is back,
-// instead of dying before it has logged anything.
-async function connectedOnceUp<T>(connect: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await connect();
-    } catch (error) {
-      if (attempt >= 50) throw error;
-      await sleep(100);
-    }
-  }
-}
+const config = workerConfig<WorkerConfig>('TD_FLEET_CONFIG');
+const log = workerLog(config.logPath);
+const line = (text: string) => log.write(`${text} ${now().toFixed(3)}`);
+const rand = seededRandom(config.seed);
 
 async function main(): Promise<void> {
-  const connect = config.client === 'ioredis' ? connectIoredis : connectNodeRedis;
-  const connected = await connectedOnceUp(() => connect(config.url));
+  const connected = await connectOnceUp(config.client, config.url);
   const common = { prefix: config.prefix, storeTimeoutMs: config.storeTimeoutMs, leaseMs: config.leaseMs };
   const stores = {
     idempotency: redisIdempotencyStore(connected.store, {
@@ -151,12 +133,7 @@ async function main(): Promise<void> {
   };
 
   if (config.phase === 'keys') {
-    const keys = [...config.keys];
-    for (let i = keys.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [keys[i], keys[j]] = [keys[j] as string, keys[i] as string];
-    }
-    await pool(keys, async (key) => {
+    await pool(shuffled(config.keys, rand), async (key) => {
       for (let tries = 0; tries < 400; tries++) {
         const outcome = await dispatcher.dispatch(
           'payments.charge',
@@ -205,12 +182,12 @@ async function main(): Promise<void> {
     );
   }
   line(`DONE - - ${config.id}`);
-  closeSync(log);
+  log.close();
   await connected.close();
   process.exit(0);
 }
 
 main().catch((error: unknown) => {
-  line(`CRASH - ${String((error as Error)?.stack ?? error).replaceAll('\n', ' | ')} ${config.id}`);
+  line(`CRASH - ${oneLine(error)} ${config.id}`);
   process.exit(1);
 });

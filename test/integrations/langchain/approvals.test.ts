@@ -19,29 +19,19 @@ import {
   createDispatcher,
   defaultStack,
   isDispatchError,
-  ToolRegistry,
   type DispatchEvent,
 } from '../../../index.js';
 import { dispatcherMiddleware, toLangChainTools } from '../../../integrations/langchain/index.js';
+import { refundRegistry } from '../../helpers/refunds.js';
 
 function setup(options: { mode?: 'enforce' | 'shadow' } = {}) {
   const refunds: number[] = [];
-  const registry = new ToolRegistry()
-    .register({
-      name: 'payments.refund',
-      inputSchema: z.object({ amount: z.number() }),
-      requiresApproval: ({ amount }) => amount > 100,
-      handler: ({ amount }) => {
-        refunds.push(amount);
-        return `refunded ${amount}`;
-      },
-    })
-    .register({
-      name: 'orders.read',
-      inputSchema: z.object({}),
-      annotations: { readOnlyHint: true },
-      handler: () => 'delivered',
-    });
+  const registry = refundRegistry(refunds).register({
+    name: 'orders.read',
+    inputSchema: z.object({}),
+    annotations: { readOnlyHint: true },
+    handler: () => 'delivered',
+  });
   const events: DispatchEvent[] = [];
   const gate = approvalGate({ registry, ...options });
   const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }), {

@@ -1,156 +1,50 @@
 // `mcp-proxy --redis-url`: two proxies with --listen on one redis-server of the test's own (one
 // on node-redis, one on ioredis) dedupe a keyed call between them and share MCP Tasks; and the
 // flags, servers and packages it refuses.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
-import { createMcpServerFactory, receiptMetaKey } from '../../../integrations/mcp/index.js';
-import { listenMcp, type McpListener } from '../../../integrations/mcp/listener.js';
+import { ToolRegistry } from '../../../index.js';
+import { receiptMetaKey } from '../../../integrations/mcp/index.js';
 import { freePort } from '../../helpers/free-port.js';
-import { type Gate, gate } from '../../helpers/gate.js';
-import { type RedisServer, redisSuitesEnabled, startRedisServer } from '../../helpers/redis-server.js';
+import { gate } from '../../helpers/gate.js';
+import { mcpFleet, runProxy } from '../../helpers/mcp-fleet.js';
+import { rpc } from '../../helpers/mcp-rpc.js';
+import { redisSuitesEnabled } from '../../helpers/redis-server.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const cli = fileURLToPath(new URL('../../../integrations/mcp/cli.ts', import.meta.url));
-const hiding = fileURLToPath(new URL('../../helpers/hidden-packages.ts', import.meta.url));
 const remote = fileURLToPath(new URL('./fixtures/remote-server.ts', import.meta.url));
-const tasksCapability = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-
-interface Listening {
-  child: ChildProcess;
-  url: string;
-}
-
-function startProxy(args: string[], hidden: string[] = []): Promise<Listening> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--import', hiding, cli, 'mcp-proxy', '--listen', 'http://127.0.0.1:0/mcp', ...args],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, HIDDEN_PACKAGES: hidden.join(',') },
-    },
-  );
-  let stderr = '';
-  child.stderr?.setEncoding('utf8');
-  return new Promise<Listening>((resolve, reject) => {
-    child.stderr?.on('data', (chunk: string) => {
-      stderr += chunk;
-      const line = /^mcp-proxy listening on (\S+)$/m.exec(stderr);
-      if (line !== null) resolve({ child, url: line[1] as string });
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${String(code)}: ${stderr}`)));
-  });
-}
-
-let nextId = 1;
-// One 2026-07-28 JSON-RPC request over HTTP, declaring the Tasks extension; resolves to the body.
-async function rpc(
-  url: string,
-  method: string,
-  params: Record<string, unknown>,
-): Promise<{ result?: Record<string, unknown>; error?: { code: number; message: string } }> {
-  const name = method === 'tools/call' ? params['name'] : params['taskId'];
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          ...(params['_meta'] as object),
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-          'io.modelcontextprotocol/clientCapabilities': tasksCapability,
-        },
-      },
-    }),
-  });
-  const text = await response.text();
-  const json = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? text);
-  return JSON.parse(json) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
-}
 
 const enabled = redisSuitesEnabled('mcp-proxy --redis-url');
 
 describe.runIf(enabled)('two mcp-proxy processes on one Redis', () => {
-  let redis: RedisServer;
-  let upstream: McpListener;
-  let dir: string;
-  let nodeRedisProxy: Listening;
-  let ioredisProxy: Listening;
   const runs = { charge: 0, report: 0 };
-  let reportGate: Gate<void>;
-
-  beforeAll(async () => {
-    reportGate = gate();
-    redis = await startRedisServer();
-    const registry = new ToolRegistry()
-      .register({
-        name: 'charge',
-        inputSchema: z.object({ cents: z.number() }),
-        handler: (args) => {
-          runs.charge += 1;
-          return { charged: args.cents, run: runs.charge };
-        },
-      })
-      .register({
-        name: 'report',
-        inputSchema: z.object({ month: z.string() }),
-        handler: async (args) => {
-          runs.report += 1;
-          await reportGate.promise;
-          return { month: args.month, rows: 3 };
-        },
-      });
-    const dispatcher = createDispatcher(defaultStack({ registry }));
-    upstream = await listenMcp(
-      createMcpServerFactory({ registry, dispatcher, info: { name: 'billing', version: '1.0.0' } }),
-      { url: 'http://127.0.0.1:0/mcp' },
-    );
-    dir = mkdtempSync(join(tmpdir(), 'td-fleet-'));
-    const config = join(dir, 'proxy.json');
-    writeFileSync(
-      config,
-      JSON.stringify({ tools: { report: { task: true } }, tasks: { pollIntervalMs: 50 } }),
-    );
-    const shared = [
-      '--redis-url',
-      redis.url,
-      '--redis-prefix',
-      `fleet-${randomUUID()}`,
-      '--config',
-      config,
-      '--upstream-url',
-      upstream.url,
-    ];
-    [nodeRedisProxy, ioredisProxy] = await Promise.all([startProxy(shared), startProxy(shared, ['redis'])]);
-  }, 120_000);
-
-  afterAll(async () => {
-    reportGate?.open();
-    nodeRedisProxy?.child.kill('SIGKILL');
-    ioredisProxy?.child.kill('SIGKILL');
-    await upstream?.close();
-    await redis?.stop();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  const reportGate = gate();
+  const registry = new ToolRegistry()
+    .register({
+      name: 'charge',
+      inputSchema: z.object({ cents: z.number() }),
+      handler: (args) => {
+        runs.charge += 1;
+        return { charged: args.cents, run: runs.charge };
+      },
+    })
+    .register({
+      name: 'report',
+      inputSchema: z.object({ month: z.string() }),
+      handler: async (args) => {
+        runs.report += 1;
+        await reportGate.promise;
+        return { month: args.month, rows: 3 };
+      },
+    });
+  const fleet = mcpFleet({
+    registry,
+    info: { name: 'billing', version: '1.0.0' },
+    config: { tools: { report: { task: true } }, tasks: { pollIntervalMs: 50 } },
   });
+  // Registered after the fleet's, so it runs first: the held handler returns before the kill.
+  afterAll(() => reportGate.open());
 
   it('runs a keyed call once: the other proxy answers the same key from Redis, replayed', async () => {
     const call = async (url: string) => {
@@ -166,8 +60,8 @@ describe.runIf(enabled)('two mcp-proxy processes on one Redis', () => {
         await client.close();
       }
     };
-    const first = await call(nodeRedisProxy.url);
-    const second = await call(ioredisProxy.url);
+    const first = await call(fleet.nodeRedis.url);
+    const second = await call(fleet.ioredis.url);
     expect(first._meta?.[receiptMetaKey]).toEqual({ key: 'order-fleet-1', replayed: false });
     expect(second._meta?.[receiptMetaKey]).toEqual({ key: 'order-fleet-1', replayed: true });
     expect(second.structuredContent).toEqual({ charged: 700, run: 1 });
@@ -180,17 +74,17 @@ describe.runIf(enabled)('two mcp-proxy processes on one Redis', () => {
       arguments: { month: '2026-11' },
       _meta: { 'tool-dispatcher/idempotencyKey': 'report-fleet-1' },
     };
-    const created = await rpc(nodeRedisProxy.url, 'tools/call', params);
+    const created = await rpc(fleet.nodeRedis.url, 'tools/call', params);
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: 50 });
     const taskId = created.result?.['taskId'] as string;
-    const working = await rpc(ioredisProxy.url, 'tasks/get', { taskId });
+    const working = await rpc(fleet.ioredis.url, 'tasks/get', { taskId });
     expect(working.result).toMatchObject({ taskId, status: 'working' });
-    const reissued = await rpc(ioredisProxy.url, 'tools/call', params);
+    const reissued = await rpc(fleet.ioredis.url, 'tools/call', params);
     expect(reissued.result).toMatchObject({ resultType: 'task', taskId });
     reportGate.open();
     let done: Record<string, unknown> | undefined;
     for (let polls = 0; polls < 400 && done === undefined; polls++) {
-      const answer = await rpc(ioredisProxy.url, 'tasks/get', { taskId });
+      const answer = await rpc(fleet.ioredis.url, 'tasks/get', { taskId });
       if (answer.result?.['status'] === 'completed') done = answer.result;
       else await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -200,31 +94,14 @@ describe.runIf(enabled)('two mcp-proxy processes on one Redis', () => {
       result: { structuredContent: { month: '2026-11', rows: 3 } },
     });
     expect(runs.report).toBe(1);
-    const unknown = await rpc(nodeRedisProxy.url, 'tasks/get', { taskId: 'task-unknown' });
+    const unknown = await rpc(fleet.nodeRedis.url, 'tasks/get', { taskId: 'task-unknown' });
     expect(unknown.error?.code).toBe(-32602);
   });
 });
 
 describe('mcp-proxy --redis-url refuses', () => {
   const run = (args: string[], hidden: string[] = []) =>
-    spawnSync(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--import',
-        hiding,
-        cli,
-        'mcp-proxy',
-        ...args,
-        '--',
-        process.execPath,
-        '--import',
-        'tsx',
-        remote,
-      ],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, HIDDEN_PACKAGES: hidden.join(',') } },
-    );
+    runProxy([...args, '--', process.execPath, '--import', 'tsx', remote], hidden);
 
   it.each([
     [

@@ -1,8 +1,6 @@
 // `_meta["tool-dispatcher/receipt"]` on a keyed call's result, `{ key, replayed }`: from
 // createMcpServerFactory and through the proxy, to a v2 Client on both revisions.
-import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
 import {
@@ -12,17 +10,10 @@ import {
   idempotencyKeyMetaKey,
   receiptMetaKey,
 } from '../../../integrations/mcp/index.js';
+import { eras, inMemoryClients } from '../../helpers/mcp-clients.js';
 import { serveHttp } from './fixtures/http-upstream.js';
 
-const closing: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  await Promise.all(closing.splice(0).map((close) => close().catch(() => {})));
-});
-
-const eras = [
-  ['legacy', undefined],
-  ['modern', { versionNegotiation: { mode: { pin: '2026-07-28' as const } } }],
-] as const;
+const { closing, clientOf } = inMemoryClients();
 
 function billing() {
   const runs = { charge: 0 };
@@ -44,21 +35,6 @@ function billing() {
     });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   return { registry, dispatcher, runs, info: { name: 'billing', version: '2.0.0' } };
-}
-
-async function clientOf(
-  factory: Parameters<typeof serveStdio>[0],
-  options: (typeof eras)[number][1],
-): Promise<Client> {
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const served = serveStdio(factory, { transport: serverSide });
-  const client = new Client({ name: 'host', version: '1.0.0' }, options);
-  await client.connect(clientSide);
-  closing.push(
-    () => client.close(),
-    () => served.close(),
-  );
-  return client;
 }
 
 const charge = (key?: string) => ({

@@ -8,47 +8,15 @@ import { createDispatcher, defaultStack, ToolError, ToolRegistry } from '../../.
 import { createMcpServerFactory, memoryTaskStore } from '../../../integrations/mcp/index.js';
 import { listenMcp, type McpListener } from '../../../integrations/mcp/listener.js';
 import { type Gate, gate } from '../../helpers/gate.js';
-
-const tasksCapability = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-const envelope = (capabilities: object) => ({
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-  'io.modelcontextprotocol/clientCapabilities': capabilities,
-});
+import { type RpcAnswer, rpc as rawRpc } from '../../helpers/mcp-rpc.js';
 
 let listener: McpListener;
-let nextId = 1;
 const runs = { report: 0, aborts: [] as unknown[], slowAborts: [] as unknown[] };
 let release: Gate<void>;
 
-// One JSON-RPC request over HTTP with the 2026-07-28 headers; resolves to the JSON body.
-async function rpc(
-  method: string,
-  params: Record<string, unknown>,
-  capabilities: object = tasksCapability,
-): Promise<{ result?: Record<string, unknown>; error?: { code: number; message: string } }> {
-  const name = method === 'tools/call' ? params['name'] : params['taskId'];
-  const response = await fetch(listener.url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: { ...params, _meta: { ...(params['_meta'] as object), ...envelope(capabilities) } },
-    }),
-  });
-  const text = await response.text();
-  // An SSE answer carries the JSON-RPC message on its data line.
-  const json = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? text);
-  return JSON.parse(json) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
-}
+// One raw request to this file's listener, declaring the Tasks extension unless told otherwise.
+const rpc = (method: string, params: Record<string, unknown>, capabilities?: object): Promise<RpcAnswer> =>
+  rawRpc(listener.url, method, params, capabilities);
 
 async function pollUntil(taskId: string, status: string): Promise<Record<string, unknown>> {
   for (let polls = 0; polls < 200; polls++) {

@@ -4,8 +4,7 @@
 // revisions, and the `protocol` kind for a remote's protocol-level refusal.
 import { Client, InMemoryTransport, ProtocolError } from '@modelcontextprotocol/client';
 import { Server } from '@modelcontextprotocol/server';
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { circuitBreaker, createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
 import {
@@ -15,18 +14,11 @@ import {
   importMcpTools,
   registerMcpTools,
 } from '../../../integrations/mcp/index.js';
+import { eras, inMemoryClients } from '../../helpers/mcp-clients.js';
 import { serveHttp } from './fixtures/http-upstream.js';
 import { buildOddServer } from './fixtures/odd-upstream.js';
 
-const closing: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  await Promise.all(closing.splice(0).map((close) => close().catch(() => {})));
-});
-
-const eras = [
-  ['legacy', undefined],
-  ['modern', { versionNegotiation: { mode: { pin: '2026-07-28' as const } } }],
-] as const;
+const { closing, clientOf } = inMemoryClients();
 
 function billing() {
   const seen = { keys: [] as unknown[] };
@@ -48,22 +40,6 @@ function billing() {
     });
   const dispatcher = createDispatcher(defaultStack({ registry }));
   return { registry, dispatcher, seen, info: { name: 'billing', version: '2.0.0' } };
-}
-
-// Serves the factory the way `serveStdio` serves a process's stdio, over an in-memory pair.
-async function clientOf(
-  factory: Parameters<typeof serveStdio>[0],
-  options: (typeof eras)[number][1],
-): Promise<Client> {
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const served = serveStdio(factory, { transport: serverSide });
-  const client = new Client({ name: 'host', version: '1.0.0' }, options);
-  await client.connect(clientSide);
-  closing.push(
-    () => client.close(),
-    () => served.close(),
-  );
-  return client;
 }
 
 describe.each(eras)('a v2 Client on the %s era against createMcpServerFactory', (era, options) => {

@@ -4,14 +4,13 @@
 import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { approvalGate, createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
 import { toAgentsTools } from '../../../integrations/openai-agents/index.js';
 import {
   startFakeProvider,
   type FakeProvider,
   type ResponsesReply,
 } from '../../../examples/fake-provider/index.js';
+import { gatedRefunds } from '../../helpers/refunds.js';
 
 let provider: FakeProvider;
 let replies: ResponsesReply[] = [];
@@ -37,18 +36,7 @@ afterAll(async () => {
 });
 
 function setup() {
-  const refunds: number[] = [];
-  const registry = new ToolRegistry().register({
-    name: 'payments.refund',
-    inputSchema: z.object({ amount: z.number() }),
-    requiresApproval: ({ amount }) => amount > 100,
-    handler: ({ amount }) => {
-      refunds.push(amount);
-      return `refunded ${amount}`;
-    },
-  });
-  const gate = approvalGate({ registry });
-  const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+  const { registry, gate, dispatcher, refunds } = gatedRefunds();
   const agent = new Agent({
     name: 'refunder',
     model: 'gpt-test',

@@ -5,18 +5,11 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import {
-  approvalGate,
-  createDispatcher,
-  defaultStack,
-  isDispatchError,
-  ToolRegistry,
-  type Outcome,
-} from '../../../index.js';
+import { isDispatchError, type Outcome } from '../../../index.js';
 import { createAnthropicToolkit } from '../../../integrations/anthropic/index.js';
 import { createOpenAIToolkit } from '../../../integrations/openai/index.js';
 import { scripted, startFakeProvider, type FakeProvider } from '../../../examples/fake-provider/index.js';
+import { gatedRefunds } from '../../helpers/refunds.js';
 
 let provider: FakeProvider | undefined;
 afterEach(async () => {
@@ -24,28 +17,12 @@ afterEach(async () => {
   provider = undefined;
 });
 
-function setup() {
-  const refunds: number[] = [];
-  const registry = new ToolRegistry().register({
-    name: 'payments.refund',
-    inputSchema: z.object({ amount: z.number() }),
-    requiresApproval: ({ amount }) => amount > 100,
-    handler: ({ amount }) => {
-      refunds.push(amount);
-      return `refunded ${amount}`;
-    },
-  });
-  const gate = approvalGate({ registry });
-  const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
-  return { registry, gate, dispatcher, refunds };
-}
-
 const tokenOf = (outcome: Outcome | undefined) =>
   isDispatchError(outcome) ? outcome.approval?.token : undefined;
 
 describe('runners with approvals', () => {
   it('OpenAI: pauses the gated call, answers both in order, and runs it once approved', async () => {
-    const { registry, gate, dispatcher, refunds } = setup();
+    const { registry, gate, dispatcher, refunds } = gatedRefunds();
     provider = await startFakeProvider({
       chat: scripted([
         {
@@ -81,7 +58,7 @@ describe('runners with approvals', () => {
   });
 
   it('Anthropic: a host approval by tool_use id runs the gated call', async () => {
-    const { registry, dispatcher, refunds } = setup();
+    const { registry, dispatcher, refunds } = gatedRefunds();
     provider = await startFakeProvider({
       messages: scripted([{ toolUses: [{ name: 'payments__refund', input: { amount: 500 } }] }]),
     });
