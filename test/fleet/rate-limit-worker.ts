@@ -42,11 +42,15 @@ const rand = seededRandom(config.seed);
 function loggedWindows(inner: WindowStore): WindowStore {
   return {
     reserve: async (key, units, options) => {
-      const answer = await inner.reserve(key, units, options).catch((error: unknown) => {
+      let answer: Awaited<ReturnType<WindowStore['reserve']>>;
+      try {
+        answer = await inner.reserve(key, units, options);
+      } catch (error) {
+        // A refusal because Redis came back empty: from here on, no reservation for a window.
         if (/restarted empty/.test(String((error as Error)?.message)))
           line(`X ${call.getStore() ?? '-'} ${key}`);
         throw error;
-      });
+      }
       if (answer.ok) line(`R ${call.getStore() ?? '-'} ${key} ${answer.window} ${units}`);
       return answer;
     },
