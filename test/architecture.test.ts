@@ -105,6 +105,8 @@ describe('the import rules', () => {
     const shared = 'integrations/peers.js';
     // The durable-engine adapters share the engine-neutral part (the verdict, the step's options).
     const engineAdapters = new Set(['integrations/restate', 'integrations/dbos']);
+    // The two provider toolkits share their option checks.
+    const providerToolkits = new Set(['integrations/openai', 'integrations/anthropic']);
     // `mcp-proxy --redis-url` builds its fleet stores with tool-dispatcher/redis's public face.
     const fleetWiring = { from: 'integrations/mcp/fleet.ts', to: 'integrations/redis/index.js' };
     expect(
@@ -113,6 +115,7 @@ describe('the import rules', () => {
         const to = target(file, specifier);
         const own = relative(root, file).split(sep).slice(0, 2).join('/');
         if (engineAdapters.has(own) && to.startsWith('integrations/durable/')) return false;
+        if (providerToolkits.has(own) && to.startsWith('integrations/provider/')) return false;
         const from = relative(root, file).split(sep).join('/');
         if (from === fleetWiring.from && to === fleetWiring.to) return false;
         return !publicFaces.has(to) && to !== shared && !to.startsWith(`${own}/`);

@@ -9,7 +9,6 @@ import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/mess
 import type { Message, Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import {
   providerCallOptions,
-  createBudget,
   createNameMap,
   DispatchError,
   toObjectSchema,
@@ -23,6 +22,7 @@ import {
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
+import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 
 /** Options for `createAnthropicToolkit`. */
 export interface AnthropicToolkitOptions {
@@ -180,7 +180,11 @@ export function createAnthropicToolkit(options: AnthropicToolkitOptions): Anthro
       if (typeof response !== 'object' || response === null || !Array.isArray(response.content)) {
         throw new TypeError('runToolUses() needs a response (or assistant message) with a content array');
       }
-      const { options: base, scope, approvals } = readRunOptions(runOptions, kit.idempotencyScope);
+      const {
+        options: base,
+        scope,
+        approvals,
+      } = readRunOptions(runOptions, kit.idempotencyScope, 'tool_use ids');
       const uses = (response.content as ReadonlyArray<Record<string, unknown>>).filter(
         (block) => block?.['type'] === 'tool_use',
       );
@@ -226,9 +230,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: AnthropicToolkitOptions): Toolkit {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError('createAnthropicToolkit() needs an options object with a registry and a dispatcher');
-  }
+  checkToolkitOptions('createAnthropicToolkit()', options);
   const {
     registry,
     dispatcher,
@@ -237,19 +239,6 @@ function buildToolkit(options: AnthropicToolkitOptions): Toolkit {
     names: nameOptions = {},
     maxMessageLength = 2000,
   } = options;
-  if (typeof registry?.list !== 'function')
-    throw new TypeError('registry must be a ToolRegistry (something with list())');
-  if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
-    throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
-  }
-  requireScope('idempotencyScope', idempotencyScope);
-  if (typeof keyByCallId !== 'boolean')
-    throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
-  if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
-    throw new TypeError(
-      `maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`,
-    );
-  }
 
   const listings = registry.list();
   const names = createNameMap(
@@ -271,7 +260,11 @@ function runnableTools(kit: Toolkit, runnableOptions: RunnableToolsOptions): Dis
   const { toolError } = runnableOptions;
   if (toolError !== undefined && typeof toolError !== 'function')
     throw new TypeError("toolError must be a class (the SDK's ToolError)");
-  const { options: base } = readRunOptions({ ...pick(runnableOptions, ['budget', 'timeoutMs']) }, undefined);
+  const { options: base } = readRunOptions(
+    { ...pick(runnableOptions, ['budget', 'timeoutMs']) },
+    undefined,
+    'tool_use ids',
+  );
   return kit.offered.map(({ wire, description, schema }) => ({
     name: wire,
     ...(description === '' ? {} : { description }),
@@ -344,33 +337,6 @@ function pick<T extends object, K extends keyof T>(object: T, keys: K[]): Partia
   return out;
 }
 
-function readRunOptions(
-  options: AnthropicRunOptions | undefined,
-  defaultScope: string | undefined,
-): { options: DispatchOptions; scope: string | undefined; approvals?: AnthropicRunOptions['approvals'] } {
-  if (options === undefined) return { options: {}, scope: defaultScope };
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`run options must be an object, got ${String(options)}`);
-  const { signal, budget, timeoutMs, idempotencyScope, approvals } = options;
-  if (approvals !== undefined && (typeof approvals !== 'object' || approvals === null)) {
-    throw new TypeError('approvals must be an object of tool_use ids to approval tokens');
-  }
-  const out: DispatchOptions = {};
-  if (signal !== undefined && signal !== null) {
-    if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
-    out.signal = signal;
-  }
-  // A number is the allowance of everything these options cover, so it becomes one shared budget.
-  if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
-  if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
-      throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
-    out.timeoutMs = timeoutMs;
-  }
-  requireScope('idempotencyScope', idempotencyScope);
-  return { options: out, scope: idempotencyScope ?? defaultScope, approvals };
-}
-
 // The turn's options, with the approval given for this tool_use id, if any.
 function approvalFor(
   base: DispatchOptions,
@@ -382,10 +348,4 @@ function approvalFor(
       ? approvals[id]
       : undefined;
   return approval === undefined ? base : { ...base, approval };
-}
-
-function requireScope(name: string, scope: unknown): void {
-  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
-    throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
-  }
 }

@@ -17,7 +17,6 @@ import type {
 } from 'openai/resources/responses/responses';
 import {
   providerCallOptions,
-  createBudget,
   createNameMap,
   DispatchError,
   toObjectSchema,
@@ -32,6 +31,7 @@ import {
   type ToolAnswer,
   type ToolRegistry,
 } from '../../index.js';
+import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
 
 /** Options for `createOpenAIToolkit`. */
@@ -233,9 +233,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: OpenAIToolkitOptions): Toolkit {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError('createOpenAIToolkit() needs an options object with a registry and a dispatcher');
-  }
+  checkToolkitOptions('createOpenAIToolkit()', options);
   const {
     registry,
     dispatcher,
@@ -245,20 +243,7 @@ function buildToolkit(options: OpenAIToolkitOptions): Toolkit {
     names: nameOptions = {},
     maxMessageLength = 2000,
   } = options;
-  if (typeof registry?.list !== 'function')
-    throw new TypeError('registry must be a ToolRegistry (something with list())');
-  if (typeof dispatcher?.dispatchJson !== 'function' || typeof dispatcher.dispatch !== 'function') {
-    throw new TypeError('dispatcher must be a Dispatcher (with dispatch() and dispatchJson())');
-  }
-  requireScope('idempotencyScope', idempotencyScope);
-  if (typeof keyByCallId !== 'boolean')
-    throw new TypeError(`keyByCallId must be a boolean, got ${String(keyByCallId)}`);
   if (typeof strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(strict)}`);
-  if (maxMessageLength !== Infinity && !(Number.isInteger(maxMessageLength) && maxMessageLength >= 1)) {
-    throw new TypeError(
-      `maxMessageLength must be an integer >= 1 or Infinity, got ${String(maxMessageLength)}`,
-    );
-  }
 
   const listings = registry.list();
   const names = createNameMap(
@@ -282,7 +267,7 @@ async function runCalls(
   calls: Call[],
   runOptions: OpenAIRunOptions | undefined,
 ): Promise<{ ids: string[]; answers: ToolAnswer[] }> {
-  const base = readRunOptions(runOptions, kit.idempotencyScope);
+  const base = readRunOptions(runOptions, kit.idempotencyScope, 'call ids');
   const ids: string[] = [];
   const running: Array<Promise<Outcome> | Outcome> = [];
   for (const call of calls) {
@@ -379,42 +364,6 @@ function chatCall(call: unknown): Call {
     };
   }
   return { id: entry['id'], kind: 'unsupported', wire: type, args: undefined, type };
-}
-
-interface BaseRun {
-  options: DispatchOptions;
-  scope: string | undefined;
-  approvals?: Readonly<Record<string, string | { approvedBy: string }>> | undefined;
-}
-
-function readRunOptions(options: OpenAIRunOptions | undefined, defaultScope: string | undefined): BaseRun {
-  if (options === undefined) return { options: {}, scope: defaultScope };
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`run options must be an object, got ${String(options)}`);
-  const { signal, budget, timeoutMs, idempotencyScope, approvals } = options;
-  if (approvals !== undefined && (typeof approvals !== 'object' || approvals === null)) {
-    throw new TypeError('approvals must be an object of call ids to approval tokens');
-  }
-  const out: DispatchOptions = {};
-  if (signal !== undefined && signal !== null) {
-    if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
-    out.signal = signal;
-  }
-  // A number is the batch's allowance, so it becomes one budget all of the batch's calls share.
-  if (budget !== undefined) out.budget = typeof budget === 'number' ? createBudget(budget) : budget;
-  if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
-      throw new TypeError(`timeoutMs must be a number > 0 (or Infinity), got ${String(timeoutMs)}`);
-    out.timeoutMs = timeoutMs;
-  }
-  requireScope('idempotencyScope', idempotencyScope);
-  return { options: out, scope: idempotencyScope ?? defaultScope, approvals };
-}
-
-function requireScope(name: string, scope: unknown): void {
-  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
-    throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(scope)}`);
-  }
 }
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
