@@ -2,7 +2,7 @@
 // pass-through proxy measured in the same run: tools/call round trips over stdio with the client
 // pinned to 2026-07-28 (an instant tool and one that takes 10 ms), throughput of `--listen` over
 // Streamable HTTP with 16 concurrent clients, and the Tasks path (create + first tasks/get on the
-// memory store) against one synchronous call.
+// memory store, then on Redis) against one synchronous call.
 //
 //   npx tsx bench/mcp-proxy.ts            prints the medians and the ratios
 //   npx tsx bench/mcp-proxy.ts --check    also exits 1 when a ratio misses its target
@@ -10,7 +10,7 @@
 //   --prebuilt                            reuses bench/.build instead of compiling it again
 //   --dist                                runs dist/integrations/mcp/cli.js (npm run build first)
 //   --source                              runs integrations/mcp/cli.ts through tsx
-//   --tasks-only                          only the Tasks cases (no proxy build, no child processes)
+//   --tasks-only                          only the Tasks cases (no proxy build, no proxy processes)
 //
 // Targets (issue 23): over stdio, the instant tool's round trip through the proxy at most 1.25×
 // the bare pass-through's and the 10 ms tool's at most 1.05×; over HTTP, the proxy's throughput
