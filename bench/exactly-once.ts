@@ -1,93 +1,339 @@
-// Issue 24's PostgreSQL targets, in one run: round trips of an attached `postgresReceiptStore` per
-// settled keyed call (≤ 1, none for a hit), and keyed throughput on the Redis idempotency store
-// with it against the same stack without it (≥ 0.8×), 16 calls in flight. Needs PostgreSQL at
-// 127.0.0.1:5432 (a database of the run's own, dropped after) and a redis-server binary (one of
-// its own). Run: npx tsx bench/exactly-once.ts [--quick]
+// Issue 24's targets, as ratios and counts in one run: reconcile never runs on the happy path (a
+// keyed success on the memory store of a tool that declares `reconcile`, against the same tool
+// without it: ≤ 1.05×, and no `reconcile` call); on a `redisIdempotencyStore` a keyed miss takes 2
+// round trips and a hit 1, receipts riding in the scripts; an attached `postgresReceiptStore` makes
+// ≤ 1 round trip per settled keyed call (none for a hit), and keyed throughput on the Redis store
+// with it at least 0.8× the same stack without it, 16 calls in flight. bench/run.ts runs it as its
+// section 8 (with --quick too: its rows are printed, a miss never fails the run); alone:
+//
+//   npx tsx bench/exactly-once.ts [--quick] [--source | --prebuilt | --library path/to/index.js]
+//
+// PostgreSQL at 127.0.0.1:5432 (a database of the run's own, dropped after) and a redis-server
+// binary (one of its own, stopped after); without either, its rows say not measured.
 
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry } from '../index.js';
-import { postgresReceiptStore } from '../integrations/postgres/index.js';
-import { redisIdempotencyStore } from '../integrations/redis/index.js';
-import { connectIoredis } from '../test/integrations/redis/clients.js';
+import type { StoreClient } from '../integrations/redis/index.js';
 import { createTestDatabase, postgresSuitesEnabled } from '../test/helpers/postgres.js';
-import { startRedisServer } from '../test/helpers/redis-server.js';
-import { pairedRatio, runGroup, type BenchCase } from './harness.js';
+import { redisBinary, startRedisServer } from '../test/helpers/redis-server.js';
+import { connectIoredis } from '../test/integrations/redis/clients.js';
+import { countingClient } from '../test/integrations/redis/counting.js';
+import { pairedRatio, runGroup, type BenchCase, type GroupResult, type Ratio } from './harness.js';
+import { loadIntegration, loadLibrary, loadOptionsFromArgv, type LoadedLibrary } from './library.js';
+import { formatNs, formatRatio } from './report.js';
 
-const quick = process.argv.includes('--quick');
-if (!(await postgresSuitesEnabled('bench exactly-once'))) process.exit(0);
-const database = await createTestDatabase('bench_once');
-const redis = await startRedisServer();
-const connected = await connectIoredis(redis.url);
-try {
-  let queries = 0;
-  const pool = {
-    query: (text: string, values?: unknown[]) => {
-      queries += 1;
-      return database.pool.query(text, values);
-    },
-  };
-  const receipts = postgresReceiptStore(pool, { createTable: true });
-  await receipts.list({ limit: 1 });
+/** Issue 24's targets. */
+export const exactlyOnceTargets = {
+  reconcileVsToday: 1.05,
+  redisMissTrips: 2,
+  redisHitTrips: 1,
+  postgresTripsPerSettled: 1,
+  postgresThroughput: 0.8,
+} as const;
 
-  const registry = new ToolRegistry().register({
+/** What the section measured; a part that could not run says why. */
+export interface ExactlyOnceBenchResult {
+  /** Keyed successes on the memory store, with and without `reconcile` (ns per dispatch). */
+  memory: { group: GroupResult; ratio: Ratio; reconcileCalls: number };
+  redis: { missTrips: number; hitTrips: number } | { reason: string };
+  postgres:
+    | {
+        tripsPerSettled: number;
+        tripsPerHit: number;
+        /** Time per call on Redis alone / with the PostgreSQL receipts (throughput with / without). */
+        throughput: Ratio;
+        group: GroupResult;
+      }
+    | { reason: string };
+}
+
+/** One row of the targets table. */
+export interface ExactlyOnceCheck {
+  name: string;
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+type Lib = LoadedLibrary['lib'];
+
+// A charge that answers at once, and (when `reconcile` counts) a reconcile that must never run.
+function chargeRegistry(lib: Lib, reconcile?: () => void) {
+  return new lib.ToolRegistry().register({
     name: 'payments.charge',
     inputSchema: z.object({ amount: z.number() }),
     handler: ({ amount }) => ({ id: `ch_${amount}` }),
+    ...(reconcile === undefined
+      ? {}
+      : {
+          reconcile: () => {
+            reconcile();
+            return 'unknown' as const;
+          },
+        }),
   });
-  const store = redisIdempotencyStore(connected.store, { prefix: 'bench' });
+}
+
+async function memoryPart(lib: Lib, quick: boolean): Promise<ExactlyOnceBenchResult['memory']> {
+  let reconcileCalls = 0;
   const dispatchers = {
-    redis: createDispatcher(defaultStack({ registry, idempotency: { store } })),
-    postgres: createDispatcher(defaultStack({ registry, idempotency: { store, receipts } })),
+    today: lib.createDispatcher(lib.defaultStack({ registry: chargeRegistry(lib) })),
+    reconcile: lib.createDispatcher(
+      lib.defaultStack({ registry: chargeRegistry(lib, () => (reconcileCalls += 1)) }),
+    ),
   };
-
-  // Round trips: 200 fresh keys, then the same 200 again (hits).
-  queries = 0;
-  for (let i = 0; i < 200; i++)
-    await dispatchers.postgres.dispatch('payments.charge', { amount: 1 }, { idempotencyKey: `rt-${i}` });
-  const perMiss = queries / 200;
-  queries = 0;
-  for (let i = 0; i < 200; i++)
-    await dispatchers.postgres.dispatch('payments.charge', { amount: 1 }, { idempotencyKey: `rt-${i}` });
-  const perHit = queries / 200;
-
-  let n = 0;
+  // Keys come round every 4096 calls, their successes kept 1 ms: each call is a miss that runs
+  // and stores, and the caches stay the same size (a growing one would weigh on whichever case
+  // a GC lands in).
+  let key = 0;
   const cases: BenchCase[] = Object.entries(dispatchers).map(([id, dispatcher]) => ({
     id,
-    label: id,
-    async batch(size: number) {
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: 16 }, async () => {
-          while (next++ < size) {
-            const outcome = await dispatcher.dispatch(
-              'payments.charge',
-              { amount: 1 },
-              { idempotencyKey: `k${++n}` },
-            );
-            if (!outcome.ok) throw new Error(`${id}: ${outcome.kind}`);
-          }
-        }),
-      );
+    label: id === 'today' ? 'keyed success, no reconcile' : 'keyed success, reconcile declared',
+    // Fixed: a batch calibrated on one slow warm-up batch (a GC, a busy machine) is a few calls.
+    opsPerBatch: 1_000,
+    async batch(n: number) {
+      for (let i = 0; i < n; i++) {
+        const outcome = await dispatcher.dispatch(
+          'payments.charge',
+          { amount: 1 },
+          { idempotencyKey: `m${++key & 4095}`, idempotencyTtlMs: 1 },
+        );
+        if (!outcome.ok) throw new Error(`${id}: ${outcome.kind}`);
+      }
     },
   }));
   const group = await runGroup(
     cases,
     quick
-      ? { rounds: 11, warmupRounds: 2, warmupMs: 500, batchMs: 50 }
-      : { rounds: 31, warmupRounds: 3, warmupMs: 1_000, batchMs: 100 },
+      ? { rounds: 31, warmupRounds: 3, warmupMs: 500, batchMs: 10 }
+      : { rounds: 81, warmupRounds: 5, warmupMs: 2_000, batchMs: 20 },
   );
-  // Time per call with receipts in PostgreSQL over time per call on Redis alone: its inverse is the
-  // throughput ratio the issue states (≥ 0.8× throughput is ≤ 1.25× time).
-  const time = pairedRatio(group, 'postgres', 'redis');
-  console.log(`postgres receipt: round trips per settled keyed call: ${perMiss.toFixed(2)} (target ≤ 1)`);
-  console.log(`postgres receipt: round trips per hit: ${perHit.toFixed(2)} (target 0)`);
-  console.log(
-    `postgres receipt: keyed throughput with / without: ${(1 / time.median).toFixed(3)}× ` +
-      `(q1 ${(1 / time.q3).toFixed(3)}, q3 ${(1 / time.q1).toFixed(3)}; target ≥ 0.8×) ${1 / time.median >= 0.8 ? 'met' : 'MISSED'}`,
+  return { group, ratio: pairedRatio(group, 'reconcile', 'today'), reconcileCalls };
+}
+
+// Round trips per keyed miss and hit of a tool with `reconcile`, the store's own receipts.
+async function redisTrips(
+  loaded: LoadedLibrary,
+  client: StoreClient,
+): Promise<ExactlyOnceBenchResult['redis']> {
+  const { redisIdempotencyStore } = await loadIntegration(loaded, 'redis');
+  const counting = countingClient(client);
+  const store = redisIdempotencyStore(counting, { prefix: 'bench-trips' });
+  const registry = chargeRegistry(loaded.lib, () => {});
+  const dispatcher = loaded.lib.createDispatcher(
+    loaded.lib.defaultStack({ registry, idempotency: { store } }),
   );
+  const calls = 100;
+  const pass = async () => {
+    counting.reset();
+    for (let i = 0; i < calls; i++) {
+      const outcome = await dispatcher.dispatch(
+        'payments.charge',
+        { amount: 1 },
+        { idempotencyKey: `t${i}` },
+      );
+      if (!outcome.ok) throw new Error(`redis trips: ${outcome.kind}`);
+    }
+    return counting.total() / calls;
+  };
+  const missTrips = await pass();
+  const hitTrips = await pass();
   store.close();
-} finally {
-  await connected.close();
-  await redis.stop();
-  await database.drop();
+  return { missTrips, hitTrips };
+}
+
+async function postgresPart(
+  loaded: LoadedLibrary,
+  client: StoreClient,
+  quick: boolean,
+): Promise<ExactlyOnceBenchResult['postgres']> {
+  const { postgresReceiptStore } = await loadIntegration(loaded, 'postgres');
+  const { redisIdempotencyStore } = await loadIntegration(loaded, 'redis');
+  const database = await createTestDatabase('bench_once');
+  const store = redisIdempotencyStore(client, { prefix: 'bench' });
+  try {
+    let queries = 0;
+    const pool = {
+      query: (text: string, values?: unknown[]) => {
+        queries += 1;
+        return database.pool.query(text, values);
+      },
+    };
+    const receipts = postgresReceiptStore(pool, { createTable: true });
+    await receipts.list({ limit: 1 });
+    const registry = chargeRegistry(loaded.lib);
+    const { createDispatcher, defaultStack } = loaded.lib;
+    const dispatchers = {
+      redis: createDispatcher(defaultStack({ registry, idempotency: { store } })),
+      postgres: createDispatcher(defaultStack({ registry, idempotency: { store, receipts } })),
+    };
+    // Round trips: fresh keys, then the same keys again (hits).
+    const calls = quick ? 50 : 200;
+    const pass = async () => {
+      queries = 0;
+      for (let i = 0; i < calls; i++)
+        await dispatchers.postgres.dispatch('payments.charge', { amount: 1 }, { idempotencyKey: `rt-${i}` });
+      return queries / calls;
+    };
+    const tripsPerSettled = await pass();
+    const tripsPerHit = await pass();
+    let key = 0;
+    const cases: BenchCase[] = Object.entries(dispatchers).map(([id, dispatcher]) => ({
+      id,
+      label: id === 'redis' ? 'Redis store, its own receipts' : 'Redis store + postgresReceiptStore',
+      async batch(size: number) {
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            while (next++ < size) {
+              const outcome = await dispatcher.dispatch(
+                'payments.charge',
+                { amount: 1 },
+                { idempotencyKey: `k${++key}` },
+              );
+              if (!outcome.ok) throw new Error(`${id}: ${outcome.kind}`);
+            }
+          }),
+        );
+      },
+    }));
+    const group = await runGroup(
+      cases,
+      quick
+        ? { rounds: 7, warmupRounds: 1, warmupMs: 300, batchMs: 50 }
+        : { rounds: 31, warmupRounds: 3, warmupMs: 1_000, batchMs: 100 },
+    );
+    // Time per call with the receipts over time without: its inverse is the throughput ratio.
+    const time = pairedRatio(group, 'postgres', 'redis');
+    const throughput = { median: 1 / time.median, q1: 1 / time.q3, q3: 1 / time.q1 };
+    return { tripsPerSettled, tripsPerHit, throughput, group };
+  } finally {
+    store.close();
+    await database.drop();
+  }
+}
+
+// Whether PostgreSQL answers; a server that does not (even under TD_REQUIRE_POSTGRES) is a reason.
+async function postgresMissing(): Promise<string | undefined> {
+  try {
+    return (await postgresSuitesEnabled('bench exactly-once'))
+      ? undefined
+      : 'no PostgreSQL at 127.0.0.1:5432';
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Runs the section on `loaded` (its library and integrations) and logs its rows. */
+export async function runExactlyOnceBench(
+  loaded: LoadedLibrary,
+  log: (text?: string) => void = console.log,
+  quick = false,
+): Promise<ExactlyOnceBenchResult> {
+  const memory = await memoryPart(loaded.lib, quick);
+  let redis: ExactlyOnceBenchResult['redis'] = { reason: 'no redis-server binary' };
+  let postgres: ExactlyOnceBenchResult['postgres'] = { reason: 'needs a redis-server too' };
+  if (redisBinary().available) {
+    const server = await startRedisServer();
+    try {
+      const connected = await connectIoredis(server.url);
+      try {
+        redis = await redisTrips(loaded, connected.store);
+        const missing = await postgresMissing();
+        postgres =
+          missing === undefined ? await postgresPart(loaded, connected.store, quick) : { reason: missing };
+      } finally {
+        await connected.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+  const result = { memory, redis, postgres };
+  for (const check of exactlyOnceChecks(result)) {
+    const verdict = check.met === undefined ? '' : check.met ? '' : '  MISSED';
+    log(`   ${check.name.padEnd(72)} ${check.measured}   (target ${check.target})${verdict}`);
+  }
+  return result;
+}
+
+/** The rows of the targets table. */
+export function exactlyOnceChecks(result: ExactlyOnceBenchResult): ExactlyOnceCheck[] {
+  const t = exactlyOnceTargets;
+  const { memory, redis, postgres } = result;
+  const notMeasured = (why: { reason: string }) => `not measured: ${why.reason}`;
+  return [
+    {
+      name: 'exactly-once: keyed memory success, reconcile declared / not (never runs)',
+      target: `≤ ${t.reconcileVsToday}×, 0 calls`,
+      measured: `${formatRatio(memory.ratio)}, ${memory.reconcileCalls} calls`,
+      met: memory.ratio.median <= t.reconcileVsToday && memory.reconcileCalls === 0,
+    },
+    {
+      name: 'exactly-once: Redis round trips per keyed miss / hit (receipts in the scripts)',
+      target: `${t.redisMissTrips} / ${t.redisHitTrips}`,
+      measured: 'reason' in redis ? notMeasured(redis) : `${redis.missTrips} / ${redis.hitTrips}`,
+      met:
+        'reason' in redis
+          ? undefined
+          : redis.missTrips <= t.redisMissTrips && redis.hitTrips <= t.redisHitTrips,
+    },
+    {
+      name: 'exactly-once: postgresReceiptStore round trips per settled keyed call / per hit',
+      target: `≤ ${t.postgresTripsPerSettled} / 0`,
+      measured:
+        'reason' in postgres
+          ? notMeasured(postgres)
+          : `${postgres.tripsPerSettled.toFixed(2)} / ${postgres.tripsPerHit.toFixed(2)}`,
+      met:
+        'reason' in postgres
+          ? undefined
+          : postgres.tripsPerSettled <= t.postgresTripsPerSettled && postgres.tripsPerHit === 0,
+    },
+    {
+      name: 'exactly-once: keyed throughput on Redis with / without postgresReceiptStore (16 in flight)',
+      target: `≥ ${t.postgresThroughput}×`,
+      measured: 'reason' in postgres ? notMeasured(postgres) : formatRatio(postgres.throughput),
+      met: 'reason' in postgres ? undefined : postgres.throughput.median >= t.postgresThroughput,
+    },
+  ];
+}
+
+/** Section 8 of docs/benchmarks.md. */
+export function exactlyOnceMarkdown(result: ExactlyOnceBenchResult | undefined): string {
+  if (result === undefined) return 'Not measured in this run (`bench/results.json` has no `exactlyOnce`).';
+  const ns = (group: GroupResult, id: string) =>
+    formatNs(group.cases.find((c) => c.id === id)?.wall.median ?? Number.NaN);
+  const { memory, postgres } = result;
+  const medians =
+    'reason' in postgres
+      ? ''
+      : `\nKeyed calls on Redis, 16 in flight: ${ns(postgres.group, 'redis')} per call alone, ` +
+        `${ns(postgres.group, 'postgres')} with the PostgreSQL receipts.`;
+  return `Issue 24's targets in one run (\`bench/exactly-once.ts\`, ${memory.group.rounds} rounds for the
+memory ratio). A keyed success on the default stack's memory store (keys come round every 4096
+calls with successes kept 1 ms, so every call is a miss that runs the handler and stores, and the
+cache keeps its size), of a tool that declares \`reconcile\` against the same tool without it: both
+write the same receipts, so the ratio is what the reconcile machinery adds on the happy path, and
+\`reconcile\` must not be called. The Redis round trips are counted by a wrapping client (one
+per script run) for a tool with \`reconcile\`, the store's own receipts riding in the claim and
+the completion. The PostgreSQL rows attach a \`postgresReceiptStore\` (a database of the run's own)
+to a \`redisIdempotencyStore\` (a redis-server of its own) and count its queries, then compare
+keyed throughput with and without it.
+
+| measure | measured | target |
+| --- | ---: | ---: |
+${exactlyOnceChecks(result)
+  .map((check) => `| ${check.name.replace(/^exactly-once: /, '')} | ${check.measured} | ${check.target} |`)
+  .join('\n')}
+
+Medians per keyed success on the memory store: ${ns(memory.group, 'today')} without \`reconcile\`,
+${ns(memory.group, 'reconcile')} with it.${medians}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const loaded = await loadLibrary(loadOptionsFromArgv(argv));
+  const result = await runExactlyOnceBench(loaded, console.log, argv.includes('--quick'));
+  if (argv.includes('--json')) console.log(JSON.stringify(result));
 }

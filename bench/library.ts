@@ -104,6 +104,8 @@ export async function loadLibrary(options: LoadOptions = {}): Promise<LoadedLibr
 export interface Integrations {
   otel: typeof import('../integrations/otel/index.js');
   openai: typeof import('../integrations/openai/index.js');
+  redis: typeof import('../integrations/redis/index.js');
+  postgres: typeof import('../integrations/postgres/index.js');
 }
 
 /**

@@ -11,6 +11,10 @@ import type { McpTaskCreation, McpTaskRecord, McpTaskStore } from './task-store.
 const fingerprint = 'mcp-task';
 // A holder keeps a task key for one round trip; this many waits in a row means a stuck store.
 const mostWaits = 1_000;
+// The first wait's bound, in ms, doubled on each wait after it: a store that cannot tell a
+// waiter the key changed (Redis without a subscriber) would otherwise be looked at only at its
+// poll, a second by default, for a key held a round trip.
+const firstWaitMs = 1;
 
 /**
  * A task store on an idempotency store. A task is two keys: `mcp-task:<id>`, stored as the
@@ -60,7 +64,7 @@ class IdempotencyTaskStore implements McpTaskStore {
         const known = claim.result as McpTaskRecord;
         return { created: false, record: (await this.get(known.taskId)) ?? known };
       } else if (claim.kind === 'follow') {
-        await this.wait(key, claim);
+        await this.wait(key, claim, waits);
       } else {
         throw new Error(`The task store cannot create task ${record.taskId}: ${describe(claim)}`);
       }
@@ -69,9 +73,14 @@ class IdempotencyTaskStore implements McpTaskStore {
   }
 
   async get(taskId: string): Promise<McpTaskRecord | undefined> {
-    const end = await this.read(endKey(taskId));
+    // A held end key has no final record yet (a settle or another poll holds it): the task is
+    // working as created, and a poll does not wait for the holder. Both keys are read at once
+    // (one round trip on a pipelining client); the created one is used only without an end.
+    const [end, created] = await Promise.all([
+      this.read(endKey(taskId), false),
+      this.read(createdKey(taskId)),
+    ]);
     if (end.found === true) return end.value as McpTaskRecord;
-    const created = await this.read(createdKey(taskId));
     if (created.found !== true) return undefined;
     const record = created.value as McpTaskRecord;
     if (end.found === false) return record;
@@ -94,13 +103,14 @@ class IdempotencyTaskStore implements McpTaskStore {
       }
       // A poll holds the key for a moment; anything else means it is settled already.
       if (claim.kind !== 'follow') return;
-      await this.wait(key, claim);
+      await this.wait(key, claim, waits);
     }
     throw stuck(key);
   }
 
-  // Reads a key by claiming it; a lead (nothing stored) is given back at once.
-  private async read(key: string): Promise<Read> {
+  // Reads a key by claiming it; a lead (nothing stored) is given back at once, and a key held by
+  // another is waited for, or (`waitIfHeld` false) read as nothing stored.
+  private async read(key: string, waitIfHeld = true): Promise<Read> {
     for (let waits = 0; waits < mostWaits; waits++) {
       const claim = await this.store.claim(key, fingerprint);
       switch (claim.kind) {
@@ -112,7 +122,8 @@ class IdempotencyTaskStore implements McpTaskStore {
         case 'unshareable':
           return { found: 'unshareable', reason: claim.reason };
         case 'follow':
-          await this.wait(key, claim);
+          if (!waitIfHeld) return { found: false };
+          await this.wait(key, claim, waits);
           break;
         default:
           throw new Error(`The task store cannot read ${key}: ${describe(claim)}`);
@@ -121,11 +132,17 @@ class IdempotencyTaskStore implements McpTaskStore {
     throw stuck(key);
   }
 
-  private async wait(key: string, claim: Extract<IdempotencyClaim, { kind: 'follow' }>): Promise<void> {
-    // No caller waits on this loop but the request that asked; the holder's lease bounds it.
+  // The `waits`-th wait for a holder of `key`: until it changes, at most a bound that doubles
+  // from `firstWaitMs` up to the holder's lease.
+  private async wait(
+    key: string,
+    claim: Extract<IdempotencyClaim, { kind: 'follow' }>,
+    waits: number,
+  ): Promise<void> {
+    // No caller waits on this loop but the request that asked.
     await this.store.changed(key, claim.fence, {
       signal: new AbortController().signal,
-      timeoutMs: claim.leaseEndsInMs,
+      timeoutMs: Math.min(claim.leaseEndsInMs, firstWaitMs * 2 ** Math.min(waits, 20)),
     });
   }
 }

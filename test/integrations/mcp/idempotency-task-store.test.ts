@@ -1,11 +1,16 @@
 // MCP Tasks kept in an idempotency store (`tasks.store` given a memoryIdempotencyStore): one create
-// per task id, the working record until the first settle, which no later settle overwrites.
+// per task id, the working record until the first settle, which no later settle overwrites. On a
+// redisIdempotencyStore with no subscriber, nothing waits out the store's poll for a task key held
+// a round trip.
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../../middleware/index.js';
+import { redisIdempotencyStore } from '../../../integrations/redis/index.js';
 import { isIdempotencyStore, taskStoreOn } from '../../../integrations/mcp/idempotency-task-store.js';
 import { McpTasks } from '../../../integrations/mcp/tasks.js';
 import type { McpTaskRecord } from '../../../integrations/mcp/task-store.js';
 import { gate } from '../../helpers/gate.js';
+import { redisSuitesEnabled } from '../../helpers/redis-server.js';
+import { redisSuite } from '../../helpers/redis-suite.js';
 
 const tasksCapability = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 
@@ -103,3 +108,44 @@ describe('taskStoreOn(an idempotency store)', () => {
     expect(await here.get(handle.taskId, tasksCapability)).toMatchObject({ status: 'cancelled' });
   });
 });
+
+describe.runIf(redisSuitesEnabled('MCP tasks on a Redis idempotency store'))(
+  'taskStoreOn(a redisIdempotencyStore without a subscriber)',
+  () => {
+    const redis = redisSuite();
+    // Without pub/sub a waiter hears of a released key only at its poll: a minute here, longer
+    // than the test's timeout, so a wait for the poll fails the test.
+    const connect = async (prefix: string) => {
+      const { store: client } = await redis.io({ subscriber: false });
+      const store = redisIdempotencyStore(client, { prefix, pollMs: 60_000, leaseMs: 60_000 });
+      return { store, tasks: taskStoreOn(store) };
+    };
+
+    it('answers a tasks/get that lands while the end is being stored without waiting for the poll', async () => {
+      const { store, tasks } = await connect('get-held');
+      const fresh = record('task-held');
+      await tasks.create(fresh);
+      // The end key held as a settle holds it between its claim and its completion.
+      const held = await store.claim('mcp-task:task-held:end', 'mcp-task');
+      if (held.kind !== 'lead') throw new Error(`expected a lead, got ${held.kind}`);
+      expect(await tasks.get('task-held')).toEqual(fresh);
+      const result = { content: [{ type: 'text' as const, text: 'done' }] };
+      await store.complete(held.lease, { ...fresh, status: 'completed', result }, 60_000);
+      expect(await tasks.get('task-held')).toMatchObject({ status: 'completed', result });
+    });
+
+    it('stores the end of a task whose end key a poll held without waiting for the poll', async () => {
+      const { store, tasks } = await connect('settle-held');
+      const fresh = record('task-polled');
+      await tasks.create(fresh);
+      // A poll's claim of the end key: it holds it until it releases it.
+      const polled = await store.claim('mcp-task:task-polled:end', 'mcp-task');
+      if (polled.kind !== 'lead') throw new Error(`expected a lead, got ${polled.kind}`);
+      // The settle's claim is written before the release on the one connection: it follows.
+      const settling = tasks.settle('task-polled', { ...fresh, status: 'cancelled' });
+      await store.release(polled.lease);
+      await settling;
+      expect(await tasks.get('task-polled')).toMatchObject({ status: 'cancelled' });
+    });
+  },
+);
