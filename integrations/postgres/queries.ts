@@ -9,37 +9,40 @@ import type { Receipt, ReceiptQuery } from '../../src/stores.js';
 const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
 const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';
 
+// The columns' types, in `columns` order: `record` sends each column as one array of its type.
+const columnTypes = ['text', 'text', 'text', 'integer', 'bigint', 'bigint', 'text', 'text', 'jsonb'];
+
 /**
  * The statements of one receipts table (its quoted name given), built once.
  *
  * @example
  * const queries = new ReceiptQueries('"tool_dispatcher_receipts"');
- * await pool.query(queries.record, queries.valuesOf(receipt));
+ * await pool.query(queries.record, queries.columnsOf([queries.valuesOf(receipt)]));
  */
 export class ReceiptQueries {
   readonly get: string;
+  /**
+   * The upsert of any number of receipts with distinct keys, their columns as arrays: one
+   * statement text whatever the batch size, and nine parameters however many rows.
+   */
   readonly record: string;
   readonly #select: string;
-  readonly #insert: string;
 
   constructor(table: string) {
     this.get = `SELECT ${columns} FROM ${table} WHERE key = $1`;
-    this.#insert = `INSERT INTO ${table} (${columns}) VALUES `;
-    this.record = this.recordMany(1);
-    this.#select = `SELECT ${columns} FROM ${table}`;
-  }
-
-  /** The upsert of `rows` receipts with distinct keys, their `valuesOf` concatenated in order. */
-  recordMany(rows: number): string {
-    const tuples = Array.from({ length: rows }, (_, row) => {
-      const first = row * 9;
-      const slots = Array.from({ length: 8 }, (_, column) => `$${first + column + 1}`);
-      return `(${slots.join(', ')}, $${first + 9}::jsonb)`;
-    });
-    return `${this.#insert}${tuples.join(', ')}
+    const arrays = columnTypes.map((type, column) => `$${column + 1}::${type}[]`);
+    this.record = `INSERT INTO ${table} (${columns}) SELECT * FROM unnest(${arrays.join(', ')})
 ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, attempts = EXCLUDED.attempts,
   started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome_window = EXCLUDED.outcome_window,
   settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, recorded_at = now()`;
+    this.#select = `SELECT ${columns} FROM ${table}`;
+  }
+
+  /** The `record` parameters of `rows` (each a `valuesOf`, keys distinct): one array per column. */
+  columnsOf(rows: readonly (readonly unknown[])[]): unknown[][] {
+    const arrays: unknown[][] = columnTypes.map(() => []);
+    for (const row of rows) row.forEach((value, column) => arrays[column]?.push(value));
+    return arrays;
   }
 
   /** The `list` statement and its parameters for `query`; a `TypeError` for a bad field. */
@@ -69,7 +72,7 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
     return { text: `${this.#select}${filter} ORDER BY started_at DESC, key LIMIT $${values.length}`, values };
   }
 
-  /** The `record` parameters of `receipt`; a `TypeError` naming the field that is wrong. */
+  /** The row of `receipt`, in `columns` order; a `TypeError` naming the field that is wrong. */
   valuesOf(receipt: Receipt): unknown[] {
     const { key, tool, status, attempts, startedAt, endedAt, window, settledBy, evidence } = receipt;
     if (typeof key !== 'string' || key === '') throw new TypeError('receipt.key must be a non-empty string');

@@ -86,9 +86,6 @@ interface PendingRecord {
   readonly reject: (error: unknown) => void;
 }
 
-// Parameters per statement stay far below PostgreSQL's 65 535.
-const maxRowsPerStatement = 1_000;
-
 /**
  * Group commit: a record sent while no statement is in flight goes at once; those that arrive
  * while one is in flight go together in the next, one upsert for all, so a busy fleet pays one
@@ -114,14 +111,15 @@ class RecordBatch {
   async #send(): Promise<void> {
     this.#inFlight = true;
     while (this.#queue.length > 0) {
-      const sent = this.#queue.splice(0, maxRowsPerStatement);
+      const sent = this.#queue;
+      this.#queue = [];
       const latest = new Map<unknown, unknown[]>();
       for (const { values } of sent) {
         latest.delete(values[0]);
         latest.set(values[0], values);
       }
       try {
-        await this.run.query(this.queries.recordMany(latest.size), [...latest.values()].flat());
+        await this.run.query(this.queries.record, this.queries.columnsOf([...latest.values()]));
         for (const pending of sent) pending.resolve();
       } catch (error) {
         for (const pending of sent) pending.reject(error);

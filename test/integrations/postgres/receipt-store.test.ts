@@ -144,6 +144,28 @@ describe.runIf(enabled)('postgresReceiptStore on PostgreSQL', () => {
     expect(await store.get('order-404')).toBeUndefined();
   });
 
+  it('sends one statement text whatever the batch size, and keeps awkward text intact in its arrays', async () => {
+    const pool = counted(database.pool);
+    const store = postgresReceiptStore(pool, { table: 'arrays', createTable: true });
+    const awkward = ['a "quoted", {braced} key', 'back\\slash', 'NULL', '', 'ünï ☃'];
+    const receipts = awkward.map(
+      (text, i): Receipt => ({
+        ...settled,
+        key: `k${i}-${text}`,
+        tool: text,
+        attempts: i,
+        startedAt: 1_767_225_600_000 + i,
+        evidence: { text, list: [text, null], nested: { '"': '\\' } },
+      }),
+    );
+    // The first goes alone, the four that arrive while it is in flight together.
+    await Promise.all(receipts.map((receipt) => store.record(receipt)));
+    const inserts = pool.texts.filter((text) => text.startsWith('INSERT'));
+    expect(inserts).toHaveLength(2);
+    expect(new Set(inserts).size).toBe(1);
+    for (const receipt of receipts) expect(await store.get(receipt.key)).toStrictEqual(receipt);
+  });
+
   it('upserts: the latest record of a key replaces the one before', async () => {
     const store = postgresReceiptStore(database.pool, { table: 'upserts', createTable: true });
     await store.record({
