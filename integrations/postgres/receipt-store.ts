@@ -33,9 +33,9 @@ export interface PostgresReceiptStoreOptions {
 }
 
 /**
- * A `ReceiptStore` on PostgreSQL: `record` is one upsert (a late `running` never overwrites a
- * settled receipt), `get` one lookup by key, `list` the operator's query (`{ inDoubt: true }`),
- * newest first. A statement that fails rejects with a `store_unavailable` envelope carrying the
+ * A `ReceiptStore` on PostgreSQL: `record` is one upsert (the latest record of a key wins, as
+ * the seam says; records sent together go in one statement), `get` one lookup by key, `list` the
+ * operator's query (`{ inDoubt: true }`), newest first. A statement that fails rejects with a `store_unavailable` envelope carrying the
  * driver's error as its `cause`; bound each statement with the pool's own `statement_timeout`.
  *
  * @param pool - A `pg` `Pool` or `Client`, or anything with `query(text, values)`.
