@@ -54,7 +54,7 @@ import {
 } from './rate-limits.js';
 import { runsFused, type FastPathAnswer } from './fast-path.js';
 import type { McpProxyBenchResult } from './mcp-proxy.js';
-import { policyTargets, runPolicyBench } from './policy.js';
+import { policyMarkdown, policyTargets, runPolicyBench } from './policy.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -736,6 +736,10 @@ ${redisMarkdown(input.redis)}
 ## 7. Rate limits and budgets
 
 ${rateLimitMarkdown(input.rateLimits)}
+
+## 8. Policy layers
+
+${policyMarkdown}
 
 ## Method
 
