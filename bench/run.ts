@@ -61,7 +61,7 @@ import {
 } from './exactly-once.js';
 import { runsFused, type FastPathAnswer } from './fast-path.js';
 import type { McpProxyBenchResult, McpProxyTaskRow } from './mcp-proxy.js';
-import { policyTargets, runPolicyBench } from './policy.js';
+import { policyMarkdown, policyTargets, runPolicyBench } from './policy.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -772,6 +772,10 @@ ${rateLimitMarkdown(input.rateLimits)}
 ## 8. Exactly-once
 
 ${exactlyOnceMarkdown(input.exactlyOnce)}
+
+## 9. Policy layers
+
+${policyMarkdown}
 
 ## Method
 

@@ -1,7 +1,7 @@
 /**
- * The memory rate and window stores' shared shell: state per key in a `Map` that, each time it
- * has doubled since its last sweep, drops the entries that hold nothing any more, so 100 000 keys
- * seen once cost nothing for long.
+ * The memory rate and window stores' and the concurrency partitions' shared shell: state per key
+ * in a `Map` that, each time it has doubled since its last sweep, drops the entries that hold
+ * nothing any more, so 100 000 keys seen once cost nothing for long.
  * @module
  */
 

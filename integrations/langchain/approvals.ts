@@ -46,7 +46,8 @@ type Interrupt = (value: HITLRequest) => unknown;
 const allowedDecisions: ReviewConfig['allowedDecisions'] = ['approve', 'edit', 'reject'];
 
 /**
- * Asks `approvals` about each call of `message` to one of the offered tools; when any needs a
+ * Asks `approvals` about each call of `message` to one of the offered tools, under the
+ * idempotency key `keyOf` gives its id (the key its dispatch will carry); when any needs a
  * person, raises one interrupt shaped as `humanInTheLoopMiddleware`'s (`actionRequests`,
  * `reviewConfigs`) and reads the `decisions` it is resumed with, in call order.
  */
@@ -55,6 +56,7 @@ export async function reviewCalls(
   offered: ReadonlyMap<string, string>,
   message: BaseMessage | undefined,
   interrupt: Interrupt | undefined,
+  keyOf: (id: string) => string | undefined,
 ): Promise<ReviewUpdate> {
   if (message === undefined || !AIMessage.isInstance(message)) return { message: undefined, reviews: {} };
   const calls = message.tool_calls ?? [];
@@ -64,7 +66,12 @@ export async function reviewCalls(
     // A call with no id cannot be matched to its decision; the gate answers it itself.
     if (toolName === undefined || typeof call.id !== 'string' || call.id.length === 0) continue;
     if (rawArgumentsOf(call.args) !== undefined) continue;
-    const decision = await approvals.evaluate(toolName, call.args, { callId: call.id });
+    const idempotencyKey = keyOf(call.id);
+    const decision = await approvals.evaluate(
+      toolName,
+      call.args,
+      idempotencyKey === undefined ? { callId: call.id } : { callId: call.id, idempotencyKey },
+    );
     if (decision.enforced && decision.action === 'require')
       gated.push({ id: call.id, wire: call.name, args: call.args, reason: decision.reason });
   }

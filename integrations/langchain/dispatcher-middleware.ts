@@ -7,7 +7,7 @@ import { createMiddleware } from 'langchain';
 import { reviewCalls, reviewKey, reviewOf, reviewState } from './approvals.js';
 import { withInvalidCallsMoved } from './invalid-calls.js';
 import { readOptions, type LangChainToolsOptions } from './options.js';
-import { runCall } from './run-call.js';
+import { callOptions, runCall } from './run-call.js';
 import { langChainTools } from './to-langchain-tools.js';
 
 /**
@@ -54,6 +54,8 @@ export function dispatcherMiddleware(options: LangChainToolsOptions) {
         settings.offered,
         moved ?? last,
         runtime.interrupt as Parameters<typeof reviewCalls>[3],
+        // The gate judges the call under the key its dispatch will carry.
+        (id) => callOptions(settings, id, runtime).idempotencyKey,
       );
       const rewritten = message ?? moved;
       const stale = Object.keys(state[reviewKey] ?? {}).length > 0;

@@ -34,15 +34,7 @@ export async function runCall(
 ): Promise<ToolMessage> {
   const wire = typeof call.name === 'string' ? call.name : '';
   const toolName = settings.offered.get(wire);
-  const options = providerCallOptions({
-    providerId: call.id,
-    signal,
-    idempotencyScope: settings.scope(runtime),
-    keyByCallId: settings.keyByCallId,
-    idPrefix: 'langchain',
-    base: settings.base,
-    displayName: wire,
-  });
+  const options = callOptions(settings, call.id, runtime, signal, wire);
   if (review !== undefined && 'approvedBy' in review) options.approval = { approvedBy: review.approvedBy };
   const outcome =
     toolName === undefined
@@ -63,6 +55,28 @@ export async function runCall(
     content: answer.text,
     status: answer.outcome.ok ? 'success' : 'error',
     artifact: answer.outcome,
+  });
+}
+
+/**
+ * The dispatch options of the call `id` in `runtime`: its call id and scoped key, as the dispatch
+ * and the approval review both use them.
+ */
+export function callOptions(
+  settings: Settings,
+  id: unknown,
+  runtime: LangChainScopeRuntime | undefined,
+  signal?: unknown,
+  wire?: string,
+): ReturnType<typeof providerCallOptions> {
+  return providerCallOptions({
+    providerId: id,
+    signal,
+    idempotencyScope: settings.scope(runtime),
+    keyByCallId: settings.keyByCallId,
+    idPrefix: 'langchain',
+    base: settings.base,
+    displayName: wire,
   });
 }
 

@@ -275,7 +275,7 @@ export function newToken(): string {
 
 /** The fingerprint a token is bound to: the tool and its validated args, as base64url. */
 export function printOf(call: Pick<ApprovalCall, 'tool' | 'args'>): string {
-  return Buffer.from(fingerprint(call.tool.name, call.args), 'latin1').toString('base64url');
+  return fingerprint(call.tool.name, call.args, 'base64url');
 }
 
 function required(source: string, reason: string): Sourced {

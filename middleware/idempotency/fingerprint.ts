@@ -22,11 +22,15 @@ export type Fingerprint = string;
 /**
  * The fingerprint of `toolName` called with `args`: equal for two calls exactly when their tool
  * names are equal and their args are equal as JSON-like data, whatever the key order. Copes with
- * cycles and any size.
+ * cycles and any size. `encoding` spells the same digest as base64url, for text that is sent on.
  */
-export function fingerprint(toolName: string, args: unknown): Fingerprint {
+export function fingerprint(
+  toolName: string,
+  args: unknown,
+  encoding: 'binary' | 'base64url' = 'binary',
+): Fingerprint {
   // 'binary' (Latin-1): the digest's 32 bytes as a 32-character string; only equality is asked of it.
-  return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, 'binary');
+  return hash('sha256', `${JSON.stringify(toolName)}\u0000${canonical(args, [])}`, encoding);
 }
 
 // Distinct prefixes keep, say, the string "1", the number 1 and the bigint 1n apart.

@@ -63,7 +63,7 @@ describe('concurrencyLimit partitions (key)', () => {
     expect(started).toEqual(['a0', 'b2', '-3', 'a1']);
   });
 
-  it('keeps no partition once its calls are done, over 100 000 tenants', async () => {
+  it('keeps idle partitions to a bound, over 100 000 tenants', async () => {
     const registry = new ToolRegistry().register({
       name: 'api.call',
       inputSchema: z.object({ t: z.string(), i: z.number() }),
@@ -76,7 +76,8 @@ describe('concurrencyLimit partitions (key)', () => {
         dispatcher.dispatch('api.call', { t: `tenant-${batch * 1000 + i}`, i }),
       );
       await Promise.all(calls);
-      expect(slots.partitionCount).toBe(0);
+      // Swept each time the map has doubled: about twice the 1 000 busy at once, at most.
+      expect(slots.partitionCount).toBeLessThanOrEqual(2_048);
     }
     expect(layer.load()).toEqual({ running: 0, queued: 0 });
   });
