@@ -97,9 +97,28 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
   // The text execute rendered for an object output, so toModelOutput need not render it again.
   const rendered = new WeakMap<object, string>();
   const { approvals } = settings;
-  const needsApproval = async (name: string, input: unknown, callId: string | undefined) => {
+  const callOptionsOf = (toolCallId: unknown, signal: unknown, displayName: string) =>
+    providerCallOptions({
+      providerId: toolCallId,
+      signal,
+      ...settings.keys,
+      idPrefix: 'ai-sdk',
+      base: settings.base,
+      displayName,
+    });
+  // Asked with the call id and idempotency key the dispatch carries, so a rule judges that call.
+  const needsApproval = async (
+    name: string,
+    input: unknown,
+    call: { callId: string; idempotencyKey?: string },
+  ) => {
     if (approvals === undefined) return false;
-    const decision = await approvals.evaluate(name, input, callId === undefined ? {} : { callId });
+    const { callId, idempotencyKey } = call;
+    const decision = await approvals.evaluate(
+      name,
+      input,
+      idempotencyKey === undefined ? { callId } : { callId, idempotencyKey },
+    );
     return decision.enforced && decision.action === 'require';
   };
   for (const listing of listings) {
@@ -121,20 +140,13 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
           ? {}
           : {
               needsApproval: (input: unknown, { toolCallId }: { toolCallId: string }) =>
-                needsApproval(listing.name, input, toolCallId),
+                needsApproval(listing.name, input, callOptionsOf(toolCallId, undefined, key)),
             }),
         async execute(input, options) {
-          const callOptions = providerCallOptions({
-            providerId: options?.toolCallId,
-            signal: options?.abortSignal,
-            ...settings.keys,
-            idPrefix: 'ai-sdk',
-            base: settings.base,
-            displayName: key,
-          });
+          const callOptions = callOptionsOf(options?.toolCallId, options?.abortSignal, key);
           // The SDK runs a call that needs approval only once the user approved it, in this
           // request or an earlier one (a new ToolSet per request knows nothing of it).
-          const approved = await needsApproval(listing.name, input, options?.toolCallId);
+          const approved = await needsApproval(listing.name, input, callOptions);
           const outcome = await settings.dispatcher.dispatch(
             listing.name,
             input,

@@ -102,19 +102,44 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           settings.names,
         );
   const { approvals } = settings;
-  const needsApproval = async (name: string, input: unknown, callId: string | undefined) => {
+  // Asked with the call id and idempotency key the dispatch carries, so a rule judges that call.
+  const needsApproval = async (
+    name: string,
+    input: unknown,
+    call: { callId: string; idempotencyKey?: string },
+  ) => {
     if (approvals === undefined) return false;
-    const decision = await approvals.evaluate(name, input, callId === undefined ? {} : { callId });
+    const { callId, idempotencyKey } = call;
+    const decision = await approvals.evaluate(
+      name,
+      input,
+      idempotencyKey === undefined ? { callId } : { callId, idempotencyKey },
+    );
     return decision.enforced && decision.action === 'require';
   };
+  const callOptionsOf = (
+    runContext: RunContext<unknown> | undefined,
+    callId: unknown,
+    signal: unknown,
+    wireName: string,
+  ) =>
+    providerCallOptions({
+      providerId: callId,
+      signal,
+      idempotencyScope: settings.scope(runContext),
+      keyByCallId: settings.keyByCallId,
+      idPrefix: 'openai-agents',
+      base: settings.base,
+      displayName: wireName,
+    });
   return listings.map((listing) => {
     const wireName = names === undefined ? listing.name : names.wireName(listing.name);
     return tool({
       ...(approvals === undefined
         ? {}
         : {
-            needsApproval: (_runContext: RunContext<unknown>, input: unknown, callId?: string) =>
-              needsApproval(listing.name, input, callId),
+            needsApproval: (runContext: RunContext<unknown>, input: unknown, callId?: string) =>
+              needsApproval(listing.name, input, callOptionsOf(runContext, callId, undefined, wireName)),
           }),
       name: wireName,
       description: listing.description,
@@ -123,18 +148,9 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       strict: false,
       errorFunction: null,
       async execute(input, runContext, details) {
-        const scope = settings.scope(runContext);
-        const call = providerCallOptions({
-          providerId: details?.toolCall?.callId,
-          signal: details?.signal,
-          idempotencyScope: scope,
-          keyByCallId: settings.keyByCallId,
-          idPrefix: 'openai-agents',
-          base: settings.base,
-          displayName: wireName,
-        });
+        const call = callOptionsOf(runContext, details?.toolCall?.callId, details?.signal, wireName);
         // The Runner runs a call that needs approval only once the run state approved it.
-        const approved = await needsApproval(listing.name, input, details?.toolCall?.callId);
+        const approved = await needsApproval(listing.name, input, call);
         const outcome = await settings.dispatcher.dispatch(
           listing.name,
           input,
