@@ -3,6 +3,7 @@
 
 import { caseById, pairedRatio, runGroup, type BenchCase, type GroupOptions, type Ratio } from './harness.js';
 import type { Library } from './library.js';
+import { formatRatio } from './report.js';
 import { argsSchema, immediateHandler, smallArgs } from './stacks.js';
 
 /** Issue 21's performance targets. */
@@ -11,7 +12,7 @@ export const policyTargets = {
   approvalRequiredVsBare: 2,
   redact2MbVs1Mb: 2.2,
   redact2MbVsReplace: 4,
-  hostileVs1Mb: 2.2,
+  hostile2MbVs1Mb: 2.2,
   cut2MbVsStringify: 1.5,
 } as const;
 
@@ -21,7 +22,8 @@ export interface PolicyRatios {
   approvalRequiredVsBare: Ratio;
   redact2MbVs1Mb: Ratio;
   redact2MbVsReplace: Ratio;
-  hostileVs1Mb: Ratio;
+  /** `eyJ` + 2 MB of `a` against `eyJ` + 1 MB: linear is about 2×. */
+  hostile2MbVs1Mb: Ratio;
   cut2MbVsStringify: Ratio;
 }
 
@@ -101,6 +103,7 @@ export function policyDataCases(lib: Library): BenchCase[] {
   const oneMb = line.repeat(Math.ceil(1_048_576 / line.length)).slice(0, 1_048_576);
   const twoMb = oneMb + oneMb;
   const hostile = `eyJ${'a'.repeat(1_048_576)}`;
+  const hostile2 = `eyJ${'a'.repeat(2_097_152)}`;
   const onePattern = /sk-[A-Za-z0-9_-]{20,}/g;
   const rows = Array.from({ length: 20_000 }, (_, i) => ({ id: i, line: line.slice(0, 90) }));
   const guard = lib.outputGuard({ maxChars: 8_000 });
@@ -110,6 +113,7 @@ export function policyDataCases(lib: Library): BenchCase[] {
     synchronous('redact2', 'redact 2 MB', () => redactor.redact(twoMb)),
     synchronous('replace2', 'one replace of one pattern over 2 MB', () => twoMb.replace(onePattern, 'x')),
     synchronous('hostile', 'redact eyJ + 1 MB of a', () => redactor.redact(hostile)),
+    synchronous('hostile2', 'redact eyJ + 2 MB of a', () => redactor.redact(hostile2)),
     {
       id: 'cut2',
       label: 'cut a 2 MB result (outputGuard)',
@@ -137,15 +141,71 @@ export async function runPolicyBench(lib: Library, log: (text: string) => void):
     approvalRequiredVsBare: pairedRatio(dispatch, 'required', 'bare'),
     redact2MbVs1Mb: pairedRatio(data, 'redact2', 'redact1'),
     redact2MbVsReplace: pairedRatio(data, 'redact2', 'replace2'),
-    hostileVs1Mb: pairedRatio(data, 'hostile', 'redact1'),
+    hostile2MbVs1Mb: pairedRatio(data, 'hostile2', 'hostile'),
     cut2MbVsStringify: pairedRatio(data, 'cut2', 'stringify2'),
   };
 }
 
-/** The policy section of docs/benchmarks.md: what the `--policy` ratios are made of. */
-export const policyMarkdown = `Issue 21's ratios are measured by \`npx tsx bench/run.ts --policy\` (not part of the
-full run). \`approval_required\` / bare dispatch (target ≤ 2×) does not hold: 3.4–4.1× by CPU time
-and by wall clock on a quiet 2-core machine, 4–6× on a busy one. A pause does work a bare dispatch
+/** Each ratio with its name and target, as the run prints them and the targets table lists them. */
+export function policyRows(ratios: PolicyRatios): Array<{ name: string; ratio: Ratio; target: number }> {
+  return [
+    {
+      name: 'gate and guard idle / bare default stack',
+      ratio: ratios.idleVsBare,
+      target: policyTargets.idleVsBare,
+    },
+    {
+      name: 'approval_required / bare dispatch',
+      ratio: ratios.approvalRequiredVsBare,
+      target: policyTargets.approvalRequiredVsBare,
+    },
+    { name: 'redact 2 MB / redact 1 MB', ratio: ratios.redact2MbVs1Mb, target: policyTargets.redact2MbVs1Mb },
+    {
+      name: 'redact 2 MB / one replace over 2 MB',
+      ratio: ratios.redact2MbVsReplace,
+      target: policyTargets.redact2MbVsReplace,
+    },
+    {
+      name: 'redact eyJ + 2 MB of a / eyJ + 1 MB of a (linear)',
+      ratio: ratios.hostile2MbVs1Mb,
+      target: policyTargets.hostile2MbVs1Mb,
+    },
+    {
+      name: 'cut 2 MB / one JSON.stringify',
+      ratio: ratios.cut2MbVsStringify,
+      target: policyTargets.cut2MbVsStringify,
+    },
+  ];
+}
+
+/** The targets-table rows of the policy section. */
+export function policyChecks(
+  ratios: PolicyRatios,
+): Array<{ name: string; target: string; measured: string; met: boolean }> {
+  return policyRows(ratios).map((row) => ({
+    name: `policy: ${row.name}`,
+    target: `≤ ${row.target}×`,
+    measured: formatRatio(row.ratio),
+    met: row.ratio.median <= row.target,
+  }));
+}
+
+/** The policy section of docs/benchmarks.md: a table of the run's ratios, then what they are made of. */
+export function policyMarkdown(ratios: PolicyRatios | undefined): string {
+  const table =
+    ratios === undefined
+      ? 'Not measured in this run (`bench/results.json` has no `policy`).'
+      : `| ratio | median (IQR) | target |
+| --- | ---: | ---: |
+${policyRows(ratios)
+  .map((row) => `| ${row.name} | ${formatRatio(row.ratio)} | ≤ ${row.target}× |`)
+  .join('\n')}`;
+  return `${table}\n\n${policyNotes}`;
+}
+
+// What the policy ratios are made of.
+const policyNotes = `Issue 21's ratios, in the full run and alone by \`npx tsx bench/run.ts --policy\`.
+\`approval_required\` / bare dispatch (target ≤ 2×) does not hold: 3.4–4.1× by CPU time and by wall clock on a quiet 2-core machine, 4–6× on a busy one. A pause does work a bare dispatch
 has none of: the SHA-256 fingerprint of the canonical args that the token is bound to (about a
 third of a paused call, as much as a whole bare dispatch), the request written to the store (a map
 insert and, at the store's cap, an eviction), the \`approval_required\` envelope (an \`Error\`,
@@ -156,5 +216,6 @@ stretched on a busy machine) more than a pause. Redaction is one pass of one reg
 whose alternatives are the built-in patterns; it is linear (2 MB 2.0× 1 MB), and V8 takes about
 four times as long over text with a 7-way alternation as with one pattern led by a literal
 (3.7–4.1× one \`replace\`, target ≤ 4×): no rewording of the patterns tried scanned faster.
-\`eyJ\` + 1 MB of \`a\` costs 2.0–2.3× 1 MB of log text (target ≤ 2.2×): besides the scan, the JWT
-alternative reads the 1 MB run twice, in its lookahead and in its backreference.`;
+\`eyJ\` + 1 MB of \`a\` (a JWT's start and no end) stays linear: twice the run costs about twice
+the time. It costs 2.0–2.3× 1 MB of log text: besides the scan, the JWT alternative reads the run
+twice, in its lookahead and in its backreference.`;
