@@ -171,11 +171,28 @@ export type IdempotencyCompletion =
 /** What `IdempotencyStore.peek` answers: what `claim` would find, without claiming. */
 export type IdempotencyPeek =
   /** A success is stored for this key and fingerprint. */
-  | Extract<IdempotencyClaim, { kind: 'hit' }>
+  | {
+      /** What the look found. */
+      readonly kind: 'hit';
+      /** The stored success. */
+      readonly result: unknown;
+      /** How long it is served still, in milliseconds. */
+      readonly expiresInMs: number;
+    }
   /** The key succeeded but its result could not be shared. */
-  | Extract<IdempotencyClaim, { kind: 'unshareable' }>
+  | {
+      /** What the look found. */
+      readonly kind: 'unshareable';
+      /** Why the result could not be shared. */
+      readonly reason: string;
+      /** How long the key stays done, in milliseconds. */
+      readonly expiresInMs: number;
+    }
   /** The key is held or stored for another fingerprint. */
-  | Extract<IdempotencyClaim, { kind: 'conflict' }>
+  | {
+      /** What the look found. */
+      readonly kind: 'conflict';
+    }
   /** Nothing is stored: the key is free, or a leader holds it. */
   | {
       /** What the look found. */
