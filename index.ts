@@ -123,6 +123,7 @@ export type {
   IdempotencyClaim,
   IdempotencyCompletion,
   IdempotencyLease,
+  IdempotencyPeek,
   IdempotencyStore,
   MaybePromise,
   SlotPermit,

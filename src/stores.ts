@@ -168,6 +168,37 @@ export type IdempotencyCompletion =
       };
     };
 
+/** What `IdempotencyStore.peek` answers: what `claim` would find, without claiming. */
+export type IdempotencyPeek =
+  /** A success is stored for this key and fingerprint. */
+  | {
+      /** What the look found. */
+      readonly kind: 'hit';
+      /** The stored success. */
+      readonly result: unknown;
+      /** How long it is served still, in milliseconds. */
+      readonly expiresInMs: number;
+    }
+  /** The key succeeded but its result could not be shared. */
+  | {
+      /** What the look found. */
+      readonly kind: 'unshareable';
+      /** Why the result could not be shared. */
+      readonly reason: string;
+      /** How long the key stays done, in milliseconds. */
+      readonly expiresInMs: number;
+    }
+  /** The key is held or stored for another fingerprint. */
+  | {
+      /** What the look found. */
+      readonly kind: 'conflict';
+    }
+  /** Nothing is stored: the key is free, or a leader holds it. */
+  | {
+      /** What the look found. */
+      readonly kind: 'none';
+    };
+
 /**
  * Where the idempotency layer keeps in-flight keys and recent successes: one handler execution
  * per key across every process sharing the store, while held and for `ttlMs` after a success.
@@ -209,6 +240,27 @@ export interface IdempotencyStore {
     fence: number,
     options: { signal: AbortSignal; timeoutMs: number },
   ): MaybePromise<void>;
+  /**
+   * Reads what is stored under `key` for `fingerprint` without claiming it (one round trip, no
+   * write); optional, for readers that must not hold a key they only look at.
+   *
+   * @example
+   * const seen = await store.peek?.('task-1', 'mcp-task'); // { kind: 'hit', result, expiresInMs }
+   */
+  peek?(key: string, fingerprint: StoreFingerprint): MaybePromise<IdempotencyPeek>;
+  /**
+   * Stores `result` under `key` for `ttlMs` only if the key has no record, held or stored
+   * (`'exists'` then, nothing written), in one round trip without a lease; optional.
+   *
+   * @example
+   * if ((await store.putIfAbsent?.('task-1', 'mcp-task', record, 60_000)) === 'stored') created();
+   */
+  putIfAbsent?(
+    key: string,
+    fingerprint: StoreFingerprint,
+    result: unknown,
+    ttlMs: number,
+  ): MaybePromise<'stored' | 'exists'>;
   /** The store's own receipts, if it keeps them (written by `claim`, `complete` and `release`). */
   readonly receipts?: ReceiptStore;
 }

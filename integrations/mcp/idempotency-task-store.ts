@@ -4,10 +4,10 @@
  * @module
  */
 
-import type { IdempotencyClaim, IdempotencyStore } from '../../src/stores.js';
+import type { IdempotencyClaim, IdempotencyPeek, IdempotencyStore } from '../../src/stores.js';
 import type { McpTaskCreation, McpTaskRecord, McpTaskStore } from './task-store.js';
 
-// Every task key is claimed with this one fingerprint, so no claim of it is ever a conflict.
+// Every task key is written and read with this one fingerprint, so no look at it is a conflict.
 const fingerprint = 'mcp-task';
 // A holder keeps a task key for one round trip; this many waits in a row means a stuck store.
 const mostWaits = 1_000;
@@ -19,7 +19,8 @@ const firstWaitMs = 1;
 /**
  * A task store on an idempotency store. A task is two keys: `mcp-task:<id>`, stored as the
  * `working` record when the task is created, and `mcp-task:<id>:end`, stored once with its final
- * record (the first settle wins). Both live until the task's `ttlMs` from its creation ends.
+ * record (the first settle wins). Both live until the task's `ttlMs` from its creation ends. On a
+ * store with `putIfAbsent` and `peek` a create, a settle and a read are one round trip each.
  *
  * @example
  * const tasks = { store: taskStoreOn(redisIdempotencyStore(redis)) };
@@ -55,6 +56,9 @@ class IdempotencyTaskStore implements McpTaskStore {
 
   async create(record: McpTaskRecord): Promise<McpTaskCreation> {
     const key = createdKey(record.taskId);
+    const put = await this.store.putIfAbsent?.(key, fingerprint, record, record.ttlMs);
+    if (put === 'stored') return { created: true, record };
+    // The key exists (or the store cannot put): claim it as a store without `putIfAbsent` would.
     for (let waits = 0; waits < mostWaits; waits++) {
       const claim = await this.store.claim(key, fingerprint);
       if (claim.kind === 'lead') {
@@ -95,6 +99,9 @@ class IdempotencyTaskStore implements McpTaskStore {
   async settle(taskId: string, final: McpTaskRecord): Promise<void> {
     const key = endKey(taskId);
     const ttlMs = Math.max(1, Date.parse(final.createdAt) + final.ttlMs - Date.now());
+    // The first settle wins; a key that exists may be held by a poll of a process that reads by
+    // claiming, so it is claimed then as a store without `putIfAbsent` would.
+    if ((await this.store.putIfAbsent?.(key, fingerprint, final, ttlMs)) === 'stored') return;
     for (let waits = 0; waits < mostWaits; waits++) {
       const claim = await this.store.claim(key, fingerprint);
       if (claim.kind === 'lead') {
@@ -108,9 +115,11 @@ class IdempotencyTaskStore implements McpTaskStore {
     throw stuck(key);
   }
 
-  // Reads a key by claiming it; a lead (nothing stored) is given back at once, and a key held by
-  // another is waited for, or (`waitIfHeld` false) read as nothing stored.
+  // Reads a key with `peek` when the store has it (one round trip, no write), else by claiming
+  // it; a lead (nothing stored) is given back at once, and a key held by another is waited for,
+  // or (`waitIfHeld` false) read as nothing stored.
   private async read(key: string, waitIfHeld = true): Promise<Read> {
+    if (this.store.peek !== undefined) return fromPeek(key, await this.store.peek(key, fingerprint));
     for (let waits = 0; waits < mostWaits; waits++) {
       const claim = await this.store.claim(key, fingerprint);
       switch (claim.kind) {
@@ -147,7 +156,15 @@ class IdempotencyTaskStore implements McpTaskStore {
   }
 }
 
-function describe(claim: IdempotencyClaim): string {
+// A held key reads as nothing stored: only a process that creates or reads by claiming holds one.
+function fromPeek(key: string, seen: IdempotencyPeek): Read {
+  if (seen.kind === 'hit') return { found: true, value: seen.result };
+  if (seen.kind === 'none') return { found: false };
+  if (seen.kind === 'unshareable') return { found: 'unshareable', reason: seen.reason };
+  throw new Error(`The task store cannot read ${key}: ${describe(seen)}`);
+}
+
+function describe(claim: IdempotencyClaim | IdempotencyPeek): string {
   return claim.kind === 'conflict' ? 'the key is held for another use' : claim.kind;
 }
 

@@ -10,6 +10,7 @@ import {
   type IdempotencyClaim,
   type IdempotencyCompletion,
   type IdempotencyLease,
+  type IdempotencyPeek,
   type IdempotencyStore,
   type Receipt,
   type ReceiptQuery,
@@ -30,6 +31,8 @@ import {
 import {
   claimScript,
   completeScript,
+  peekScript,
+  putIfAbsentScript,
   receiptGetScript,
   receiptListScript,
   receiptRecordScript,
@@ -414,6 +417,40 @@ export function redisIdempotencyStore(
     return { kind: 'lost' };
   };
 
+  // Neither looks at the epoch: they run no handler, so a Redis restarted empty cannot make
+  // them run a key twice.
+  const peek = async (key: string, fingerprint: StoreFingerprint): Promise<IdempotencyPeek> => {
+    const reply = await runScript(redis, peekScript, [recordKey(key)], [fingerprint], timeoutMs);
+    const kind = text(reply, 0);
+    if (kind === 'none' || kind === 'conflict') return { kind };
+    const expiresInMs = Math.max(0, num(reply, 2));
+    if (kind === 'U') return { kind: 'unshareable', reason: text(reply, 1), expiresInMs };
+    const decoded = decode(text(reply, 1));
+    return decoded.ok
+      ? { kind: 'hit', result: decoded.result, expiresInMs }
+      : { kind: 'unshareable', reason: decoded.reason, expiresInMs };
+  };
+
+  const putIfAbsent = async (
+    key: string,
+    fingerprint: StoreFingerprint,
+    result: unknown,
+    ttlMs: number,
+  ): Promise<'stored' | 'exists'> => {
+    if (typeof ttlMs !== 'number' || !(ttlMs > 0))
+      throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    const { status, payload } = encode(result);
+    const ttl = String(Math.ceil(Math.min(ttlMs, 2 ** 47)));
+    const reply = await runScript(
+      redis,
+      putIfAbsentScript,
+      [recordKey(key)],
+      [status, payload, ttl, fingerprint],
+      timeoutMs,
+    );
+    return Number(reply) === 1 ? 'stored' : 'exists';
+  };
+
   const release = async (lease: IdempotencyLease, receipt?: Receipt): Promise<void> => {
     await runScript(
       redis,
@@ -493,6 +530,8 @@ export function redisIdempotencyStore(
     complete,
     release,
     changed,
+    peek,
+    putIfAbsent,
     receipts,
     close: () => {
       unlisten();

@@ -120,6 +120,35 @@ return {'stored'}
 );
 
 /**
+ * Reads a key's record without claiming it. KEYS: record. ARGV: fingerprint.
+ * Reply: {none} (free or running) | {conflict} | {D or U, payload or reason, ms left}.
+ */
+export const peekScript = defineScript(
+  'idempotency peek',
+  `
+local rec = redis.call('HMGET', KEYS[1], 's', 'f', 'r')
+if not rec[1] then return {'none'} end
+if rec[2] ~= ARGV[1] then return {'conflict'} end
+if rec[1] == 'R' then return {'none'} end
+return {rec[1], rec[3], redis.call('PTTL', KEYS[1])}
+`,
+);
+
+/**
+ * Stores a result under a key with no record (no lease, so nobody follows it). KEYS: record.
+ * ARGV: status (D stored, U unshareable), payload, ttlMs, fingerprint. Reply: 1 stored, 0 exists.
+ */
+export const putIfAbsentScript = defineScript(
+  'idempotency put-if-absent',
+  `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1], 'f', ARGV[4], 'r', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`,
+);
+
+/**
  * Frees a lead after a failure; its receipt is written too when the key is free (a lost lease
  * nobody took over). KEYS: record, receipt. ARGV: token, channel, fence, key, receipt JSON ('' for
  * none), receipt ttl ms. Reply: 1.

@@ -12,6 +12,7 @@ import type {
   IdempotencyClaim,
   IdempotencyCompletion,
   IdempotencyLease,
+  IdempotencyPeek,
   IdempotencyStore,
   Receipt,
   StoreFingerprint,
@@ -137,6 +138,8 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     complete: (lease, result, ttlMs, receipt) => keys.complete(lease, result, ttlMs, receipt),
     release: (lease, receipt) => keys.release(lease, receipt),
     changed: (key, fence, waitOptions) => keys.changed(key, fence, waitOptions),
+    peek: (key, fingerprint) => keys.peek(key, fingerprint),
+    putIfAbsent: (key, fingerprint, result, ttlMs) => keys.putIfAbsent(key, fingerprint, result, ttlMs),
     size: () => keys.size(),
     receipts,
   };
@@ -223,7 +226,7 @@ class MemoryKeys {
     const held = this.held.get(lease.key);
     if (held?.holds(lease)) {
       this.held.delete(lease.key);
-      this.remember(held, result, ttlMs, now);
+      this.remember(held.key, held.fingerprint, result, ttlMs, now);
       held.completed = mine.completed = true;
       held.wake();
       return now >= held.expiresAt ? { kind: 'late' } : stored;
@@ -232,7 +235,7 @@ class MemoryKeys {
     const hit = this.cached(lease.key, now);
     if (other === undefined && hit === undefined) {
       // The lease lapsed and nobody claimed the key since: the success still counts.
-      this.remember(mine, result, ttlMs, now);
+      this.remember(mine.key, mine.fingerprint, result, ttlMs, now);
       mine.completed = true;
       return { kind: 'late' };
     }
@@ -276,6 +279,31 @@ class MemoryKeys {
     });
   }
 
+  peek(key: string, fingerprint: StoreFingerprint): IdempotencyPeek {
+    const now = this.clock.now();
+    for (const cache of this.caches) {
+      const hit = cache.get(key, now);
+      if (hit === undefined) continue;
+      if (hit.fingerprint !== fingerprint) return conflict;
+      return { kind: 'hit', result: hit.result, expiresInMs: cache.expiresInMs(hit, now) };
+    }
+    const held = this.live(key, now);
+    return held !== undefined && held.fingerprint !== fingerprint ? conflict : none;
+  }
+
+  putIfAbsent(
+    key: string,
+    fingerprint: StoreFingerprint,
+    result: unknown,
+    ttlMs: number,
+  ): 'stored' | 'exists' {
+    if (!(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
+    const now = this.clock.now();
+    if (this.cached(key, now) !== undefined || this.live(key, now) !== undefined) return 'exists';
+    this.remember(key, fingerprint, result, ttlMs, now);
+    return 'stored';
+  }
+
   size(): { cached: number; inFlight: number } {
     let count = 0;
     for (const cache of this.caches) count += cache.size;
@@ -299,16 +327,23 @@ class MemoryKeys {
     return undefined;
   }
 
-  private remember(lease: MemoryLease, result: unknown, ttlMs: number, now: number): void {
+  private remember(
+    key: string,
+    fingerprint: StoreFingerprint,
+    result: unknown,
+    ttlMs: number,
+    now: number,
+  ): void {
     let cache: SuccessCache | undefined;
     for (const each of this.caches) if (each.ttlMs === ttlMs) cache = each;
     if (cache === undefined) {
       cache = new SuccessCache(ttlMs, this.maxEntries, this.epoch);
       this.caches.push(cache);
     }
-    cache.set(lease.key, lease.fingerprint, result, now);
+    cache.set(key, fingerprint, result, now);
   }
 }
 
-const conflict: IdempotencyClaim = { kind: 'conflict' };
+const conflict = { kind: 'conflict' } as const;
 const stored: IdempotencyCompletion = { kind: 'stored' };
+const none: IdempotencyPeek = { kind: 'none' };

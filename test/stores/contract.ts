@@ -242,6 +242,42 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         expect((await b.claim('k', fp)).kind).toBe('lead');
       });
 
+      it('peeks at a key without claiming it: none while free or held, conflict for another fingerprint, hit once stored', async ({
+        skip,
+      }) => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        if (b.peek === undefined) return skip();
+        expect(await b.peek('k', fp)).toEqual({ kind: 'none' });
+        const lease = await leadOf(a, 'k');
+        expect(await b.peek('k', fp)).toEqual({ kind: 'none' });
+        expect(await b.peek('k', other)).toEqual({ kind: 'conflict' });
+        await a.complete(lease, { charged: 42 }, 60_000);
+        const seen = await b.peek('k', fp);
+        expect(seen).toMatchObject({ kind: 'hit', result: { charged: 42 } });
+        if (seen.kind === 'hit') expect(seen.expiresInMs).toBeGreaterThan(0);
+        if (seen.kind === 'hit') expect(seen.expiresInMs).toBeLessThanOrEqual(60_000);
+        expect(await b.peek('k', other)).toEqual({ kind: 'conflict' });
+        // A peek holds nothing: the next claim of a free key leads.
+        expect(await b.peek('free', fp)).toEqual({ kind: 'none' });
+        expect((await a.claim('free', fp)).kind).toBe('lead');
+      });
+
+      it('puts a result only under a key with no record, held or stored', async ({ skip }) => {
+        const [a, b] = make().idempotency({ leaseMs: 10_000 });
+        if (a.putIfAbsent === undefined || b.putIfAbsent === undefined) return skip();
+        expect(await a.putIfAbsent('k', fp, { first: true }, 60_000)).toBe('stored');
+        expect(await b.putIfAbsent('k', fp, { first: false }, 60_000)).toBe('exists');
+        expect(await b.claim('k', fp)).toMatchObject({ kind: 'hit', result: { first: true } });
+        expect((await b.claim('k', other)).kind).toBe('conflict');
+        expect(await a.putIfAbsent('undefined', fp, undefined, 60_000)).toBe('stored');
+        expect(await b.claim('undefined', fp)).toMatchObject({ kind: 'hit', result: undefined });
+        // A held key is not overwritten: its holder's completion is what is stored.
+        const lease = await leadOf(a, 'held');
+        expect(await b.putIfAbsent('held', fp, 'put', 60_000)).toBe('exists');
+        expect((await a.complete(lease, 'led', 60_000)).kind).toBe('stored');
+        expect(await b.claim('held', fp)).toMatchObject({ kind: 'hit', result: 'led' });
+      });
+
       it('fails keyed claims closed after the store restarts empty, unless told to continue', async ({
         skip,
       }) => {

@@ -11,6 +11,7 @@ import type { McpTaskRecord } from '../../../integrations/mcp/task-store.js';
 import { gate } from '../../helpers/gate.js';
 import { redisSuitesEnabled } from '../../helpers/redis-server.js';
 import { redisSuite } from '../../helpers/redis-suite.js';
+import { countingClient } from '../redis/counting.js';
 
 const tasksCapability = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 
@@ -83,6 +84,29 @@ describe('taskStoreOn(an idempotency store)', () => {
     expect(await tasks.get(handle.taskId, tasksCapability)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('shares tasks between a store read by peeking and one without peek or putIfAbsent', async () => {
+    const store = memoryIdempotencyStore();
+    // A third-party store, or a process of an older release, that only claims.
+    const { claim, renew, complete, release, changed } = store;
+    const claiming = taskStoreOn({ claim, renew, complete, release, changed });
+    const peeking = taskStoreOn(store);
+    const older = record('task-older');
+    expect(await claiming.create(older)).toEqual({ created: true, record: older });
+    expect(await peeking.create(record('task-older'))).toEqual({ created: false, record: older });
+    expect(await peeking.get('task-older')).toEqual(older);
+    await peeking.settle('task-older', { ...older, status: 'cancelled' });
+    await claiming.settle('task-older', { ...older, status: 'failed' });
+    expect(await claiming.get('task-older')).toMatchObject({ status: 'cancelled' });
+    const newer = record('task-newer');
+    expect(await peeking.create(newer)).toEqual({ created: true, record: newer });
+    expect(await claiming.get('task-newer')).toEqual(newer);
+    await claiming.settle('task-newer', { ...newer, status: 'cancelled' });
+    await peeking.settle('task-newer', { ...newer, status: 'failed' });
+    expect(await peeking.get('task-newer')).toMatchObject({ status: 'cancelled' });
+    expect(await claiming.get('task-unknown')).toBeUndefined();
+    expect(await peeking.get('task-unknown')).toBeUndefined();
+  });
+
   it('aborts the run when another process sharing the store cancels the task', async () => {
     const store = memoryIdempotencyStore();
     const here = new McpTasks({ store, pollIntervalMs: 10 });
@@ -120,6 +144,21 @@ describe.runIf(redisSuitesEnabled('MCP tasks on a Redis idempotency store'))(
       const store = redisIdempotencyStore(client, { prefix, pollMs: 60_000, leaseMs: 60_000 });
       return { store, tasks: taskStoreOn(store) };
     };
+
+    it('creates a task in one round trip and reads it in one (both keys peeked at once)', async () => {
+      const { store: client } = await redis.io({ subscriber: false });
+      const counting = countingClient(client);
+      const tasks = taskStoreOn(redisIdempotencyStore(counting, { prefix: 'round-trips' }));
+      const fresh = record('task-counted');
+      await tasks.create(fresh);
+      expect(Object.fromEntries(counting.counts)).toEqual({ 'idempotency put-if-absent': 1 });
+      counting.reset();
+      expect(await tasks.get('task-counted')).toEqual(fresh);
+      expect(Object.fromEntries(counting.counts)).toEqual({ 'idempotency peek': 2 });
+      counting.reset();
+      await tasks.settle('task-counted', { ...fresh, status: 'cancelled' });
+      expect(Object.fromEntries(counting.counts)).toEqual({ 'idempotency put-if-absent': 1 });
+    });
 
     it('answers a tasks/get that lands while the end is being stored without waiting for the poll', async () => {
       const { store, tasks } = await connect('get-held');
