@@ -149,7 +149,9 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
 class MemoryKeys {
   private readonly renewEveryMs: number;
   private readonly epoch: number;
-  // One cache per TTL the layer asks for: normally exactly one.
+  // The first TTL asked for (the layer's) has a cache of its own, expired exactly in order; any
+  // other (a call's idempotencyTtlMs, a task's end) shares one whose entries carry their TTL, so
+  // the caches stay two however many TTLs calls ask for.
   private readonly caches: SuccessCache[] = [];
   private readonly held = new Map<string, MemoryLease>();
   private fences = 0;
@@ -334,13 +336,15 @@ class MemoryKeys {
     ttlMs: number,
     now: number,
   ): void {
-    let cache: SuccessCache | undefined;
-    for (const each of this.caches) if (each.ttlMs === ttlMs) cache = each;
-    if (cache === undefined) {
-      cache = new SuccessCache(ttlMs, this.maxEntries, this.epoch);
-      this.caches.push(cache);
+    const [first, other] = this.caches;
+    if (first === undefined || first.ttlMs === ttlMs) {
+      const cache = first ?? new SuccessCache(ttlMs, this.maxEntries, this.epoch);
+      if (first === undefined) this.caches.push(cache);
+      return cache.set(key, fingerprint, result, now);
     }
-    cache.set(key, fingerprint, result, now);
+    const cache = other ?? new SuccessCache('each', this.maxEntries, this.epoch);
+    if (other === undefined) this.caches.push(cache);
+    cache.set(key, fingerprint, result, now, ttlMs);
   }
 }
 

@@ -19,6 +19,21 @@ export class CachedSuccess {
   ) {}
 }
 
+/** A success remembered for a TTL of its own (`DispatchOptions.idempotencyTtlMs`, a task's end). */
+export class TimedSuccess extends CachedSuccess {
+  constructor(
+    key: string,
+    fingerprint: Fingerprint,
+    result: unknown,
+    completedMs: number,
+    completedFraction: number,
+    /** How long this success is served, in milliseconds. */
+    readonly ttlMs: number,
+  ) {
+    super(key, fingerprint, result, completedMs, completedFraction);
+  }
+}
+
 const fractionUnits = 2 ** 20;
 
 // How long ago `entry` completed. A fractional clock (performance.now) keeps its fraction, so an
@@ -34,7 +49,11 @@ const chunkSize = 4_096;
 // Bounds the expiry work of one call, so a burst of expiries is spread over the calls after it.
 const maxEvictionsPerCall = 64;
 
-/** A TTL cache of successes, oldest first. */
+/**
+ * A TTL cache of successes, oldest first. With `ttlMs` `'each'`, every entry brings its own TTL:
+ * entries then leave the queue's head in completion order once expired, and a longer-lived head
+ * holds shorter-lived ones behind it (never served, dropped at `maxEntries`) until it goes.
+ */
 export class SuccessCache {
   readonly #shards: Array<Map<string, CachedSuccess>>;
   readonly #epoch: number;
@@ -44,8 +63,8 @@ export class SuccessCache {
   #size = 0;
 
   constructor(
-    /** How long a success is served, in milliseconds. */
-    readonly ttlMs: number,
+    /** How long a success is served, in milliseconds, or `'each'`: as long as `set` says. */
+    readonly ttlMs: number | 'each',
     private readonly maxEntries: number,
     now: number,
   ) {
@@ -66,7 +85,7 @@ export class SuccessCache {
     const shard = this.#shardOf(key);
     const entry = shard.get(key);
     if (entry === undefined) return undefined;
-    if (ageOf(entry, at) < this.ttlMs) return entry;
+    if (ageOf(entry, at) < this.#ttlOf(entry)) return entry;
     shard.delete(key);
     this.#size -= 1;
     return undefined;
@@ -74,22 +93,30 @@ export class SuccessCache {
 
   /** How long `entry` is served still, in whole milliseconds of its completion. */
   expiresInMs(entry: CachedSuccess, now: number): number {
-    return this.ttlMs - (now - this.#epoch - entry.completedMs);
+    return this.#ttlOf(entry) - (now - this.#epoch - entry.completedMs);
   }
 
-  /** Remembers a success, evicting the oldest entry beyond `maxEntries`. */
-  set(key: string, fingerprint: Fingerprint, result: unknown, now: number): void {
+  /** Remembers a success (for `ttlMs` in a cache of `'each'`), evicting the oldest beyond `maxEntries`. */
+  set(key: string, fingerprint: Fingerprint, result: unknown, now: number, ttlMs = 0): void {
     // Kept as whole milliseconds and a fraction in `fractionUnits`, both integers: `ageOf` puts
     // them back together, keeping the fraction a fractional clock gives.
     const at = now - this.#epoch;
     const whole = Math.floor(at);
     const fraction = Math.floor((at - whole) * fractionUnits);
-    const entry = new CachedSuccess(key, fingerprint, result, whole, fraction);
+    const entry =
+      this.ttlMs === 'each'
+        ? new TimedSuccess(key, fingerprint, result, whole, fraction, ttlMs)
+        : new CachedSuccess(key, fingerprint, result, whole, fraction);
     const shard = this.#shardOf(key);
     if (!shard.has(key)) this.#size += 1;
     shard.set(key, entry);
     this.#push(entry);
     while (this.#size > this.maxEntries) this.#evictOldest();
+  }
+
+  #ttlOf(entry: CachedSuccess): number {
+    const { ttlMs } = this;
+    return ttlMs === 'each' ? (entry as TimedSuccess).ttlMs : ttlMs;
   }
 
   #shardOf(key: string): Map<string, CachedSuccess> {
@@ -145,7 +172,7 @@ export class SuccessCache {
   #evictExpired(at: number): void {
     for (let evictions = 0; evictions < maxEvictionsPerCall; evictions++) {
       const entry = this.#peek();
-      if (entry === undefined || ageOf(entry, at) < this.ttlMs) return;
+      if (entry === undefined || ageOf(entry, at) < this.#ttlOf(entry)) return;
       this.#dropHead(entry);
     }
   }
