@@ -172,12 +172,8 @@ class MemoryKeys {
     claimOptions?: { token?: string; tool?: string },
   ): IdempotencyClaim {
     const now = this.clock.now();
-    for (const cache of this.caches) {
-      const hit = cache.get(key, now);
-      if (hit === undefined) continue;
-      if (hit.fingerprint !== fingerprint) return conflict;
-      return { kind: 'hit', result: hit.result, expiresInMs: cache.expiresInMs(hit, now) };
-    }
+    const found = this.storedFor(key, fingerprint, now);
+    if (found !== undefined) return found;
     const held = this.live(key, now);
     const token = claimOptions?.token;
     if (held !== undefined) {
@@ -283,12 +279,8 @@ class MemoryKeys {
 
   peek(key: string, fingerprint: StoreFingerprint): IdempotencyPeek {
     const now = this.clock.now();
-    for (const cache of this.caches) {
-      const hit = cache.get(key, now);
-      if (hit === undefined) continue;
-      if (hit.fingerprint !== fingerprint) return conflict;
-      return { kind: 'hit', result: hit.result, expiresInMs: cache.expiresInMs(hit, now) };
-    }
+    const found = this.storedFor(key, fingerprint, now);
+    if (found !== undefined) return found;
     const held = this.live(key, now);
     return held !== undefined && held.fingerprint !== fingerprint ? conflict : none;
   }
@@ -310,6 +302,21 @@ class MemoryKeys {
     let count = 0;
     for (const cache of this.caches) count += cache.size;
     return { cached: count, inFlight: this.held.size };
+  }
+
+  // What a claim or a peek finds stored for `key`: a hit, a conflict, or nothing.
+  private storedFor(
+    key: string,
+    fingerprint: StoreFingerprint,
+    now: number,
+  ): Extract<IdempotencyPeek, { kind: 'hit' | 'conflict' }> | undefined {
+    for (const cache of this.caches) {
+      const hit = cache.get(key, now);
+      if (hit === undefined) continue;
+      if (hit.fingerprint !== fingerprint) return conflict;
+      return { kind: 'hit', result: hit.result, expiresInMs: cache.expiresInMs(hit, now) };
+    }
+    return undefined;
   }
 
   private cached(key: string, now: number): CachedSuccess | undefined {

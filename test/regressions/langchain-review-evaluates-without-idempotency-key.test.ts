@@ -5,32 +5,12 @@
 import { MemorySaver } from '@langchain/langgraph';
 import { AIMessage, createAgent, fakeModel, ToolMessage } from 'langchain';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { approvalGate, createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import { dispatcherMiddleware } from '../../integrations/langchain/index.js';
+import { keyedRefunds } from '../helpers/refunds.js';
 
 describe('the LangChain approval review', () => {
   it('evaluates a call under the idempotency key its dispatch carries', async () => {
-    const ran: number[] = [];
-    const keysSeen: Array<string | undefined> = [];
-    const registry = new ToolRegistry().register({
-      name: 'payments.refund',
-      inputSchema: z.object({ amount: z.number() }),
-      requiresApproval: false,
-      handler: ({ amount }) => {
-        ran.push(amount);
-        return `refunded ${amount}`;
-      },
-    });
-    // A refund that cannot run twice needs no person; one without a key does.
-    const gate = approvalGate({
-      registry,
-      decide: (call, byDefault) => {
-        keysSeen.push(call.idempotencyKey);
-        return call.idempotencyKey === undefined ? { action: 'require', reason: 'no key' } : byDefault;
-      },
-    });
-    const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+    const { registry, gate, dispatcher, refunds: ran, keysSeen } = keyedRefunds();
     const agent = createAgent({
       model: fakeModel()
         .respondWithTools([{ id: 'c1', name: 'payments__refund', args: { amount: 500 } }])

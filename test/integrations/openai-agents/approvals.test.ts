@@ -1,34 +1,19 @@
 // toAgentsTools({ approvals }) with the real Agents SDK against the local Responses server: a
 // gated call interrupts the run, and once the run state approves it, it runs once.
 
-import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
-import OpenAI from 'openai';
+import { Agent, run } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FakeProvider, ResponsesReply } from '../../../examples/fake-provider/index.js';
 import { toAgentsTools } from '../../../integrations/openai-agents/index.js';
-import {
-  startFakeProvider,
-  type FakeProvider,
-  type ResponsesReply,
-} from '../../../examples/fake-provider/index.js';
+import { scriptedAgentsProvider } from '../../helpers/agents-provider.js';
 import { gatedRefunds } from '../../helpers/refunds.js';
 
 let provider: FakeProvider;
-let replies: ResponsesReply[] = [];
+let replies: ResponsesReply[];
 const toolResults: string[][] = [];
 
 beforeAll(async () => {
-  provider = await startFakeProvider({
-    responses: ({ toolResults: results }) => {
-      toolResults.push(results.map(({ id, content }) => `${id}:${content}`));
-      const reply = replies.shift();
-      if (reply === undefined) throw new Error('no scripted reply');
-      return reply;
-    },
-  });
-  setTracingDisabled(true);
-  setDefaultOpenAIClient(
-    new OpenAI({ baseURL: provider.openaiBaseURL, apiKey: 'test', maxRetries: 0 }) as never,
-  );
+  ({ provider, replies } = await scriptedAgentsProvider((results) => toolResults.push(results)));
 });
 
 afterAll(async () => {
@@ -49,7 +34,7 @@ describe('toAgentsTools with approvals', () => {
   it('interrupts a gated call and runs it once when the run state approves it', async () => {
     const { agent, refunds } = setup();
     toolResults.length = 0;
-    replies = [
+    replies.push(
       {
         // One call per turn: the SDK sends a resumed call's output after the others of its turn,
         // which the fake provider (strict about call order) would refuse.
@@ -57,7 +42,7 @@ describe('toAgentsTools with approvals', () => {
       },
       { calls: [{ call_id: 'c1', name: 'payments__refund', arguments: { amount: 500 } }] },
       { text: 'done' },
-    ];
+    );
     const first = await run(agent, 'refund both');
     expect(first.interruptions.map((item) => (item.rawItem as { callId?: string }).callId)).toEqual(['c1']);
     expect(refunds).toEqual([5]);
@@ -70,10 +55,10 @@ describe('toAgentsTools with approvals', () => {
 
   it('never runs a call the run state rejects', async () => {
     const { agent, refunds } = setup();
-    replies = [
+    replies.push(
       { calls: [{ call_id: 'c1', name: 'payments__refund', arguments: { amount: 500 } }] },
       { text: 'not done' },
-    ];
+    );
     const first = await run(agent, 'refund');
     for (const item of first.interruptions) first.state.reject(item);
     const second = await run(agent, first.state);
