@@ -30,7 +30,7 @@ function prose(markdown: string): string {
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen. */
-export function slugOf(heading: string): string {
+function slugOf(heading: string): string {
   return heading
     .trim()
     .toLowerCase()
