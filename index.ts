@@ -1,18 +1,16 @@
 /**
  * tool-dispatcher: what a user of the dispatcher needs, under pinned names: the dispatcher, the
  * registry, the error envelope, every layer and the default stack with their options, the helpers
- * a harness loop uses, and the types. The author kit (`sleep`, `raceAbort`, the option checks…)
- * and the in-memory stores live in `tool-dispatcher/middleware`. Host integrations live under
- * their own subpaths (`tool-dispatcher/openai`, `/mcp`, `/otel`, …) and are never loaded from here.
+ * a harness loop uses, and the types. The author kit (`compose`, `sleep`, `raceAbort`, the option
+ * checks, the helpers a host bridge is made with…) and the in-memory stores live in
+ * `tool-dispatcher/middleware`. Host integrations live under their own subpaths
+ * (`tool-dispatcher/openai`, `/mcp`, `/otel`, …) and are never loaded from here.
  * @module
  */
 
 // The dispatcher and the registry.
-export { compose, createDispatcher, defaultToolTimeoutMs, ToolRegistry } from './src/index.js';
+export { createDispatcher, ToolRegistry } from './src/index.js';
 export type {
-  ComposableMiddleware,
-  ComposableStack,
-  ComposedMiddleware,
   DispatchCall,
   Dispatcher,
   DispatcherOptions,
@@ -25,7 +23,6 @@ export type {
 export {
   DispatchError,
   isDispatchError,
-  jsonRpcCodeFor,
   toDispatchError,
   OutcomeUnknownError,
   ToolError,
@@ -47,16 +44,11 @@ export type {
 export { classifyRateLimit, parseRetryAfter } from './src/index.js';
 export type { HeadersLike, RetryAfterOptions } from './src/index.js';
 
-// The helpers a harness loop and a host integration use.
+// The helpers a harness loop uses.
 export {
   createBudget,
-  createNameMap,
   createRedactor,
   harnessStep,
-  providerCallOptions,
-  systemClock,
-  toJsonSafe,
-  toObjectSchema,
   toolAnswer,
   toToolMessage,
 } from './src/index.js';
@@ -66,12 +58,7 @@ export type {
   HarnessHook,
   HarnessStep,
   HarnessStepOptions,
-  JsonObjectSchema,
-  JsonSafeOptions,
   LocalBudget,
-  NameMap,
-  NameMapOptions,
-  ProviderCall,
   RedactPattern,
   Redactor,
   RedactorOptions,

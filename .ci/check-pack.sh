@@ -69,11 +69,13 @@ import { z } from 'zod';
 import {
   ToolRegistry, createDispatcher, defaultStack, createBudget, DispatchError, TransientError, ToolError,
   isDispatchError, errorMapping, toolLookup, schemaValidation, budgetGuard, idempotency,
-  concurrencyLimit, retry, timeout, circuitBreaker, logging, harnessStep, toToolMessage, compose,
-  createNameMap, toObjectSchema, toJsonSafe,
+  concurrencyLimit, retry, timeout, circuitBreaker, logging, harnessStep, toToolMessage,
   type Outcome, type Middleware, type DispatchContext,
 } from 'tool-dispatcher';
-import { defaultStack as fromMiddleware, sleep, cancelled, memoryIdempotencyStore } from 'tool-dispatcher/middleware';
+import {
+  defaultStack as fromMiddleware, sleep, cancelled, memoryIdempotencyStore, compose, createNameMap,
+  toObjectSchema, toJsonSafe,
+} from 'tool-dispatcher/middleware';
 
 const registry = new ToolRegistry().register({
   name: 'math.add',

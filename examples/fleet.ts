@@ -7,7 +7,7 @@
 // The workers build their dispatcher as the fleet test does (examples/fleet/dispatcher.ts): the
 // default stack with the Redis idempotency store and fleet pool, a shared breaker in front.
 
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -157,9 +157,9 @@ async function main(): Promise<void> {
   const completed = new Map<string, string[]>();
   const shared = new Map<string, number>();
   const led = new Map<string, number>();
-  let victim: ChildProcess | undefined;
-  // Every charge the killed worker had started: it may have begun more than one before the kill
-  // landed, and none of them finished.
+  // The worker killed mid-charge: it may have begun more than one charge before the kill landed,
+  // and none of them finished.
+  let victim: string | undefined;
   console.log(
     `${workerCount} workers charge the same ${orders.length} orders through ${redis.url} (lease ${leaseMs} ms)\n`,
   );
@@ -174,9 +174,10 @@ async function main(): Promise<void> {
         if (report.type === 'start') {
           charges.set(report.order, [...(charges.get(report.order) ?? []), name]);
           console.log(`${at()}  ${name} starts charging ${report.order}`);
-          // The last worker dies in its first charge, before it can record the result.
-          if (name === `w${workerCount}` && victim === undefined) {
-            victim = child;
+          // Whichever worker starts a charge first dies in it, before it can record the result,
+          // so every run shows a killed charge made again after its lease.
+          if (victim === undefined) {
+            victim = name;
             child.kill('SIGKILL');
             console.log(
               `${at()}  ${name} KILLED mid-charge of ${report.order}; its key and its fleet slots come back when their leases end (${leaseMs} ms)`,
@@ -208,12 +209,8 @@ async function main(): Promise<void> {
     console.log(`  ${order}: ${chargeSummary(charges.get(order) ?? [], completed.get(order) ?? [])}`);
   for (let i = 1; i <= workerCount; i++) {
     const name = `w${i}`;
-    if (name === `w${workerCount}`) {
-      console.log(
-        victim === undefined
-          ? `  ${name}: never led a charge, so nothing was killed this time`
-          : `  ${name}: killed`,
-      );
+    if (name === victim) {
+      console.log(`  ${name}: killed in its first charge`);
       continue;
     }
     console.log(

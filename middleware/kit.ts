@@ -23,3 +23,20 @@ export { attemptCost, settledCost } from '../src/internal/cost.js';
 // For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
 export { outcomeUnknown, reconcileOutcome } from '../src/internal/reconcile.js';
 export type { Reconciled } from '../src/internal/reconcile.js';
+// The onion engine, for a stack of your own (`[audit, compose(defaultStack(…))]`), and the clock
+// every layer defaults to.
+export { compose } from '../src/compose.js';
+export type { ComposableMiddleware, ComposableStack, ComposedMiddleware } from '../src/compose.js';
+export { systemClock } from '../src/clock.js';
+// For a host bridge of your own (the built-in ones are made with these): the JSON-safe renderer,
+// the JSON-RPC code of a kind, a provider-safe name map and root object schema, and a host's call
+// as dispatch options.
+export { toJsonSafe } from '../src/json-safe.js';
+export type { JsonSafeOptions } from '../src/json-safe.js';
+export { jsonRpcCodeFor } from '../src/errors.js';
+export { createNameMap } from '../src/name-map.js';
+export type { NameMap, NameMapOptions } from '../src/name-map.js';
+export { toObjectSchema } from '../src/object-schema.js';
+export type { JsonObjectSchema } from '../src/object-schema.js';
+export { providerCallOptions } from '../src/provider-call.js';
+export type { ProviderCall } from '../src/provider-call.js';

@@ -2,7 +2,7 @@
 // deliberate difference.
 import koaCompose from 'koa-compose';
 import { describe, expect, it } from 'vitest';
-import { compose, type ComposableMiddleware } from '../index.js';
+import { compose, type ComposableMiddleware } from '../middleware/index.js';
 
 type Log = { log: string[] };
 type Composer = (

@@ -2,14 +2,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createBudget,
-  DispatchError,
-  isDispatchError,
-  jsonRpcCodeFor,
-  ToolRegistry,
-  TransientError,
-} from '../index.js';
+import { createBudget, DispatchError, isDispatchError, ToolRegistry, TransientError } from '../index.js';
+import { jsonRpcCodeFor } from '../middleware/index.js';
 
 const tool = { name: 'search.web', inputSchema: z.object({ query: z.string() }), handler: () => 'r' };
 

@@ -42,6 +42,20 @@ describe('install lines', () => {
     for (const peer of needs) expect(line).toContain(peer);
   });
 
+  it("names every runtime dependency in the README's Install section, the MCP SDK packages too", () => {
+    const readme = read('README.md');
+    const install = readme.slice(
+      readme.indexOf('## Install'),
+      readme.indexOf('\n## ', readme.indexOf('## Install') + 1),
+    );
+    const dependencies = Object.keys(JSON.parse(read('package.json')).dependencies as Record<string, string>);
+    expect(dependencies).toContain('@modelcontextprotocol/server');
+    expect(
+      dependencies.filter((name) => !install.includes(`\`${name}\``) && !install.includes(` ${name} `)),
+    ).toEqual([]);
+    expect(install).not.toMatch(/one runtime dependency/i);
+  });
+
   it('covers every peer in some guide', () => {
     const covered = new Set(Object.values(guides).flat());
     expect(peers.filter((peer) => !covered.has(peer))).toEqual([]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toJsonSafe } from '../index.js';
+import { toJsonSafe } from '../middleware/index.js';
 import { readJsonSafe } from '../src/json-safe.js';
 
 function nested(levels: number): unknown {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { providerCallOptions } from '../index.js';
+import { providerCallOptions } from '../middleware/index.js';
 
 describe('providerCallOptions', () => {
   it('uses the provider id as the call id and scopes the key', () => {

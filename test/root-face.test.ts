@@ -9,14 +9,11 @@ import * as middleware from '../middleware/index.js';
 
 const rootNames = [
   // The dispatcher and the registry.
-  'compose',
   'createDispatcher',
-  'defaultToolTimeoutMs',
   'ToolRegistry',
   // The envelope.
   'DispatchError',
   'isDispatchError',
-  'jsonRpcCodeFor',
   'toDispatchError',
   'OutcomeUnknownError',
   'ToolError',
@@ -24,15 +21,10 @@ const rootNames = [
   // Reading a backend's 429 (rate limits).
   'classifyRateLimit',
   'parseRetryAfter',
-  // The helpers a harness loop and a host integration use.
+  // The helpers a harness loop uses.
   'createBudget',
-  'createNameMap',
   'createRedactor',
   'harnessStep',
-  'providerCallOptions',
-  'systemClock',
-  'toJsonSafe',
-  'toObjectSchema',
   'toolAnswer',
   'toToolMessage',
   // The layers and the default stack.
@@ -74,6 +66,20 @@ describe('the package root', () => {
     const kitNames = [...Object.keys(kit), ...memoryStores];
     expect(kitNames).toContain('sleep');
     expect(kitNames.filter((name) => name in root)).toEqual([]);
+  });
+
+  it('leaves the engine and the host-bridge helpers to the kit', () => {
+    const moved = [
+      'compose',
+      'createNameMap',
+      'jsonRpcCodeFor',
+      'providerCallOptions',
+      'systemClock',
+      'toJsonSafe',
+      'toObjectSchema',
+    ];
+    for (const name of moved) expect(kit, name).toHaveProperty(name);
+    expect(Object.keys(root)).not.toContain('defaultToolTimeoutMs');
   });
 
   it('leaves every kit name and memory store to tool-dispatcher/middleware', () => {

@@ -5,18 +5,20 @@
 
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import {
-  providerCallOptions,
-  createNameMap,
-  toObjectSchema,
   toolAnswer,
   toToolMessage,
   type ApprovalGate,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
-  type NameMapOptions,
   type ToolRegistry,
 } from '../../index.js';
+import {
+  providerCallOptions,
+  createNameMap,
+  toObjectSchema,
+  type NameMapOptions,
+} from '../../middleware/index.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
 /** Options for `toAiSdkTools`. */

@@ -8,20 +8,22 @@ import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib
 import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { Message, Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import {
-  providerCallOptions,
-  createNameMap,
   DispatchError,
-  toObjectSchema,
   toolAnswer,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
-  type JsonObjectSchema,
-  type NameMap,
-  type NameMapOptions,
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
+import {
+  providerCallOptions,
+  createNameMap,
+  toObjectSchema,
+  type JsonObjectSchema,
+  type NameMap,
+  type NameMapOptions,
+} from '../../middleware/index.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 
 /** Options for `createAnthropicToolkit`. */

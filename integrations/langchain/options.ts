@@ -3,17 +3,15 @@
  * @module
  */
 
-import {
-  createNameMap,
-  type ApprovalGate,
-  type Budget,
-  type Dispatcher,
-  type DispatchOptions,
-  type NameMap,
-  type NameMapOptions,
-  type ToolListing,
-  type ToolRegistry,
+import type {
+  ApprovalGate,
+  Budget,
+  Dispatcher,
+  DispatchOptions,
+  ToolListing,
+  ToolRegistry,
 } from '../../index.js';
+import { createNameMap, type NameMap, type NameMapOptions } from '../../middleware/index.js';
 
 /** What an `idempotencyScope` function is given: LangChain's runtime for the call. */
 export interface LangChainScopeRuntime {

@@ -4,7 +4,8 @@
  */
 
 import { ToolMessage } from '@langchain/core/messages';
-import { DispatchError, providerCallOptions, toolAnswer, type Outcome } from '../../index.js';
+import { DispatchError, toolAnswer, type Outcome } from '../../index.js';
+import { providerCallOptions } from '../../middleware/index.js';
 import type { Review } from './approvals.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';

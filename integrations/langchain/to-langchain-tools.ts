@@ -5,7 +5,7 @@
 
 import type { ToolMessage } from '@langchain/core/messages';
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools';
-import { toObjectSchema } from '../../index.js';
+import { toObjectSchema } from '../../middleware/index.js';
 import {
   readOptions,
   type LangChainScopeRuntime,

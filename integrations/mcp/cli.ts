@@ -7,7 +7,7 @@
  */
 
 import { packageVersion } from '../peers.js';
-import { HelpRequested, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
+import { HelpRequested, nearest, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
   const { upstream, config, logLevel, listen, redis } = parseProxyArgs(argv);
@@ -78,7 +78,10 @@ async function main(argv: readonly string[]): Promise<void> {
     if (subcommand === 'mcp-proxy') return await runProxy(rest);
     if (subcommand === '-v' || subcommand === '--version') throw new VersionRequested();
     if (subcommand === undefined || subcommand === '-h' || subcommand === '--help') throw new HelpRequested();
-    throw new TypeError(`Unknown command "${subcommand}"`);
+    const near = subcommand.startsWith('-') ? undefined : nearest(subcommand, ['mcp-proxy']);
+    throw new TypeError(
+      `Unknown command "${subcommand}"${near === undefined ? '' : `: did you mean ${near}?`}`,
+    );
   } catch (error) {
     if (error instanceof VersionRequested) {
       process.stdout.write(`${packageVersion()}\n`);

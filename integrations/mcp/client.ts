@@ -17,12 +17,11 @@ import {
   ToolError,
   classifyRateLimit,
   TransientError,
-  createNameMap,
   type ToolAnnotations,
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
-import { hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
+import { createNameMap, hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { callToolAsTask, canRunAsTask } from './import-tasks.js';
 import { asksForInput, currentInputRound, InputRequiredError, type InputRound } from './input-required.js';

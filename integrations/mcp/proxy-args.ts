@@ -45,6 +45,27 @@ Options (each wins over the same setting in --config):
   -h, --help                         this text
 `;
 
+const proxyFlags = {
+  config: { type: 'string' },
+  'upstream-url': { type: 'string' },
+  listen: { type: 'string' },
+  'redis-url': { type: 'string' },
+  'redis-prefix': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'max-attempts': { type: 'string' },
+  idempotent: { type: 'boolean' },
+  concurrency: { type: 'string' },
+  'breaker-failure-threshold': { type: 'string' },
+  'breaker-cooldown-ms': { type: 'string' },
+  'require-approval': { type: 'string' },
+  'log-level': { type: 'string' },
+  'task-threshold-ms': { type: 'string' },
+  'task-poll-interval-ms': { type: 'string' },
+  'task-ttl-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
 /** What the command line asks for, with the config file merged under the flags. */
 export interface ProxyCommand {
   /** The upstream server. */
@@ -71,31 +92,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
-  const { values, positionals } = parseArgs({
-    args: own,
-    strict: true,
-    allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      'upstream-url': { type: 'string' },
-      listen: { type: 'string' },
-      'redis-url': { type: 'string' },
-      'redis-prefix': { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      'max-attempts': { type: 'string' },
-      idempotent: { type: 'boolean' },
-      concurrency: { type: 'string' },
-      'breaker-failure-threshold': { type: 'string' },
-      'breaker-cooldown-ms': { type: 'string' },
-      'require-approval': { type: 'string' },
-      'log-level': { type: 'string' },
-      'task-threshold-ms': { type: 'string' },
-      'task-poll-interval-ms': { type: 'string' },
-      'task-ttl-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-  });
+  const { values, positionals } = parseFlags(own);
   if (values.help === true) throw new HelpRequested();
   if (values.version === true) throw new VersionRequested();
   if (positionals.length > 0) {
@@ -167,6 +164,62 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     ...(listen === undefined ? {} : { listen }),
     ...(redis === undefined ? {} : { redis }),
   };
+}
+
+function parseFlags(own: string[]) {
+  try {
+    return parseArgs({ args: own, strict: true, allowPositionals: true, options: proxyFlags });
+  } catch (error) {
+    const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec((error as Error).message)?.[1];
+    if (unknown === undefined) throw error;
+    const near = nearest(unknown.replace(/^-+/, '').split('=')[0] as string, Object.keys(proxyFlags));
+    throw new TypeError(
+      `Unknown option '${unknown}'${near === undefined ? '' : `: did you mean --${near}?`}`,
+    );
+  }
+}
+
+/**
+ * The known name closest to a mistyped one (case, `_` and camelCase aside), when one is close
+ * enough to be what was meant; `undefined` when none is.
+ *
+ * @example
+ * nearest('timeout', ['timeout-ms', 'listen']); // 'timeout-ms'
+ */
+export function nearest(typed: string, known: readonly string[]): string | undefined {
+  const plain = (name: string) =>
+    name
+      .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+      .replace(/_/g, '-')
+      .toLowerCase();
+  const wanted = plain(typed);
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const candidate = plain(name);
+    // A prefix is what a user who forgot the unit (`--timeout`) typed.
+    const distance =
+      candidate.startsWith(wanted) && wanted.length >= 3 ? 0.5 : editDistance(wanted, candidate);
+    if (
+      distance <= Math.max(2, Math.ceil(candidate.length * 0.4)) &&
+      (best === undefined || distance < best.distance)
+    )
+      best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one each. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
 }
 
 function redisFlags(url: string | undefined, prefix: string | undefined): ProxyCommand['redis'] {

@@ -30,7 +30,7 @@ export function remoteSchema(schema: Record<string, unknown>, validator: jsonSch
     const compiled = validator.getValidator<Record<string, unknown>>(copy);
     check = (value) => {
       const result = compiled(value);
-      return result.valid ? { value: result.data } : { issues: [{ message: result.errorMessage }] };
+      return result.valid ? { value: result.data } : { issues: issuesOf(result.errorMessage) };
     };
   } catch (error) {
     // A schema the validator cannot compile (a dangling $ref) still lets the remote judge the
@@ -50,4 +50,33 @@ export function remoteSchema(schema: Record<string, unknown>, validator: jsonSch
       jsonSchema: { input: describe, output: describe },
     },
   };
+}
+
+// Ajv's text (the SDK's default validator): `data/cents must be integer, data must have required
+// property 'note'`, each error `data<JSON pointer> <message>`.
+const ajvError = /^data((?:\/[^\s/]*)*) (.+)$/;
+
+/**
+ * A validator's error text as issues with paths, so a remote tool's bad args read as a local
+ * tool's do (`cents: expected integer`, `note: required`); a text in another validator's words is
+ * one issue as it is.
+ */
+function issuesOf(errorMessage: string | undefined): StandardSchemaV1.Issue[] {
+  const text = errorMessage ?? 'the args do not match the remote schema';
+  const parts = text.split(/, (?=data[/ ])/).map((part) => ajvError.exec(part));
+  if (parts.some((part) => part === null)) return [{ message: text }];
+  return (parts as RegExpExecArray[]).map(([, pointer = '', message = '']) => {
+    const path: PropertyKey[] = pointer
+      .split('/')
+      .slice(1)
+      .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .map((segment) => (/^(0|[1-9]\d*)$/.test(segment) ? Number(segment) : segment));
+    const required = /^must have required property '(.*)'$/.exec(message);
+    if (required !== null) return { message: 'required', path: [...path, required[1] as string] };
+    const said = message
+      .replace(/^must be equal to /, 'expected ')
+      .replace(/^must be /, 'expected ')
+      .replace(/^must NOT /, 'must not ');
+    return path.length === 0 ? { message: said } : { message: said, path };
+  });
 }

@@ -13,7 +13,6 @@ import {
 } from '@modelcontextprotocol/server';
 import {
   DispatchError,
-  toObjectSchema,
   toToolMessage,
   type Dispatcher,
   type DispatchOptions,
@@ -23,6 +22,7 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
+import { toObjectSchema } from '../../middleware/index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {

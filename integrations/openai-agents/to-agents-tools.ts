@@ -5,18 +5,20 @@
 
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import {
-  providerCallOptions,
-  createNameMap,
-  toObjectSchema,
   toolAnswer,
   type ApprovalGate,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
-  type NameMapOptions,
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
+import {
+  providerCallOptions,
+  createNameMap,
+  toObjectSchema,
+  type NameMapOptions,
+} from '../../middleware/index.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
 export interface AgentsToolCall {

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { JsonObjectSchema } from '../../index.js';
+import type { JsonObjectSchema } from '../../middleware/index.js';
 
 type Schema = Record<string, unknown>;
 

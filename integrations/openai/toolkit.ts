@@ -16,21 +16,23 @@ import type {
   ResponseOutputItem,
 } from 'openai/resources/responses/responses';
 import {
-  providerCallOptions,
-  createNameMap,
   DispatchError,
-  toObjectSchema,
   toolAnswer,
   type Budget,
   type Dispatcher,
   type DispatchOptions,
-  type JsonObjectSchema,
-  type NameMap,
-  type NameMapOptions,
   type Outcome,
   type ToolAnswer,
   type ToolRegistry,
 } from '../../index.js';
+import {
+  providerCallOptions,
+  createNameMap,
+  toObjectSchema,
+  type JsonObjectSchema,
+  type NameMap,
+  type NameMapOptions,
+} from '../../middleware/index.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
 

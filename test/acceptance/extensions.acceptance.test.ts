@@ -7,7 +7,6 @@ import {
   TransientError,
   budgetGuard,
   circuitBreaker,
-  compose,
   concurrencyLimit,
   createDispatcher,
   defaultStack,
@@ -23,6 +22,7 @@ import {
   type Logger,
   type Middleware,
 } from '../../index.js';
+import { compose } from '../../middleware/index.js';
 import { eventLog, flush, gate, track, useFake } from './helpers.js';
 
 beforeEach(() => useFake());

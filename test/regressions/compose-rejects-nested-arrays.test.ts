@@ -2,7 +2,8 @@
 // flattens nested arrays; and compose(defaultStack(...)) was not assignable to Middleware.
 import koaCompose from 'koa-compose';
 import { expect, expectTypeOf, it } from 'vitest';
-import { compose, defaultStack, ToolRegistry, type Middleware } from '../../index.js';
+import { defaultStack, ToolRegistry, type Middleware } from '../../index.js';
+import { compose } from '../../middleware/index.js';
 
 type Log = { log: string[] };
 const layer = (name: string) => async (ctx: Log, next: () => Promise<unknown>) => {

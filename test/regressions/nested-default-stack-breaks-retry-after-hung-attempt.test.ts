@@ -3,7 +3,8 @@
 // retried: the call ended `internal` "next() called multiple times" after 2 attempts.
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { compose, createDispatcher, defaultStack, ToolRegistry, type Middleware } from '../../index.js';
+import { createDispatcher, defaultStack, ToolRegistry, type Middleware } from '../../index.js';
+import { compose } from '../../middleware/index.js';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());

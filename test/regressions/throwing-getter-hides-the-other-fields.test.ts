@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, toJsonSafe, ToolRegistry, toToolMessage } from '../../index.js';
+import { createDispatcher, defaultStack, ToolRegistry, toToolMessage } from '../../index.js';
+import { toJsonSafe } from '../../middleware/index.js';
 import { createOpenAIToolkit } from '../../integrations/openai/index.js';
 
 const withBadGetter = () => ({

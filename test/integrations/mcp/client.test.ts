@@ -119,7 +119,9 @@ describe('importMcpTools', () => {
       node: { value: 1, children: [{ value: 'x', children: [] }] },
     });
     expect(bad).toMatchObject({ ok: false, kind: 'schema', attempts: 0 });
-    expect(bad.ok ? '' : bad.message).toMatch(/Invalid args for "sum_tree": .*must be number/);
+    expect(bad.ok ? '' : bad.message).toMatch(
+      /Invalid args for "sum_tree": .*node\.children\[0\]\.value: expected number/,
+    );
     const good = await dispatcher.dispatch('sum_tree', {
       node: { value: 1, children: [{ value: 2, children: [] }] },
     });
