@@ -204,7 +204,9 @@ function hintFor(kind: string, retryAfterMs: number | undefined): string | undef
     return 'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.';
   }
   const after =
-    typeof retryAfterMs === 'number' && retryAfterMs >= 0 ? `after ${Math.ceil(retryAfterMs)} ms` : 'later';
+    typeof retryAfterMs === 'number' && retryAfterMs >= 0 && retryAfterMs < Infinity
+      ? `after ${Math.ceil(retryAfterMs)} ms`
+      : 'later';
   if (kind === 'transient')
     return `The failure may be temporary; try again ${after} or use another approach.`;
   if (kind === 'circuit_open') return `The tool is unavailable for now; retry ${after} or use another tool.`;
