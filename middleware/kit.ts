@@ -4,7 +4,7 @@
  */
 
 export { maxTimerDelayMs, neverAborted, noop, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
-export { budgetExceeded, cancelled } from '../src/internal/failures.js';
+export { budgetExceeded, cancelled, windowTooSmall } from '../src/internal/failures.js';
 export {
   optionsObject,
   requireClock,
