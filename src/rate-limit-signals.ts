@@ -37,7 +37,7 @@ const epochSecondsFloor = 1e9;
  * can wait. A longer `Retry-After` (a date years away, a number past `Number.MAX_VALUE`) is capped
  * to it, so every wait is a finite number.
  */
-export const maxRetryAfterMs = maxTimerDelayMs;
+const maxRetryAfterMs = maxTimerDelayMs;
 
 function capped(ms: number): number {
   return Math.min(Math.max(0, Math.ceil(ms)), maxRetryAfterMs);
@@ -142,7 +142,7 @@ function httpDate(value: string, now: number): number {
  * the first usable of `retry-after-ms`, `retry-after` (seconds, or an HTTP date of RFC 9110
  * §5.6.7 on `now`) and `x-ratelimit-reset` (epoch seconds above 10^9, else seconds from now);
  * anything else (`retry in 5`, a date in another format) is skipped, a time in the past is 0,
- * and a wait is at most `maxRetryAfterMs`.
+ * and a wait is at most 2^31 − 1 ms (about 24.8 days; a longer one is capped).
  *
  * @example
  * parseRetryAfter(response.headers); // 1000 for `Retry-After: 1`
@@ -252,8 +252,9 @@ function limitedError(message: string, retryAfterMs: number | undefined, cause: 
  * Turns a backend's rate-limit answer into `TransientError({ retryAfterMs, rateLimited: true })`,
  * or `undefined` for anything else: status 429, 503 or 529 on a fetch `Response` or on any error
  * with `status` and `headers` (the OpenAI and Anthropic SDKs' `APIError`), and an MCP tool result
- * with `isError` whose text says "rate limit", "too many requests" or "quota" (a "retry after N s"
- * in it is read). The attempt step applies it to every handler throw, `importMcpTools` to every
+ * with `isError` whose text says "rate limit", "too many requests" or "quota" (the wait after a
+ * "retry after" or "try again in" is read: "2 hours", "500ms", an ISO or HTTP date; a word that is
+ * no unit gives none). The attempt step applies it to every handler throw, `importMcpTools` to every
  * error result, so a handler that lets an SDK's 429 escape is retried after the wait it asked for.
  *
  * @example
