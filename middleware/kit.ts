@@ -4,7 +4,7 @@
  */
 
 export { maxTimerDelayMs, neverAborted, noop, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
-export { budgetExceeded, cancelled } from '../src/internal/failures.js';
+export { budgetExceeded, cancelled, windowTooSmall } from '../src/internal/failures.js';
 export {
   optionsObject,
   requireClock,
@@ -18,6 +18,8 @@ export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
 export { parseJsonArgs } from '../src/internal/raw-json-args.js';
+// For a layer that sets a limit: the layers inside end with it, even one that never settles.
+export { untilLimitEnds } from '../src/internal/limits.js';
 // What an attempt costs, for a layer that counts it (windowedBudget).
 export { attemptCost, settledCost } from '../src/internal/cost.js';
 // For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).

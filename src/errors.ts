@@ -3,6 +3,8 @@
  * @module
  */
 
+import { maxTimerDelayMs } from './internal/abort.js';
+
 /** The failure kinds this library produces; middleware may add its own strings. */
 export type DispatchErrorKind =
   | 'not_found'
@@ -101,7 +103,7 @@ export interface DispatchErrorOptions {
   cause?: unknown;
   /** The JSON-RPC code: -32601, -32602 or -32603. @default derived from `kind` */
   jsonrpcCode?: JsonRpcErrorCode;
-  /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit). */
+  /** A hint for when trying again may succeed, in milliseconds (e.g. an open circuit); capped at 2^31 − 1. */
   retryAfterMs?: number;
   /** For `outcome_unknown`: where the outcome was lost. */
   window?: OutcomeWindow;
@@ -124,6 +126,11 @@ const codeByKind: Readonly<Record<string, JsonRpcErrorCode>> = {
  */
 export function jsonRpcCodeFor(kind: DispatchErrorKind): JsonRpcErrorCode {
   return Object.hasOwn(codeByKind, kind) ? (codeByKind[kind] as JsonRpcErrorCode) : -32603;
+}
+
+// A wait past a timer's range (`Infinity` included) is capped to it: JSON writes Infinity as null.
+function finiteWait(retryAfterMs: number | undefined): number | undefined {
+  return retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, maxTimerDelayMs);
 }
 
 const dispatchErrorBrand = Symbol.for('tool-dispatcher.DispatchError');
@@ -175,7 +182,7 @@ export class DispatchError extends Error {
     this.kind = kind;
     this.attempts = attempts;
     this.jsonrpcCode = jsonrpcCode;
-    this.retryAfterMs = retryAfterMs;
+    this.retryAfterMs = finiteWait(retryAfterMs);
     this.window = window;
     if (options.approval !== undefined) this.approval = options.approval;
   }
@@ -225,7 +232,7 @@ export function isDispatchError(value: unknown): value is DispatchError {
 
 /** Options for `new TransientError(...)`. */
 export interface TransientErrorOptions {
-  /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`). */
+  /** The least time to wait before the next attempt, in milliseconds (e.g. a `Retry-After`); capped at 2^31 − 1. */
   retryAfterMs?: number;
   /** The backend refused for its rate limit or quota (a 429); never a breaker failure. @default false */
   rateLimited?: boolean;
@@ -253,7 +260,7 @@ export class TransientError extends Error {
     if (retryAfterMs !== undefined && !(retryAfterMs >= 0)) {
       throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
     }
-    this.retryAfterMs = retryAfterMs;
+    this.retryAfterMs = finiteWait(retryAfterMs);
     this.rateLimited = options.rateLimited === true;
   }
 }

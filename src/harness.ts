@@ -6,6 +6,7 @@
 import { DispatchError, describeThrown, withoutStackFrames } from './errors.js';
 import { optionsObject, requireInteger } from './internal/options.js';
 import { readJsonSafe } from './json-safe.js';
+import { neverFitsWindow } from './internal/failures.js';
 import type { Outcome } from './types.js';
 
 /** The harness-loop hook an outcome calls for. */
@@ -160,7 +161,10 @@ function failureText(outcome: DispatchError, maxLength: number): string {
       ? `error (${kind}, after ${attempts} attempt${attempts === 1 ? '' : 's'}): `
       : `error (${kind}): `;
   const message = withoutStack(typeof outcome.message === 'string' ? outcome.message : '') || kind;
-  const hint = hintFor(kind, outcome.retryAfterMs);
+  const hint =
+    kind === 'budget_exceeded'
+      ? budgetHint(message, outcome.retryAfterMs)
+      : hintFor(kind, outcome.retryAfterMs);
   const tail = hint === undefined ? '' : ` Hint: ${hint}`;
   const full = prefix + message + tail;
   if (full.length <= maxLength) return full;
@@ -182,7 +186,6 @@ const hints: Readonly<Record<string, string>> = {
   not_found: 'Use one of the listed tools.',
   idempotency_conflict: 'That idempotency key belongs to a different call; use a new key.',
   internal: 'The tool failed; do not repeat the same call unchanged.',
-  budget_exceeded: 'The tool-call budget is spent; stop calling tools and answer with what you have.',
   cancelled: 'The call was cancelled; do not retry it.',
   overloaded: 'The tool is overloaded; try again later or use another tool.',
   outcome_unknown:
@@ -198,13 +201,27 @@ const hints: Readonly<Record<string, string>> = {
     'That call already succeeded but its result cannot be shown again; do not repeat it, carry on without it.',
 };
 
+// A windowed budget's refusal names its window (a wait, or none that helps); any other
+// `budget_exceeded` is the call's tool-call budget.
+function budgetHint(message: string, retryAfterMs: number | undefined): string {
+  if (message.startsWith(neverFitsWindow)) {
+    return 'This call costs more than a whole window of its budget allows, so it can never run as it is; ask for less or use another approach.';
+  }
+  if (typeof retryAfterMs === 'number' && retryAfterMs >= 0 && retryAfterMs < Infinity) {
+    return `The budget for this window is spent; try again after ${Math.ceil(retryAfterMs)} ms, when the next window starts, or answer with what you have.`;
+  }
+  return 'The tool-call budget is spent; stop calling tools and answer with what you have.';
+}
+
 function hintFor(kind: string, retryAfterMs: number | undefined): string | undefined {
   if (Object.hasOwn(hints, kind)) return hints[kind];
   if (kind === 'timeout') {
     return 'The tool did not answer in time; if it changes state it may have done so, so check before calling it again, or try another approach.';
   }
   const after =
-    typeof retryAfterMs === 'number' && retryAfterMs >= 0 ? `after ${Math.ceil(retryAfterMs)} ms` : 'later';
+    typeof retryAfterMs === 'number' && retryAfterMs >= 0 && retryAfterMs < Infinity
+      ? `after ${Math.ceil(retryAfterMs)} ms`
+      : 'later';
   if (kind === 'transient')
     return `The failure may be temporary; try again ${after} or use another approach.`;
   if (kind === 'circuit_open') return `The tool is unavailable for now; retry ${after} or use another tool.`;

@@ -8,7 +8,7 @@ import type { BetaRunnableTool, BetaToolRunContext } from '@anthropic-ai/sdk/lib
 import type { BetaMessage } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { Message, Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import {
-  DispatchError,
+  type DispatchError,
   toolAnswer,
   type Budget,
   type Dispatcher,
@@ -24,13 +24,15 @@ import {
   type NameMap,
   type NameMapOptions,
 } from '../../middleware/index.js';
+import { notOfferedName } from '../provider/not-offered.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 
 /** Options for `createAnthropicToolkit`. */
 export interface AnthropicToolkitOptions {
   /**
    * The tools to offer; read once, when the toolkit is built. Only these run: a call to any other
-   * name (a tool registered later included) is answered `not_found` without being dispatched.
+   * name (a tool registered later included) goes through the stack under a name no registry
+   * holds, so the dispatcher answers it `not_found` and every layer sees it.
    */
   registry: Pick<ToolRegistry, 'list'>;
   /** Runs the calls. */
@@ -312,9 +314,9 @@ async function runOne(
   });
   // Only what this toolkit offered runs: the dispatcher's registry may hold more (tools
   // registered later, and registry names such as `search.web` that are not wire names).
-  const outcome = kit.names.has(wire)
-    ? await dispatchOne(kit.dispatcher, kit.names.toolName(wire), input, options)
-    : new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`);
+  // A call to any other name still goes through the stack, so every layer sees it `not_found`.
+  const name = kit.names.has(wire) ? kit.names.toolName(wire) : notOfferedName(wire);
+  const outcome = await dispatchOne(kit.dispatcher, name, input, options);
   return {
     id: options.callId,
     ...toolAnswer(outcome, { maxLength: kit.maxMessageLength, displayName: wire }),

@@ -21,7 +21,8 @@ export interface LangChainCall {
  * Dispatches `call` under its registry name and answers with a `ToolMessage` for the same
  * `tool_call_id`: `toToolMessage` text as content, `status: 'error'` for a failure, and the
  * outcome itself as the `artifact` (LangChain keeps artifacts out of the model's view). A name
- * this set did not offer is answered `not_found` without dispatching it. The artifact survives
+ * this set did not offer is dispatched under a name no registry holds (the wire name and
+ * " (not offered)"), so the dispatcher answers it `not_found` and every layer sees it. The artifact survives
  * `JSON.stringify` (a checkpointer saves it): a result that would not is its JSON-safe copy.
  * A `review` from the approval interrupt runs the call as approved by the host, or answers it
  * `approval_denied` (rejected) or `schema` (an edit that is no edit of this call) without a run.
@@ -39,7 +40,8 @@ export async function runCall(
   if (review !== undefined && 'approvedBy' in review) options.approval = { approvedBy: review.approvedBy };
   const outcome =
     toolName === undefined
-      ? new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`)
+      ? // Under a name no registry holds, so the stack answers it `not_found` and every layer sees it.
+        await dispatch(settings, `${wire} (not offered)`, call.args, options)
       : review !== undefined && 'rejected' in review
         ? new DispatchError('approval_denied', `"${wire}" was denied: ${review.rejected}; it has not run`)
         : review !== undefined && 'badEdit' in review

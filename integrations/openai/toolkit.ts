@@ -16,7 +16,6 @@ import type {
   ResponseOutputItem,
 } from 'openai/resources/responses/responses';
 import {
-  DispatchError,
   toolAnswer,
   type Budget,
   type Dispatcher,
@@ -33,6 +32,7 @@ import {
   type NameMap,
   type NameMapOptions,
 } from '../../middleware/index.js';
+import { notOfferedName } from '../provider/not-offered.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
 
@@ -40,7 +40,8 @@ import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-sche
 export interface OpenAIToolkitOptions {
   /**
    * The tools to offer; read once, when the toolkit is built. Only these run: a call to any other
-   * name (a tool registered later included) is answered `not_found` without being dispatched.
+   * name (a tool registered later included) goes through the stack under a name no registry
+   * holds, so the dispatcher answers it `not_found` and every layer sees it.
    */
   registry: Pick<ToolRegistry, 'list'>;
   /** Runs the calls. */
@@ -298,15 +299,12 @@ async function runCalls(
 }
 
 function runCall(kit: Toolkit, call: Call, dispatchOptions: DispatchOptions): Promise<Outcome> | Outcome {
-  if (call.kind !== 'function') {
-    const what = call.kind === 'custom' ? 'a custom (free-form) tool call' : `a "${call.type}" call`;
-    return new DispatchError('not_found', `"${call.wire}" is ${what}; only function tools run here`);
-  }
   const { dispatcher, names } = kit;
   // Only what this toolkit offered runs: the dispatcher's registry may hold more (tools
-  // registered later, and registry names such as `search.web` that are not wire names).
-  if (!names.has(call.wire)) return notOffered(call.wire);
-  const name = names.toolName(call.wire);
+  // registered later, and registry names such as `search.web` that are not wire names). Any
+  // other call (a custom tool's included) still goes through the stack, answered `not_found`.
+  const offered = call.kind === 'function' && names.has(call.wire);
+  const name = offered ? names.toolName(call.wire) : notOfferedName(call.wire);
   const plan = kit.strict ? kit.offered.get(name)?.plan : undefined;
   if (typeof call.args !== 'string') return dispatcher.dispatch(name, call.args ?? {}, dispatchOptions);
   if (plan !== undefined) {
@@ -336,10 +334,6 @@ function responsesOutput(item: Record<string, unknown>, id: string, text: string
       ? { type: 'custom_tool_call_output', call_id: id, output: text, ...caller }
       : { type: 'function_call_output', call_id: id, output: text, ...caller }
   ) as ResponsesCallOutput;
-}
-
-function notOffered(wire: string): DispatchError {
-  return new DispatchError('not_found', `No tool named ${JSON.stringify(wire)}`);
 }
 
 function chatCall(call: unknown): Call {

@@ -132,14 +132,13 @@ export interface TextEnds {
 
 /**
  * `text` (or a rendering known by its ends) cut to at most `maxChars`: the head (two thirds of the
- * room left by the notice), the notice, and the tail (the other third).
+ * room left by the notice), the notice (its hint and the spill handle always whole), and the
+ * tail (the other third).
  */
 export function cutCopy(text: string | TextEnds, maxChars: number, handle: string | undefined): ModelCopy {
   const ends = typeof text === 'string' ? wholeText(text) : text;
   const originalChars = ends.length;
-  const where = handle === undefined ? '' : ` The whole result is kept as ${handle}.`;
-  let notice = `\n[… cut: the result has ${originalChars} characters; this shows its start and end. Narrow the query (filter, fewer fields, a page) to see less at a time.${where}]\n`;
-  if (notice.length > maxChars / 2) notice = `\n[… cut from ${originalChars} characters]\n`;
+  const notice = noticeFor(originalChars, maxChars, handle);
   const room = Math.max(0, maxChars - notice.length);
   const headChars = Math.floor((room * 2) / 3);
   const tailChars = room - headChars;
@@ -156,6 +155,20 @@ export function cutCopy(text: string | TextEnds, maxChars: number, handle: strin
   };
   if (handle !== undefined) copy.handle = handle;
   return copy;
+}
+
+/**
+ * The notice between the head and the tail. It always names the hint and the spill handle, the
+ * model's only way to ask for the rest: the head and tail shrink first, then the notice is the
+ * short one. A handle is never cut, so one too long for even that makes the copy longer than
+ * `maxChars`.
+ */
+function noticeFor(originalChars: number, maxChars: number, handle: string | undefined): string {
+  const where = handle === undefined ? '' : ` The whole result is kept as ${handle}.`;
+  const full = `\n[… cut: the result has ${originalChars} characters; this shows its start and end. Narrow the query (filter, fewer fields, a page) to see less at a time.${where}]\n`;
+  if (full.length <= maxChars) return full;
+  const kept = handle === undefined ? '' : ` Whole result: ${handle}`;
+  return `\n[… cut from ${originalChars} characters; narrow the query.${kept}]\n`;
 }
 
 // Never leaves half of a surrogate pair at either end of the slice.

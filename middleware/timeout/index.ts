@@ -6,7 +6,7 @@
 import { systemClock } from '../../src/clock.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DeadlineClock, DispatchContext, Middleware, Next } from '../../src/types.js';
-import { maxTimerDelayMs, optionsObject, requireClock, requireNumber } from '../kit.js';
+import { maxTimerDelayMs, optionsObject, requireClock, requireNumber, untilLimitEnds } from '../kit.js';
 
 /** Options for `timeout`. */
 export interface TimeoutOptions {
@@ -21,7 +21,8 @@ export interface TimeoutOptions {
 
 /**
  * Gives each attempt its own deadline (the call's `timeoutMs`, else the tool's, else `defaultMs`);
- * when it passes, the attempt fails with `timeout` at once, whatever the handler does.
+ * when it passes, the attempt fails with `timeout` at once, whatever the handler (or a layer
+ * between this one and the attempt) does.
  *
  * @example
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
@@ -57,7 +58,9 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
     if (timeoutMs > maxTimerDelayMs) return next();
     const restore = ctx.limit({ timeoutMs, clock });
     try {
-      await next();
+      // The attempt ends at the deadline by itself; a layer of the user's between here and the
+      // attempt may not, and would hold the call and its slots for ever.
+      await untilLimitEnds(ctx, next());
     } finally {
       restore();
     }

@@ -21,6 +21,7 @@ import {
   requireNumber,
   settledCost,
   storeUnavailable,
+  windowTooSmall,
 } from '../kit.js';
 import { MemoryWindowStore } from './memory-store.js';
 
@@ -75,7 +76,8 @@ export interface WindowedBudgetParts {
 /**
  * Charges each attempt's `cost` (the tool's; 1 by default) to its key's ledger for the current
  * window, before the handler runs: a call that does not fit fails `budget_exceeded` with
- * `retryAfterMs` (the time to the window's end), other keys untouched. After a success, the
+ * `retryAfterMs` (the time to the window's end), other keys untouched; one costing more than
+ * `limit` fails `budget_exceeded` without `retryAfterMs` (no window will hold it). After a success, the
  * tool's `settle` gives back what was reserved beyond the actual cost; an overrun is charged and
  * emitted as `budget.overrun`. A failed attempt keeps its reservation; one whose handler never
  * started gives it back. Sits inside `retry` and `rateLimit`.
@@ -137,6 +139,7 @@ class Ledger {
     } catch {
       return undefined;
     }
+    if (units > this.limit) return undefined;
     const id = this.#prefix + ++this.#attempts;
     const answer = this.store.reserve(key, units, {
       limit: this.limit,
@@ -155,6 +158,9 @@ class Ledger {
       key = this.#key(ctx);
       if (key === undefined) return next();
       units = attemptCost(ctx);
+      // No window will ever hold it: refused as such, with no wait that would not help.
+      if (units > this.limit)
+        return Promise.reject(windowTooSmall(ctx, key, units, this.limit, this.windowMs));
       answer = this.store.reserve(key, units, { limit: this.limit, windowMs: this.windowMs, id });
     } catch (error) {
       return Promise.reject(this.#unavailable(error, key));

@@ -10,6 +10,42 @@ import { maxTimerDelayMs, neverAborted, noop, onAbort } from './abort.js';
 import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
 import { cancelled, markDeadline } from './failures.js';
 
+/**
+ * Settles as `running` (the layers inside a limit) does, or fails at once with the limit's
+ * envelope when the innermost limit on `ctx` ends first: its deadline passed, or the call was
+ * cancelled. The attempt step ends on its own; a layer between the limit and the attempt that
+ * never settles (or never calls `next`) would otherwise hold the call, and every slot outside it,
+ * for ever.
+ */
+export function untilLimitEnds(ctx: DispatchContext, running: Promise<void>): Promise<void> {
+  const limit = (ctx as { currentLimit?: Limit }).currentLimit;
+  if (limit === undefined || (limit.ended && limit.error === undefined)) return running;
+  if (limit.error !== undefined) {
+    running.then(undefined, noop);
+    return Promise.reject(limit.error);
+  }
+  return new Promise<void>((resolve, reject) => {
+    const waiter: LimitWaiter = {
+      limitEnded(error) {
+        // What the layers inside answer late is nobody's.
+        running.then(undefined, noop);
+        reject(error);
+      },
+    };
+    limit.wait(waiter);
+    running.then(
+      () => {
+        limit.unwait(waiter);
+        resolve();
+      },
+      (error: unknown) => {
+        limit.unwait(waiter);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** Told once when a limit ends: its envelope, the signal's reason, and whether a deadline passed. */
 export interface LimitWaiter {
   limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void;

@@ -113,8 +113,12 @@ describe('dispatcherMiddleware', () => {
     expect(sent[2]?.[3]).toMatch(/^error \(schema\): Invalid args for "search__web": query: /);
     expect(sent[3]?.[3]).toMatch(/^error \(tool_error, after 1 attempt\): card declined/);
     for (const [, , , content] of sent) expect(String(content)).not.toMatch(/\n\s+at /);
-    // A name the middleware did not offer is answered without being dispatched.
-    expect(f.failures()).toEqual(['search.web:schema', 'pay.charge:tool_error']);
+    // A name the middleware did not offer goes through the stack, under a name no registry holds.
+    expect(f.failures()).toEqual([
+      'ghost__tool (not offered):not_found',
+      'search.web:schema',
+      'pay.charge:tool_error',
+    ]);
     const declined = toolMessages(result.messages)[3]?.artifact;
     expect(isDispatchError(declined) && declined.kind).toBe('tool_error');
   });
