@@ -415,18 +415,38 @@ async function callTool(
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
     return runCall(call, request, settings);
   }
-  // The task is bound to the key, ours when the caller sent none, so a re-issue finds it.
-  const taskKey = key ?? `td-${randomUUID()}`;
-  const handle = await tasks.start(wireName, taskKey, (signal) =>
-    runCall(
-      // The run keeps the caller's trace context only: a progress token ends with the request.
-      { ...call, key: taskKey, meta: traceMetaOf(meta), approval: undefined },
-      { requestId: `task-${taskKey}`, signal, notify: async () => {} },
-      settings,
-    ),
+  const handle = await tasks.start(
+    wireName,
+    taskKeyOf(key, approval),
+    (signal, taskId) =>
+      runCall(
+        // The run keeps the caller's trace context only: a progress token ends with the request.
+        // It carries the caller's token and key, so the gate binds the one to the other as on a
+        // synchronous call: a keyless pause is resumed by its token alone, as documented.
+        { ...call, meta: traceMetaOf(meta) },
+        { requestId: taskId, signal, notify: async () => {} },
+        settings,
+      ),
+    args,
   );
+  if (handle === 'conflict') {
+    const used = key === undefined ? 'The approval token' : `Idempotency key "${key}"`;
+    const refusal = new DispatchError(
+      'idempotency_conflict',
+      `${used} was already used for a task of "${wireName}" with different args`,
+    );
+    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
+  }
   // The SDK's result type knows no handles; the wire shape is the Tasks extension's.
   return handle as unknown as CallToolResult;
+}
+
+// The key a task is stored under: the caller's (with the approval token it resumes, so the
+// approved run is a task of its own and a redelivery of the token finds it), else the token, else
+// one of ours, so that a re-issue finds its task.
+function taskKeyOf(key: string | undefined, approval: string | undefined): string {
+  if (approval === undefined) return key ?? `td-${randomUUID()}`;
+  return key === undefined ? `approval:${approval}` : `${key}\u0000approval:${approval}`;
 }
 
 interface Call {
