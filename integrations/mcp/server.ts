@@ -120,10 +120,12 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    */
   tasks?: McpTasksOptions;
   /**
-   * The stack's `approvalGate()`: a call it pauses is put to the user by elicitation (one
-   * boolean `approve`) when the client supports it, and runs once approved; a decline is
-   * `approval_denied`. Without elicitation the call is answered `isError` with the token in
-   * `_meta["tool-dispatcher/approval"]`.
+   * The stack's `approvalGate()`: a call it pauses is put to the user (one boolean `approve`),
+   * by elicitation on a 2025-era connection and by an `input_required` round on 2026-07-28, and
+   * runs once approved; a decline is `approval_denied`. Where nobody can be asked (no
+   * elicitation, a task run, a dismissed question, a failed ask) the call stays
+   * `approval_required`, answered `isError` with the token in `_meta["tool-dispatcher/approval"]`
+   * and `notAsked` saying why; the token stays pending for a person to approve.
    * @default undefined (paused calls are answered `isError`)
    */
   approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
