@@ -10,11 +10,16 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { describe, expect, it } from 'vitest';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import * as mcp from '../../integrations/mcp/entry.js';
+import { typeCheckSnippets } from '../helpers/guide-snippets.js';
 
 const guide = readFileSync(join(import.meta.dirname, '../../docs/integrations/mcp.md'), 'utf8');
 const snippets = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] as string);
 
 describe('the MCP guide', () => {
+  it('has snippets that type-check against the package', () => {
+    expect(typeCheckSnippets('docs/integrations/mcp.md')).toEqual([]);
+  }, 120_000);
+
   it('imports from tool-dispatcher/mcp only names the entry exports', () => {
     const imported = snippets.flatMap((code) =>
       [...code.matchAll(/import \{([^}]*)\} from 'tool-dispatcher\/mcp'/g)].flatMap((match) =>
