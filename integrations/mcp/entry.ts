@@ -21,6 +21,7 @@ export const {
   idempotencyKeyMetaKey,
   receiptMetaKey,
   memoryTaskStore,
+  listenMcp,
   createMcpProxy,
 } = await importBesidePeers(
   'tool-dispatcher/mcp',

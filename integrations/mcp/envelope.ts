@@ -14,8 +14,9 @@ import type { DispatchError, DispatchErrorJson } from '../../index.js';
 export const idempotencyKeyMetaKey = 'tool-dispatcher/idempotencyKey';
 
 /**
- * The `_meta` key of an `approval_required` result (`{ token, reason, expiresAt }`), and of a
- * `tools/call` that resumes the call with the approved token (a string).
+ * The `_meta` key of an `approval_required` result (`{ token, reason, expiresAt }`, plus
+ * `notAsked`, why nobody was asked, when the server has `approvals`), and of a `tools/call` that
+ * resumes the call with the approved token (a string).
  *
  * @example
  * client.callTool({ name: 'payments.refund', arguments, _meta: { [approvalMetaKey]: token } });

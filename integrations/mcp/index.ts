@@ -29,6 +29,8 @@ export type { McpReceipt } from './envelope.js';
 export { memoryTaskStore } from './task-store.js';
 export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';
+export { listenMcp } from './listener.js';
+export type { ListenMcpOptions, McpListener } from './listener.js';
 export { createMcpProxy } from './proxy.js';
 export type {
   McpProxy,

@@ -67,12 +67,15 @@ export async function listenMcp(factory: McpServerFactory, options: ListenMcpOpt
   const origins = [
     ...(options.allowedOrigins ?? [url.hostname, ...(loopback ? localhostAllowedOrigins() : [])]),
   ];
+  // The Host check guards against DNS rebinding: a loopback listener answers the localhost names
+  // and the address it is bound to (127.0.0.2 is loopback too, and the URL it prints names it).
+  const hosts = loopback ? [...new Set([...localhostAllowedHostnames(), url.hostname])] : undefined;
   const handler = createMcpHandler(factory, {
     onerror: onError,
     ...(options.bus === undefined ? {} : { bus: options.bus }),
   });
   const http = createServer((request, response) => {
-    serve(handler, url, origins, loopback, request, response).catch((error: unknown) => {
+    serve(handler, url, origins, hosts, request, response).catch((error: unknown) => {
       onError(error instanceof Error ? error : new Error(String(error)));
       if (!response.headersSent) response.writeHead(500);
       response.end();
@@ -107,7 +110,7 @@ async function serve(
   handler: McpHttpHandler,
   base: URL,
   origins: string[],
-  loopback: boolean,
+  hosts: string[] | undefined,
   incoming: IncomingMessage,
   outgoing: ServerResponse,
 ): Promise<void> {
@@ -120,7 +123,7 @@ async function serve(
   const path = new URL(request.url).pathname;
   const refused =
     (path === base.pathname ? undefined : new Response('Not found', { status: 404 })) ??
-    (loopback ? hostHeaderValidationResponse(request, localhostAllowedHostnames()) : undefined) ??
+    (hosts === undefined ? undefined : hostHeaderValidationResponse(request, hosts)) ??
     originValidationResponse(request, origins);
   const response = refused ?? (await handler.fetch(request));
   await send(response, outgoing, gone.signal);

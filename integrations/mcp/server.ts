@@ -33,6 +33,14 @@ import {
   receiptMetaKey,
   type McpReceipt,
 } from './envelope.js';
+import {
+  approvalQuestion,
+  approvalRetryOf,
+  canBeAsked,
+  withApprovalState,
+  type ApprovalAnswer,
+  type ApprovalRetry,
+} from './approval-round.js';
 import { inputAnswerOf, withInputRound, type InputRound } from './input-required.js';
 import { unsendable } from './sendable.js';
 import { McpTasks, tasksExtension, type McpTasksOptions } from './tasks.js';
@@ -112,10 +120,12 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
    */
   tasks?: McpTasksOptions;
   /**
-   * The stack's `approvalGate()`: a call it pauses is put to the user by elicitation (one
-   * boolean `approve`) when the client supports it, and runs once approved; a decline is
-   * `approval_denied`. Without elicitation the call is answered `isError` with the token in
-   * `_meta["tool-dispatcher/approval"]`.
+   * The stack's `approvalGate()`: a call it pauses is put to the user (one boolean `approve`),
+   * by elicitation on a 2025-era connection and by an `input_required` round on 2026-07-28, and
+   * runs once approved; a decline is `approval_denied`. Where nobody can be asked (no
+   * elicitation, a task run, a dismissed question, a failed ask) the call stays
+   * `approval_required`, answered `isError` with the token in `_meta["tool-dispatcher/approval"]`
+   * and `notAsked` saying why; the token stays pending for a person to approve.
    * @default undefined (paused calls are answered `isError`)
    */
   approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
@@ -415,18 +425,38 @@ async function callTool(
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {
     return runCall(call, request, settings);
   }
-  // The task is bound to the key, ours when the caller sent none, so a re-issue finds it.
-  const taskKey = key ?? `td-${randomUUID()}`;
-  const handle = await tasks.start(wireName, taskKey, (signal) =>
-    runCall(
-      // The run keeps the caller's trace context only: a progress token ends with the request.
-      { ...call, key: taskKey, meta: traceMetaOf(meta), approval: undefined },
-      { requestId: `task-${taskKey}`, signal, notify: async () => {} },
-      settings,
-    ),
+  const handle = await tasks.start(
+    wireName,
+    taskKeyOf(key, approval),
+    (signal, taskId) =>
+      runCall(
+        // The run keeps the caller's trace context only: a progress token ends with the request.
+        // It carries the caller's token and key, so the gate binds the one to the other as on a
+        // synchronous call: a keyless pause is resumed by its token alone, as documented.
+        { ...call, meta: traceMetaOf(meta) },
+        { requestId: taskId, signal, notify: async () => {} },
+        settings,
+      ),
+    args,
   );
+  if (handle === 'conflict') {
+    const used = key === undefined ? 'The approval token' : `Idempotency key "${key}"`;
+    const refusal = new DispatchError(
+      'idempotency_conflict',
+      `${used} was already used for a task of "${wireName}" with different args`,
+    );
+    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
+  }
   // The SDK's result type knows no handles; the wire shape is the Tasks extension's.
   return handle as unknown as CallToolResult;
+}
+
+// The key a task is stored under: the caller's (with the approval token it resumes, so the
+// approved run is a task of its own and a redelivery of the token finds it), else the token, else
+// one of ours, so that a re-issue finds its task.
+function taskKeyOf(key: string | undefined, approval: string | undefined): string {
+  if (approval === undefined) return key ?? `td-${randomUUID()}`;
+  return key === undefined ? `approval:${approval}` : `${key}\u0000approval:${approval}`;
 }
 
 interface Call {
@@ -479,28 +509,108 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
   }
   // The caller's trace context rides along, so an imported tool's upstream call continues it.
   const trace = traceMetaOf(meta);
-  const round = inputRoundOf(request);
-  let outcome: Outcome = await withTraceMeta(trace, () =>
-    withInputRound(round, () => dispatcher.dispatch(toolName, args, options)),
-  );
-  // An upstream asked our caller for input: that answer goes back as it is, and the failure it
-  // ran as left nothing stored under the key, so the retry runs.
-  const asked = outcome.ok || round === undefined ? undefined : inputAnswerOf(outcome);
-  if (asked !== undefined) return asked as CallToolResult;
+  const received = inputRoundOf(request);
+  // The retry of our own approval question: its answer and state are ours, the rest the tools'.
+  const ours = approvals === undefined ? undefined : approvalRetryOf(received);
+  const round = ours?.round ?? received;
+  if (ours !== undefined && approval === undefined) options.approval = ours.token;
+  const run = (given: DispatchOptions) =>
+    withTraceMeta(trace, () => withInputRound(round, () => dispatcher.dispatch(toolName, args, given)));
+  let outcome: Outcome = await run(options);
   const paused = outcome.ok ? undefined : outcome.approval;
-  const { asker } = request;
-  if (
-    paused !== undefined &&
-    approvals !== undefined &&
-    asker?.getClientCapabilities()?.elicitation !== undefined
-  ) {
-    await askTheUser(asker, approvals, wireName, paused, request.signal);
-    const approved = { ...options, approval: paused.token };
-    outcome = await withTraceMeta(trace, () => dispatcher.dispatch(toolName, args, approved));
+  let unasked: string | undefined;
+  if (paused !== undefined && approvals !== undefined) {
+    const put = await putToTheUser({ approvals, wireName, paused, request, ours, round: received });
+    if ('question' in put) return put.question;
+    if (put.answered) outcome = await run({ ...options, approval: paused.token });
+    else unasked = put.unasked;
+  }
+  // An upstream asked our caller for input: that answer goes back as it is (with the approval
+  // it runs under, if any), and the failure it ran as left nothing stored under the key, so the
+  // retry runs.
+  const asked = outcome.ok || round === undefined ? undefined : inputAnswerOf(outcome);
+  if (asked !== undefined) {
+    const token = approval === undefined ? options.approval : undefined;
+    return (typeof token === 'string' ? withApprovalState(asked, token) : asked) as CallToolResult;
   }
   if (progressSent !== undefined) await progressSent;
   const result = answerOf(outcome, call, settings);
-  return key !== undefined && call.receipt ? withReceipt(result, key, outcome) : result;
+  const answered = unasked === undefined ? result : notAsked(result, unasked);
+  return key !== undefined && call.receipt ? withReceipt(answered, key, outcome) : answered;
+}
+
+/** What putting a paused call to the user came to. */
+type Put = { question: CallToolResult } | { answered: true } | { answered: false; unasked: string };
+
+// Puts a paused call to the user however the request allows: a 2026-07-28 one by an
+// `input_required` question (or, on its retry, by taking the answer), a 2025 one by elicitation.
+// Only a person's answer approves or denies the token; a call nobody could ask stays paused.
+async function putToTheUser(at: {
+  approvals: Pick<ApprovalGate, 'approve' | 'deny'>;
+  wireName: string;
+  paused: { token: string; reason: string };
+  request: CallRequest;
+  ours: ApprovalRetry | undefined;
+  round: InputRound | undefined;
+}): Promise<Put> {
+  const { approvals, wireName, paused, request, ours, round } = at;
+  // The retry's token counts only when the gate paused this very call on it (bound to its tool,
+  // args and key): a state naming another call's token asks anew.
+  if (ours?.answer !== undefined && ours.token === paused.token) {
+    return settle(approvals, paused.token, ours.answer);
+  }
+  if (round !== undefined) {
+    if (canBeAsked(round.capabilities)) {
+      return { question: approvalQuestion(approvalElicitation(wireName, paused), paused.token) };
+    }
+    return {
+      answered: false,
+      unasked: 'the client declares no form elicitation, which 2026-07-28 asks through input_required',
+    };
+  }
+  const { asker } = request;
+  if (asker === undefined) return { answered: false, unasked: 'a task has no client to ask while it runs' };
+  if (asker.getClientCapabilities()?.elicitation === undefined) {
+    return { answered: false, unasked: 'the client declares no elicitation' };
+  }
+  const answer = await askTheUser(asker, wireName, paused, request.signal);
+  if (typeof answer === 'object') return { answered: false, unasked: answer.failed };
+  return settle(approvals, paused.token, answer);
+}
+
+async function settle(
+  approvals: Pick<ApprovalGate, 'approve' | 'deny'>,
+  token: string,
+  answer: ApprovalAnswer,
+): Promise<Put> {
+  if (answer === 'dismissed') {
+    return { answered: false, unasked: 'the user dismissed the question without an answer' };
+  }
+  if (answer === 'approve') await approvals.approve(token, { by: 'mcp-client' });
+  else await approvals.deny(token, 'the user declined it');
+  return { answered: true };
+}
+
+// A paused call nobody could ask stays `approval_required`; its answer says why nobody was asked,
+// in the text and beside the token.
+function notAsked(result: CallToolResult, why: string): CallToolResult {
+  const ticket = result._meta?.[approvalMetaKey];
+  return {
+    ...result,
+    content: [
+      ...result.content,
+      {
+        type: 'text',
+        text: `It was not put to the user: ${why}. It stays paused until a person approves it.`,
+      },
+    ],
+    _meta: {
+      ...result._meta,
+      ...(typeof ticket === 'object' && ticket !== null
+        ? { [approvalMetaKey]: { ...ticket, notAsked: why } }
+        : {}),
+    },
+  };
 }
 
 function inputRoundOf(request: CallRequest): InputRound | undefined {
@@ -539,36 +649,41 @@ function answerOf(outcome: Outcome, call: Call, settings: ServeSettings): CallTo
   return toCallToolResult(outcome, { maxLength: maxMessageLength });
 }
 
-// Puts a paused call to the user: an accepted `approve: true` approves its token, anything else
-// (a decline, a cancel, an answer that cannot be had) denies it, so the call stays refused.
+// The question a paused call is put to the user with: one boolean `approve`.
+function approvalElicitation(
+  wireName: string,
+  ticket: { token: string; reason: string },
+): { message: string; requestedSchema: Record<string, unknown> } {
+  return {
+    message: `Allow "${wireName}" to run? It needs approval: ${ticket.reason}.`,
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        approve: { type: 'boolean', title: 'Approve', description: `Run "${wireName}" now` },
+      },
+      required: ['approve'],
+    },
+  };
+}
+
+// Asks a 2025-era client by elicitation: an accepted `approve: true` is a yes, an accepted no or
+// a decline a no, a cancel no answer. A request that fails (the connection went, the client
+// refused it) is no answer either: nobody declined, so the token stays pending.
 async function askTheUser(
   server: Asker,
-  approvals: Pick<ApprovalGate, 'approve' | 'deny'>,
   wireName: string,
   ticket: { token: string; reason: string },
   signal: AbortSignal,
-): Promise<void> {
-  let approved = false;
+): Promise<ApprovalAnswer | { failed: string }> {
+  let answer: { action: string; content?: Record<string, unknown> | undefined };
   try {
-    const answer = await server.elicitInput(
-      {
-        message: `Allow "${wireName}" to run? It needs approval: ${ticket.reason}.`,
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            approve: { type: 'boolean', title: 'Approve', description: `Run "${wireName}" now` },
-          },
-          required: ['approve'],
-        },
-      },
-      { signal },
-    );
-    approved = answer.action === 'accept' && answer.content?.['approve'] === true;
+    answer = await server.elicitInput(approvalElicitation(wireName, ticket), { signal });
   } catch {
-    approved = false;
+    // The error's own text stays out: it would reach the model unredacted.
+    return { failed: 'the elicitation request to the client failed' };
   }
-  if (approved) await approvals.approve(ticket.token, { by: 'mcp-client' });
-  else await approvals.deny(ticket.token, 'the user declined it');
+  if (answer.action === 'accept') return answer.content?.['approve'] === true ? 'approve' : 'deny';
+  return answer.action === 'decline' ? 'deny' : 'dismissed';
 }
 
 type CallSettings = Required<

@@ -27,6 +27,11 @@ export interface McpTaskRecord {
   result?: CallToolResult;
   /** The JSON-RPC error of a `failed` task. */
   error?: { code: number; message: string; data?: unknown };
+  /**
+   * A digest of the call's arguments, kept (never sent) so that the same key with other
+   * arguments is refused as `idempotency_conflict` instead of getting this task.
+   */
+  argsDigest?: string;
 }
 
 /** What `McpTaskStore.create` answers: whether this call created the task, and the task. */

@@ -46,10 +46,10 @@ export interface McpTasksOptions {
 }
 
 /** What `tasks/get` answers: the task with `resultType: 'complete'`. */
-export type TaskAnswer = McpTaskRecord & { resultType: 'complete' };
+export type TaskAnswer = Omit<McpTaskRecord, 'argsDigest'> & { resultType: 'complete' };
 
 /** A `tools/call` answer that is a handle. */
-export type TaskHandle = Omit<McpTaskRecord, 'result' | 'error'> & { resultType: 'task' };
+export type TaskHandle = Omit<McpTaskRecord, 'result' | 'error' | 'argsDigest'> & { resultType: 'task' };
 
 /**
  * The serving side of Tasks for one set of options: shared by every server a factory makes, so a
@@ -106,14 +106,27 @@ export class McpTasks {
 
   /**
    * Stores the task for `key` and starts `run` once; a key seen before gets its task back and
-   * runs nothing.
+   * runs nothing, or `'conflict'` when that task was made for other `args`.
    */
   async start(
     wireName: string,
     key: string,
-    run: (signal: AbortSignal) => Promise<CallToolResult>,
-  ): Promise<TaskHandle> {
+    run: (signal: AbortSignal, taskId: string) => Promise<CallToolResult>,
+  ): Promise<TaskHandle>;
+  async start(
+    wireName: string,
+    key: string,
+    run: (signal: AbortSignal, taskId: string) => Promise<CallToolResult>,
+    args: unknown,
+  ): Promise<TaskHandle | 'conflict'>;
+  async start(
+    wireName: string,
+    key: string,
+    run: (signal: AbortSignal, taskId: string) => Promise<CallToolResult>,
+    args?: unknown,
+  ): Promise<TaskHandle | 'conflict'> {
     const now = new Date().toISOString();
+    const argsDigest = args === undefined ? undefined : digestOf(args);
     const fresh: McpTaskRecord = {
       taskId: taskIdOf(wireName, key),
       status: 'working',
@@ -121,10 +134,12 @@ export class McpTasks {
       lastUpdatedAt: now,
       ttlMs: this.ttlMs,
       pollIntervalMs: this.pollIntervalMs,
+      ...(argsDigest === undefined ? {} : { argsDigest }),
     };
     const { created, record: stored } = await this.store.create(fresh);
     if (created) this.#run(fresh, run);
-    const { result: _result, error: _error, ...task } = stored;
+    else if (stored.argsDigest !== undefined && stored.argsDigest !== argsDigest) return 'conflict';
+    const { result: _result, error: _error, argsDigest: _digest, ...task } = stored;
     return { ...task, resultType: 'task' };
   }
 
@@ -133,7 +148,8 @@ export class McpTasks {
     requireTasks(capabilities, 'tasks/get');
     const record = await this.store.get(taskId);
     if (record === undefined) throw new ProtocolError(-32602, `Unknown task: ${taskId}`);
-    return { ...record, resultType: 'complete' };
+    const { argsDigest: _digest, ...task } = record;
+    return { ...task, resultType: 'complete' };
   }
 
   /** `tasks/cancel`: stops the run (here, or on the process whose poll settles it) and acks. */
@@ -152,7 +168,7 @@ export class McpTasks {
     return { resultType: 'complete' };
   }
 
-  #run(task: McpTaskRecord, run: (signal: AbortSignal) => Promise<CallToolResult>): void {
+  #run(task: McpTaskRecord, run: (signal: AbortSignal, taskId: string) => Promise<CallToolResult>): void {
     const controller = new AbortController();
     this.#running.set(task.taskId, controller);
     // A cancel that lands on another process of the fleet is seen here at the poll interval.
@@ -170,7 +186,7 @@ export class McpTasks {
     watch.unref();
     const settle = (final: Partial<McpTaskRecord>) =>
       this.store.settle(task.taskId, { ...task, ...final, lastUpdatedAt: new Date().toISOString() });
-    run(controller.signal)
+    run(controller.signal, task.taskId)
       .then(
         (result) => settle({ status: 'completed', result }),
         (error: unknown) =>
@@ -204,6 +220,23 @@ export class McpTasks {
  */
 export function taskIdOf(wireName: string, key: string): string {
   return `task-${createHash('sha256').update(`${wireName}\0${key}`).digest('hex').slice(0, 32)}`;
+}
+
+// A digest of a call's wire arguments (plain JSON, object keys in any order); `undefined` for
+// arguments too deep to render, which then are not compared.
+function digestOf(args: unknown): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(args, (_key, value: unknown) =>
+      typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : value,
+    );
+  } catch {
+    return undefined;
+  }
+  if (text === undefined) return undefined;
+  return createHash('sha256').update(text).digest('base64url');
 }
 
 /**
