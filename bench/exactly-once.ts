@@ -257,7 +257,10 @@ async function postgresPart(
     };
     const cases = [
       commitCase,
-      ...inFlightLevels.flatMap((inFlight) => [keyedCase('redis', inFlight), keyedCase('postgres', inFlight)]),
+      ...inFlightLevels.flatMap((inFlight) => [
+        keyedCase('redis', inFlight),
+        keyedCase('postgres', inFlight),
+      ]),
     ];
     const settings = quick
       ? { rounds: 7, warmupRounds: 1, warmupMs: 300, batchMs: 40 }
