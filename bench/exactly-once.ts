@@ -21,15 +21,7 @@ import { createTestDatabase, postgresSuitesEnabled } from '../test/helpers/postg
 import { redisBinary, startRedisServer } from '../test/helpers/redis-server.js';
 import { connectIoredis } from '../test/integrations/redis/clients.js';
 import { countingClient } from '../test/integrations/redis/counting.js';
-import {
-  caseById,
-  pairedRatio,
-  runGroup,
-  summarize,
-  type BenchCase,
-  type GroupResult,
-  type Ratio,
-} from './harness.js';
+import { pairedRatio, runGroup, summarize, type BenchCase, type GroupResult, type Ratio } from './harness.js';
 import { loadIntegration, loadLibrary, loadOptionsFromArgv, type LoadedLibrary } from './library.js';
 import { formatNs, formatRatio } from './report.js';
 
@@ -59,7 +51,7 @@ export interface PostgresLevel {
   inFlight: number;
   /** Keyed throughput with the receipts / without. */
   throughput: Ratio;
-  /** What the receipts add to each call's latency, in ms: in-flight × (time per call with − without). */
+  /** What the receipts add to a call's latency, in ms: per round, the median call with them − without. */
   addedLatencyMs: Ratio;
   /** The same, in commits of the same round. */
   addedLatencyInCommits: Ratio;
@@ -219,29 +211,36 @@ async function postgresPart(
     const tripsPerSettled = await pass();
     const tripsPerHit = await pass();
     let key = 0;
+    // Each batch keeps the median latency of its calls (or commits), by case; the measured rounds
+    // are the last batches run.
+    const latencies = new Map<string, number[]>();
+    const keepMedian = (id: string, times: number[]) =>
+      latencies.set(id, [...(latencies.get(id) ?? []), summarize(times).median]);
     const keyedCase = (id: 'redis' | 'postgres', inFlight: number): BenchCase => ({
       id: `${id}-${inFlight}`,
       label: `${id === 'redis' ? 'Redis store, its own receipts' : 'Redis store + postgresReceiptStore'}, ${inFlight} in flight`,
       async batch(size: number) {
         let next = 0;
+        const times: number[] = [];
         await Promise.all(
           Array.from({ length: Math.min(inFlight, size) }, async () => {
             while (next++ < size) {
+              const start = process.hrtime.bigint();
               const outcome = await dispatchers[id].dispatch(
                 'payments.charge',
                 { amount: 1 },
                 { idempotencyKey: `k${++key}` },
               );
+              times.push(Number(process.hrtime.bigint() - start));
               if (!outcome.ok) throw new Error(`${id}: ${outcome.kind}`);
             }
           }),
         );
+        keepMedian(`${id}-${inFlight}`, times);
       },
     });
     // One commit, measured beside the calls: a single-row INSERT (its own transaction) on the same
-    // database from the same pool, one at a time. Each batch keeps the median of its commits; the
-    // measured rounds are the last batches run.
-    const commitMedians: number[] = [];
+    // database from the same pool, one at a time.
     const commitCase: BenchCase = {
       id: 'commit',
       label: 'one single-row INSERT commit, same database and pool',
@@ -252,7 +251,7 @@ async function postgresPart(
           await database.pool.query('INSERT INTO bench_commit (note) VALUES ($1)', ['x']);
           times.push(Number(process.hrtime.bigint() - start));
         }
-        commitMedians.push(summarize(times).median);
+        keepMedian('commit', times);
       },
     };
     const cases = [
@@ -266,15 +265,16 @@ async function postgresPart(
       ? { rounds: 7, warmupRounds: 1, warmupMs: 300, batchMs: 40 }
       : { rounds: 31, warmupRounds: 3, warmupMs: 1_000, batchMs: 100 };
     const group = await runGroup(cases, settings);
-    const commitPerRound = commitMedians.slice(-settings.rounds);
+    // Median latencies of the measured rounds, in ms.
+    const measured = (id: string) => (latencies.get(id) ?? []).slice(-settings.rounds).map((ns) => ns / 1e6);
+    const commitPerRound = measured('commit');
     const levels = inFlightLevels.map((inFlight) => {
-      const alone = caseById(group, `redis-${inFlight}`).nsPerOp;
-      const withReceipts = caseById(group, `postgres-${inFlight}`).nsPerOp;
+      const alone = measured(`redis-${inFlight}`);
       // Time per call with the receipts over time without: its inverse is the throughput ratio.
       const time = pairedRatio(group, `postgres-${inFlight}`, `redis-${inFlight}`);
-      // A closed loop of n callers: each call's latency is n × the time per call (Little's law).
-      const added = withReceipts.map((ns, round) => (inFlight * (ns - (alone[round] ?? Number.NaN))) / 1e6);
-      const addedInCommits = added.map((ms, round) => ms / ((commitPerRound[round] ?? Number.NaN) / 1e6));
+      // Paired by round: the median call with the receipts less the median call without.
+      const added = measured(`postgres-${inFlight}`).map((ms, round) => ms - (alone[round] ?? Number.NaN));
+      const addedInCommits = added.map((ms, round) => ms / (commitPerRound[round] ?? Number.NaN));
       return {
         inFlight,
         throughput: { median: 1 / time.median, q1: 1 / time.q3, q3: 1 / time.q1 },
@@ -285,7 +285,7 @@ async function postgresPart(
     return {
       tripsPerSettled,
       tripsPerHit,
-      commitMs: quartiles(commitPerRound.map((ns) => ns / 1e6)),
+      commitMs: quartiles(commitPerRound),
       levels,
       group,
     };
@@ -462,18 +462,18 @@ rounds with one more case: a single-row \`INSERT\` committed on the same databas
 pool, one at a time, whose median is "one commit".
 
 Why the PostgreSQL targets are set as they are (issue 31). A settled keyed call resolves only once
-its receipt is committed, so that an operator never finds a charge without its receipt; on this
-machine's disk a commit waits for an fsync of some milliseconds, far longer than a keyed call on
-Redis. The store batches (group commit: records that arrive while a statement is in flight go
+its receipt is committed, so that an operator never finds a charge without its receipt, and a
+commit waits for the disk (an fsync: see one commit below), far longer than a keyed call on
+Redis takes. The store batches (group commit: records that arrive while a statement is in flight go
 together in the next), so where many calls are in flight the cost per call is small, and
 throughput is judged there: **at least ${exactlyOnceTargets.postgresThroughput}× at ${exactlyOnceTargets.postgresThroughputInFlight} in flight**. With one call in flight there is
 nothing to batch: each call waits for a commit of its own, and the throughput ratio is the ratio
 of a Redis round trip to a commit, a fact about the disk rather than the library. With 16 in
 flight a closed loop is a latency measure too: a call arriving while a batch is being committed
 waits for that commit and then its own. So at 1 and 16 in flight the receipts are judged by the
-latency they add per call (in-flight × the difference in time per call), against one commit
-measured in the same run: **at most one commit + 0.2 ms at 1 in flight, two commits + 0.2 ms at
-16**. The throughput ratios at 1 and 16 are reported.
+latency they add per call (the median call with them less the median call without, paired by
+round), against one commit measured in the same run: **at most one commit + 0.2 ms at 1 in
+flight, two commits + 0.2 ms at 16**. The throughput ratios at 1 and 16 are reported.
 
 | measure | measured | target |
 | --- | ---: | ---: |

@@ -308,7 +308,7 @@ function breakdownText(parts: ApprovalBreakdown | { reason: string }): string {
 // What a paused call costs, and why its row is a guard (issue 31).
 function approvalNotes(parts: ApprovalBreakdown | { reason: string }): string {
   return `\`approval_required\` / bare dispatch is a guard, at most ${policyTargets.approvalRequiredVsBare}× (it was a target of 2×, which a
-pause never met: 3.4–4.1× on a quiet 2-core machine). A paused call waits on a person, for
+pause never met: 3.2–4.1× in quiet runs on a 2-core machine). A paused call waits on a person, for
 seconds or hours, so what it costs the process only has to stay small beside a dispatch. It does
 work a bare dispatch has none of: the fingerprint of the tool and its validated args that the
 token is bound to, the request written to the store (a map insert and, at the store's cap, an
@@ -318,7 +318,7 @@ SHA-256 itself: the walk sorts the keys and spells each key and value as JSON in
 that freshly built text is then handed to the hash. The same group times the fingerprint of the
 paused call's args (\`fingerprint(tool, args, 'base64url')\`), the canonical text alone, and
 SHA-256 alone over that text built once beforehand; what the fingerprint takes beyond those two is
-handing the built text to the hash. Measured: ${breakdownText(parts)}.`;
+handing the built text to the hash. ${'reason' in parts ? `Measured: ${parts.reason}.` : `In this run: ${breakdownText(parts)}.`}`;
 }
 
 // What the other policy ratios are made of.
