@@ -571,6 +571,26 @@ async function criticalTrips(
   return { trips: most, taskId };
 }
 
+// A small deterministic PRNG, so a run's orders can be reproduced.
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+function shuffled(items: readonly string[], random: () => number): string[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const item = order[i] as string;
+    order[i] = order[j] as string;
+    order[j] = item;
+  }
+  return order;
+}
+
 function chainIn(spans: readonly Span[], within: Span): number {
   const inside = spans
     .filter((span) => span.start >= within.start && span.end <= within.end)
@@ -595,8 +615,9 @@ function tripsIn(spans: readonly Span[], within: Span): { ms: number; count: num
   return { ms: last - first, count: chainIn(inside, within) };
 }
 
-// The timed rounds: within a round the operations take turns call by call; each ratio is the
-// median over rounds of a ratio of per-round medians.
+// The timed rounds: within a round the operations take turns call by call, in an order shuffled
+// each time (a fixed order would always time one just after another's idle wait on Redis); each
+// ratio is the median over rounds of a ratio of per-round medians.
 async function measureTasks(
   quick: boolean,
   memory: TaskServer,
@@ -634,6 +655,7 @@ async function measureTasks(
     ops['peek'] = redis.peekAlone;
   }
   const names = Object.keys(ops);
+  const random = seeded(0x5eed);
   const rounds = quick ? 8 : 30;
   const perRound = 50;
   const all = new Map<string, number[]>();
@@ -642,10 +664,7 @@ async function measureTasks(
   for (let round = 0; round < rounds; round++) {
     times = new Map();
     for (let call = 0; call < perRound; call++) {
-      for (let turn = 0; turn < names.length; turn++) {
-        const name = names[(call + turn) % names.length] ?? 'memorySync';
-        sample(name, (await ops[name]?.()) ?? Number.NaN);
-      }
+      for (const name of shuffled(names, random)) sample(name, (await ops[name]?.()) ?? Number.NaN);
     }
     for (const [name, values] of times) {
       all.set(name, [...(all.get(name) ?? []), ...values]);
