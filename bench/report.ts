@@ -83,6 +83,11 @@ export function formatRatio(ratio: Ratio | number, withSpread = true): string {
     : `${digits(ratio.median)}×`;
 }
 
+/** A number of round trips (a median over rounds, with its quartiles), e.g. `2.10 round trips (IQR 1.95–2.30)`. */
+export function formatTrips(value: Ratio): string {
+  return `${value.median.toFixed(2)} round trips (IQR ${value.q1.toFixed(2)}–${value.q3.toFixed(2)})`;
+}
+
 /** Calls per second from ns per operation and units per operation. */
 export function throughput(result: CaseResult, at: number = result.wall.median): number {
   return (result.unitsPerOp * 1e9) / at;

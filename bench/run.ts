@@ -36,6 +36,7 @@ import {
   formatCount,
   formatNs,
   formatRatio,
+  formatTrips,
   markdownTable,
   type Environment,
 } from './report.js';
@@ -56,12 +57,20 @@ import {
 import {
   exactlyOnceChecks,
   exactlyOnceMarkdown,
+  exactlyOnceTargets,
   runExactlyOnceBench,
   type ExactlyOnceBenchResult,
 } from './exactly-once.js';
 import { runsFused, type FastPathAnswer } from './fast-path.js';
 import type { McpProxyBenchResult, McpProxyTaskRow } from './mcp-proxy.js';
-import { policyChecks, policyMarkdown, policyRows, runPolicyBench, type PolicyRatios } from './policy.js';
+import {
+  policyChecks,
+  policyMarkdown,
+  policyRows,
+  policyTargets,
+  runPolicyBench,
+  type PolicyRatios,
+} from './policy.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -101,6 +110,12 @@ const targets = {
   mcp10msVsPassThrough: 1.05,
   mcpHttpVsPassThrough: 0.8,
   mcpTaskVsSync: 2,
+  // Tasks on a redisIdempotencyStore (issue 31): at most 2 store round trips on the critical path,
+  // (Redis path − memory path) at most 2.5 in-path round trips, and at most 4× a synchronous call
+  // as a guard (the old 3× sits below what two process wake-ups per task cost on a small VM).
+  mcpTaskRedisTrips: 2,
+  mcpTaskRedisOverMemoryInTrips: 2.5,
+  mcpTaskRedisVsSyncGuard: 4,
 };
 
 interface Settings {
@@ -209,7 +224,7 @@ async function main(): Promise<void> {
       '(ours in schemaValidation, the competitors with safeParse).',
   );
   log();
-  if (argv.includes('--policy')) return policySection(lib);
+  if (argv.includes('--policy')) return policySection(library);
 
   const stacks = createStacks(lib);
   // The guard needs three cases only; leaving out the GC-heavy key-miss case keeps its ratio steady.
@@ -408,7 +423,7 @@ async function main(): Promise<void> {
   if (exactlyOnce !== undefined) checks.push(...exactlyOnceChecks(exactlyOnce));
   log();
   log('9. Policy layers (issue 21)');
-  const policy = await runPolicyBench(lib, log);
+  const policy = await runPolicyBench(library, log);
   checks.push(...policyChecks(policy));
   log('Targets');
   for (const check of checks) {
@@ -486,9 +501,9 @@ async function exactlyOnceSection(
 }
 
 // The policy layers' ratios (issue 21), each against its target, measured in one run.
-async function policySection(lib: LoadedLibrary['lib']): Promise<void> {
+async function policySection(library: LoadedLibrary): Promise<void> {
   log('Policy layers (approval gate, output guard, redaction)');
-  const ratios = await runPolicyBench(lib, log);
+  const ratios = await runPolicyBench(library, log);
   for (const { name, ratio, target } of policyRows(ratios)) {
     log(
       `   ${name.padEnd(52)} ${formatRatio(ratio)}   (target ≤ ${target}×)${ratio.median <= target ? '' : '  MISSED'}`,
@@ -652,6 +667,17 @@ is measured beside it, so no target asks for less than the floor itself costs.
 - The MCP proxy's instant-tool round trip at most **${targets.mcpInstantVsPassThrough}×** a bare v2 SDK pass-through proxy
   (stdio, 2026-07-28), the 10 ms tool's at most **${targets.mcp10msVsPassThrough}×**; \`--listen\` at least
   **${targets.mcpHttpVsPassThrough}×** its throughput; a task's create + first \`tasks/get\` at most **${targets.mcpTaskVsSync}×** a call.
+
+Issue 31 restates three rows from measurements, each explained in its section:
+
+- Tasks on a \`redisIdempotencyStore\` (section 5): at most **${targets.mcpTaskRedisTrips} store round trips** on the critical path of
+  create + first \`tasks/get\`, and the Redis path at most **${targets.mcpTaskRedisOverMemoryInTrips} in-path round trips** above the memory path;
+  at most ${targets.mcpTaskRedisVsSyncGuard}× a synchronous call is a guard.
+- Receipts in PostgreSQL (section 8): keyed throughput with \`postgresReceiptStore\` at least
+  **${exactlyOnceTargets.postgresThroughput}× at ${exactlyOnceTargets.postgresThroughputInFlight} calls in flight**; the latency it adds per call at most **one commit + 0.2 ms at 1
+  in flight** and **two commits + 0.2 ms at 16**, one commit measured in the same run.
+- \`approval_required\` (section 9): at most ${policyTargets.approvalRequiredVsBare}× a bare dispatch, a guard: a paused call waits on a
+  person.
 
 The table also keeps the targets the issue leaves as they were (the direct-call floor, fan-out
 against cockatiel, the expiry pause, OTel, the 10 ms MCP tool, Redis), and reports beside each
@@ -852,6 +878,52 @@ pass-through is what ours adds.
 ${mcpText}${mcpExtraText(mcp)}`;
 }
 
+// The Tasks-on-Redis rows (issue 31): round trips on the critical path, what the Redis path adds
+// over the memory path in in-path round trips, and the guard against a synchronous call.
+function redisTaskChecks(proxy: McpProxyBenchResult | undefined): TargetCheck[] {
+  const onRedis = proxy?.tasks?.onRedis;
+  const missing = proxy?.tasks?.redis ?? 'not measured';
+  return [
+    {
+      name: 'MCP Tasks on the Redis store: store round trips on the critical path of create + first tasks/get',
+      target: `≤ ${targets.mcpTaskRedisTrips}`,
+      measured: onRedis === undefined ? missing : String(onRedis.criticalTrips),
+      met: onRedis === undefined ? undefined : onRedis.criticalTrips <= targets.mcpTaskRedisTrips,
+    },
+    {
+      name: 'MCP Tasks on the Redis store: (Redis path − memory path) / one in-path round trip',
+      target: `≤ ${targets.mcpTaskRedisOverMemoryInTrips}`,
+      measured: onRedis === undefined ? missing : formatTrips(onRedis.overMemoryInTrips),
+      met:
+        onRedis === undefined
+          ? undefined
+          : onRedis.overMemoryInTrips.median <= targets.mcpTaskRedisOverMemoryInTrips,
+    },
+    {
+      name: 'MCP Tasks on the Redis store: create + first tasks/get vs one synchronous call (a guard)',
+      target: `≤ ${targets.mcpTaskRedisVsSyncGuard}×`,
+      measured: onRedis === undefined ? missing : formatRatio(onRedis.taskVsSync),
+      met: onRedis === undefined ? undefined : onRedis.taskVsSync.median <= targets.mcpTaskRedisVsSyncGuard,
+    },
+  ];
+}
+
+// What the Tasks-on-Redis rows measure, and why (issue 31).
+const tasksOnRedisNote = `Why the Redis Tasks row is judged in round trips (issue 31). A task's create writes its
+record (\`putIfAbsent\`, one round trip) and its first \`tasks/get\` reads the created and end keys
+together (two \`peek\`s sent at once, one round trip): two store round trips the client waits on,
+counted through a client that times each script run, with the task's run held until both are
+answered so that its settle is not counted. On a small VM each round trip costs a process wake-up
+on both sides, more than the rest of the path, and a synchronous call in process makes none, so
+the ratio to it measures the machine: two wake-ups alone put the Redis path above 3× (the old
+target) here. The row therefore says what the Redis path takes beyond the memory path, measured
+in the same rounds, in round trips as they take place in the path: for each timed task, the time
+from a request's first script sent to its last answered, over the round trips it waited on. When
+the run's settle goes out just before the read's \`peek\`s, they travel together and the read waits
+for it; the in-path figure includes that, a \`peek\` timed alone does not. At most 2.5: the two
+round trips and half of one for the rest (the record serialised and parsed, the scripts' own
+work). The ${targets.mcpTaskRedisVsSyncGuard}× to a synchronous call is a guard against a path that grows, not a target.`;
+
 function mcpExtraText(mcp: McpProxyBenchResult | undefined): string {
   const lines: string[] = [];
   if (mcp?.http !== undefined) {
@@ -867,11 +939,19 @@ function mcpExtraText(mcp: McpProxyBenchResult | undefined): string {
       `one synchronous call ${each.syncMs.toFixed(3)} ms, create + first \`tasks/get\` ${each.taskMs.toFixed(3)} ms: ` +
       `**${formatRatio(each.taskVsSync)}** (target ≤ ${each.target}×)`;
     lines.push(`- Tasks, memory store, in process: ${row(tasks)}`);
+    const { onRedis } = tasks;
     lines.push(
-      tasks.onRedis === undefined
+      onRedis === undefined
         ? `- Tasks, Redis store: ${tasks.redis}`
-        : `- Tasks, Redis store (\`redisIdempotencyStore\`, node-redis with a subscriber, a redis-server of the bench's own): ${row(tasks.onRedis)}`,
+        : `- Tasks, Redis store (\`redisIdempotencyStore\`, node-redis with a subscriber, a redis-server of the bench's own), ` +
+            `measured in the same rounds as the memory store: one synchronous call ${onRedis.syncMs.toFixed(3)} ms, ` +
+            `create + first \`tasks/get\` ${onRedis.taskMs.toFixed(3)} ms; **${onRedis.criticalTrips}** store round trips on its ` +
+            `critical path (target ≤ ${onRedis.tripsTarget}); one round trip in the path ${onRedis.tripMs.toFixed(3)} ms (a \`peek\` ` +
+            `alone ${onRedis.peekMs.toFixed(3)} ms); (Redis path − memory path) / one in-path round trip ` +
+            `**${formatTrips(onRedis.overMemoryInTrips)}** (target ≤ ${onRedis.overMemoryTarget}); ` +
+            `create + first \`tasks/get\` / a synchronous call **${formatRatio(onRedis.taskVsSync)}** (a guard, ≤ ${onRedis.target}×)`,
     );
+    lines.push('', tasksOnRedisNote);
   }
   return lines.length === 0 ? '' : `\n\n${lines.join('\n')}`;
 }
@@ -980,15 +1060,7 @@ async function integrationChecks(quick: boolean, library: LoadedLibrary): Promis
       measured: proxy?.tasks === undefined ? 'not measured' : formatRatio(proxy.tasks.taskVsSync),
       met: proxy?.tasks === undefined ? undefined : proxy.tasks.taskVsSync.median <= targets.mcpTaskVsSync,
     },
-    {
-      name: 'MCP Tasks: the same on the Redis store',
-      target: '≤ 3×',
-      measured:
-        proxy?.tasks?.onRedis === undefined
-          ? (proxy?.tasks?.redis ?? 'not measured')
-          : formatRatio(proxy.tasks.onRedis.taskVsSync),
-      met: proxy?.tasks?.onRedis?.met,
-    },
+    ...redisTaskChecks(proxy),
   ];
   return { checks, openai, mcp: proxy };
 }
