@@ -85,7 +85,14 @@ export class ApprovalLoop {
     }
     let call: ApprovalCall | undefined;
     const callOf = (): ApprovalCall =>
-      (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
+      (call ??= {
+        tool,
+        toolName: tool.name,
+        args: ctx.args,
+        callId: ctx.callId,
+        idempotencyKey: ctx.options.idempotencyKey,
+        tenant: ctx.options.tenant,
+      });
     // A rule that answers at once lets a call through without a promise.
     const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
     if (
@@ -227,7 +234,9 @@ export class ApprovalLoop {
 
   private request(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced, print: string): MaybeChecked {
     const key = call.idempotencyKey ?? null;
-    const reason = verdict.reason ?? 'the tool needs approval';
+    // Redacted before it is stored: a reviewer's screen and a shared store are sinks too.
+    const given = verdict.reason ?? 'the tool needs approval';
+    const reason = ctx.redactor === undefined ? given : ctx.redactor.redact(given);
     const callKey = `${call.tool.name}\u0000${print}\u0000${key === null ? `call:${call.callId}` : `key:${key}`}`;
     return storeStep(
       () =>

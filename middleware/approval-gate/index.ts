@@ -48,9 +48,12 @@ export interface ApprovalGateOptions {
    */
   ttlMs?: number;
   /**
-   * The last word: gets the call and the verdict of the other rules, returns a verdict. One that
+   * The last word: gets the call (its `tool`, `toolName`, validated `args`, `callId`,
+   * `idempotencyKey` and `tenant`) and the verdict of the other rules, returns a verdict. One that
    * throws pauses the call (fail closed).
    * @default undefined (the other rules decide)
+   * @example
+   * decide: (call, byDefault) => (call.tenant === 'internal' ? { action: 'allow' } : byDefault)
    */
   decide?: (call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>;
 }
@@ -61,6 +64,8 @@ export interface EvaluateOptions {
   callId?: string;
   /** The call's idempotency key. */
   idempotencyKey?: string;
+  /** Who the call is for, as the dispatch's `tenant` option would say. */
+  tenant?: string;
 }
 
 /** The approval gate: a layer, and the reviewer's and host's side of it. */
@@ -133,9 +138,11 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     }
     const call: ApprovalCall = {
       tool,
+      toolName: tool.name,
       args: parsed.value,
       callId: at.callId ?? 'evaluate',
       idempotencyKey: at.idempotencyKey,
+      tenant: at.tenant,
     };
     const { action, source, reason } = await loop.verdict(call);
     return reason === undefined ? { action, source, enforced } : { action, source, reason, enforced };
