@@ -4,7 +4,7 @@
  */
 
 import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
-import type { DispatchError } from '../../src/errors.js';
+import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { optionsObject, requireNumber } from '../kit.js';
 import {
@@ -16,6 +16,7 @@ import {
   type ToolSource,
 } from './gate.js';
 import { memoryApprovalStore } from './memory-store.js';
+import { Redemption } from './redemption.js';
 import type { ApprovalStore } from './store.js';
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
@@ -110,12 +111,19 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     throw new TypeError('registry must have a get(name) method');
   }
   const loop = new ApprovalLoop(policy);
-  const check: GateCheck = (ctx) => loop.check(ctx);
+  const check: GateCheck = (ctx) => {
+    const checked = loop.check(ctx);
+    return checked instanceof Promise ? checked.then(withoutRun) : withoutRun(checked);
+  };
   const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
-    const checked = check(ctx);
+    const checked = loop.check(ctx);
     if (checked === undefined) return next();
-    if (!(checked instanceof Promise)) return Promise.reject(checked);
-    return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
+    const pass = (answer: DispatchError | Redemption | undefined): Promise<void> => {
+      if (answer === undefined) return next();
+      if (answer instanceof Redemption) return loop.runRedeemed(ctx, next, answer);
+      return Promise.reject(answer);
+    };
+    return checked instanceof Promise ? checked.then(pass) : pass(checked);
   });
   gateChecks.set(layer, check);
   const enforced = policy.mode === 'enforce';
@@ -157,11 +165,22 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
 }
 
 /**
- * The check of a gate made by `approvalGate`, for the default stack's fast runner.
+ * The check of a gate made by `approvalGate`, for the default stack's fast runner. A call that
+ * redeems a token (`options.approval` a string) must run through the gate's layer instead, which
+ * records the token's run.
  * @internal
  */
 export function gateCheckOf(gate: Middleware): GateCheck | undefined {
   return gateChecks.get(gate);
+}
+
+// The check's answer for a runner that cannot wrap the run: a redemption it must not take on.
+function withoutRun(checked: DispatchError | Redemption | undefined): DispatchError | undefined {
+  if (!(checked instanceof Redemption)) return checked;
+  return new DispatchError(
+    'internal',
+    "A call that redeems an approval must run through approvalGate()'s layer",
+  );
 }
 
 function policyOf(options: ApprovalGateOptions): GatePolicy {
@@ -196,6 +215,9 @@ function policyOf(options: ApprovalGateOptions): GatePolicy {
       ))
   ) {
     throw new TypeError('store must be an ApprovalStore (open, get, answer), such as memoryApprovalStore()');
+  }
+  if (store !== undefined && (typeof store.redeem === 'function') !== (typeof store.settle === 'function')) {
+    throw new TypeError('store must have both redeem and settle, or neither');
   }
   return {
     mode,
