@@ -94,7 +94,8 @@ const gateChecks = new WeakMap<Middleware, GateCheck>();
  * annotations (approval unless `readOnlyHint: true` or `destructiveHint: false`), else
  * `fallback`. A paused call fails with `approval_required`, carrying `outcome.approval.token`;
  * `approve(token)` then `dispatch(..., { approval: token })` runs it once, under the call's
- * idempotency key or `approval:<token>`. Place it after schema validation and before the budget.
+ * idempotency key or `approval:<token>`: the run is claimed and recorded in the store, and a
+ * later delivery gets its outcome. Place it after schema validation and before the budget.
  *
  * @throws TypeError for a bad `mode`, `fallback`, `overrides`, `store`, `ttlMs` or `decide`.
  * @example
