@@ -62,7 +62,9 @@ export type { MemoryApprovalStoreOptions } from './approval-gate/memory-store.js
 export type {
   ApprovalAnswer,
   ApprovalRecord,
+  ApprovalRedemption,
   ApprovalRequest,
+  ApprovalSettlement,
   ApprovalStatus,
   ApprovalStore,
 } from './approval-gate/store.js';

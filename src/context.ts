@@ -15,8 +15,6 @@ import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outc
 export interface CallContextOptions {
   /** The caller's `callId`, if it gave one. */
   callId: string | undefined;
-  /** The call's number in its dispatcher, for the `call-N` id made when none was given. */
-  serial: number;
   toolName: string;
   args: unknown;
   options: DispatchOptions;
@@ -33,7 +31,6 @@ export interface CallContextOptions {
 export class CallContext {
   // Assigned in the constructor, in the order the positional version had them, so every context
   // keeps the same property order (what a spread or JSON.stringify of it shows).
-  private readonly serial: number;
   readonly toolName: string;
   args: unknown;
   readonly options: DispatchOptions;
@@ -57,7 +54,6 @@ export class CallContext {
   readonly redactor: Redactor | undefined;
 
   constructor(call: CallContextOptions) {
-    this.serial = call.serial;
     this.toolName = call.toolName;
     this.args = call.args;
     this.options = call.options;
@@ -77,9 +73,10 @@ export class CallContext {
     this.redactor = call.redactor;
   }
 
-  // Built on first read: most calls never need their generated id as a string.
+  // Built on first read: most calls never need their generated id. It is random, not a counter,
+  // so that two processes never make the same id (an approval request is keyed on it).
   get callId(): string {
-    return (this.givenCallId ??= `call-${this.serial}`);
+    return (this.givenCallId ??= `call-${globalThis.crypto.randomUUID()}`);
   }
 
   /** Whether anyone receives this dispatch's events. */

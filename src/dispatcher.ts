@@ -114,7 +114,6 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
 /** One dispatcher's calls: each started, run through the stack and ended exactly once. */
 class Calls {
   private readonly runStack: StackRunner;
-  private count = 0;
 
   constructor(
     stack: readonly Middleware[],
@@ -145,7 +144,6 @@ class Calls {
     const { now } = this;
     const ctx = new CallContext({
       callId: options.callId,
-      serial: ++this.count,
       toolName: typeof name === 'string' ? name : describeName(name),
       args,
       options,

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { DispatchError, isDispatchError } from './errors.js';
+import { DispatchError, isDispatchError, type ApprovalTicket } from './errors.js';
 
 /** A pattern of your own: a regular expression, or one with the name its matches are shown by. */
 export type RedactPattern =
@@ -197,14 +197,23 @@ function redactDeep(value: object, redact: (text: string) => string): unknown {
   }
 }
 
-// The same envelope when nothing matched; else a copy with the message redacted and no cause.
+// The same envelope when nothing matched; else a copy with the message (and an approval's reason)
+// redacted and no cause.
 function redactEnvelope(envelope: DispatchError, redact: (text: string) => string): DispatchError {
   const message = redact(envelope.message);
-  if (message === envelope.message) return envelope;
+  const approval = envelope.approval === undefined ? undefined : redactTicket(envelope.approval, redact);
+  if (message === envelope.message && approval === envelope.approval) return envelope;
   return new DispatchError(envelope.kind, message, {
     attempts: envelope.attempts,
     jsonrpcCode: envelope.jsonrpcCode,
     ...(envelope.retryAfterMs === undefined ? {} : { retryAfterMs: envelope.retryAfterMs }),
-    ...(envelope.approval === undefined ? {} : { approval: envelope.approval }),
+    ...(approval === undefined ? {} : { approval }),
   });
+}
+
+// The ticket's reason travels further than the message (toJSON, MCP `_meta`, an elicitation
+// prompt), so it is redacted too; the token is not text a pattern should touch.
+function redactTicket(ticket: ApprovalTicket, redact: (text: string) => string): ApprovalTicket {
+  const reason = redact(ticket.reason);
+  return reason === ticket.reason ? ticket : { ...ticket, reason };
 }

@@ -127,16 +127,29 @@ export type ApprovalRequirement<Args = never> =
   | boolean
   | ((args: Args, call: ApprovalCall) => boolean | Promise<boolean>);
 
-/** The call an approval rule judges. */
+/**
+ * The call an approval rule (a tool's `requiresApproval`, the gate's `decide`) judges.
+ *
+ * @example
+ * // A per-tenant policy: trial workspaces may not refund at all.
+ * decide: (call, byDefault) =>
+ *   call.toolName === 'payments.refund' && call.tenant?.startsWith('trial:')
+ *     ? { action: 'deny', reason: 'trial workspaces cannot refund' }
+ *     : byDefault,
+ */
 export interface ApprovalCall {
   /** The tool. */
   readonly tool: Tool;
+  /** The tool's registered name (`tool.name`). */
+  readonly toolName: string;
   /** The validated args. */
   readonly args: unknown;
   /** The call's id. */
   readonly callId: string;
   /** The call's idempotency key, if any. */
   readonly idempotencyKey: string | undefined;
+  /** Who the call is for: the dispatch's `tenant` option, if any. */
+  readonly tenant: string | undefined;
 }
 
 /** MCP tool annotations: hints a server gives about a tool (they may be wrong). */

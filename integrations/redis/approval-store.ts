@@ -7,7 +7,9 @@
 import type {
   ApprovalAnswer,
   ApprovalRecord,
+  ApprovalRedemption,
   ApprovalRequest,
+  ApprovalSettlement,
   ApprovalStore,
 } from '../../middleware/index.js';
 import { num, runScript, text } from './call.js';
@@ -26,6 +28,13 @@ export interface RedisApprovalStoreOptions {
    * @default 1_000
    */
   storeTimeoutMs?: number;
+  /**
+   * The largest serialised result of an approved token's run that is kept, in bytes. A larger
+   * one (or one that is not JSON) is returned to its own caller but kept as "ran, unshareable":
+   * later deliveries fail with `idempotency_result_unavailable` and never run it again.
+   * @default 1_048_576
+   */
+  maxResultBytes?: number;
 }
 
 const serverTime = `
@@ -77,12 +86,55 @@ return 1
 `,
 );
 
+/**
+ * Claims an approved token's run. KEYS: the record. ARGV: the claim. Reply: {'gone'} when unknown,
+ * expired or not approved; {'claimed'} for the holder (sent again, still); {'running'} for others
+ * while it runs; else {state, value} of the settled run (S result, U reason, I window).
+ */
+const redeemScript = defineScript(
+  'approval redeem',
+  `
+if redis.call('HGET', KEYS[1], 's') ~= 'A' then return {'gone'} end
+local run = redis.call('HMGET', KEYS[1], 'rc', 'rs', 'rv')
+if not run[1] then
+  redis.call('HSET', KEYS[1], 'rc', ARGV[1], 'rs', 'R')
+  return {'claimed'}
+end
+if run[2] == 'R' then
+  if run[1] == ARGV[1] then return {'claimed'} end
+  return {'running'}
+end
+return {run[2], run[3]}
+`,
+);
+
+/**
+ * Settles the run a claim holds. KEYS: the record. ARGV: the claim, S/U/I (or X to release),
+ * the value. Reply: 1 when settled, 0 when the claim does not hold a running run (sent again).
+ */
+const settleScript = defineScript(
+  'approval settle',
+  `
+local run = redis.call('HMGET', KEYS[1], 'rc', 'rs')
+if run[1] ~= ARGV[1] or run[2] ~= 'R' then return 0 end
+if ARGV[2] == 'X' then
+  redis.call('HDEL', KEYS[1], 'rc', 'rs', 'rv')
+else
+  redis.call('HSET', KEYS[1], 'rs', ARGV[2], 'rv', ARGV[3])
+end
+return 1
+`,
+);
+
 const statuses = { P: 'pending', A: 'approved', D: 'denied' } as const;
+const claimed: ApprovalRedemption = Object.freeze({ state: 'claimed' });
+const running: ApprovalRedemption = Object.freeze({ state: 'running' });
 
 /**
  * Makes an approval store on Redis, shared by every process using the same prefix: a token
- * approved on one worker is redeemed on any. Each change is one Lua script, safe to send again;
- * tokens expire on the server's clock.
+ * approved on one worker is redeemed on any, and its one run is claimed and recorded here, so it
+ * runs once across the fleet. Each change is one Lua script, safe to send again; tokens expire
+ * on the server's clock.
  *
  * @example
  * const gate = approvalGate({ registry, store: redisApprovalStore(redis, { prefix: 'billing' }) });
@@ -95,6 +147,7 @@ export function redisApprovalStore(
   requireOptions(options, 'redisApprovalStore');
   const prefix = requirePrefix(options.prefix ?? 'td');
   const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);
+  const maxResultBytes = requireMs('maxResultBytes', options.maxResultBytes ?? 1_048_576);
   const recordKey = (token: string) => `${prefix}:ap:${token}`;
   const get = async (token: string): Promise<ApprovalRecord | undefined> =>
     recordOf(token, await runScript(redis, getScript, [recordKey(token)], [], timeoutMs), 0);
@@ -142,7 +195,62 @@ export function redisApprovalStore(
         Number(await runScript(redis, answerScript, [recordKey(token)], [status, detail], timeoutMs)) === 1
       );
     },
+    async redeem(token: string, claim: string) {
+      const reply = await runScript(redis, redeemScript, [recordKey(token)], [claim], timeoutMs);
+      return redemptionOf(text(reply, 0), text(reply, 1));
+    },
+    async settle(token: string, claim: string, settlement: ApprovalSettlement) {
+      const [state, value] = settled(settlement, maxResultBytes);
+      await runScript(redis, settleScript, [recordKey(token)], [claim, state, value], timeoutMs);
+    },
   };
+}
+
+// A settlement as the record keeps it: S and the result ('u', or 'j' and its JSON), U and why it
+// could not be kept, I and the window, or X to release the run.
+function settled(settlement: ApprovalSettlement, maxResultBytes: number): [string, string] {
+  if (settlement.state === 'released') return ['X', ''];
+  if (settlement.state === 'in_doubt') return ['I', settlement.window];
+  const { result } = settlement;
+  if (result === undefined) return ['S', 'u'];
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(result) as string | undefined;
+  } catch (error) {
+    return ['U', `not serialisable (${(error as Error)?.message ?? String(error)})`];
+  }
+  if (json === undefined) return ['U', `a ${typeof result} is not JSON`];
+  if (json.length > maxResultBytes / 3 && Buffer.byteLength(json) > maxResultBytes) {
+    return ['U', `over maxResultBytes (${maxResultBytes})`];
+  }
+  return ['S', `j${json}`];
+}
+
+function redemptionOf(state: string, value: string): ApprovalRedemption | undefined {
+  switch (state) {
+    case 'claimed':
+      return claimed;
+    case 'running':
+      return running;
+    case 'S':
+      if (value === 'u') return { state: 'succeeded', result: undefined };
+      if (!value.startsWith('j'))
+        return { state: 'unshareable', reason: 'kept in a form this process cannot read' };
+      try {
+        return { state: 'succeeded', result: JSON.parse(value.slice(1)) };
+      } catch (error) {
+        return { state: 'unshareable', reason: `unreadable (${(error as Error)?.message ?? String(error)})` };
+      }
+    case 'U':
+      return { state: 'unshareable', reason: value };
+    case 'I':
+      return {
+        state: 'in_doubt',
+        window: value as Extract<ApprovalRedemption, { state: 'in_doubt' }>['window'],
+      };
+    default:
+      return undefined;
+  }
 }
 
 function recordOf(token: string, reply: unknown, at: number): ApprovalRecord | undefined {

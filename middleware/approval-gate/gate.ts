@@ -10,6 +10,7 @@ import type { ApprovalTicket } from '../../src/errors.js';
 import type { ApprovalCall, DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
 import { isThenable, storeUnavailable } from '../kit.js';
 import { fingerprint } from '../idempotency/fingerprint.js';
+import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
 
 /** What a rule decides for a call. */
@@ -44,7 +45,8 @@ export interface GatePolicy {
 }
 
 type Sourced = ApprovalVerdict & { readonly source: string };
-type Checked = DispatchError | undefined;
+/** Through (`undefined`), refused (an envelope), or through the run of an approved token. */
+type Checked = DispatchError | Redemption | undefined;
 type MaybeChecked = Checked | Promise<Checked>;
 
 // Frozen, and shaped as the `approval.decision` event's details, so that letting a call through
@@ -59,7 +61,18 @@ const actions = new Set<string>(['allow', 'deny', 'require']);
 
 /** The gate's loop: judges each call, then lets it through, refuses it or pauses it. */
 export class ApprovalLoop {
-  constructor(private readonly policy: GatePolicy) {}
+  // Where approved tokens' runs are claimed and recorded; without it, the idempotency layer's
+  // memory of the outcome is all that keeps a token from running twice.
+  private readonly runs: TokenRuns | undefined;
+
+  constructor(private readonly policy: GatePolicy) {
+    this.runs = isRedeemingStore(policy.store) ? new TokenRuns(policy.store) : undefined;
+  }
+
+  /** Runs a call the check let through on an approved token: once, however often delivered. */
+  runRedeemed(ctx: DispatchContext, next: () => Promise<void>, redemption: Redemption): Promise<void> {
+    return (this.runs as TokenRuns).run(ctx, next, redemption);
+  }
 
   /** The verdict of the rules for `call`, a promise only when a rule answers with one. */
   verdict(call: ApprovalCall): Sourced | Promise<Sourced> {
@@ -85,7 +98,14 @@ export class ApprovalLoop {
     }
     let call: ApprovalCall | undefined;
     const callOf = (): ApprovalCall =>
-      (call ??= { tool, args: ctx.args, callId: ctx.callId, idempotencyKey: ctx.options.idempotencyKey });
+      (call ??= {
+        tool,
+        toolName: tool.name,
+        args: ctx.args,
+        callId: ctx.callId,
+        idempotencyKey: ctx.options.idempotencyKey,
+        tenant: ctx.options.tenant,
+      });
     // A rule that answers at once lets a call through without a promise.
     const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
     if (
@@ -216,18 +236,22 @@ export class ApprovalLoop {
           { action: 'allow', source: 'token', reason: `approved by ${record.approvedBy ?? 'a reviewer'}` },
           true,
         );
-        // A redeemed token runs under a key, so that delivering it twice runs the handler once;
-        // its outcome is kept while the token can be redeemed (twice its life, so that a store
-        // whose clock runs behind ours is covered), after which a delivery asks anew.
+        // A redeemed token runs under a key, which the handler and the idempotency layer see; its
+        // outcome is kept while the token can be redeemed (twice its life, so that a store whose
+        // clock runs behind ours is covered). The store's record of the run is what keeps a
+        // later delivery from running it again, however much the idempotency layer forgot.
         runUnderKey(ctx, call.idempotencyKey ?? `approval:${token}`, 2 * this.policy.ttlMs);
-        return undefined;
+        if (this.runs === undefined) return undefined;
+        return new Redemption(token, newToken(), () => this.request(ctx, call, verdict, print));
       },
     );
   }
 
   private request(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced, print: string): MaybeChecked {
     const key = call.idempotencyKey ?? null;
-    const reason = verdict.reason ?? 'the tool needs approval';
+    // Redacted before it is stored: a reviewer's screen and a shared store are sinks too.
+    const given = verdict.reason ?? 'the tool needs approval';
+    const reason = ctx.redactor === undefined ? given : ctx.redactor.redact(given);
     const callKey = `${call.tool.name}\u0000${print}\u0000${key === null ? `call:${call.callId}` : `key:${key}`}`;
     return storeStep(
       () =>

@@ -4,7 +4,7 @@
  */
 
 import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
-import type { DispatchError } from '../../src/errors.js';
+import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { optionsObject, requireNumber } from '../kit.js';
 import {
@@ -16,6 +16,7 @@ import {
   type ToolSource,
 } from './gate.js';
 import { memoryApprovalStore } from './memory-store.js';
+import { Redemption } from './redemption.js';
 import type { ApprovalStore } from './store.js';
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
@@ -48,9 +49,12 @@ export interface ApprovalGateOptions {
    */
   ttlMs?: number;
   /**
-   * The last word: gets the call and the verdict of the other rules, returns a verdict. One that
+   * The last word: gets the call (its `tool`, `toolName`, validated `args`, `callId`,
+   * `idempotencyKey` and `tenant`) and the verdict of the other rules, returns a verdict. One that
    * throws pauses the call (fail closed).
    * @default undefined (the other rules decide)
+   * @example
+   * decide: (call, byDefault) => (call.tenant === 'internal' ? { action: 'allow' } : byDefault)
    */
   decide?: (call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>;
 }
@@ -61,6 +65,8 @@ export interface EvaluateOptions {
   callId?: string;
   /** The call's idempotency key. */
   idempotencyKey?: string;
+  /** Who the call is for, as the dispatch's `tenant` option would say. */
+  tenant?: string;
 }
 
 /** The approval gate: a layer, and the reviewer's and host's side of it. */
@@ -88,7 +94,8 @@ const gateChecks = new WeakMap<Middleware, GateCheck>();
  * annotations (approval unless `readOnlyHint: true` or `destructiveHint: false`), else
  * `fallback`. A paused call fails with `approval_required`, carrying `outcome.approval.token`;
  * `approve(token)` then `dispatch(..., { approval: token })` runs it once, under the call's
- * idempotency key or `approval:<token>`. Place it after schema validation and before the budget.
+ * idempotency key or `approval:<token>`: the run is claimed and recorded in the store, and a
+ * later delivery gets its outcome. Place it after schema validation and before the budget.
  *
  * @throws TypeError for a bad `mode`, `fallback`, `overrides`, `store`, `ttlMs` or `decide`.
  * @example
@@ -105,12 +112,19 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     throw new TypeError('registry must have a get(name) method');
   }
   const loop = new ApprovalLoop(policy);
-  const check: GateCheck = (ctx) => loop.check(ctx);
+  const check: GateCheck = (ctx) => {
+    const checked = loop.check(ctx);
+    return checked instanceof Promise ? checked.then(withoutRun) : withoutRun(checked);
+  };
   const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
-    const checked = check(ctx);
+    const checked = loop.check(ctx);
     if (checked === undefined) return next();
-    if (!(checked instanceof Promise)) return Promise.reject(checked);
-    return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
+    const pass = (answer: DispatchError | Redemption | undefined): Promise<void> => {
+      if (answer === undefined) return next();
+      if (answer instanceof Redemption) return loop.runRedeemed(ctx, next, answer);
+      return Promise.reject(answer);
+    };
+    return checked instanceof Promise ? checked.then(pass) : pass(checked);
   });
   gateChecks.set(layer, check);
   const enforced = policy.mode === 'enforce';
@@ -133,9 +147,11 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     }
     const call: ApprovalCall = {
       tool,
+      toolName: tool.name,
       args: parsed.value,
       callId: at.callId ?? 'evaluate',
       idempotencyKey: at.idempotencyKey,
+      tenant: at.tenant,
     };
     const { action, source, reason } = await loop.verdict(call);
     return reason === undefined ? { action, source, enforced } : { action, source, reason, enforced };
@@ -150,11 +166,22 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
 }
 
 /**
- * The check of a gate made by `approvalGate`, for the default stack's fast runner.
+ * The check of a gate made by `approvalGate`, for the default stack's fast runner. A call that
+ * redeems a token (`options.approval` a string) must run through the gate's layer instead, which
+ * records the token's run.
  * @internal
  */
 export function gateCheckOf(gate: Middleware): GateCheck | undefined {
   return gateChecks.get(gate);
+}
+
+// The check's answer for a runner that cannot wrap the run: a redemption it must not take on.
+function withoutRun(checked: DispatchError | Redemption | undefined): DispatchError | undefined {
+  if (!(checked instanceof Redemption)) return checked;
+  return new DispatchError(
+    'internal',
+    "A call that redeems an approval must run through approvalGate()'s layer",
+  );
 }
 
 function policyOf(options: ApprovalGateOptions): GatePolicy {
@@ -189,6 +216,9 @@ function policyOf(options: ApprovalGateOptions): GatePolicy {
       ))
   ) {
     throw new TypeError('store must be an ApprovalStore (open, get, answer), such as memoryApprovalStore()');
+  }
+  if (store !== undefined && (typeof store.redeem === 'function') !== (typeof store.settle === 'function')) {
+    throw new TypeError('store must have both redeem and settle, or neither');
   }
   return {
     mode,

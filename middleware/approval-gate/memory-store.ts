@@ -5,7 +5,14 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { optionsObject, requireClock, requireInteger } from '../kit.js';
-import type { ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStore } from './store.js';
+import type {
+  ApprovalAnswer,
+  ApprovalRecord,
+  ApprovalRedemption,
+  ApprovalRequest,
+  ApprovalSettlement,
+  ApprovalStore,
+} from './store.js';
 
 /** Options for `memoryApprovalStore`. */
 export interface MemoryApprovalStoreOptions {
@@ -37,7 +44,15 @@ export function memoryApprovalStore(options?: MemoryApprovalStoreOptions): Appro
 interface Entry {
   record: ApprovalRecord;
   readonly callKey: string;
+  /** The claim holding the token's run, and how the run ended once settled. */
+  redemption?: {
+    readonly claim: string;
+    settled?: Exclude<ApprovalRedemption, { state: 'claimed' | 'running' }>;
+  };
 }
+
+const claimed: ApprovalRedemption = Object.freeze({ state: 'claimed' });
+const running: ApprovalRedemption = Object.freeze({ state: 'running' });
 
 class MemoryApprovalStore implements ApprovalStore {
   readonly #byToken = new Map<string, Entry>();
@@ -95,6 +110,27 @@ class MemoryApprovalStore implements ApprovalStore {
         ? { ...record, status, approvedBy: answer.by }
         : { ...record, status, deniedReason: answer.reason };
     return true;
+  }
+
+  redeem(token: string, claim: string): ApprovalRedemption | undefined {
+    const record = this.get(token);
+    if (record?.status !== 'approved') return undefined;
+    const entry = this.#byToken.get(token) as Entry;
+    const { redemption } = entry;
+    if (redemption === undefined) {
+      entry.redemption = { claim };
+      return claimed;
+    }
+    if (redemption.settled !== undefined) return redemption.settled;
+    return redemption.claim === claim ? claimed : running;
+  }
+
+  settle(token: string, claim: string, settlement: ApprovalSettlement): void {
+    const entry = this.#byToken.get(token);
+    const redemption = entry?.redemption;
+    if (redemption === undefined || redemption.claim !== claim || redemption.settled !== undefined) return;
+    if (settlement.state === 'released') delete (entry as Entry).redemption;
+    else redemption.settled = settlement;
   }
 
   #forget(token: string, entry: Entry): void {

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { OutcomeWindow } from '../../src/errors.js';
 import type { MaybePromise } from '../../src/stores.js';
 
 /** Where a request stands. */
@@ -69,8 +70,61 @@ export type ApprovalAnswer =
     };
 
 /**
+ * Where the run of an approved token stands, as `redeem` answers: `claimed` by the delivery that
+ * asked (it runs the handler), `running` under another delivery's claim, or how that run ended.
+ */
+export type ApprovalRedemption =
+  | {
+      /** This claim holds the run: the caller runs the handler, then calls `settle`. */
+      readonly state: 'claimed';
+    }
+  | {
+      /** Another claim holds the run and has not settled it (it is running, or its process died). */
+      readonly state: 'running';
+    }
+  | {
+      /** The run succeeded. */
+      readonly state: 'succeeded';
+      /** The handler's result, as the store could keep it. */
+      readonly result: unknown;
+    }
+  | {
+      /** The run succeeded, but its result could not be kept (not JSON, too large). */
+      readonly state: 'unshareable';
+      /** Why the result was not kept. */
+      readonly reason: string;
+    }
+  | {
+      /** The run may or may not have taken effect. */
+      readonly state: 'in_doubt';
+      /** Where its outcome was lost. */
+      readonly window: OutcomeWindow;
+    };
+
+/** How the claimed run of an approved token ended, as the gate reports it to `settle`. */
+export type ApprovalSettlement =
+  | {
+      /** The run succeeded: later deliveries get `result`. */
+      readonly state: 'succeeded';
+      /** The handler's result. */
+      readonly result: unknown;
+    }
+  | {
+      /** The run may have taken effect: later deliveries are `outcome_unknown`. */
+      readonly state: 'in_doubt';
+      /** Where its outcome was lost. */
+      readonly window: OutcomeWindow;
+    }
+  | {
+      /** The run failed and took no effect: the claim is dropped, and the token may be redeemed again. */
+      readonly state: 'released';
+    };
+
+/**
  * Holds approval requests. Each method is one atomic step (one Lua script on Redis) and safe to
- * send again.
+ * send again. `redeem` and `settle` are optional so that older stores keep working, but a store
+ * without them leaves "an approved token runs once" to the idempotency layer's memory of the
+ * outcome, which is bounded (`maxEntries`); the built-in stores have both.
  */
 export interface ApprovalStore {
   /**
@@ -90,4 +144,22 @@ export interface ApprovalStore {
    * `true` too), `false` when unknown, expired, or answered the other way (a deny is final).
    */
   answer(token: string, answer: ApprovalAnswer): MaybePromise<boolean>;
+  /**
+   * Claims the one run of an approved token for `claim` (an id fresh for each delivery), in one
+   * atomic step: `claimed` when nobody held it (or `claim` already does: safe to send again),
+   * else where the run stands. `undefined` when the token is unknown, expired or not approved.
+   * The redemption lives as long as the request.
+   *
+   * @example
+   * const run = await store.redeem?.(token, claim); // { state: 'claimed' } for the first delivery
+   */
+  redeem?(token: string, claim: string): MaybePromise<ApprovalRedemption | undefined>;
+  /**
+   * Records how the run held by `claim` ended (a no-op when `claim` does not hold it, so safe to
+   * send again): later `redeem`s answer the outcome, or, once `released`, may claim the run anew.
+   *
+   * @example
+   * await store.settle?.(token, claim, { state: 'succeeded', result });
+   */
+  settle?(token: string, claim: string, settlement: ApprovalSettlement): MaybePromise<void>;
 }

@@ -132,6 +132,8 @@ class FusedStack {
     try {
       checked = toolLookup.lookup(ctx) ?? schemaValidation.check(ctx);
       if (checked === undefined && approvalGate !== undefined) {
+        // A call that redeems a token runs through the gate's layer, which records its one run.
+        if (typeof ctx.options.approval === 'string') return this.#settle(ctx, onion(ctx), report);
         checked = approvalGate.check(ctx);
         onion = this.#onions.fromBudget;
       }

@@ -233,9 +233,11 @@ describe('logging', () => {
       'dispatch.attempt_failed',
       'dispatch.failure',
     ]);
+    const callId = lines[0]?.record.callId;
+    expect(callId).toMatch(/^call-/);
     for (const { record } of lines) {
       expect(roundTrip(record)).toEqual(record);
-      expect(record).toMatchObject({ tool: 'search.web', callId: 'call-1' });
+      expect(record).toMatchObject({ tool: 'search.web', callId });
       expect(typeof record.attempt).toBe('number');
       expect(typeof record.durationMs).toBe('number');
       const text = JSON.stringify(record);
@@ -246,7 +248,7 @@ describe('logging', () => {
       record: {
         event: 'custom.event',
         tool: 'search.web',
-        callId: 'call-1',
+        callId,
         attempt: 0,
         durationMs: 0,
         big: '10',

@@ -353,6 +353,7 @@ describe('approvalGate options', () => {
     ['ttlMs', { ttlMs: 0 }],
     ['decide', { decide: 'allow' }],
     ['store', { store: {} }],
+    ['redeem and settle', { store: { open() {}, get() {}, answer() {}, redeem() {} } }],
   ])('throws a TypeError naming %s', (name, options) => {
     expect(() => approvalGate(options as ApprovalGateOptions)).toThrow(new RegExp(name));
   });

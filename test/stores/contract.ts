@@ -11,6 +11,7 @@ import {
   type SlotStore,
   type StoreBudget,
 } from '../../src/stores.js';
+import type { ApprovalRequest, ApprovalStore } from '../../middleware/index.js';
 
 /** The stores under test and how to move their time. */
 export interface StoreSubject {
@@ -26,6 +27,8 @@ export interface StoreSubject {
   slots(options: { max: number; leaseMs: number }): [SlotStore, SlotStore];
   /** Two views of one fresh circuit namespace. */
   circuits(): [CircuitStore, CircuitStore];
+  /** Two views of one fresh approval namespace. */
+  approvals(): [ApprovalStore, ApprovalStore];
   /** A fresh budget (`id` unique per call unless `join` names one made before). */
   budget(options: { limit: number; join?: string }): Promise<StoreBudget & { id: string }>;
   /** Lets `ms` of the store's time pass (a fake clock, or real time for a server's clock). */
@@ -461,6 +464,87 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         await a.compareAndSet('listed', 0, open(0));
         const entries = [...(await a.entries())];
         expect(entries.some(([key, view]) => key === 'listed' && view.record?.state === 'open')).toBe(true);
+      });
+    });
+
+    describe('ApprovalStore redemptions', () => {
+      let tokens = 0;
+      // An approved request of its own, in both views.
+      async function approved(store: ApprovalStore): Promise<string> {
+        const token = `tok-${++tokens}-${Math.random().toString(36).slice(2)}`;
+        const request: ApprovalRequest = {
+          token,
+          callKey: `call-${token}`,
+          tool: 'payments.refund',
+          fingerprint: 'fp',
+          key: null,
+          callId: 'c-1',
+          reason: 'a refund',
+          ttlMs: 60_000,
+        };
+        await store.open(request);
+        expect(await store.answer(token, { action: 'approve', by: 'ana' })).toBe(true);
+        return token;
+      }
+
+      it('claims the run of an approved token once, whichever process asks, and nothing else', async () => {
+        const [a, b] = make().approvals();
+        const token = await approved(a);
+        expect(await a.redeem?.(token, 'claim-a')).toEqual({ state: 'claimed' });
+        expect(await b.redeem?.(token, 'claim-b')).toEqual({ state: 'running' });
+        // Sent again by its holder, a claim is still the holder's.
+        expect(await b.redeem?.(token, 'claim-a')).toEqual({ state: 'claimed' });
+        expect(await a.redeem?.('no-such-token', 'claim-a')).toBeUndefined();
+        const pending = `pending-${++tokens}`;
+        await a.open({
+          token: pending,
+          callKey: `call-${pending}`,
+          tool: 't',
+          fingerprint: 'fp',
+          key: null,
+          callId: 'c',
+          reason: 'r',
+          ttlMs: 60_000,
+        });
+        expect(await b.redeem?.(pending, 'claim-b')).toBeUndefined();
+      });
+
+      it('lets exactly one of many concurrent claims hold the run', async () => {
+        const [a, b] = make().approvals();
+        const token = await approved(a);
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? a : b).redeem?.(token, `claim-${i}`)),
+        );
+        expect(answers.filter((answer) => answer?.state === 'claimed')).toHaveLength(1);
+        expect(answers.filter((answer) => answer?.state === 'running')).toHaveLength(7);
+      });
+
+      it('answers every later claim with the settled outcome, and ignores a settle from a non-holder', async () => {
+        const [a, b] = make().approvals();
+        const token = await approved(a);
+        await a.redeem?.(token, 'claim-a');
+        await b.settle?.(token, 'claim-b', { state: 'released' });
+        await b.settle?.(token, 'claim-a', { state: 'succeeded', result: { refunded: 5 } });
+        await a.settle?.(token, 'claim-a', { state: 'released' });
+        expect(await b.redeem?.(token, 'claim-c')).toEqual({ state: 'succeeded', result: { refunded: 5 } });
+        expect(await a.redeem?.(token, 'claim-a')).toEqual({ state: 'succeeded', result: { refunded: 5 } });
+
+        const doubtful = await approved(a);
+        await b.redeem?.(doubtful, 'claim-b');
+        await b.settle?.(doubtful, 'claim-b', { state: 'in_doubt', window: 'attempt_timeout' });
+        expect(await a.redeem?.(doubtful, 'claim-c')).toEqual({
+          state: 'in_doubt',
+          window: 'attempt_timeout',
+        });
+      });
+
+      it('lets another claim take the run once its holder released it', async () => {
+        const [a, b] = make().approvals();
+        const token = await approved(a);
+        await a.redeem?.(token, 'claim-a');
+        await a.settle?.(token, 'claim-a', { state: 'released' });
+        expect(await b.redeem?.(token, 'claim-b')).toEqual({ state: 'claimed' });
+        expect(await a.redeem?.(token, 'claim-a')).toEqual({ state: 'running' });
       });
     });
 

@@ -6,6 +6,7 @@ import type { StoreBudget } from '../../src/stores.js';
 import { memoryCircuitStore } from '../../middleware/circuit-breaker/memory-store.js';
 import { memorySlotStore } from '../../middleware/concurrency-limit/memory-store.js';
 import { memoryIdempotencyStore } from '../../middleware/idempotency/memory-store.js';
+import { memoryApprovalStore } from '../../middleware/approval-gate/memory-store.js';
 import { storeContract } from './contract.js';
 
 /** A clock that moves only when told, firing its timers in order, microtasks settled between. */
@@ -60,6 +61,10 @@ storeContract('memory', () => {
     },
     circuits: () => {
       const store = memoryCircuitStore({ clock });
+      return [store, store];
+    },
+    approvals: () => {
+      const store = memoryApprovalStore({ clock });
       return [store, store];
     },
     budget: async ({ limit }) => {

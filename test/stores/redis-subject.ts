@@ -3,6 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import {
+  redisApprovalStore,
   redisBudget,
   redisCircuitStore,
   redisIdempotencyStore,
@@ -40,6 +41,10 @@ export function redisSubject(
       circuits: () => [
         redisCircuitStore(one.store, { prefix, storeTimeoutMs: 2_000 }),
         redisCircuitStore(two.store, { prefix, storeTimeoutMs: 2_000 }),
+      ],
+      approvals: () => [
+        redisApprovalStore(one.store, { prefix, storeTimeoutMs: 2_000 }),
+        redisApprovalStore(two.store, { prefix, storeTimeoutMs: 2_000 }),
       ],
       budget: async ({ limit, join }) => {
         const id = join ?? randomUUID();

@@ -1,5 +1,5 @@
 // redisApprovalStore on its own redis-server: two workers share requests and answers, and an
-// approved token delivered to both runs the handler once.
+// approved token delivered to both runs the handler once (its run is claimed in Redis).
 
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { approvalGate, createDispatcher, defaultStack, ToolRegistry, type Outcom
 import { redisApprovalStore, redisIdempotencyStore } from '../../../integrations/redis/index.js';
 import { redisSuitesEnabled } from '../../helpers/redis-server.js';
 import { redisSuite } from '../../helpers/redis-suite.js';
+import { until } from '../../stores/contract.js';
 
 const enabled = redisSuitesEnabled('redis approval store');
 
@@ -16,7 +17,7 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
   const connect = () => redis.node();
 
   // One worker: its own registry, gate, idempotency layer and connection, sharing Redis.
-  async function worker(prefix: string, runs: string[], name: string) {
+  async function worker(prefix: string, runs: string[], name: string, hold?: Promise<void>) {
     const { store } = await connect();
     const registry = new ToolRegistry().register({
       name: 'payments.refund',
@@ -24,7 +25,7 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
       requiresApproval: true,
       handler: async ({ amount }) => {
         runs.push(name);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await hold;
         return { refunded: amount };
       },
     });
@@ -48,8 +49,10 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
   it('runs a token approved on one worker once, delivered to both at once and again later', async () => {
     const prefix = `t-${randomUUID()}`;
     const runs: string[] = [];
-    const a = await worker(prefix, runs, 'a');
-    const b = await worker(prefix, runs, 'b');
+    let release = () => {};
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const a = await worker(prefix, runs, 'a', hold);
+    const b = await worker(prefix, runs, 'b', hold);
     const token = tokenOf(await a.dispatcher.dispatch('payments.refund', { amount: 500 }, { callId: 'c-1' }));
     // The same call sent again to the other worker gets its token back.
     expect(tokenOf(await b.dispatcher.dispatch('payments.refund', { amount: 500 }, { callId: 'c-1' }))).toBe(
@@ -57,17 +60,19 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
     );
     expect(await b.gate.approve(token, { by: 'ana' })).toBe(true);
     expect(await a.gate.approve(token, { by: 'ana' })).toBe(true);
-    const both = await Promise.all([
-      a.dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token }),
-      b.dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token }),
-    ]);
-    expect(both.map((outcome) => outcome.ok && outcome.result)).toEqual([
-      { refunded: 500 },
-      { refunded: 500 },
-    ]);
-    const later = await b.dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token });
-    expect(later).toMatchObject({ ok: true, attempts: 0 });
-    expect(runs).toHaveLength(1);
+    // The run is claimed in the store: a delivery to the other worker while it runs is refused.
+    const onA = a.dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token });
+    await until(() => runs.length === 1);
+    const onB = await b.dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token });
+    expect(onB.ok ? 'ran' : onB.kind).toBe('idempotency_result_unavailable');
+    release();
+    expect(await onA).toMatchObject({ ok: true, result: { refunded: 500 }, attempts: 1 });
+    // Later deliveries, to either worker, get the recorded outcome.
+    for (const { dispatcher } of [a, b]) {
+      const later = await dispatcher.dispatch('payments.refund', { amount: 500 }, { approval: token });
+      expect(later).toMatchObject({ ok: true, result: { refunded: 500 }, attempts: 0 });
+    }
+    expect(runs).toEqual(['a']);
   });
 
   it('keeps a deny final across workers and refuses a token bound to other args', async () => {
