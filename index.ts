@@ -38,6 +38,7 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeUnknownErrorOptions,
   OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,
