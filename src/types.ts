@@ -363,6 +363,8 @@ export interface DispatchEventDetails {
     readonly receiptStatus: 'running' | 'succeeded' | 'failed' | 'in_doubt';
     /** The envelope's kind, when the store failed with one (e.g. `store_unavailable`). */
     readonly kind?: string;
+    /** What the store said, without a stack. */
+    readonly message: string;
     /** What the store threw. */
     readonly error: unknown;
   };

@@ -6,7 +6,7 @@
  */
 
 import type { Clock } from '../../src/clock.js';
-import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
+import { DispatchError, describeThrown, isDispatchError, toDispatchError } from '../../src/errors.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,
@@ -600,6 +600,7 @@ function receiptFailed(ctx: DispatchContext, receipt: Receipt, error: unknown): 
     key: receipt.key,
     receiptStatus: receipt.status,
     ...(kind === undefined ? {} : { kind }),
+    message: describeThrown(error),
     error,
   });
 }
