@@ -18,9 +18,9 @@ import type {
 } from '../../src/stores.js';
 import type { OutcomeWindow } from '../../src/errors.js';
 import type { DispatchContext, Next, Tool } from '../../src/types.js';
-import { foundNotCommitted, reconcileFindingOf } from '../../src/internal/reconcile.js';
 import {
   cancelled,
+  foundNotCommitted,
   isThenable,
   keepLeaseAlive,
   neverAborted,
@@ -28,6 +28,7 @@ import {
   onAbort,
   outcomeUnknown,
   raceAbort,
+  reconcileFindingOf,
   reconcileOutcome,
   storeUnavailable,
 } from '../kit.js';
