@@ -235,7 +235,7 @@ export class KeyedCalls {
     const window: OutcomeWindow = crashed ? 'leader_crashed' : (earlier.window ?? 'attempt_timeout');
     // The earlier execution's receipt is what the operator needs (when it was sent, how often):
     // a refusal keeps it, only marked in doubt where a crash left it running.
-    const kept = (): Receipt => (crashed ? crashedReceipt(earlier, window, flight.ctx) : earlier);
+    const kept = (): Receipt => keptReceipt(earlier, window, flight.ctx);
     if (tool.reconcile === undefined) {
       const why = crashed
         ? 'an earlier leader of this key stopped mid-call (its lease ended), so its action may have taken effect'
@@ -586,11 +586,15 @@ export class KeyedCalls {
   }
 }
 
-// The receipt a crashed leader left running, now in doubt: when it was sent is kept.
-function crashedReceipt(earlier: Receipt, window: OutcomeWindow, ctx: DispatchContext): Receipt {
+// The earlier execution's receipt as a refusal leaves it: as it was, a crashed leader's running
+// one marked in doubt (when it was sent is kept), with what a reconcile that could not tell saw.
+function keptReceipt(earlier: Receipt, window: OutcomeWindow, ctx: DispatchContext): Receipt {
   const found = reconcileFindingOf(ctx);
-  const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = { ...earlier, status: 'in_doubt', window };
-  if (found?.status === 'unknown' && found.evidence !== undefined) receipt.evidence = found.evidence;
+  const seen = found?.status === 'unknown' && found.evidence !== undefined;
+  if (earlier.status === 'in_doubt' && !seen) return earlier;
+  const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = { ...earlier };
+  if (earlier.status !== 'in_doubt') Object.assign(receipt, { status: 'in_doubt', window });
+  if (seen) receipt.evidence = found.evidence;
   return receipt;
 }
 
