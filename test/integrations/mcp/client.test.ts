@@ -353,7 +353,12 @@ describe('importMcpTools', () => {
     await expect.poll(() => log.calls['slowTool']).toBe(1);
     await client.close();
     const outcome = await running;
-    expect(outcome).toMatchObject({ ok: false, kind: 'outcome_unknown', window: 'connection_lost', attempts: 1 });
+    expect(outcome).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      window: 'connection_lost',
+      attempts: 1,
+    });
     expect(outcome.ok ? '' : outcome.message).toMatch(/"slowTool" was running, so its outcome is unknown/);
     expect(log.calls['slowTool']).toBe(1);
   });
