@@ -220,6 +220,34 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
     crashed.close();
   });
 
+  it('runs a key whose first claim was answered too late to use, leaving no running receipt to look like a crash', async () => {
+    const { store: client } = await node();
+    let delayed = false;
+    // Redis answers the first claim after its lease would be two-thirds gone: it is released.
+    const slow = {
+      ...client,
+      evalScript: async (
+        script: Parameters<typeof client.evalScript>[0],
+        keys: readonly string[],
+        args: readonly string[],
+      ) => {
+        const reply = await client.evalScript(script, keys, args);
+        if (script.name === 'idempotency claim' && !delayed) {
+          delayed = true;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        return reply;
+      },
+    };
+    const store = redisIdempotencyStore(slow, { prefix: `ow-${randomUUID()}`, leaseMs: 300, pollMs: 50 });
+    const subject = charges({ store, reconcile: false });
+    expect(await subject.call('k-slow-claim')).toMatchObject({ ok: true, result: 'ch_1' });
+    expect(delayed).toBe(true);
+    expect(subject.counts.runs).toBe(1);
+    expect(await store.receipts.get('k-slow-claim')).toMatchObject({ status: 'succeeded' });
+    store.close();
+  });
+
   it('answers outcome_unknown naming lease_lost for a tool without reconcile, and never runs it again', async () => {
     const prefix = `ow-${randomUUID()}`;
     const store = await storeOf({ prefix });
