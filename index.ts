@@ -35,6 +35,7 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeUnknownErrorOptions,
   OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,

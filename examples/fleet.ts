@@ -1,5 +1,6 @@
 // A fleet of workers charging the same orders through Redis: each order is charged once, and an
-// order whose worker is killed mid-charge is charged again by another only after its lease ends.
+// order whose worker is killed mid-charge is charged again by another only after its lease ends
+// and its `reconcile` found the first charge never went through.
 //
 //   npm run demo:fleet                 starts a redis-server of its own on a free port
 //   REDIS_URL=redis://… npm run demo:fleet
@@ -58,7 +59,15 @@ async function worker(url: string, name: string, prefix: string): Promise<void> 
       send({ type: 'start', order: orderId, chargeId });
       await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 300));
       send({ type: 'end', order: orderId, chargeId });
+      // The bank's ledger: a charge is in it once it went through.
+      await client.set(`${prefix}:ledger:${orderId}`, chargeId);
       return { chargeId };
+    },
+    // A charge whose worker died mid-call is never made again blind (it would be outcome_unknown):
+    // the next worker asks the ledger, and charges only when the first charge never went through.
+    reconcile: async ({ orderId }) => {
+      const chargeId = await client.get(`${prefix}:ledger:${orderId}`);
+      return chargeId === null ? 'not_committed' : { status: 'committed', result: { chargeId } };
     },
   });
   const dispatcher = createFleetDispatcher(

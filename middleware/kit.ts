@@ -23,8 +23,13 @@ export { untilLimitEnds } from '../src/internal/limits.js';
 // What an attempt costs, for a layer that counts it (windowedBudget).
 export { attemptCost, settledCost } from '../src/internal/cost.js';
 // For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
-export { outcomeUnknown, reconcileOutcome } from '../src/internal/reconcile.js';
-export type { Reconciled } from '../src/internal/reconcile.js';
+export {
+  foundNotCommitted,
+  outcomeUnknown,
+  reconcileFindingOf,
+  reconcileOutcome,
+} from '../src/internal/reconcile.js';
+export type { ReconcileFinding, Reconciled } from '../src/internal/reconcile.js';
 // The onion engine, for a stack of your own (`[audit, compose(defaultStack(…))]`), and the clock
 // every layer defaults to.
 export { compose } from '../src/compose.js';

@@ -71,6 +71,7 @@ const defaultLevels: Readonly<Record<string, LogLevel>> = {
   'idempotency.hit': 'debug',
   'idempotency.lease_lost': 'warn',
   'idempotency.store_error': 'warn',
+  'receipt.failed': 'error',
   'concurrency.lease_lost': 'warn',
   'circuit.open': 'warn',
   'circuit.half_open': 'info',

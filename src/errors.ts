@@ -28,10 +28,17 @@ export type DispatchErrorKind =
   | 'tool_contract'
   | (string & {});
 
-/** Where an unknown outcome came from (a timed-out attempt, a lost lease, a crashed leader…). */
+/**
+ * Where an unknown outcome came from: `attempt_timeout` (the attempt ran past its deadline),
+ * `handler_unknown` (the handler threw `OutcomeUnknownError`), `connection_lost` (the connection
+ * to a remote tool, such as an MCP server or its process, was lost while the call ran),
+ * `lease_lost` (the key's leader lost its lease mid-call), `leader_crashed` (a leader left a
+ * `running` receipt and no lease) or `store_reset` (Redis came back empty).
+ */
 export type OutcomeWindow =
   | 'attempt_timeout'
   | 'handler_unknown'
+  | 'connection_lost'
   | 'lease_lost'
   | 'leader_crashed'
   | 'store_reset';
@@ -350,6 +357,17 @@ export function isJsonParseError(value: unknown): boolean {
   );
 }
 
+/** Options for `new OutcomeUnknownError(...)`. */
+export interface OutcomeUnknownErrorOptions {
+  /** The underlying error. */
+  cause?: unknown;
+  /**
+   * Where the outcome was lost: `connection_lost` for a connection that closed while the
+   * request ran. @default 'handler_unknown'
+   */
+  window?: OutcomeWindow;
+}
+
 /**
  * Thrown by a handler that cannot know whether its request took effect: kind `outcome_unknown`,
  * never retried unless the tool's `reconcile` finds out.
@@ -358,12 +376,29 @@ export function isJsonParseError(value: unknown): boolean {
  * throw new OutcomeUnknownError('sent, no answer', { cause: error });
  */
 export class OutcomeUnknownError extends Error {
+  /** Where the outcome was lost. */
+  readonly window: OutcomeWindow;
+
   /** Makes an unknown outcome. */
-  constructor(message: string, options: { cause?: unknown } = {}) {
+  constructor(message: string, options: OutcomeUnknownErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OutcomeUnknownError';
+    const { window = 'handler_unknown' } = options;
+    if (!outcomeWindows.has(window)) {
+      throw new TypeError(`window must be one of ${[...outcomeWindows].join(', ')}, got ${String(window)}`);
+    }
+    this.window = window;
   }
 }
+
+const outcomeWindows: ReadonlySet<string> = new Set<OutcomeWindow>([
+  'attempt_timeout',
+  'handler_unknown',
+  'connection_lost',
+  'lease_lost',
+  'leader_crashed',
+  'store_reset',
+]);
 
 /**
  * Turns anything thrown inside the onion into an envelope (`internal` unless it says otherwise).
@@ -385,7 +420,7 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
       return new DispatchError('outcome_unknown', describeThrown(error), {
         attempts,
         cause: error,
-        window: 'handler_unknown',
+        window: error.window ?? 'handler_unknown',
       });
     }
     if (error instanceof ToolError) {

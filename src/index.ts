@@ -26,6 +26,7 @@ export type {
   JsonRpcError,
   JsonRpcErrorCode,
   JsonRpcErrorData,
+  OutcomeUnknownErrorOptions,
   OutcomeWindow,
   ToolErrorOptions,
   TransientErrorOptions,

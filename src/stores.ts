@@ -276,9 +276,12 @@ export interface Receipt {
   readonly tool: string;
   /** `running` until it settles; `in_doubt` when the action may or may not have happened. */
   readonly status: 'running' | 'succeeded' | 'failed' | 'in_doubt';
-  /** Handler attempts made. */
+  /**
+   * Handler attempts made by this execution; 0 for one that `reconcile` settled before the handler
+   * ran again (after a crashed leader, a store reset or an earlier `in_doubt` receipt).
+   */
   readonly attempts: number;
-  /** When the execution started, in ms. */
+  /** When the execution started, in ms (a refusal or a crash's `in_doubt` keeps the original). */
   readonly startedAt: number;
   /** When it settled, in ms. */
   readonly endedAt?: number;
@@ -286,7 +289,7 @@ export interface Receipt {
   readonly window?: OutcomeWindow;
   /** Whether the handler or the tool's `reconcile` settled it. */
   readonly settledBy?: 'handler' | 'reconcile';
-  /** What `reconcile` found, as it gave it. */
+  /** What `reconcile` found, as it gave it, whatever its verdict. */
   readonly evidence?: unknown;
 }
 

@@ -365,6 +365,22 @@ export interface DispatchEventDetails {
     /** What the store threw. */
     readonly error: unknown;
   };
+  /**
+   * A keyed call's receipt could not be written (the receipt store, or the idempotency store it
+   * rode with, failed); the call itself stands.
+   */
+  'receipt.failed': {
+    /** The idempotency key. */
+    readonly key: string;
+    /** The status the receipt would have recorded. */
+    readonly receiptStatus: 'running' | 'succeeded' | 'failed' | 'in_doubt';
+    /** The envelope's kind, when the store failed with one (e.g. `store_unavailable`). */
+    readonly kind?: string;
+    /** What the store said, without a stack. */
+    readonly message: string;
+    /** What the store threw. */
+    readonly error: unknown;
+  };
   /** A `rateLimit` layer makes the attempt wait for its tokens. */
   'rate_limit.wait': {
     /** The bucket's key. */

@@ -16,6 +16,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/
 import {
   ToolError,
   classifyRateLimit,
+  OutcomeUnknownError,
   TransientError,
   type ToolAnnotations,
   type ToolContext,
@@ -667,17 +668,17 @@ class Importer {
         // running a write again is not ours to decide.
         return idempotent
           ? new TransientError(`The MCP connection closed during the call: ${message}`, { cause: error })
-          : new Error(
+          : new OutcomeUnknownError(
               `The MCP connection closed while "${remoteName}" was running, so its outcome is unknown: it may have run. It is not run again; check before calling it again`,
-              { cause: error },
+              { cause: error, window: 'connection_lost' },
             );
       case 'timeout':
         // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
         return idempotent
           ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
-          : new ToolError(
+          : new OutcomeUnknownError(
               `The MCP request to "${remoteName}" timed out; it may have run, so check before calling it again`,
-              { cause: error },
+              { cause: error, window: 'attempt_timeout' },
             );
       case 'protocol':
         return new ToolError(

@@ -38,6 +38,7 @@ export const ours = {
   queueWaitMs: 'tool_dispatcher.queue.wait_ms',
   concurrencyMax: 'tool_dispatcher.concurrency.max',
   idempotencySource: 'tool_dispatcher.idempotency.source',
+  receiptStatus: 'tool_dispatcher.receipt.status',
   circuitState: 'tool_dispatcher.circuit.state',
   circuitKey: 'tool_dispatcher.circuit.key',
   circuitFailures: 'tool_dispatcher.circuit.failures',
@@ -70,6 +71,7 @@ const detailAttributes: Readonly<Record<string, string>> = {
   max: ours.concurrencyMax,
   waitedMs: ours.queueWaitMs,
   source: ours.idempotencySource,
+  receiptStatus: ours.receiptStatus,
   failures: ours.circuitFailures,
   cooldownMs: ours.circuitCooldownMs,
 };

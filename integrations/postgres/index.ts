@@ -16,6 +16,7 @@
 export {
   postgresReceiptStore,
   type PostgresQueryable,
+  type PostgresReceiptStore,
   type PostgresReceiptStoreOptions,
 } from './receipt-store.js';
 export { receiptTableSql } from './table-sql.js';

@@ -77,6 +77,9 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
     const { key, tool, status, attempts, startedAt, endedAt, window, settledBy, evidence } = receipt;
     if (typeof key !== 'string' || key === '') throw new TypeError('receipt.key must be a non-empty string');
     if (typeof tool !== 'string') throw new TypeError('receipt.tool must be a string');
+    // Refused here, alone: in the batch it would fail every receipt sent with it.
+    if (key.includes('\u0000')) throw new TypeError(nulRefused('receipt.key'));
+    if (tool.includes('\u0000')) throw new TypeError(nulRefused('receipt.tool'));
     if (!statuses.has(status))
       throw new TypeError(`receipt.status must be one of ${[...statuses].join(', ')}`);
     if (!Number.isInteger(attempts) || attempts < 0)
@@ -95,7 +98,7 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
       endedAt === undefined ? null : Math.round(endedAt),
       window ?? null,
       settledBy ?? null,
-      proof === undefined ? null : JSON.stringify(proof),
+      proof === undefined ? null : jsonbText(JSON.stringify(proof)),
     ];
   }
 
@@ -118,4 +121,23 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
     if (row.evidence !== null && row.evidence !== undefined) receipt.evidence = row.evidence;
     return receipt;
   }
+}
+
+/** The message of a text field PostgreSQL cannot store. */
+export function nulRefused(field: string): string {
+  return `${field} contains U+0000 (NUL), which a PostgreSQL text column cannot hold`;
+}
+
+// A NUL escape in JSON text, not itself escaped (preceded by an even run of backslashes).
+const jsonNul = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * JSON text that `jsonb` accepts: jsonb refuses the NUL escape (`\u0000`), so a NUL in evidence
+ * is stored as the six characters `\u0000`.
+ *
+ * @example
+ * jsonbText(JSON.stringify({ note: 'a\u0000b' })); // '{"note":"a\\u0000b"}'
+ */
+export function jsonbText(json: string): string {
+  return json.includes('\\u0000') ? json.replace(jsonNul, '$1\\\\u0000') : json;
 }

@@ -8,6 +8,20 @@ import { storeUnavailable, type ReceiptQuery, type ReceiptStore } from '../../sr
 import { defaultReceiptTable, receiptTable, receiptTableSql } from './table-sql.js';
 import { ReceiptQueries } from './queries.js';
 
+/** A `ReceiptStore` on PostgreSQL, with a check to run at start-up. */
+export interface PostgresReceiptStore extends ReceiptStore {
+  /**
+   * Resolves once the store can write: the table created (with `createTable`) or found.
+   * Rejects with a `store_unavailable` envelope that names the table and what failed (the
+   * driver's message and SQLSTATE, e.g. `connect ECONNREFUSED 127.0.0.1:5432`); await it at
+   * start-up, since a keyed call whose receipt cannot be written still succeeds.
+   *
+   * @example
+   * await receipts.ready(); // fails the deploy, not the first charge's receipt
+   */
+  ready(): Promise<void>;
+}
+
 /**
  * What the store needs of a PostgreSQL client: `query(text, values)` answering `{ rows }`. A
  * `pg` `Pool` or `Client` fits as it is.
@@ -50,7 +64,7 @@ export interface PostgresReceiptStoreOptions {
 export function postgresReceiptStore(
   pool: PostgresQueryable,
   options: PostgresReceiptStoreOptions = {},
-): ReceiptStore {
+): PostgresReceiptStore {
   if (typeof (pool as { query?: unknown } | null | undefined)?.query !== 'function') {
     throw new TypeError('pool must have a query(text, values) method, such as a pg Pool or Client');
   }
@@ -63,11 +77,14 @@ export function postgresReceiptStore(
     throw new TypeError(`createTable must be a boolean, got ${typeof createTable}`);
   }
   const queries = new ReceiptQueries(quoted);
-  const run = new StatementRunner(pool, createTable ? receiptTableSql(table) : undefined);
+  const run = new StatementRunner(pool, createTable ? receiptTableSql(table) : undefined, table);
   const batch = new RecordBatch(run, queries);
   return {
+    ready: () => run.ready(`SELECT 1 FROM ${quoted} LIMIT 0`),
     get: async (key) => {
       requireText('key', key);
+      // No row can hold such a key (see valuesOf); asking would fail the statement.
+      if (key.includes('\u0000')) return undefined;
       const rows = await run.query(queries.get, [key]);
       return rows[0] === undefined ? undefined : queries.receiptOf(rows[0]);
     },
@@ -90,7 +107,9 @@ interface PendingRecord {
  * Group commit: a record sent while no statement is in flight goes at once; those that arrive
  * while one is in flight go together in the next, one upsert for all, so a busy fleet pays one
  * commit per batch rather than one per call. Within a batch the last record of a key wins, as
- * it would have one statement after another.
+ * it would have one statement after another. A batch that PostgreSQL refuses for its data (a
+ * value it cannot hold, a constraint) is sent again one row per statement, so only the bad row
+ * fails.
  */
 class RecordBatch {
   #queue: PendingRecord[] = [];
@@ -122,10 +141,28 @@ class RecordBatch {
         await this.run.query(this.queries.record, this.queries.columnsOf([...latest.values()]));
         for (const pending of sent) pending.resolve();
       } catch (error) {
-        for (const pending of sent) pending.reject(error);
+        if (latest.size > 1 && isDataError(error)) await this.#sendAlone(sent, latest);
+        else for (const pending of sent) pending.reject(error);
       }
     }
     this.#inFlight = false;
+  }
+
+  // Each key's latest row in a statement of its own: the records of a key share its answer.
+  async #sendAlone(sent: PendingRecord[], latest: Map<unknown, unknown[]>): Promise<void> {
+    for (const [key, values] of latest) {
+      let failure: unknown;
+      try {
+        await this.run.query(this.queries.record, this.queries.columnsOf([values]));
+      } catch (error) {
+        failure = error ?? new Error('the statement failed');
+      }
+      for (const pending of sent) {
+        if (pending.values[0] !== key) continue;
+        if (failure === undefined) pending.resolve();
+        else pending.reject(failure);
+      }
+    }
   }
 }
 
@@ -140,7 +177,18 @@ class StatementRunner {
   constructor(
     private readonly pool: PostgresQueryable,
     private readonly migration: string | undefined,
+    private readonly table: string,
   ) {}
+
+  /** Resolves once the table is created (by the migration) or can be read (by `probe`). */
+  async ready(probe: string): Promise<void> {
+    if (this.migration !== undefined) return this.#migrate(this.migration);
+    try {
+      await this.pool.query(probe);
+    } catch (error) {
+      throw unavailable(error, `could not read its table "${this.table}"`);
+    }
+  }
 
   async query(text: string, values: unknown[]): Promise<Record<string, unknown>[]> {
     if (this.migration !== undefined) await this.#migrate(this.migration);
@@ -159,7 +207,7 @@ class StatementRunner {
       (error: unknown) => {
         if (createdConcurrently.has(sqlState(error) ?? '')) return;
         this.#migrated = undefined;
-        throw unavailable(error);
+        throw unavailable(error, `could not create its table "${this.table}"`);
       },
     );
     return this.#migrated;
@@ -171,12 +219,23 @@ function sqlState(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+// The SQLSTATE classes of a statement refused for its data: 22 (a value it cannot hold, such as
+// a NUL) and 23 (a constraint).
+function isDataError(error: unknown): boolean {
+  const code = sqlState((error as { cause?: unknown } | null | undefined)?.cause);
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23'));
+}
+
 // The message names the SQLSTATE (or the socket error code) and never the statement's values.
-function unavailable(error: unknown) {
+// Only a statement without values (the migration, the start-up check) says the driver's own
+// words, as `what` went wrong: it quotes no receipt.
+function unavailable(error: unknown, what?: string) {
   const code = sqlState(error);
-  return storeUnavailable(`The PostgreSQL receipt store failed${code === undefined ? '' : ` (${code})`}`, {
-    cause: error,
-  });
+  const said = code === undefined ? '' : ` (${code})`;
+  if (what === undefined)
+    return storeUnavailable(`The PostgreSQL receipt store failed${said}`, { cause: error });
+  const driver = error instanceof Error && error.message !== '' ? `: ${error.message}` : '';
+  return storeUnavailable(`The PostgreSQL receipt store ${what}${driver}${said}`, { cause: error });
 }
 
 function requireText(name: string, value: unknown): void {

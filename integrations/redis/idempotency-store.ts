@@ -132,6 +132,8 @@ class RedisLease implements IdempotencyLease {
     readonly fingerprint: string,
     /** performance.now() until which the lease surely holds; past it, it may be someone else's. */
     public endsAt: number,
+    /** The key's receipt before this claim wrote its running one (JSON, '' for none). */
+    readonly receiptBefore = '',
   ) {}
 
   get signal(): AbortSignal {
@@ -281,12 +283,14 @@ export function redisIdempotencyStore(
     knownEpoch = text(reply, 1);
     switch (kind) {
       case 'lead': {
-        const earlier = readReceipt(text(reply, 4));
+        const before = text(reply, 4);
+        const earlier = readReceipt(before);
         // A key with no receipt in a store that lost its past may have run before the restart.
         const lostPast = text(reply, 5) === '1' && earlier === undefined;
+        const endsAt = sentAt + num(reply, 3);
         return {
           kind: 'lead',
-          lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, sentAt + num(reply, 3)),
+          lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, endsAt, before),
           receipt: lostPast ? resetReceipt(key, tool) : unsettled(earlier),
         };
       }
@@ -329,9 +333,10 @@ export function redisIdempotencyStore(
       const answer = await claimOnce(key, fingerprint, token, claimOptions?.tool ?? '', reconcilable);
       if (answer.kind !== 'lead') return answer;
       const lease = answer.lease as RedisLease;
-      // Running the handler on a lead heard too late could run the key twice.
+      // Running the handler on a lead heard too late could run the key twice. The key's receipt
+      // goes back to what it was: a running one nobody settles would look like a crashed leader.
       if (renewableInTime(lease)) return answer;
-      await release(lease).catch(noop);
+      await releaseWith(lease, lease.receiptBefore === '' ? forgetReceipt : lease.receiptBefore).catch(noop);
       if (tries >= staleClaimTries)
         throw storeUnavailable(
           `Redis answered ${tries} claims of idempotency key "${key}" too late to keep their lease (leaseMs ${leaseMs})`,
@@ -451,15 +456,17 @@ export function redisIdempotencyStore(
     return Number(reply) === 1 ? 'stored' : 'exists';
   };
 
-  const release = async (lease: IdempotencyLease, receipt?: Receipt): Promise<void> => {
+  const releaseWith = async (lease: IdempotencyLease, receiptJson: string): Promise<void> => {
     await runScript(
       redis,
       releaseScript,
       [recordKey(lease.key), receiptKey(lease.key)],
-      [lease.token, channel, String(lease.fence), lease.key, writeReceipt(receipt), receiptTtl],
+      [lease.token, channel, String(lease.fence), lease.key, receiptJson, receiptTtl],
       timeoutMs,
     );
   };
+  const release = (lease: IdempotencyLease, receipt?: Receipt): Promise<void> =>
+    releaseWith(lease, writeReceipt(receipt));
 
   const receipts: ReceiptStore = {
     get: async (key) =>
@@ -539,6 +546,9 @@ export function redisIdempotencyStore(
     },
   };
 }
+
+// What a release sends to delete the key's receipt rather than write one (see releaseScript).
+const forgetReceipt = '-';
 
 // The most receipt keys one `list` looks at.
 const maxListedReceipts = 100_000;

@@ -151,7 +151,7 @@ return 1
 /**
  * Frees a lead after a failure; its receipt is written too when the key is free (a lost lease
  * nobody took over). KEYS: record, receipt. ARGV: token, channel, fence, key, receipt JSON ('' for
- * none), receipt ttl ms. Reply: 1.
+ * none, '-' to delete the holder's receipt), receipt ttl ms. Reply: 1.
  */
 export const releaseScript = defineScript(
   'idempotency release',
@@ -159,9 +159,10 @@ export const releaseScript = defineScript(
 local rec = redis.call('HMGET', KEYS[1], 's', 't', 'w')
 if rec[1] == 'R' and rec[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
+  if ARGV[5] == '-' then redis.call('DEL', KEYS[2])
+  elseif ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
   if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
-elseif not rec[1] and ARGV[5] ~= '' then
+elseif not rec[1] and ARGV[5] ~= '' and ARGV[5] ~= '-' then
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
 end
 return 1

@@ -6,7 +6,7 @@
  */
 
 import type { Clock } from '../../src/clock.js';
-import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
+import { DispatchError, describeThrown, isDispatchError, toDispatchError } from '../../src/errors.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,
@@ -20,6 +20,7 @@ import type { OutcomeWindow } from '../../src/errors.js';
 import type { DispatchContext, Next, Tool } from '../../src/types.js';
 import {
   cancelled,
+  foundNotCommitted,
   isThenable,
   keepLeaseAlive,
   neverAborted,
@@ -27,6 +28,7 @@ import {
   onAbort,
   outcomeUnknown,
   raceAbort,
+  reconcileFindingOf,
   reconcileOutcome,
   storeUnavailable,
 } from '../kit.js';
@@ -51,8 +53,6 @@ class Flight {
   followed = false;
   readonly tool: Tool;
   readonly startedAt: number;
-  // What reconcile found, for the receipt.
-  evidence: unknown = undefined;
   readonly controller: AbortController | undefined;
   #resolve!: (settlement: Settlement) => void;
   readonly done = new Promise<Settlement>((resolve) => {
@@ -224,57 +224,80 @@ export class KeyedCalls {
   }
 
   // An earlier leader's unsettled receipt says its action may have happened: that is settled
-  // first (reconciled, or refused), never run over.
+  // first (reconciled, or refused), never run over. Only an idempotent tool without `reconcile`
+  // runs again after a crashed leader, as it may after any failure.
   private leadAfter(flight: Flight, lease: IdempotencyLease, earlier: Receipt | undefined): void {
     const { tool } = flight;
     const crashed = earlier?.status === 'running';
     const inDoubt = earlier?.status === 'in_doubt' && !tool.idempotent;
-    if (!(crashed && tool.reconcile !== undefined) && !inDoubt) return this.lead(flight, lease);
-    const window: OutcomeWindow = crashed ? 'leader_crashed' : (earlier?.window ?? 'attempt_timeout');
+    const settleFirst = inDoubt || (crashed && (tool.reconcile !== undefined || !tool.idempotent));
+    if (!settleFirst || earlier === undefined) return this.lead(flight, lease);
+    const window: OutcomeWindow = crashed ? 'leader_crashed' : (earlier.window ?? 'attempt_timeout');
+    // The earlier execution's receipt is what the operator needs (when it was sent, how often):
+    // a refusal keeps it, only marked in doubt where a crash left it running.
+    const kept = (): Receipt => keptReceipt(earlier, window, flight.ctx);
     if (tool.reconcile === undefined) {
-      return this.refuse(flight, lease, window, 'an earlier execution of this key may have taken effect');
+      const why = crashed
+        ? 'an earlier leader of this key stopped mid-call (its lease ended), so its action may have taken effect'
+        : 'an earlier execution of this key may have taken effect';
+      return this.refuse(flight, lease, window, why, kept());
     }
     const { ctx } = flight;
     void reconcileOutcome(ctx, tool, ctx.attempt, window).then((found) => {
       if (found.status !== 'committed') {
         if (found.status === 'not_committed') return this.lead(flight, lease);
-        return this.refuse(flight, lease, window, found.reason ?? 'unknown');
+        return this.refuse(flight, lease, window, found.reason ?? 'unknown', kept());
       }
-      flight.evidence = found.evidence;
       ctx.outcome = { ok: true, result: found.result, attempts: ctx.attempt, reconciled: { window } };
       this.led(flight, lease, false, undefined);
     });
   }
 
   // The lease was lost mid-call: a tool that can reconcile is asked whether the action took
-  // effect before the key may run again; otherwise another leader's outcome (or a new lead) is
-  // this call's too.
+  // effect before the key may run again; one that is not idempotent is left in doubt, as after
+  // its timeout; for an idempotent one, another leader's outcome (or a new lead) is this call's.
   private afterLost(flight: Flight, lease: IdempotencyLease): void {
     const { ctx, tool } = flight;
+    const window: OutcomeWindow = 'lease_lost';
     if (tool.reconcile === undefined) {
-      this.release(lease);
+      if (!tool.idempotent) {
+        const why = 'its lease on this key was lost mid-call, so its action may have taken effect';
+        return this.refuse(flight, lease, window, why, this.receiptOf(flight, 'in_doubt', window));
+      }
+      this.release(flight, lease);
       return this.claim(flight);
     }
-    const window: OutcomeWindow = 'lease_lost';
     void reconcileOutcome(ctx, tool, ctx.attempt, window).then((found) => {
       if (found.status === 'committed') {
-        flight.evidence = found.evidence;
         ctx.outcome = { ok: true, result: found.result, attempts: ctx.attempt, reconciled: { window } };
         return this.led(flight, lease, false, undefined);
       }
       if (found.status !== 'not_committed')
-        return this.refuse(flight, lease, window, found.reason ?? 'unknown');
+        return this.refuse(
+          flight,
+          lease,
+          window,
+          found.reason ?? 'unknown',
+          this.receiptOf(flight, 'in_doubt', window),
+        );
       // Settled as not run, so that the next lead does not reconcile it again.
-      const released = this.release(lease, this.receiptOf(flight, 'failed', undefined));
+      const released = this.release(flight, lease, this.receiptOf(flight, 'failed', undefined, true));
       if (released === undefined) return this.claim(flight);
       void released.then(() => this.claim(flight));
     });
   }
 
-  // Fails the key's callers with outcome_unknown without running it, and leaves it in doubt.
-  private refuse(flight: Flight, lease: IdempotencyLease, window: OutcomeWindow, why: string): void {
+  // Fails the key's callers with outcome_unknown without running it, and leaves it in doubt
+  // with `receipt`.
+  private refuse(
+    flight: Flight,
+    lease: IdempotencyLease,
+    window: OutcomeWindow,
+    why: string,
+    receipt: Receipt,
+  ): void {
     const refusal = failed(outcomeUnknown(flight.ctx, window, `${why}; it is not run again`));
-    this.settleAfter(this.release(lease, this.receiptOf(flight, 'in_doubt', window)), flight, refusal);
+    this.settleAfter(this.release(flight, lease, receipt), flight, refusal);
   }
 
   // Runs the key once under its lease; the execution's signal aborts when every local caller
@@ -282,7 +305,12 @@ export class KeyedCalls {
   private lead(flight: Flight, lease: IdempotencyLease): void {
     const { ctx, signal } = flight;
     if (signal.aborted) {
-      this.release(lease);
+      // A store that wrote this lead a running receipt gets a settled one: nobody crashed.
+      this.release(
+        flight,
+        lease,
+        this.receiptsOnLead ? this.receiptOf(flight, 'failed', undefined) : undefined,
+      );
       return this.finish(flight, failed(cancelled(ctx, signal)));
     }
     let limit: AbortSignal | undefined = flight.controller?.signal;
@@ -333,13 +361,15 @@ export class KeyedCalls {
       const error = (
         threw ? toDispatchError(failure, ctx.attempt) : (outcome ?? noOutcome(ctx))
       ) as DispatchError;
-      const window = doubtOf(error, flight.tool);
+      // A failure a reconcile found did not take effect is known: it leaves nothing in doubt.
+      const notCommitted = foundNotCommitted(error);
+      const window = notCommitted ? undefined : doubtOf(error, flight.tool);
       if (window === undefined) {
-        this.release(lease, this.receiptOf(flight, 'failed', undefined));
+        this.release(flight, lease, this.receiptOf(flight, 'failed', undefined, notCommitted));
         return this.finish(flight, failed(error));
       }
       return this.settleAfter(
-        this.release(lease, this.receiptOf(flight, 'in_doubt', window)),
+        this.release(flight, lease, this.receiptOf(flight, 'in_doubt', window)),
         flight,
         failed(error),
       );
@@ -347,7 +377,10 @@ export class KeyedCalls {
     // A success counts even when every local caller left: its side effect happened, so it is
     // stored, and the key does not run again.
     const result = outcome.result;
-    const { receipt, recorded } = this.own(this.receiptOf(flight, 'succeeded', outcome.reconciled?.window));
+    const { receipt, recorded } = this.own(
+      flight,
+      this.receiptOf(flight, 'succeeded', outcome.reconciled?.window),
+    );
     // An attached receipt store is written first: a crash between the two writes then leaves a
     // receipt and a key that the next leader reconciles, never a stored success with no receipt.
     if (recorded === undefined) return this.complete(flight, lease, result, receipt);
@@ -364,12 +397,12 @@ export class KeyedCalls {
     try {
       completion = this.store.complete(lease, result, this.ttlOf(flight.ctx), receipt);
     } catch (error) {
-      return this.completeFailed(flight, lease, result, error);
+      return this.completeFailed(flight, lease, result, receipt, error);
     }
     if (!isThenable(completion)) return this.completed(flight, lease, result, completion);
     completion.then(
       (answer) => this.completed(flight, lease, result, answer),
-      (error: unknown) => this.completeFailed(flight, lease, result, error),
+      (error: unknown) => this.completeFailed(flight, lease, result, receipt, error),
     );
   }
 
@@ -397,11 +430,17 @@ export class KeyedCalls {
     this.finish(flight, { ok: true, result: winner === undefined ? result : winner.result, hit: false });
   }
 
-  private completeFailed(flight: Flight, lease: IdempotencyLease, result: unknown, error: unknown): void {
+  private completeFailed(
+    flight: Flight,
+    lease: IdempotencyLease,
+    result: unknown,
+    receipt: Receipt | undefined,
+    error: unknown,
+  ): void {
     flight.ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
     // A completion that failed past the lease's end finds it lost: that is said too.
     flight.reportLost(lease);
-    this.completeLater(flight, lease, result, 1, completeRetryMs);
+    this.completeLater(flight, lease, result, receipt, 1, completeRetryMs);
     this.finish(flight, { ok: true, result, hit: false });
   }
 
@@ -411,25 +450,42 @@ export class KeyedCalls {
     flight: Flight,
     lease: IdempotencyLease,
     result: unknown,
+    receipt: Receipt | undefined,
     tries: number,
     delayMs: number,
   ): void {
     // The lease ended before the success could be stored: another process may run the key.
-    if (lease.signal.aborted) return flight.reportLost(lease);
+    if (lease.signal.aborted) {
+      if (receipt !== undefined) receiptFailed(flight.ctx, receipt, lease.signal.reason);
+      return flight.reportLost(lease);
+    }
     // Past about a lease (three renewal periods) the lease has ended, even if its store never said so.
     const giveUpAfter =
       lease.renewEveryMs < Infinity
         ? Math.log2((3 * lease.renewEveryMs) / completeRetryMs) + 1
         : maxCompleteRetries;
-    if (tries >= Math.max(giveUpAfter, 1)) return;
+    if (tries >= Math.max(giveUpAfter, 1)) {
+      if (receipt !== undefined)
+        receiptFailed(flight.ctx, receipt, new Error('the completion was never stored'));
+      return;
+    }
     const again = (error: unknown) => {
       flight.ctx.emit('idempotency.store_error', { key: lease.key, operation: 'complete', error });
-      this.completeLater(flight, lease, result, tries + 1, Math.min(delayMs * 2, lease.renewEveryMs));
+      this.completeLater(
+        flight,
+        lease,
+        result,
+        receipt,
+        tries + 1,
+        Math.min(delayMs * 2, lease.renewEveryMs),
+      );
     };
     const handle = this.timers.setTimeout(() => {
       let answer: MaybePromise<unknown>;
       try {
-        answer = this.store.complete(lease, result, this.ttlOf(flight.ctx));
+        // The receipt rides again: a store left with the lead's running receipt would take
+        // this success for a crash.
+        answer = this.store.complete(lease, result, this.ttlOf(flight.ctx), receipt);
       } catch (error) {
         return again(error);
       }
@@ -438,11 +494,19 @@ export class KeyedCalls {
     (handle as { unref?: () => void } | undefined)?.unref?.();
   }
 
-  // The receipt of the flight's execution as it settles now.
-  private receiptOf(flight: Flight, status: Receipt['status'], window: OutcomeWindow | undefined): Receipt {
+  // The receipt of the flight's execution as it settles now; `notCommitted` when a reconcile
+  // found a failure's action did not take effect.
+  private receiptOf(
+    flight: Flight,
+    status: Receipt['status'],
+    window: OutcomeWindow | undefined,
+    notCommitted = false,
+  ): Receipt {
     const { ctx } = flight;
-    const settledBy =
-      ctx.outcome?.ok === true && ctx.outcome.reconciled !== undefined ? 'reconcile' : 'handler';
+    const found = reconcileFindingOf(ctx);
+    const byReconcile =
+      notCommitted ||
+      (status === 'succeeded' && ctx.outcome?.ok === true && ctx.outcome.reconciled !== undefined);
     const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = {
       key: flight.key,
       tool: flight.tool.name,
@@ -450,37 +514,48 @@ export class KeyedCalls {
       attempts: ctx.attempt,
       startedAt: flight.startedAt,
       endedAt: this.now(),
-      settledBy,
+      settledBy: byReconcile ? 'reconcile' : 'handler',
     };
     if (window !== undefined) receipt.window = window;
-    if (flight.evidence !== undefined) receipt.evidence = flight.evidence;
+    // The evidence of the reconcile that decided this settlement (or left it in doubt).
+    const decided = byReconcile || (status === 'in_doubt' && found?.status === 'unknown');
+    if (decided && found?.evidence !== undefined) receipt.evidence = found.evidence;
     return receipt;
   }
 
   // A receipt rides with the store's own write (the store's next claim of the key must see it
-  // in doubt); an attached receipt store gets its own record too.
-  private own(receipt: Receipt | undefined): { receipt: Receipt | undefined; recorded?: Promise<void> } {
+  // in doubt); an attached receipt store gets its own record too. A record that fails never
+  // fails the call it describes, and is never silent: `receipt.failed` says so.
+  private own(
+    flight: Flight,
+    receipt: Receipt | undefined,
+  ): { receipt: Receipt | undefined; recorded?: Promise<void> } {
     if (receipt === undefined || this.receipts === this.store.receipts) return { receipt };
+    const report = (error: unknown) => receiptFailed(flight.ctx, receipt, error);
     try {
       const recorded = this.receipts.record(receipt);
-      if (isThenable(recorded)) return { receipt, recorded: recorded.then(undefined, noop) };
-    } catch {
-      // A receipt that cannot be written never fails the call it describes.
+      if (isThenable(recorded)) return { receipt, recorded: recorded.then(undefined, report) };
+    } catch (error) {
+      report(error);
     }
     return { receipt };
   }
 
   // Settles when the release and its receipt are written (or failed: neither fails the call).
-  private release(lease: IdempotencyLease, receipt?: Receipt): Promise<unknown> | undefined {
-    const { receipt: riding, recorded } = this.own(receipt);
+  private release(flight: Flight, lease: IdempotencyLease, receipt?: Receipt): Promise<unknown> | undefined {
+    const { receipt: riding, recorded } = this.own(flight, receipt);
+    // The lease frees the key when it ends; a receipt that rode with the release is lost.
+    const lost = (error: unknown) => {
+      if (riding !== undefined) receiptFailed(flight.ctx, riding, error);
+    };
     try {
       const released = this.store.release(lease, riding);
       if (isThenable(released)) {
-        const settled = released.then(undefined, noop);
+        const settled = released.then(undefined, lost);
         return recorded === undefined ? settled : Promise.all([settled, recorded]);
       }
-    } catch {
-      // The lease frees the key when it ends.
+    } catch (error) {
+      lost(error);
     }
     return recorded;
   }
@@ -509,6 +584,30 @@ export class KeyedCalls {
   private forget(flight: Flight): void {
     if (this.inFlight.get(flight.key) === flight) this.inFlight.delete(flight.key);
   }
+}
+
+// The earlier execution's receipt as a refusal leaves it: as it was, a crashed leader's running
+// one marked in doubt (when it was sent is kept), with what a reconcile that could not tell saw.
+function keptReceipt(earlier: Receipt, window: OutcomeWindow, ctx: DispatchContext): Receipt {
+  const found = reconcileFindingOf(ctx);
+  const seen = found?.status === 'unknown' && found.evidence !== undefined;
+  if (earlier.status === 'in_doubt' && !seen) return earlier;
+  const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = { ...earlier };
+  if (earlier.status !== 'in_doubt') Object.assign(receipt, { status: 'in_doubt', window });
+  if (seen) receipt.evidence = found.evidence;
+  return receipt;
+}
+
+// A receipt that could not be written: the call it describes stands, and the failure is said.
+function receiptFailed(ctx: DispatchContext, receipt: Receipt, error: unknown): void {
+  const kind = isDispatchError(error) ? error.kind : undefined;
+  ctx.emit('receipt.failed', {
+    key: receipt.key,
+    receiptStatus: receipt.status,
+    ...(kind === undefined ? {} : { kind }),
+    message: describeThrown(error),
+    error,
+  });
 }
 
 // What a claim answers by itself: a hit, a conflict, an unshareable result; nothing for a lead or a follow.

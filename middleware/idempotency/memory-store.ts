@@ -242,7 +242,9 @@ class MemoryKeys {
   }
 
   release(lease: IdempotencyLease, receipt?: Receipt): void {
-    const held = this.held.get(lease.key);
+    const held = this.live(lease.key, this.clock.now());
+    // A lease that lapsed with nobody taking the key over still leaves its receipt, as Redis does.
+    if (held === undefined && receipt !== undefined) this.receipts.record(receipt);
     if (held === undefined || !held.holds(lease)) return;
     if (receipt !== undefined) this.receipts.record(receipt);
     this.held.delete(lease.key);

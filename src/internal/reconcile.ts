@@ -28,14 +28,62 @@ export type Reconciled =
       readonly reason?: string;
     };
 
+/** What the latest reconcile of a dispatch found, kept for its receipt. */
+export interface ReconcileFinding {
+  /** The verdict. */
+  readonly status: Reconciled['status'];
+  /** What `reconcile` gave as evidence, if anything. */
+  readonly evidence: unknown;
+}
+
+// Per dispatch, so that whichever layer writes the receipt (idempotency) finds what a reconcile
+// asked deep in the attempt said, without a field on the public outcome.
+const findings = new WeakMap<DispatchContext, ReconcileFinding>();
+
+// Failures a reconcile found did not take effect: known, not in doubt.
+const notCommitted = new WeakSet<object>();
+
+/**
+ * What the latest reconcile of this dispatch found (its verdict and evidence), if one was asked.
+ *
+ * @example
+ * const evidence = reconcileFindingOf(ctx)?.evidence;
+ */
+export function reconcileFindingOf(ctx: DispatchContext): ReconcileFinding | undefined {
+  return findings.get(ctx);
+}
+
+/**
+ * Whether `error` is a failure whose action a reconcile found did not take effect (`not_committed`):
+ * a known failure, never in doubt.
+ *
+ * @example
+ * if (foundNotCommitted(error)) releaseAsFailed();
+ */
+export function foundNotCommitted(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && notCommitted.has(error);
+}
+
 /**
  * Asks `tool.reconcile` whether the action of `attempt` took effect, under the tool's
- * `reconcileTimeoutMs` and the caller's signal; never rejects.
+ * `reconcileTimeoutMs` and the caller's signal; never rejects. What it found is kept for the
+ * dispatch's receipt (`reconcileFindingOf`).
  *
  * @example
  * const found = await reconcileOutcome(ctx, tool, ctx.attempt, 'lease_lost');
  */
 export async function reconcileOutcome(
+  ctx: DispatchContext,
+  tool: Tool,
+  attempt: number,
+  window: OutcomeWindow,
+): Promise<Reconciled> {
+  const found = await askReconcile(ctx, tool, attempt, window);
+  findings.set(ctx, { status: found.status, evidence: found.evidence });
+  return found;
+}
+
+async function askReconcile(
   ctx: DispatchContext,
   tool: Tool,
   attempt: number,
@@ -123,7 +171,9 @@ export function unknownWindowOf(error: unknown): OutcomeWindow | undefined {
 /**
  * Wraps an attempt's `settled` so that an unknown outcome (a timeout, an `OutcomeUnknownError`)
  * is reconciled before whoever ran the attempt sees it: `committed` settles it as a success
- * with `reconciled`, `not_committed` as the failure it was, anything else as `outcome_unknown`.
+ * with `reconciled`; `not_committed` as the failure it was (a timeout stays a timeout, an
+ * `OutcomeUnknownError` becomes `transient`: the request did not take effect), marked so that
+ * no layer leaves it in doubt; anything else as `outcome_unknown`.
  */
 export function reconcileFirst(
   ctx: DispatchContext,
@@ -139,9 +189,22 @@ export function reconcileFirst(
         ctx.outcome = { ok: true, result: found.result, attempts: attempt, reconciled: { window } };
         return settled(false);
       }
-      if (found.status === 'not_committed') return settled(true, error);
+      if (found.status === 'not_committed') return settled(true, notCommittedFailure(error as DispatchError));
       const why = `${(error as DispatchError).message}; ${found.reason ?? 'reconcile answered unknown'}`;
       settled(true, outcomeUnknown(ctx, window, why, error));
     });
   };
+}
+
+// The failure an attempt was, once a reconcile found its action did not take effect.
+function notCommittedFailure(error: DispatchError): DispatchError {
+  const failure =
+    error.kind === 'outcome_unknown'
+      ? new DispatchError('transient', `${error.message}; reconcile found it did not take effect`, {
+          attempts: error.attempts,
+          cause: error,
+        })
+      : error;
+  notCommitted.add(failure);
+  return failure;
 }

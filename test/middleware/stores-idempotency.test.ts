@@ -34,11 +34,13 @@ function worker(
   store: IdempotencyStore,
   handler: (args: { n: number }, ctx: ToolContext) => unknown,
   shape: Shape = 'default stack',
+  idempotent = false,
 ) {
   const events: DispatchEvent[] = [];
   const registry = new ToolRegistry().register({
     name: 'pay.charge',
     inputSchema: z.object({ n: z.number() }),
+    idempotent,
     handler,
   });
   const stack =
@@ -222,8 +224,9 @@ describe('idempotency on a store that fails', () => {
       gates.push(g);
       return g.promise;
     };
-    const a = worker(store, handler);
-    const b = worker(store, handler);
+    // Idempotent: a tool that is not is never run again over a lapsed lease (issue 31, item 17).
+    const a = worker(store, handler, 'default stack', true);
+    const b = worker(store, handler, 'default stack', true);
     store.faults.faked.add('renew');
     const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
     await vi.advanceTimersByTimeAsync(301);
@@ -265,8 +268,9 @@ describe.each<Shape>(['default stack', 'attempt step right inside'])(
         });
         return g.promise;
       };
-      const a = worker(store, handler, shape);
-      const b = worker(store, handler, shape);
+      // Idempotent: a tool that is not is never run again over a lapsed lease (issue 31, item 17).
+      const a = worker(store, handler, shape, true);
+      const b = worker(store, handler, shape, true);
       // A's renewals never reach the store (a partition), so its lease lapses.
       store.faults.faked.add('renew');
       const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
@@ -294,8 +298,8 @@ describe.each<Shape>(['default stack', 'attempt step right inside'])(
         gates.push(g);
         return g.promise;
       };
-      const a = worker(store, handler, shape);
-      const b = worker(store, handler, shape);
+      const a = worker(store, handler, shape, true);
+      const b = worker(store, handler, shape, true);
       store.faults.faked.add('renew');
       const first = a.dispatcher.dispatch('pay.charge', { n: 1 }, key);
       await vi.advanceTimersByTimeAsync(301);

@@ -12,7 +12,7 @@ import { createMcpProxy } from '../../integrations/mcp/proxy.js';
 
 const fixture = fileURLToPath(new URL('../integrations/mcp/fixtures/flaky-upstream.ts', import.meta.url));
 
-it('fails a write in flight at a crash as internal, outcome unknown, and never runs it again', async () => {
+it('fails a write in flight at a crash as outcome_unknown (connection_lost), and never runs it again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-proxy-crash-write-'));
   const stateFile = join(dir, 'state.json');
   const proxy = await createMcpProxy({
@@ -31,7 +31,7 @@ it('fails a write in flight at a crash as internal, outcome unknown, and never r
     const result = await client.callTool({ name: 'crashFirst', arguments: { key: 'write', times: 1 } });
     expect(result).toMatchObject({
       isError: true,
-      _meta: { 'tool-dispatcher/error': { kind: 'internal', attempts: 1 } },
+      _meta: { 'tool-dispatcher/error': { kind: 'outcome_unknown', window: 'connection_lost', attempts: 1 } },
     });
     const { message } = (result._meta as { 'tool-dispatcher/error': { message: string } })[
       'tool-dispatcher/error'

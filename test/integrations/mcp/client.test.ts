@@ -346,7 +346,7 @@ describe('importMcpTools', () => {
     expect(connections).toBe(2);
   });
 
-  it('fails a non-idempotent call in flight when the connection closes as internal, its outcome unknown', async () => {
+  it('fails a non-idempotent call in flight when the connection closes as outcome_unknown (connection_lost)', async () => {
     const { client, log } = await remote();
     const registry = new ToolRegistry();
     await importMcpTools(client, registry);
@@ -355,7 +355,12 @@ describe('importMcpTools', () => {
     await expect.poll(() => log.calls['slowTool']).toBe(1);
     await client.close();
     const outcome = await running;
-    expect(outcome).toMatchObject({ ok: false, kind: 'internal', attempts: 1 });
+    expect(outcome).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      window: 'connection_lost',
+      attempts: 1,
+    });
     expect(outcome.ok ? '' : outcome.message).toMatch(/"slowTool" was running, so its outcome is unknown/);
     expect(log.calls['slowTool']).toBe(1);
   });

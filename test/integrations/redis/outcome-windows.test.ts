@@ -1,6 +1,7 @@
 // The windows a fleet on Redis loses an outcome in (issue 24, requirements 1 and 6): a lease lost
 // mid-call, a leader that crashed leaving a running receipt, and a Redis restarted empty. A tool
-// with `reconcile` is asked before the key runs again; the others keep today's answers.
+// with `reconcile` is asked before the key runs again; one that is neither reconcilable nor
+// idempotent is not run again (issue 31, item 17).
 
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
@@ -195,6 +196,70 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
     });
     expect(survivor.counts).toEqual({ runs: 0, reconciles: ['leader_crashed'] });
     crashed.close();
+  });
+
+  it('refuses a key whose leader crashed when the tool is neither idempotent nor reconcilable (window leader_crashed)', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const crashed = await storeOf({ prefix });
+    await crashed.claim('k-crash-plain', fingerprint('payments.charge', { amount: 5 }), {
+      tool: 'payments.charge',
+    });
+    const sent = await crashed.receipts.get('k-crash-plain');
+    const survivor = charges({ store: await storeOf({ prefix }), reconcile: false });
+    expect(await survivor.call('k-crash-plain')).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      window: 'leader_crashed',
+    });
+    expect(survivor.counts.runs).toBe(0);
+    expect(await crashed.receipts.get('k-crash-plain')).toEqual({
+      ...sent,
+      status: 'in_doubt',
+      window: 'leader_crashed',
+    });
+    crashed.close();
+  });
+
+  it('runs a key whose first claim was answered too late to use, leaving no running receipt to look like a crash', async () => {
+    const { store: client } = await node();
+    let delayed = false;
+    // Redis answers the first claim after its lease would be two-thirds gone: it is released.
+    const slow = {
+      ...client,
+      evalScript: async (
+        script: Parameters<typeof client.evalScript>[0],
+        keys: readonly string[],
+        args: readonly string[],
+      ) => {
+        const reply = await client.evalScript(script, keys, args);
+        if (script.name === 'idempotency claim' && !delayed) {
+          delayed = true;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        return reply;
+      },
+    };
+    const store = redisIdempotencyStore(slow, { prefix: `ow-${randomUUID()}`, leaseMs: 300, pollMs: 50 });
+    const subject = charges({ store, reconcile: false });
+    expect(await subject.call('k-slow-claim')).toMatchObject({ ok: true, result: 'ch_1' });
+    expect(delayed).toBe(true);
+    expect(subject.counts.runs).toBe(1);
+    expect(await store.receipts.get('k-slow-claim')).toMatchObject({ status: 'succeeded' });
+    store.close();
+  });
+
+  it('answers outcome_unknown naming lease_lost for a tool without reconcile, and never runs it again', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const store = await storeOf({ prefix });
+    const ledger = new Map<string, string>();
+    const subject = charges({ store, handler: chargeThenHang(ledger, true), reconcile: false });
+    const answer = subject.call('k-lost-plain');
+    await waitFor(() => ledger.has('k-lost-plain'));
+    await dropRecord(prefix, 'k-lost-plain');
+    expect(await answer).toMatchObject({ ok: false, kind: 'outcome_unknown', window: 'lease_lost' });
+    expect(await subject.call('k-lost-plain')).toMatchObject({ ok: false, kind: 'outcome_unknown' });
+    expect(subject.counts.runs).toBe(1);
+    store.close();
   });
 
   it('after Redis restarts empty, reconciles a keyed call of a tool with reconcile once a lease has passed, and refuses the others', async () => {
