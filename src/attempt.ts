@@ -6,7 +6,7 @@
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
-import type { Limit, LimitWaiter } from './internal/limits.js';
+import { trackAttempt, type Limit, type LimitWaiter } from './internal/limits.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
@@ -60,6 +60,8 @@ export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   const base = limit === undefined ? (limited.baseSignal ?? ctx.signal) : neverAborted;
   const stopped = stopOf(ctx, limit, base);
   if (stopped !== undefined) return failLater(settled, stopped);
+  // A limit that ends while this attempt runs waits for its outcome (see untilLimitEnds).
+  if (limit !== undefined) settled = trackAttempt(limit, settled);
   const { budget } = ctx;
   if (budget !== undefined && !isLocalBudget(budget)) {
     return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);

@@ -11,39 +11,81 @@ import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadl
 import { cancelled, markDeadline } from './failures.js';
 
 /**
- * Settles as `running` (the layers inside a limit) does, or fails at once with the limit's
- * envelope when the innermost limit on `ctx` ends first: its deadline passed, or the call was
- * cancelled. The attempt step ends on its own; a layer between the limit and the attempt that
- * never settles (or never calls `next`) would otherwise hold the call, and every slot outside it,
- * for ever.
+ * Settles as `running` (the layers inside a limit) does, or ends when the innermost limit on `ctx`
+ * ends first (its deadline passed, or the call was cancelled): at once with the limit's envelope,
+ * or, when an attempt is under way beneath it, with that attempt's own outcome as soon as it has
+ * one. The attempt step ends on its own (a tool's `reconcile` may still turn its timeout into a
+ * success or another failure); a layer between the limit and the attempt that never settles (or
+ * never calls `next`) would otherwise hold the call, and every slot outside it, for ever.
  */
 export function untilLimitEnds(ctx: DispatchContext, running: Promise<void>): Promise<void> {
   const limit = (ctx as { currentLimit?: Limit }).currentLimit;
   if (limit === undefined || (limit.ended && limit.error === undefined)) return running;
-  if (limit.error !== undefined) {
-    running.then(undefined, noop);
-    return Promise.reject(limit.error);
-  }
   return new Promise<void>((resolve, reject) => {
+    let done = false;
+    const settle = (failed: boolean, error?: unknown): void => {
+      if (done) return;
+      done = true;
+      limit.unwait(waiter);
+      if (failed) reject(error);
+      else resolve();
+    };
     const waiter: LimitWaiter = {
       limitEnded(error) {
         // What the layers inside answer late is nobody's.
         running.then(undefined, noop);
-        reject(error);
+        const attempt = limit.attempt;
+        if (attempt === undefined) settle(true, error);
+        else attempt.onEnd(settle);
       },
     };
-    limit.wait(waiter);
+    if (limit.error !== undefined) waiter.limitEnded(limit.error, limit.reason, false);
+    else limit.wait(waiter);
     running.then(
-      () => {
-        limit.unwait(waiter);
-        resolve();
-      },
-      (error: unknown) => {
-        limit.unwait(waiter);
-        reject(error);
-      },
+      () => settle(false),
+      (error: unknown) => settle(true, error),
     );
   });
+}
+
+/** How an attempt ended: failed with `error`, or succeeded. */
+export type AttemptEnd = (failed: boolean, error?: unknown) => void;
+
+/** An attempt under way beneath one or more limits; their cuts wait for it, as it ends on its own. */
+export class AttemptInFlight {
+  #ended: [failed: boolean, error: unknown] | undefined = undefined;
+  #listeners: AttemptEnd[] = [];
+
+  /** Calls `listener` once the attempt has ended (at once when it has). */
+  onEnd(listener: AttemptEnd): void {
+    const ended = this.#ended;
+    if (ended === undefined) this.#listeners.push(listener);
+    else listener(ended[0], ended[1]);
+  }
+
+  /** The attempt ended. */
+  end(failed: boolean, error: unknown): void {
+    this.#ended = [failed, error];
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener(failed, error);
+  }
+}
+
+/**
+ * Marks an attempt under way beneath `limit` (and every limit outside it) until `settled` is
+ * called; returns the `settled` to call instead.
+ */
+export function trackAttempt(limit: Limit, settled: AttemptEnd): AttemptEnd {
+  const attempt = new AttemptInFlight();
+  for (let each: Limit | undefined = limit; each !== undefined; each = each.outer) each.attempt = attempt;
+  return (failed, error) => {
+    for (let each: Limit | undefined = limit; each !== undefined; each = each.outer) {
+      if (each.attempt === attempt) each.attempt = undefined;
+    }
+    settled(failed, error);
+    attempt.end(failed, error);
+  };
 }
 
 /** Told once when a limit ends: its envelope, the signal's reason, and whether a deadline passed. */
@@ -73,6 +115,8 @@ export class Limit implements DeadlineNode, LimitWaiter {
   ms = 0;
   at = Infinity;
   cancelled = false;
+  /** The attempt under way beneath this limit, if any. */
+  attempt: AttemptInFlight | undefined = undefined;
   list: DeadlineList | undefined = undefined;
   previous: DeadlineNode | undefined = undefined;
   next: DeadlineNode | undefined = undefined;
@@ -128,6 +172,11 @@ export class Limit implements DeadlineNode, LimitWaiter {
     }
     this.#unwatch = onAbort(signal, () => this.#end(cancelled(this.#ctx, signal), signal.reason, false));
     return false;
+  }
+
+  /** The limit this one is nested in, if any. */
+  get outer(): Limit | undefined {
+    return this.#outer;
   }
 
   /** The signal of the layers inside, built on first read. */
