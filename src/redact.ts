@@ -5,6 +5,7 @@
  */
 
 import { DispatchError, isDispatchError } from './errors.js';
+import { redactBuiltinSecrets } from './secret-scanner.js';
 
 /** A pattern of your own: a regular expression, or one with the name its matches are shown by. */
 export type RedactPattern =
@@ -44,46 +45,6 @@ export interface Redactor {
   redactValue<Value>(value: Value): Value;
 }
 
-// Each pattern starts with a literal, so the engine skips ahead to where one may match; a token
-// pattern then looks behind its literal and matches only where a token starts (not inside a
-// longer run of token characters), so each run is scanned from one place: linear in the text.
-const token = '[A-Za-z0-9_-]';
-const startsToken = (literal: string) => `${literal}(?<!${token}${literal})`;
-// A run of token characters taken whole, never given back: a lookahead is atomic, and the
-// backreference then consumes what it saw. Without it, a run with no `.` after it would be
-// retried at every shorter length.
-const wholeRun = (name: string) => `(?=(?<${name}>${token}+))\\k<${name}>`;
-
-const builtinPatterns: readonly (readonly [name: string, source: string])[] = [
-  [
-    'private_key',
-    '-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[A-Za-z0-9+/=\\s]*(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?',
-  ],
-  ['jwt', `${startsToken('eyJ')}${wholeRun('jwt_header')}\\.${wholeRun('jwt_payload')}\\.${token}*`],
-  ['api_key', `${startsToken('sk-')}${token}{20,}`],
-  ['aws_key', '(?:AKIA|ASIA)(?<![A-Za-z0-9](?:AKIA|ASIA))[A-Z0-9]{16}(?![A-Za-z0-9])'],
-  [
-    'github_token',
-    `(?:${startsToken('gh[pousr]_')}[A-Za-z0-9]{36,}|${startsToken('github_pat_')}[A-Za-z0-9_]{22,})`,
-  ],
-  ['slack_token', `${startsToken('(?:xox[abposr]|xapp)-')}[A-Za-z0-9-]{10,}`],
-  ['bearer', '(?<bearer_word>[Bb]earer\\s{1,8})[A-Za-z0-9._~+/-]{8,}=*'],
-];
-
-// One pass for every built-in: the named group that matched names the replacement.
-const builtinRegex = new RegExp(
-  builtinPatterns.map(([name, source]) => `(?<${name}>${source})`).join('|'),
-  'g',
-);
-
-function replaceBuiltin(match: string, ...rest: unknown[]): string {
-  const groups = rest[rest.length - 1] as Record<string, string | undefined>;
-  // `Bearer ` stays: what follows it is the secret.
-  if (groups.bearer !== undefined) return `${groups.bearer_word ?? ''}[REDACTED:bearer]`;
-  for (const [name] of builtinPatterns) if (groups[name] !== undefined) return `[REDACTED:${name}]`;
-  return match;
-}
-
 const maxDepth = 64;
 
 /**
@@ -107,7 +68,7 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   if (!Array.isArray(patterns)) throw new TypeError('patterns must be an array of RegExps');
   const own = patterns.map(ownPattern);
   const redact = (text: string): string => {
-    let redacted = builtins ? text.replace(builtinRegex, replaceBuiltin) : text;
+    let redacted = builtins ? redactBuiltinSecrets(text) : text;
     for (const { regex, replacement } of own) redacted = redacted.replace(regex, replacement);
     return redacted;
   };
