@@ -38,9 +38,11 @@ export interface Redactor {
   /** `text` with every match replaced by `[REDACTED:<name>]`. */
   redact(text: string): string;
   /**
-   * `value` with every string in it redacted: plain objects and arrays are copied only where
-   * something changed, an envelope keeps its kind with its message redacted, anything else is
-   * returned as it is.
+   * `value` with every string in it redacted, as every renderer would show it, copied only where
+   * something changed: plain objects and arrays field by field; an error (message, stack, cause,
+   * its own fields) as an error of its class; a `Map` or `Set` as a new one; a value with `toJSON`
+   * (a `URL`, a `Date`) as what `toJSON` returned, redacted; a class instance as a copy with the
+   * same prototype. An envelope keeps its kind, `window` and `approval` with its message redacted.
    */
   redactValue<Value>(value: Value): Value;
 }
@@ -107,8 +109,64 @@ function redactIn(
   // Too deep to walk: the value is still shown, as JSON text that is redacted whole.
   if (depth >= maxDepth) return redactDeep(value, redact);
   if (Array.isArray(value)) return redactArray(value, redact, seen, depth);
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  if (prototype !== Object.prototype && prototype !== null) return value;
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  if (prototype === Object.prototype || prototype === null) {
+    return redactFields(value, prototype, redact, seen, depth);
+  }
+  return redactInstance(value, prototype, redact, seen, depth);
+}
+
+// A value that is not a plain object or array, redacted as the renderers see it: the model's text
+// and `toJsonSafe` read an error's name and message, a Map's entries, what `toJSON` returns and
+// an instance's own fields; a span reads `JSON.stringify`'s text. Each keeps its kind where it
+// can (an error stays an error of its class, a Map a Map); nothing to redact keeps the value.
+function redactInstance(
+  value: object,
+  prototype: object,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  // Bytes render as numbers, never as text a pattern could find.
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  if (value instanceof String) {
+    const text = String(value);
+    const redacted = redact(text);
+    return redacted === text ? value : redacted;
+  }
+  if (value instanceof Error) return redactError(value, prototype, redact, seen, depth);
+  if (value instanceof Map) return redactMap(value, redact, seen, depth);
+  if (value instanceof Set) {
+    seen.set(value, value);
+    const items = [...value];
+    const redacted = redactArray(items, redact, seen, depth);
+    return redacted === items ? value : remember(seen, value, new Set(redacted as unknown[]));
+  }
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    // What JSON.stringify and toJsonSafe render: the value stays unless that held a secret.
+    seen.set(value, value);
+    const json: unknown = toJSON.call(value);
+    const redacted = redactIn(json, redact, seen, depth + 1);
+    return redacted === json ? value : remember(seen, value, redacted);
+  }
+  return redactFields(value, prototype, redact, seen, depth);
+}
+
+function remember(seen: Map<object, unknown>, value: object, copy: unknown): unknown {
+  seen.set(value, copy);
+  return copy;
+}
+
+// An object's own enumerable fields redacted, in a copy with the same prototype made only when
+// one changed.
+function redactFields(
+  value: object,
+  prototype: object | null,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
   let copy: Record<string, unknown> | undefined;
   seen.set(value, value);
   for (const key of Object.keys(value)) {
@@ -116,7 +174,7 @@ function redactIn(
     const redacted = redactIn(field, redact, seen, depth + 1);
     if (redacted === field) continue;
     if (copy === undefined) {
-      copy = { ...(value as Record<string, unknown>) };
+      copy = copyOf(value, prototype);
       seen.set(value, copy);
     }
     Object.defineProperty(copy, key, {
@@ -127,6 +185,62 @@ function redactIn(
     });
   }
   return copy ?? value;
+}
+
+// A shallow copy: spread for a plain object, so a `__proto__` key stays a field; else each own
+// property defined on an object of the same prototype.
+function copyOf(value: object, prototype: object | null): Record<string, unknown> {
+  if (prototype === Object.prototype) return { ...(value as Record<string, unknown>) };
+  const copy = Object.create(prototype) as Record<string, unknown>;
+  for (const key of Reflect.ownKeys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key);
+    if (descriptor !== undefined) Object.defineProperty(copy, key, descriptor);
+  }
+  return copy;
+}
+
+// An error's own properties (message, stack, cause and any of its own), enumerable or not: the
+// model reads its message, a span its enumerable fields, a log its cause.
+function redactError(
+  error: Error,
+  prototype: object,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  seen.set(error, error);
+  let copy: Error | undefined;
+  const keys = Object.getOwnPropertyNames(error);
+  for (const key of keys) {
+    const descriptor = Object.getOwnPropertyDescriptor(error, key);
+    if (descriptor === undefined || !('value' in descriptor)) continue;
+    const redacted = redactIn(descriptor.value, redact, seen, depth + 1);
+    if (redacted === descriptor.value) continue;
+    if (copy === undefined) {
+      copy = copyOf(error, prototype) as unknown as Error;
+      seen.set(error, copy);
+    }
+    Object.defineProperty(copy, key, { ...descriptor, value: redacted });
+  }
+  return copy ?? error;
+}
+
+function redactMap(
+  map: Map<unknown, unknown>,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  seen.set(map, map);
+  let changed = false;
+  const entries: [unknown, unknown][] = [];
+  for (const [key, item] of map) {
+    const redactedKey = redactIn(key, redact, seen, depth + 1);
+    const redactedItem = redactIn(item, redact, seen, depth + 1);
+    if (redactedKey !== key || redactedItem !== item) changed = true;
+    entries.push([redactedKey, redactedItem]);
+  }
+  return changed ? remember(seen, map, new Map(entries)) : map;
 }
 
 function redactArray(
@@ -166,6 +280,8 @@ function redactEnvelope(envelope: DispatchError, redact: (text: string) => strin
     attempts: envelope.attempts,
     jsonrpcCode: envelope.jsonrpcCode,
     ...(envelope.retryAfterMs === undefined ? {} : { retryAfterMs: envelope.retryAfterMs }),
+    // `outcome_unknown` says where the outcome was lost: a redacted message must not lose it.
+    ...(envelope.window === undefined ? {} : { window: envelope.window }),
     ...(envelope.approval === undefined ? {} : { approval: envelope.approval }),
   });
 }
