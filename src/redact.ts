@@ -26,8 +26,9 @@ export interface RedactorOptions {
    */
   patterns?: readonly RedactPattern[];
   /**
-   * Apply the built-in patterns: `sk-…` API keys, AWS `AKIA…`/`ASIA…` key ids, JWTs,
-   * `Bearer …` credentials (the word `Bearer` kept), GitHub and Slack tokens, PEM private keys.
+   * Apply the built-in patterns (docs/policy.md lists them): API keys (`sk-…`), cloud keys (AWS,
+   * Google, Azure), JWTs, `Bearer`/`Basic` credentials, GitHub, GitLab, Slack, Stripe, npm, PyPI
+   * and Hugging Face tokens, the passwords of `scheme://user:password@` URLs and PEM private keys.
    * @default true
    */
   builtins?: boolean;
