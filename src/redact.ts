@@ -147,7 +147,13 @@ function redactInstance(
   if (typeof toJSON === 'function') {
     // What JSON.stringify and toJsonSafe render: the value stays unless that held a secret.
     seen.set(value, value);
-    const json: unknown = toJSON.call(value);
+    let json: unknown;
+    try {
+      json = toJSON.call(value);
+    } catch {
+      // The renderers cannot show it whole either; its own fields are what is left to redact.
+      return redactFields(value, prototype, redact, seen, depth);
+    }
     const redacted = redactIn(json, redact, seen, depth + 1);
     return redacted === json ? value : remember(seen, value, redacted);
   }
