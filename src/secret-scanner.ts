@@ -95,27 +95,71 @@ function escapeRegExp(literal: string): string {
 // in the processor's cache: a megabyte costs the same per character as a kilobyte.
 const piece = 64 * 1024;
 
+// Where a pass may first match in `text` from `from` on (a piece of it when it is long), or -1.
+function firstGate(part: string, from: number, gates: readonly Gate[]): number {
+  let first = -1;
+  for (const { text, offset } of gates) {
+    const at = part.indexOf(text);
+    if (at !== -1 && (first === -1 || from + at - offset < first)) first = Math.max(0, from + at - offset);
+  }
+  return first;
+}
+
 // Where each pass may first match, or -1 where it cannot.
 function passStarts(text: string): number[] {
-  const starts = builtinPasses.map(() => -1);
+  const starts: number[] = new Array(builtinPasses.length).fill(-1);
+  return text.length <= piece ? startsInShortText(text, starts) : startsInLongText(text, starts);
+}
+
+// A long text is searched gate by gate, a piece at a time.
+function startsInLongText(text: string, starts: number[]): number[] {
   let open = builtinPasses.length;
   for (let from = 0; from < text.length && open > 0; from += piece) {
-    const part = text.length <= piece ? text : text.slice(from, from + piece + longestGate - 1);
-    builtinPasses.forEach(({ gates }, index) => {
-      if (starts[index] !== -1) return;
-      let first = -1;
-      for (const { text: gate, offset } of gates) {
-        const at = part.indexOf(gate);
-        if (at !== -1 && (first === -1 || from + at - offset < first))
-          first = Math.max(0, from + at - offset);
-      }
-      if (first === -1) return;
+    const part = text.slice(from, from + piece + longestGate - 1);
+    for (let index = 0; index < builtinPasses.length; index++) {
+      if (starts[index] !== -1) continue;
+      const first = firstGate(part, from, (builtinPasses[index] as BuiltinPass).gates);
+      if (first === -1) continue;
       starts[index] = first;
       open -= 1;
-    });
+    }
   }
   return starts;
 }
+
+// A short text is searched once for every gate: most hold none, or one or two.
+function startsInShortText(text: string, starts: number[]): number[] {
+  let open = builtinPasses.length;
+  anyGate.lastIndex = 0;
+  for (let match = anyGate.exec(text); match !== null && open > 0; match = anyGate.exec(text)) {
+    const at = match.index;
+    // Every gate found here, not only the one the search stopped at.
+    for (const { text: gate, offset, pass } of gatesByFirst.get(text.charAt(at)) ?? []) {
+      if (starts[pass] !== -1 || !text.startsWith(gate, at)) continue;
+      starts[pass] = Math.max(0, at - offset);
+      open -= 1;
+    }
+    anyGate.lastIndex = at + 1;
+  }
+  return starts;
+}
+
+// Every gate, for one search of a short text, and each gate by its first character.
+const gatesByFirst = new Map<string, { text: string; offset: number; pass: number }[]>();
+builtinPasses.forEach(({ gates }, pass) => {
+  for (const gate of gates) {
+    const first = gate.text.charAt(0);
+    gatesByFirst.set(first, [...(gatesByFirst.get(first) ?? []), { ...gate, pass }]);
+  }
+});
+const anyGate = new RegExp(
+  [...new Set(builtinPasses.flatMap(({ gates }) => gates.map(({ text }) => text)))]
+    .map(escapeRegExp)
+    .join('|'),
+  'g',
+);
+// No secret is shorter (`://:x@`, the password of a URL with neither scheme nor user).
+const shortestSecret = 6;
 
 /** One secret found: `[start, end)` is replaced by the marker of `name`. */
 interface Found {
@@ -149,12 +193,14 @@ function findInPass(text: string, { regex, rows }: BuiltinPass, start: number, f
  * @internal
  */
 export function redactBuiltinSecrets(text: string): string {
+  if (text.length < shortestSecret) return text;
   const starts = passStarts(text);
+  if (starts.every((start) => start === -1)) return text;
   const found: Found[] = [];
-  builtinPasses.forEach((pass, index) => {
+  for (let index = 0; index < builtinPasses.length; index++) {
     const start = starts[index] ?? -1;
-    if (start !== -1) findInPass(text, pass, start, found);
-  });
+    if (start !== -1) findInPass(text, builtinPasses[index] as BuiltinPass, start, found);
+  }
   if (found.length === 0) return text;
   found.sort((a, b) => a.start - b.start || b.end - a.end);
   const parts: string[] = [];
