@@ -188,8 +188,8 @@ function findInPass(text: string, { regex, rows }: BuiltinPass, start: number, f
 }
 
 /**
- * `text` with every built-in secret replaced by `[REDACTED:<name>]`. Where two overlap, the one
- * that starts first (the longer, at one place) is replaced.
+ * `text` with every built-in secret replaced by `[REDACTED:<name>]`. Where two overlap, both are
+ * replaced by the marker of the one that starts first (the longer, at one place).
  * @internal
  */
 export function redactBuiltinSecrets(text: string): string {
@@ -206,7 +206,11 @@ export function redactBuiltinSecrets(text: string): string {
   const parts: string[] = [];
   let kept = 0;
   for (const { start, end, name } of found) {
-    if (start < kept) continue;
+    // One inside another, or running past its end: the first marker stands for both.
+    if (start < kept) {
+      kept = Math.max(kept, end);
+      continue;
+    }
     parts.push(text.slice(kept, start), `[REDACTED:${name}]`);
     kept = end;
   }
