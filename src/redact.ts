@@ -5,6 +5,7 @@
  */
 
 import { DispatchError, isDispatchError, type ApprovalTicket } from './errors.js';
+import { redactBuiltinSecrets } from './secret-scanner.js';
 
 /** A pattern of your own: a regular expression, or one with the name its matches are shown by. */
 export type RedactPattern =
@@ -25,8 +26,9 @@ export interface RedactorOptions {
    */
   patterns?: readonly RedactPattern[];
   /**
-   * Apply the built-in patterns: `sk-…` API keys, AWS `AKIA…`/`ASIA…` key ids, JWTs,
-   * `Bearer …` credentials (the word `Bearer` kept), GitHub and Slack tokens, PEM private keys.
+   * Apply the built-in patterns (docs/policy.md lists them): API keys (`sk-…`), cloud keys (AWS,
+   * Google, Azure), JWTs, `Bearer`/`Basic` credentials, GitHub, GitLab, Slack, Stripe, npm, PyPI
+   * and Hugging Face tokens, the passwords of `scheme://user:password@` URLs and PEM private keys.
    * @default true
    */
   builtins?: boolean;
@@ -37,51 +39,13 @@ export interface Redactor {
   /** `text` with every match replaced by `[REDACTED:<name>]`. */
   redact(text: string): string;
   /**
-   * `value` with every string in it redacted: plain objects and arrays are copied only where
-   * something changed, an envelope keeps its kind with its message redacted, anything else is
-   * returned as it is.
+   * `value` with every string in it redacted, as every renderer would show it, copied only where
+   * something changed: plain objects and arrays field by field; an error (message, stack, cause,
+   * its own fields) as an error of its class; a `Map` or `Set` as a new one; a value with `toJSON`
+   * (a `URL`, a `Date`) as what `toJSON` returned, redacted; a class instance as a copy with the
+   * same prototype. An envelope keeps its kind, `window` and `approval` with its message redacted.
    */
   redactValue<Value>(value: Value): Value;
-}
-
-// Each pattern starts with a literal, so the engine skips ahead to where one may match; a token
-// pattern then looks behind its literal and matches only where a token starts (not inside a
-// longer run of token characters), so each run is scanned from one place: linear in the text.
-const token = '[A-Za-z0-9_-]';
-const startsToken = (literal: string) => `${literal}(?<!${token}${literal})`;
-// A run of token characters taken whole, never given back: a lookahead is atomic, and the
-// backreference then consumes what it saw. Without it, a run with no `.` after it would be
-// retried at every shorter length.
-const wholeRun = (name: string) => `(?=(?<${name}>${token}+))\\k<${name}>`;
-
-const builtinPatterns: readonly (readonly [name: string, source: string])[] = [
-  [
-    'private_key',
-    '-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[A-Za-z0-9+/=\\s]*(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?',
-  ],
-  ['jwt', `${startsToken('eyJ')}${wholeRun('jwt_header')}\\.${wholeRun('jwt_payload')}\\.${token}*`],
-  ['api_key', `${startsToken('sk-')}${token}{20,}`],
-  ['aws_key', '(?:AKIA|ASIA)(?<![A-Za-z0-9](?:AKIA|ASIA))[A-Z0-9]{16}(?![A-Za-z0-9])'],
-  [
-    'github_token',
-    `(?:${startsToken('gh[pousr]_')}[A-Za-z0-9]{36,}|${startsToken('github_pat_')}[A-Za-z0-9_]{22,})`,
-  ],
-  ['slack_token', `${startsToken('(?:xox[abposr]|xapp)-')}[A-Za-z0-9-]{10,}`],
-  ['bearer', '(?<bearer_word>[Bb]earer\\s{1,8})[A-Za-z0-9._~+/-]{8,}=*'],
-];
-
-// One pass for every built-in: the named group that matched names the replacement.
-const builtinRegex = new RegExp(
-  builtinPatterns.map(([name, source]) => `(?<${name}>${source})`).join('|'),
-  'g',
-);
-
-function replaceBuiltin(match: string, ...rest: unknown[]): string {
-  const groups = rest[rest.length - 1] as Record<string, string | undefined>;
-  // `Bearer ` stays: what follows it is the secret.
-  if (groups.bearer !== undefined) return `${groups.bearer_word ?? ''}[REDACTED:bearer]`;
-  for (const [name] of builtinPatterns) if (groups[name] !== undefined) return `[REDACTED:${name}]`;
-  return match;
 }
 
 const maxDepth = 64;
@@ -107,7 +71,7 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   if (!Array.isArray(patterns)) throw new TypeError('patterns must be an array of RegExps');
   const own = patterns.map(ownPattern);
   const redact = (text: string): string => {
-    let redacted = builtins ? text.replace(builtinRegex, replaceBuiltin) : text;
+    let redacted = builtins ? redactBuiltinSecrets(text) : text;
     for (const { regex, replacement } of own) redacted = redacted.replace(regex, replacement);
     return redacted;
   };
@@ -146,8 +110,70 @@ function redactIn(
   // Too deep to walk: the value is still shown, as JSON text that is redacted whole.
   if (depth >= maxDepth) return redactDeep(value, redact);
   if (Array.isArray(value)) return redactArray(value, redact, seen, depth);
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  if (prototype !== Object.prototype && prototype !== null) return value;
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  if (prototype === Object.prototype || prototype === null) {
+    return redactFields(value, prototype, redact, seen, depth);
+  }
+  return redactInstance(value, prototype, redact, seen, depth);
+}
+
+// A value that is not a plain object or array, redacted as the renderers see it: the model's text
+// and `toJsonSafe` read an error's name and message, a Map's entries, what `toJSON` returns and
+// an instance's own fields; a span reads `JSON.stringify`'s text. Each keeps its kind where it
+// can (an error stays an error of its class, a Map a Map); nothing to redact keeps the value.
+function redactInstance(
+  value: object,
+  prototype: object,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  // Bytes render as numbers, never as text a pattern could find.
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  if (value instanceof String) {
+    const text = String(value);
+    const redacted = redact(text);
+    return redacted === text ? value : redacted;
+  }
+  if (value instanceof Error) return redactError(value, prototype, redact, seen, depth);
+  if (value instanceof Map) return redactMap(value, redact, seen, depth);
+  if (value instanceof Set) {
+    seen.set(value, value);
+    const items = [...value];
+    const redacted = redactArray(items, redact, seen, depth);
+    return redacted === items ? value : remember(seen, value, new Set(redacted as unknown[]));
+  }
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    // What JSON.stringify and toJsonSafe render: the value stays unless that held a secret.
+    seen.set(value, value);
+    let json: unknown;
+    try {
+      json = toJSON.call(value);
+    } catch {
+      // The renderers cannot show it whole either; its own fields are what is left to redact.
+      return redactFields(value, prototype, redact, seen, depth);
+    }
+    const redacted = redactIn(json, redact, seen, depth + 1);
+    return redacted === json ? value : remember(seen, value, redacted);
+  }
+  return redactFields(value, prototype, redact, seen, depth);
+}
+
+function remember(seen: Map<object, unknown>, value: object, copy: unknown): unknown {
+  seen.set(value, copy);
+  return copy;
+}
+
+// An object's own enumerable fields redacted, in a copy with the same prototype made only when
+// one changed.
+function redactFields(
+  value: object,
+  prototype: object | null,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
   let copy: Record<string, unknown> | undefined;
   seen.set(value, value);
   for (const key of Object.keys(value)) {
@@ -155,7 +181,7 @@ function redactIn(
     const redacted = redactIn(field, redact, seen, depth + 1);
     if (redacted === field) continue;
     if (copy === undefined) {
-      copy = { ...(value as Record<string, unknown>) };
+      copy = copyOf(value, prototype);
       seen.set(value, copy);
     }
     Object.defineProperty(copy, key, {
@@ -166,6 +192,62 @@ function redactIn(
     });
   }
   return copy ?? value;
+}
+
+// A shallow copy: spread for a plain object, so a `__proto__` key stays a field; else each own
+// property defined on an object of the same prototype.
+function copyOf(value: object, prototype: object | null): Record<string, unknown> {
+  if (prototype === Object.prototype) return { ...(value as Record<string, unknown>) };
+  const copy = Object.create(prototype) as Record<string, unknown>;
+  for (const key of Reflect.ownKeys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key);
+    if (descriptor !== undefined) Object.defineProperty(copy, key, descriptor);
+  }
+  return copy;
+}
+
+// An error's own properties (message, stack, cause and any of its own), enumerable or not: the
+// model reads its message, a span its enumerable fields, a log its cause.
+function redactError(
+  error: Error,
+  prototype: object,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  seen.set(error, error);
+  let copy: Error | undefined;
+  const keys = Object.getOwnPropertyNames(error);
+  for (const key of keys) {
+    const descriptor = Object.getOwnPropertyDescriptor(error, key);
+    if (descriptor === undefined || !('value' in descriptor)) continue;
+    const redacted = redactIn(descriptor.value, redact, seen, depth + 1);
+    if (redacted === descriptor.value) continue;
+    if (copy === undefined) {
+      copy = copyOf(error, prototype) as unknown as Error;
+      seen.set(error, copy);
+    }
+    Object.defineProperty(copy, key, { ...descriptor, value: redacted });
+  }
+  return copy ?? error;
+}
+
+function redactMap(
+  map: Map<unknown, unknown>,
+  redact: (text: string) => string,
+  seen: Map<object, unknown>,
+  depth: number,
+): unknown {
+  seen.set(map, map);
+  let changed = false;
+  const entries: [unknown, unknown][] = [];
+  for (const [key, item] of map) {
+    const redactedKey = redactIn(key, redact, seen, depth + 1);
+    const redactedItem = redactIn(item, redact, seen, depth + 1);
+    if (redactedKey !== key || redactedItem !== item) changed = true;
+    entries.push([redactedKey, redactedItem]);
+  }
+  return changed ? remember(seen, map, new Map(entries)) : map;
 }
 
 function redactArray(
@@ -207,6 +289,8 @@ function redactEnvelope(envelope: DispatchError, redact: (text: string) => strin
     attempts: envelope.attempts,
     jsonrpcCode: envelope.jsonrpcCode,
     ...(envelope.retryAfterMs === undefined ? {} : { retryAfterMs: envelope.retryAfterMs }),
+    // `outcome_unknown` says where the outcome was lost: a redacted message must not lose it.
+    ...(envelope.window === undefined ? {} : { window: envelope.window }),
     ...(approval === undefined ? {} : { approval }),
   });
 }

@@ -15,6 +15,7 @@ import {
   type NodeRedisSubscriberLike,
   type StoreClient,
 } from '../redis/index.js';
+import { maskedUrl } from './masked-url.js';
 import type { McpProxyStores } from './proxy.js';
 
 /** The proxy's stores on one Redis, and how to let go of it. */
@@ -73,11 +74,14 @@ function isMissing(error: unknown, name: string): boolean {
 }
 
 function unreachable(url: string, error: unknown): FleetUnavailable {
-  const shown = new URL(url);
-  // A password in the URL is never echoed.
-  shown.password = shown.password === '' ? '' : '***';
   const reason = error instanceof Error ? error.message || error.name : String(error);
-  return new FleetUnavailable(`Cannot reach Redis at ${shown.href}: ${reason}`, { cause: error });
+  // A password in the URL is never echoed, however the URL is spelled.
+  return new FleetUnavailable(
+    `Cannot reach Redis at ${maskedUrl(url)}: ${reason.replaceAll(url, maskedUrl(url))}`,
+    {
+      cause: error,
+    },
+  );
 }
 
 // The `redis` package's client, typed as little as the stores need (it is an optional peer).

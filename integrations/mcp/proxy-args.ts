@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import type { LogLevel } from '../../index.js';
 import { checkConfig, type McpProxyConfig, type McpUpstream } from './proxy-config.js';
 import { listenUrl } from './listen-url.js';
+import { maskedUrl } from './masked-url.js';
 
 /** The usage text of `tool-dispatcher mcp-proxy`. */
 export const usage = `Usage: tool-dispatcher mcp-proxy [options] -- <command> [args...]
@@ -228,13 +229,19 @@ function redisFlags(url: string | undefined, prefix: string | undefined): ProxyC
     return undefined;
   }
   let protocol: string;
+  let hostname: string;
   try {
-    protocol = new URL(url).protocol;
+    ({ protocol, hostname } = new URL(url));
   } catch {
-    throw new TypeError(`--redis-url must be a URL (redis://<host>:<port>), got "${url}"`);
+    hostname = '';
+    protocol = '';
+  }
+  // Every spelling is quoted masked: a typo may still hold the password.
+  if (hostname === '' && (protocol === '' || protocol === 'redis:' || protocol === 'rediss:')) {
+    throw new TypeError(`--redis-url must be a URL (redis://<host>:<port>), got "${maskedUrl(url)}"`);
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    throw new TypeError(`--redis-url must be a redis: or rediss: URL, got "${url}"`);
+    throw new TypeError(`--redis-url must be a redis: or rediss: URL, got "${maskedUrl(url)}"`);
   }
   if (prefix !== undefined && prefix.trim() === '') {
     throw new TypeError(`--redis-prefix must be a non-empty name, got "${prefix}"`);

@@ -4,6 +4,17 @@ import { describe, expect, it } from 'vitest';
 import { createDispatcher, createRedactor, DispatchError } from '../../index.js';
 import { secrets } from '../helpers/secrets.js';
 
+class Credentials {
+  readonly kind = 'service-account';
+  constructor(
+    readonly token: string,
+    readonly padding: string,
+  ) {}
+  describe(): string {
+    return this.kind;
+  }
+}
+
 describe('createRedactor', () => {
   const redactor = createRedactor();
 
@@ -88,4 +99,29 @@ describe('createRedactor', () => {
     const pem = '-----BEGIN PRIVATE KEY-----'.repeat(30_000);
     expect(redactor.redact(pem)).toContain('[REDACTED:private_key]');
   }, 20_000);
+
+  it('keeps what it can of each value: its class, its kind, and the value itself when nothing matched', () => {
+    const redactor = createRedactor();
+    const error = new TypeError(`bad key ${secrets.api_key}`);
+    const redactedError = redactor.redactValue(error);
+    expect(redactedError).toBeInstanceOf(TypeError);
+    expect(redactedError.message).toBe('bad key [REDACTED:api_key]');
+    expect(String(redactedError.stack)).not.toContain(secrets.api_key);
+    const instance = redactor.redactValue(new Credentials(secrets.jwt, ''));
+    expect(instance).toBeInstanceOf(Credentials);
+    expect([instance.token, instance.describe()]).toEqual(['[REDACTED:jwt]', 'service-account']);
+    const map = redactor.redactValue(new Map([['k', secrets.aws_key]]));
+    expect(map).toEqual(new Map([['k', '[REDACTED:aws_key]']]));
+    expect(redactor.redactValue(new URL(`https://x.test/?k=${secrets.api_key}`))).toBe(
+      'https://x.test/?k=[REDACTED:api_key]',
+    );
+    const clean = [
+      new Date(0),
+      new URL('https://x.test/'),
+      new Map([['a', 1]]),
+      new Error('fine'),
+      new Credentials('t', ''),
+    ];
+    for (const value of clean) expect(redactor.redactValue(value)).toBe(value);
+  });
 });
