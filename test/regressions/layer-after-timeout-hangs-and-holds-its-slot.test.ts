@@ -89,34 +89,3 @@ describe('a layer between timeout() and the attempt', () => {
     await expectCutOffAndSlotFreed((query) => dispatcher.dispatch('search.web', { query }), ran);
   });
 });
-
-describe('a layer between timeout() and an attempt that reconciles', () => {
-  it('keeps the reconcile verdict of an attempt that was running when the deadline passed', async () => {
-    let committed = false;
-    const registry = new ToolRegistry().register({
-      name: 'payments.charge',
-      inputSchema: z.object({ amount: z.number() }),
-      handler: () => {
-        committed = true;
-        return new Promise<never>(() => {});
-      },
-      reconcile: () =>
-        committed ? { status: 'committed', result: 'ch_1', evidence: 'ledger' } : { status: 'not_committed' },
-    });
-    // A pass-through layer of the user's, placed after timeout().
-    const audit: Middleware = async (_ctx, next) => {
-      await next();
-    };
-    const dispatcher = createDispatcher([
-      ...defaultStack({ registry, retry: { maxAttempts: 1 }, timeout: { defaultMs: 1_000 } }),
-      audit,
-    ]);
-    const outcome = dispatcher.dispatch('payments.charge', { amount: 5 }, { idempotencyKey: 'order-1' });
-    await vi.advanceTimersByTimeAsync(1_000);
-    expect(await outcome).toMatchObject({
-      ok: true,
-      result: 'ch_1',
-      reconciled: { window: 'attempt_timeout' },
-    });
-  });
-});
