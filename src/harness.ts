@@ -4,7 +4,7 @@
  */
 
 import { DispatchError, describeThrown, withoutStackFrames } from './errors.js';
-import { optionsObject, requireInteger } from './internal/options.js';
+import { optionKeys, optionsObject, requireInteger } from './internal/options.js';
 import { readJsonSafe } from './json-safe.js';
 import type { Outcome } from './types.js';
 
@@ -47,6 +47,14 @@ export interface ToolAnswer {
   readonly text: string;
 }
 
+const harnessStepOptionKeys = optionKeys<HarnessStepOptions>({ maxAttempts: true });
+const toolMessageOptionKeys = optionKeys<ToolMessageOptions>({ maxLength: true });
+const toolAnswerOptionKeys = optionKeys<ToolAnswerOptions>({
+  maxLength: true,
+  displayName: true,
+  serializable: true,
+});
+
 const none: HarnessStep = Object.freeze({ hook: 'none', replan: false });
 const replanOnError: HarnessStep = Object.freeze({ hook: 'on_error', replan: true });
 const retryOnError: HarnessStep = Object.freeze({ hook: 'on_error', replan: false });
@@ -66,7 +74,7 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
  * if (replan) messages.push({ role: 'user', content: 'That failed; choose another approach.' });
  */
 export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}): HarnessStep {
-  const { maxAttempts = 3 } = optionsObject('harnessStep', options);
+  const { maxAttempts = 3 } = optionsObject('harnessStep', options, harnessStepOptionKeys);
   requireInteger('maxAttempts', maxAttempts, 1);
   requireOutcome('harnessStep', outcome);
   if (outcome.ok) return none;
@@ -95,7 +103,7 @@ const truncationMarker = '… [truncated]';
  * // 'error (timeout, after 1 attempt): "search.web" timed out after 5000 ms (attempt 1) Hint: …'
  */
 export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}): string {
-  const { maxLength = 2000 } = optionsObject('toToolMessage', options);
+  const { maxLength = 2000 } = optionsObject('toToolMessage', options, toolMessageOptionKeys);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   requireOutcome('toToolMessage', outcome);
   return answerFor(outcome, maxLength, undefined, false).text;
@@ -113,7 +121,11 @@ export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}
  * if (!outcome.ok) log.warn(outcome.kind, outcome.message);
  */
 export function toolAnswer(outcome: Outcome, options: ToolAnswerOptions = {}): ToolAnswer {
-  const { maxLength = 2000, displayName, serializable = false } = optionsObject('toolAnswer', options);
+  const {
+    maxLength = 2000,
+    displayName,
+    serializable = false,
+  } = optionsObject('toolAnswer', options, toolAnswerOptionKeys);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   if (displayName !== undefined && typeof displayName !== 'string') {
     throw new TypeError(`displayName must be a string, got ${String(displayName)}`);
