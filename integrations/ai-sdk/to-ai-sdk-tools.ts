@@ -17,6 +17,7 @@ import {
   type NameMapOptions,
   type ToolRegistry,
 } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
 /** Options for `toAiSdkTools`. */
@@ -61,6 +62,18 @@ export interface AiSdkToolsOptions {
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
+
+const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  budget: true,
+  timeoutMs: true,
+  maxLength: true,
+  approvals: true,
+});
 
 /**
  * The registry's tools as an AI SDK `ToolSet` for `generateText` / `streamText`: each tool's
@@ -189,6 +202,7 @@ function readOptions(options: AiSdkToolsOptions): Settings {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`toAiSdkTools() needs an options object, got ${String(options)}`);
   }
+  rejectUnknownKeys('toAiSdkTools', options, aiSdkToolsOptionKeys);
   const {
     registry,
     dispatcher,

@@ -22,6 +22,7 @@ import {
   type Outcome,
   type ToolRegistry,
 } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 
 /** Options for `createAnthropicToolkit`. */
@@ -54,6 +55,15 @@ export interface AnthropicToolkitOptions {
    */
   maxMessageLength?: number;
 }
+
+const anthropicToolkitOptionKeys = optionKeys<AnthropicToolkitOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  maxMessageLength: true,
+});
 
 /** Per-turn options of `runToolUses`. */
 export interface AnthropicRunOptions {
@@ -90,6 +100,12 @@ export interface RunnableToolsOptions {
     content: string,
   ) => Error;
 }
+
+const runnableToolsOptionKeys = optionKeys<RunnableToolsOptions>({
+  budget: true,
+  timeoutMs: true,
+  toolError: true,
+});
 
 /** What `runToolUses` resolves to. */
 export interface ToolUsesResult {
@@ -230,7 +246,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: AnthropicToolkitOptions): Toolkit {
-  checkToolkitOptions('createAnthropicToolkit()', options);
+  checkToolkitOptions('createAnthropicToolkit()', options, anthropicToolkitOptionKeys);
   const {
     registry,
     dispatcher,
@@ -257,6 +273,7 @@ function runnableTools(kit: Toolkit, runnableOptions: RunnableToolsOptions): Dis
   if (typeof runnableOptions !== 'object' || runnableOptions === null) {
     throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
   }
+  rejectUnknownKeys('runnableTools', runnableOptions, runnableToolsOptionKeys);
   const { toolError } = runnableOptions;
   if (toolError !== undefined && typeof toolError !== 'function')
     throw new TypeError("toolError must be a class (the SDK's ToolError)");

@@ -14,6 +14,7 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 
 /** What an `idempotencyScope` function is given: LangChain's runtime for the call. */
 export interface LangChainScopeRuntime {
@@ -70,6 +71,18 @@ export interface LangChainToolsOptions {
   approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
 
+const langChainToolsOptionKeys = optionKeys<LangChainToolsOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  budget: true,
+  timeoutMs: true,
+  maxLength: true,
+  approvals: true,
+});
+
 /** The checked options, with the name map built. */
 export interface Settings {
   readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
@@ -90,6 +103,7 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${caller}() needs an options object, got ${String(options)}`);
   }
+  rejectUnknownKeys(caller, options, langChainToolsOptionKeys);
   const {
     registry,
     dispatcher,

@@ -23,6 +23,7 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -60,6 +61,15 @@ export interface McpToolHints {
   annotations?: McpTool['annotations'];
 }
 
+const mcpToolHintKeys = optionKeys<McpToolHints>({
+  title: true,
+  readOnlyHint: true,
+  destructiveHint: true,
+  openWorldHint: true,
+  outputSchema: true,
+  annotations: true,
+});
+
 /** Options shared by `createMcpServer`, `registerMcpTools` and `toMcpTools`. */
 export interface McpToolsOptions {
   /** The tools to serve. */
@@ -76,6 +86,8 @@ export interface McpToolsOptions {
    */
   hints?: Readonly<Record<string, McpToolHints>> | ((toolName: string) => McpToolHints | undefined);
 }
+
+const mcpToolsOptionKeys = optionKeys<McpToolsOptions>({ registry: true, names: true, hints: true });
 
 /** Options for `registerMcpTools`. */
 export interface RegisterMcpToolsOptions extends McpToolsOptions {
@@ -121,6 +133,19 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
   approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
 }
 
+const registerMcpToolsOptionKeys = optionKeys<RegisterMcpToolsOptions>({
+  registry: true,
+  names: true,
+  hints: true,
+  dispatcher: true,
+  pageSize: true,
+  maxMessageLength: true,
+  formatResult: true,
+  dispatchOptions: true,
+  tasks: true,
+  approvals: true,
+});
+
 /** Options for `createMcpServer`. */
 export interface CreateMcpServerOptions extends RegisterMcpToolsOptions {
   /** The server's name and version, as `initialize` reports them. */
@@ -128,6 +153,26 @@ export interface CreateMcpServerOptions extends RegisterMcpToolsOptions {
   /** Instructions for the client's model, as `initialize` reports them. */
   instructions?: string;
 }
+
+const dispatchOptionsKeys = optionKeys<NonNullable<RegisterMcpToolsOptions['dispatchOptions']>>({
+  budget: true,
+  timeoutMs: true,
+});
+
+const createMcpServerOptionKeys = optionKeys<CreateMcpServerOptions>({
+  registry: true,
+  names: true,
+  hints: true,
+  dispatcher: true,
+  pageSize: true,
+  maxMessageLength: true,
+  formatResult: true,
+  dispatchOptions: true,
+  tasks: true,
+  approvals: true,
+  info: true,
+  instructions: true,
+});
 
 /** Options for `toCallToolResult`. */
 export interface CallToolResultOptions {
@@ -137,6 +182,8 @@ export interface CallToolResultOptions {
    */
   maxLength?: number;
 }
+
+const callToolResultOptionKeys = optionKeys<CallToolResultOptions>({ maxLength: true });
 
 const defaultPageSize = 100;
 
@@ -151,7 +198,7 @@ const defaultPageSize = 100;
  * await server.connect(new StdioServerTransport());
  */
 export function createMcpServer(options: CreateMcpServerOptions): Server {
-  requireObject('createMcpServer', options);
+  requireObject('createMcpServer', options, createMcpServerOptionKeys);
   const { info, instructions } = options;
   if (
     typeof info !== 'object' ||
@@ -168,7 +215,7 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
     capabilities: { tools: { listChanged: true } },
     ...(instructions === undefined ? {} : { instructions }),
   });
-  registerMcpTools(server, options);
+  registerTools(server, options);
   return server;
 }
 
@@ -217,13 +264,18 @@ export function servesOneHttpRequest(server: Server): void {
  * await server.connect(transport);
  */
 export function registerMcpTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
+  requireObject('registerMcpTools', options, registerMcpToolsOptionKeys);
+  registerTools(server, options);
+}
+
+// `createMcpServer` checks its own (wider) set of keys, then adds the handlers here.
+function registerTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
   const v2 = server instanceof Server;
   if (!v2 && (v1 === undefined || !(server instanceof v1.Server))) {
     throw new TypeError(
       'registerMcpTools() needs a low-level Server from @modelcontextprotocol/server (or @modelcontextprotocol/sdk/server)',
     );
   }
-  requireObject('registerMcpTools', options);
   const handlers = toolHandlers(options);
   if (server.transport !== undefined) {
     throw new TypeError(
@@ -602,6 +654,7 @@ function callSettings(options: RegisterMcpToolsOptions): CallSettings {
   if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
     throw new TypeError('registerMcpTools() dispatchOptions must be an object');
   }
+  rejectUnknownKeys('registerMcpTools() dispatchOptions', dispatchOptions, dispatchOptionsKeys);
   return { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions };
 }
 
@@ -637,7 +690,7 @@ function sendableSuccess(
  * const tools = toMcpTools({ registry, hints: { 'db.get_user': { readOnlyHint: true } } });
  */
 export function toMcpTools(options: McpToolsOptions): McpTool[] {
-  requireObject('toMcpTools', options);
+  requireObject('toMcpTools', options, mcpToolsOptionKeys);
   return toolLookup('toMcpTools', options).tools();
 }
 
@@ -653,6 +706,7 @@ export function toCallToolResult(outcome: Outcome, options: CallToolResultOption
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('toCallToolResult() options must be an object');
   }
+  rejectUnknownKeys('toCallToolResult', options, callToolResultOptionKeys);
   const { maxLength = 2000 } = options;
   if (outcome.ok)
     return outcome.modelCopy === undefined ? defaultFormat(outcome.result) : cutResult(outcome, false);
@@ -712,6 +766,12 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
     throw new TypeError(`${caller}() names must be a Map of registry name to wire name`);
   if (typeof hints !== 'function' && (typeof hints !== 'object' || hints === null)) {
     throw new TypeError(`${caller}() hints must be an object or a function`);
+  }
+  if (typeof hints === 'object') {
+    for (const [toolName, hint] of Object.entries(hints)) {
+      if (typeof hint === 'object' && hint !== null)
+        rejectUnknownKeys(`${caller}() hints[${JSON.stringify(toolName)}]`, hint, mcpToolHintKeys, 'hint');
+    }
   }
   const hintsFor = (toolName: string): McpToolHints | undefined =>
     typeof hints === 'function'
@@ -779,8 +839,9 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return prototype === Object.prototype || prototype === null;
 }
 
-function requireObject(caller: string, options: unknown): void {
+function requireObject(caller: string, options: unknown, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${caller}() needs an options object with a registry`);
   }
+  rejectUnknownKeys(caller, options, known);
 }

@@ -31,6 +31,7 @@ import {
   type ToolAnswer,
   type ToolRegistry,
 } from '../../index.js';
+import { optionKeys } from '../../middleware/index.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
 import { stripOptionalNulls, toStrictSchema, type NullPlan } from './strict-schema.js';
 
@@ -74,6 +75,16 @@ export interface OpenAIToolkitOptions {
    */
   maxMessageLength?: number;
 }
+
+const openAIToolkitOptionKeys = optionKeys<OpenAIToolkitOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  strict: true,
+  names: true,
+  maxMessageLength: true,
+});
 
 /** Per-batch options of `runChatToolCalls` and `runResponsesCalls`. */
 export interface OpenAIRunOptions {
@@ -233,7 +244,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: OpenAIToolkitOptions): Toolkit {
-  checkToolkitOptions('createOpenAIToolkit()', options);
+  checkToolkitOptions('createOpenAIToolkit()', options, openAIToolkitOptionKeys);
   const {
     registry,
     dispatcher,

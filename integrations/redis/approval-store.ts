@@ -12,6 +12,7 @@ import type {
 } from '../../middleware/index.js';
 import { num, runScript, text } from './call.js';
 import { defineScript, type StoreClient } from './client.js';
+import { optionKeys } from '../../middleware/index.js';
 import { requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 
 /** Options for `redisApprovalStore`. */
@@ -27,6 +28,11 @@ export interface RedisApprovalStoreOptions {
    */
   storeTimeoutMs?: number;
 }
+
+const redisApprovalStoreOptionKeys = optionKeys<RedisApprovalStoreOptions>({
+  prefix: true,
+  storeTimeoutMs: true,
+});
 
 const serverTime = `
 local clock = redis.call('TIME')
@@ -92,7 +98,7 @@ export function redisApprovalStore(
   options: RedisApprovalStoreOptions = {},
 ): ApprovalStore {
   requireClient(redis, 'redisApprovalStore');
-  requireOptions(options, 'redisApprovalStore');
+  requireOptions(options, 'redisApprovalStore', redisApprovalStoreOptionKeys);
   const prefix = requirePrefix(options.prefix ?? 'td');
   const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);
   const recordKey = (token: string) => `${prefix}:ap:${token}`;

@@ -73,8 +73,8 @@ export function optionKeys<Options extends object>(
  * known key (a typo, a plural) or, when none is near, every known key. Runs once, when a factory
  * is called: a misspelt option is never silently ignored.
  *
- * @param factory - What took the options, as the message names it: `defaultStack`, or a phrase
- *   with its own parentheses such as `register() of "db.get_user"`.
+ * @param factory - What took the options, as the message names it: a function's name such as
+ *   `defaultStack` (the message adds `()`), or a phrase such as `register() of "db.get_user"`.
  * @param what - What a key is called in the message. @default 'option'
  * @example
  * rejectUnknownKeys('defaultStack', { approvalz: gate }, ['registry', 'approvals']);
@@ -88,7 +88,7 @@ export function rejectUnknownKeys(
 ): void {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
-    const where = factory.includes('(') ? factory : `${factory}()`;
+    const where = /^[\w.]+$/.test(factory) ? `${factory}()` : factory;
     const near = nearestName(key, known);
     const hint = near === undefined ? `it takes ${known.join(', ')}` : `did you mean "${near}"?`;
     throw new TypeError(`${where} got an unknown ${what} "${key}"; ${hint}`);
