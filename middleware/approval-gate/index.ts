@@ -103,7 +103,7 @@ const gateChecks = new WeakMap<Middleware, GateCheck>();
  * @throws TypeError for a bad `mode`, `fallback`, `overrides`, `store`, `ttlMs` or `decide`.
  * @example
  * const gate = approvalGate({ registry, overrides: { 'fs.read': false } });
- * const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+ * const dispatcher = createDispatcher(defaultStack({ registry, approvals: gate }));
  * const out = await dispatcher.dispatch('payments.refund', args, { idempotencyKey: 'r-7' });
  * if (!out.ok && out.approval) await gate.approve(out.approval.token, { by: 'ana' });
  */
