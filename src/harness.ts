@@ -4,7 +4,7 @@
  */
 
 import { DispatchError, describeThrown, withoutStackFrames } from './errors.js';
-import { optionKeys, optionsObject, requireInteger } from './internal/options.js';
+import { optionsObject, requireInteger } from './internal/options.js';
 import { readJsonSafe } from './json-safe.js';
 import type { Outcome } from './types.js';
 
@@ -47,14 +47,6 @@ export interface ToolAnswer {
   readonly text: string;
 }
 
-const harnessStepOptionKeys = optionKeys<HarnessStepOptions>({ maxAttempts: true });
-const toolMessageOptionKeys = optionKeys<ToolMessageOptions>({ maxLength: true });
-const toolAnswerOptionKeys = optionKeys<ToolAnswerOptions>({
-  maxLength: true,
-  displayName: true,
-  serializable: true,
-});
-
 const none: HarnessStep = Object.freeze({ hook: 'none', replan: false });
 const replanOnError: HarnessStep = Object.freeze({ hook: 'on_error', replan: true });
 const retryOnError: HarnessStep = Object.freeze({ hook: 'on_error', replan: false });
@@ -74,7 +66,7 @@ const budgetSpent: HarnessStep = Object.freeze({ hook: 'on_budget_exceeded', rep
  * if (replan) messages.push({ role: 'user', content: 'That failed; choose another approach.' });
  */
 export function harnessStep(outcome: Outcome, options: HarnessStepOptions = {}): HarnessStep {
-  const { maxAttempts = 3 } = optionsObject('harnessStep', options, harnessStepOptionKeys);
+  const { maxAttempts = 3 } = optionsObject('harnessStep', options);
   requireInteger('maxAttempts', maxAttempts, 1);
   requireOutcome('harnessStep', outcome);
   if (outcome.ok) return none;
@@ -103,7 +95,7 @@ const truncationMarker = '… [truncated]';
  * // 'error (timeout, after 1 attempt): "search.web" timed out after 5000 ms (attempt 1) Hint: …'
  */
 export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}): string {
-  const { maxLength = 2000 } = optionsObject('toToolMessage', options, toolMessageOptionKeys);
+  const { maxLength = 2000 } = optionsObject('toToolMessage', options);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   requireOutcome('toToolMessage', outcome);
   return answerFor(outcome, maxLength, undefined, false).text;
@@ -121,11 +113,7 @@ export function toToolMessage(outcome: Outcome, options: ToolMessageOptions = {}
  * if (!outcome.ok) log.warn(outcome.kind, outcome.message);
  */
 export function toolAnswer(outcome: Outcome, options: ToolAnswerOptions = {}): ToolAnswer {
-  const {
-    maxLength = 2000,
-    displayName,
-    serializable = false,
-  } = optionsObject('toolAnswer', options, toolAnswerOptionKeys);
+  const { maxLength = 2000, displayName, serializable = false } = optionsObject('toolAnswer', options);
   if (maxLength !== Infinity) requireInteger('maxLength', maxLength, 1);
   if (displayName !== undefined && typeof displayName !== 'string') {
     throw new TypeError(`displayName must be a string, got ${String(displayName)}`);

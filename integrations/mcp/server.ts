@@ -183,8 +183,6 @@ export interface CallToolResultOptions {
   maxLength?: number;
 }
 
-const callToolResultOptionKeys = optionKeys<CallToolResultOptions>({ maxLength: true });
-
 const defaultPageSize = 100;
 
 /**
@@ -706,7 +704,6 @@ export function toCallToolResult(outcome: Outcome, options: CallToolResultOption
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('toCallToolResult() options must be an object');
   }
-  rejectUnknownKeys('toCallToolResult', options, callToolResultOptionKeys);
   const { maxLength = 2000 } = options;
   if (outcome.ok)
     return outcome.modelCopy === undefined ? defaultFormat(outcome.result) : cutResult(outcome, false);
