@@ -36,7 +36,7 @@ const registry = new ToolRegistry()
   });
 
 const gate = approvalGate({ registry });
-const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }), {
+const dispatcher = createDispatcher(defaultStack({ registry, approvals: gate }), {
   redact: createRedactor(),
   onEvent: (event) => {
     if (event.type === 'approval.decision')

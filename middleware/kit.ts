@@ -6,7 +6,10 @@
 export { maxTimerDelayMs, neverAborted, noop, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
 export { budgetExceeded, cancelled, windowTooSmall } from '../src/internal/failures.js';
 export {
+  nearestName,
+  optionKeys,
   optionsObject,
+  rejectUnknownKeys,
   requireClock,
   requireFunction,
   requireInteger,

@@ -4,7 +4,7 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { isJsonParseError, isThenable, noop, optionsObject, requireFunction } from './kit.js';
+import { isJsonParseError, isThenable, noop, optionKeys, optionsObject, requireFunction } from './kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -55,6 +55,14 @@ export interface LoggingOptions {
   recordArguments?: boolean;
 }
 
+const loggingOptionKeys = optionKeys<LoggingOptions>({
+  logger: true,
+  level: true,
+  levels: true,
+  now: true,
+  recordArguments: true,
+});
+
 let loggingLayers = 0;
 
 const rank: Readonly<Record<LogLevel, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -104,7 +112,7 @@ export function logging(options: LoggingOptions): Middleware {
     levels = {},
     now = () => Date.now(),
     recordArguments = false,
-  } = optionsObject('logging', options as LoggingOptions | undefined);
+  } = optionsObject('logging', options as LoggingOptions | undefined, loggingOptionKeys);
   if (typeof logger !== 'object' || logger === null) {
     throw new TypeError(
       `logger must be an object with debug, info, warn and error methods, got ${String(logger)}`,

@@ -9,6 +9,7 @@ import {
   sleep,
   budgetExceeded,
   cancelled,
+  optionKeys,
   optionsObject,
   requireFunction,
   requireInteger,
@@ -37,6 +38,17 @@ export interface RetryOptions {
   /** Decides whether a failure is retried. @default isRetryable */
   shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
 }
+
+const retryOptionKeys = optionKeys<RetryOptions>({
+  maxAttempts: true,
+  baseDelayMs: true,
+  factor: true,
+  jitter: true,
+  maxDelayMs: true,
+  random: true,
+  clock: true,
+  shouldRetry: true,
+});
 
 /**
  * The default retry decision: `transient` and `store_unavailable` for every tool, `timeout` for
@@ -86,7 +98,7 @@ export function createRetry(options?: RetryOptions): RetryParts {
     random = Math.random,
     clock = systemClock,
     shouldRetry = isRetryable,
-  } = optionsObject('retry', options);
+  } = optionsObject('retry', options, retryOptionKeys);
   requireInteger('maxAttempts', maxAttempts, 1);
   requireNumber('baseDelayMs', baseDelayMs, 0);
   requireNumber('factor', factor, 1);

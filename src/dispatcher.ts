@@ -11,7 +11,7 @@ import { gather, type DispatchCall, type GatherOptions } from './gather.js';
 import { dispatchOptionsProblem } from './dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
-import { requireFunction } from './internal/options.js';
+import { optionKeys, optionsObject, requireFunction } from './internal/options.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import type { Redactor } from './redact.js';
 import { stackRunner, type Report, type StackRunner } from './stack-runner.js';
@@ -26,6 +26,8 @@ export interface DispatcherOptions {
   /** Redacts results, envelope messages and every event (see `createRedactor`). @default undefined */
   redact?: Redactor;
 }
+
+const dispatcherOptionKeys = optionKeys<DispatcherOptions>({ onEvent: true, now: true, redact: true });
 
 /** Dispatches tool calls through a composed middleware stack. */
 export interface Dispatcher {
@@ -70,7 +72,11 @@ export interface Dispatcher {
 export function createDispatcher(layers: readonly Middleware[], options: DispatcherOptions = {}): Dispatcher {
   // A stack composed inside this one runs as its layers written out in place (see compose).
   const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
-  const { onEvent, now = readSystemClock, redact } = options;
+  const {
+    onEvent,
+    now = readSystemClock,
+    redact,
+  } = optionsObject('createDispatcher', options, dispatcherOptionKeys);
   if (onEvent !== undefined) requireFunction('onEvent', onEvent);
   requireFunction('now', now);
   if (

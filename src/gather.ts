@@ -5,7 +5,7 @@
 
 import { DispatchError, describeThrown } from './errors.js';
 import type { Report } from './stack-runner.js';
-import { requireInteger } from './internal/options.js';
+import { optionKeys, optionsObject, requireInteger } from './internal/options.js';
 import type { DispatchOptions, Outcome } from './types.js';
 
 /** One call of a `gatherBounded` batch. */
@@ -23,6 +23,8 @@ export interface GatherOptions {
   /** The most dispatches of the batch running at once. @default 8 */
   concurrency?: number;
 }
+
+const gatherOptionKeys = optionKeys<GatherOptions>({ concurrency: true });
 
 /** Starts one call and reports its outcome exactly once, possibly before returning. */
 export type StartCall = (
@@ -44,7 +46,7 @@ export function gather(
   let concurrency: number;
   try {
     if (!Array.isArray(batch)) throw new TypeError('gatherBounded() needs an array of calls');
-    ({ concurrency = 8 } = options ?? {});
+    ({ concurrency = 8 } = optionsObject('gatherBounded', options ?? undefined, gatherOptionKeys));
     requireInteger('concurrency', concurrency, 1);
   } catch (error) {
     return Promise.reject(error);

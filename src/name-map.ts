@@ -3,6 +3,8 @@
  * @module
  */
 
+import { optionKeys, rejectUnknownKeys } from './internal/options.js';
+
 /** Options for `createNameMap`. */
 export interface NameMapOptions {
   /**
@@ -18,6 +20,8 @@ export interface NameMapOptions {
    */
   encode?: (name: string) => string;
 }
+
+const nameMapOptionKeys = optionKeys<NameMapOptions>({ pattern: true, maxLength: true, encode: true });
 
 /** A checked, two-way map between tool names and wire names. */
 export interface NameMap {
@@ -56,6 +60,7 @@ export function createNameMap(names: Iterable<string>, options: NameMapOptions =
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`createNameMap() options must be an object, got ${String(options)}`);
   }
+  rejectUnknownKeys('createNameMap', options, nameMapOptionKeys);
   const { pattern = defaultPattern, maxLength = 64, encode = defaultEncode } = options;
   if (!(pattern instanceof RegExp)) throw new TypeError(`pattern must be a RegExp, got ${String(pattern)}`);
   if (typeof maxLength !== 'number' || !Number.isInteger(maxLength) || maxLength < 1) {

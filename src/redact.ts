@@ -6,6 +6,7 @@
 
 import { DispatchError, isDispatchError, type ApprovalTicket } from './errors.js';
 import { redactBuiltinSecrets } from './secret-scanner.js';
+import { optionKeys, rejectUnknownKeys } from './internal/options.js';
 
 /** A pattern of your own: a regular expression, or one with the name its matches are shown by. */
 export type RedactPattern =
@@ -33,6 +34,8 @@ export interface RedactorOptions {
    */
   builtins?: boolean;
 }
+
+const redactorOptionKeys = optionKeys<RedactorOptions>({ patterns: true, builtins: true });
 
 /** Replaces secrets in text and values. */
 export interface Redactor {
@@ -65,6 +68,7 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`createRedactor() options must be an object, got ${String(options)}`);
   }
+  rejectUnknownKeys('createRedactor', options, redactorOptionKeys);
   const { patterns = [], builtins = true } = options;
   if (typeof builtins !== 'boolean')
     throw new TypeError(`builtins must be a boolean, got ${String(builtins)}`);

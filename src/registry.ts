@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import { optionKeys, optionsObject, rejectUnknownKeys } from './internal/options.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 import type { Tool, ToolAnnotations, ToolDefinition } from './types.js';
 
@@ -20,6 +21,26 @@ export interface RegisterOptions {
   /** Replace a tool already registered under the same name instead of throwing. @default false */
   override?: boolean;
 }
+
+const registerOptionKeys = optionKeys<RegisterOptions>({ override: true });
+
+// Every field `normalizeTool` reads: a tool's record holds these alone, so a layer can read no other.
+const toolDefinitionKeys = optionKeys<ToolDefinition>({
+  name: true,
+  description: true,
+  inputSchema: true,
+  handler: true,
+  idempotent: true,
+  timeoutMs: true,
+  cost: true,
+  settle: true,
+  reconcile: true,
+  reconcileTimeoutMs: true,
+  task: true,
+  requiresApproval: true,
+  annotations: true,
+  outputSchema: true,
+});
 
 /** One entry of `ToolRegistry.list()`: what a model's tool list needs. */
 export interface ToolListing {
@@ -71,6 +92,7 @@ export class ToolRegistry {
     definition: ToolDefinition<Schema, Result>,
     options: RegisterOptions = {},
   ): this {
+    optionsObject('register', options, registerOptionKeys);
     const tool = normalizeTool(definition);
     if (this.#tools.has(tool.name) && options.override !== true) {
       throw new TypeError(
@@ -135,6 +157,8 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
   if (typeof definition !== 'object' || definition === null) {
     throw new TypeError('A tool definition must be an object');
   }
+  const where = typeof definition.name === 'string' ? `register() of "${definition.name}"` : 'register()';
+  rejectUnknownKeys(where, definition, toolDefinitionKeys, 'field');
   const {
     name,
     description = '',

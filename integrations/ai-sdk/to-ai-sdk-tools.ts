@@ -18,6 +18,8 @@ import {
   createNameMap,
   toObjectSchema,
   type NameMapOptions,
+  optionKeys,
+  rejectUnknownKeys,
 } from '../../middleware/index.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
@@ -63,6 +65,18 @@ export interface AiSdkToolsOptions {
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
+
+const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  budget: true,
+  timeoutMs: true,
+  maxLength: true,
+  approvals: true,
+});
 
 /**
  * The registry's tools as an AI SDK `ToolSet` for `generateText` / `streamText`: each tool's
@@ -191,6 +205,7 @@ function readOptions(options: AiSdkToolsOptions): Settings {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`toAiSdkTools() needs an options object, got ${String(options)}`);
   }
+  rejectUnknownKeys('toAiSdkTools', options, aiSdkToolsOptionKeys);
   const {
     registry,
     dispatcher,

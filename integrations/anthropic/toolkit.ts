@@ -23,6 +23,8 @@ import {
   type JsonObjectSchema,
   type NameMap,
   type NameMapOptions,
+  optionKeys,
+  rejectUnknownKeys,
 } from '../../middleware/index.js';
 import { notOfferedName } from '../provider/not-offered.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
@@ -59,6 +61,15 @@ export interface AnthropicToolkitOptions {
   maxMessageLength?: number;
 }
 
+const anthropicToolkitOptionKeys = optionKeys<AnthropicToolkitOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  maxMessageLength: true,
+});
+
 /** Per-turn options of `runToolUses`. */
 export interface AnthropicRunOptions {
   /** Aborts every call of the turn; `null` counts as none. */
@@ -94,6 +105,12 @@ export interface RunnableToolsOptions {
     content: string,
   ) => Error;
 }
+
+const runnableToolsOptionKeys = optionKeys<RunnableToolsOptions>({
+  budget: true,
+  timeoutMs: true,
+  toolError: true,
+});
 
 /** What `runToolUses` resolves to. */
 export interface ToolUsesResult {
@@ -234,7 +251,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: AnthropicToolkitOptions): Toolkit {
-  checkToolkitOptions('createAnthropicToolkit()', options);
+  checkToolkitOptions('createAnthropicToolkit()', options, anthropicToolkitOptionKeys);
   const {
     registry,
     dispatcher,
@@ -261,6 +278,7 @@ function runnableTools(kit: Toolkit, runnableOptions: RunnableToolsOptions): Dis
   if (typeof runnableOptions !== 'object' || runnableOptions === null) {
     throw new TypeError(`runnableTools() options must be an object, got ${String(runnableOptions)}`);
   }
+  rejectUnknownKeys('runnableTools', runnableOptions, runnableToolsOptionKeys);
   const { toolError } = runnableOptions;
   if (toolError !== undefined && typeof toolError !== 'function')
     throw new TypeError("toolError must be a class (the SDK's ToolError)");

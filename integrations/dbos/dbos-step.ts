@@ -6,6 +6,7 @@
 
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { isDispatchError, type Dispatcher } from '../../index.js';
+import { optionKeys } from '../../middleware/index.js';
 import { engineVerdict } from '../durable/engine-verdict.js';
 import {
   checkStepOptions,
@@ -33,6 +34,14 @@ export interface DbosStepOptions extends DurableStepOptions {
    */
   intervalSeconds?: number;
 }
+
+const dbosStepOptionKeys = optionKeys<DbosStepOptions>({
+  name: true,
+  keyTtlMs: true,
+  failures: true,
+  maxAttempts: true,
+  intervalSeconds: true,
+});
 
 /**
  * Runs `dispatcher.dispatch(tool, args)` as the DBOS step `name` of the current workflow: DBOS
@@ -70,7 +79,7 @@ export async function dbosStep(
   args: unknown,
   options: DbosStepOptions,
 ): Promise<unknown> {
-  const checked = checkStepOptions(dispatcher, tool, options);
+  const checked = checkStepOptions(dispatcher, tool, options, 'dbosStep', dbosStepOptionKeys);
   const { maxAttempts = 3, intervalSeconds = 1 } = options;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw new TypeError(`maxAttempts must be an integer >= 1, got ${String(maxAttempts)}`);

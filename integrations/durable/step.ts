@@ -4,6 +4,7 @@
  * @module
  */
 
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { engineVerdict } from './engine-verdict.js';
 import {
   DispatchError,
@@ -46,6 +47,13 @@ export interface DurableStepOptions {
   failures?: 'throw' | 'return';
 }
 
+/** The keys of `DurableStepOptions`, for an adapter's list of its own option keys. */
+export const durableStepOptionKeys = optionKeys<DurableStepOptions>({
+  name: true,
+  keyTtlMs: true,
+  failures: true,
+});
+
 /** An outcome as a journal keeps it: plain JSON, a success or a failure's envelope. */
 export type JournaledOutcome<Result = unknown> =
   | {
@@ -68,15 +76,18 @@ export interface CheckedStepOptions {
 }
 
 /**
- * Checks what every adapter takes; a `TypeError` naming the argument or option that is wrong.
+ * Checks what every adapter takes; a `TypeError` naming the argument or option that is wrong, or
+ * the nearest of `known` (the adapter's option keys) to a key it does not take.
  *
  * @example
- * const checked = checkStepOptions(dispatcher, 'payments.charge', { name: 'charge' }); // keyTtlMs: 86_400_000
+ * const checked = checkStepOptions(dispatcher, 'payments.charge', { name: 'charge' }, 'restateRun', durableStepOptionKeys);
  */
 export function checkStepOptions(
   dispatcher: Dispatcher,
   tool: StepTool,
   options: DurableStepOptions,
+  adapter: string,
+  known: readonly string[],
 ): CheckedStepOptions {
   if (typeof (dispatcher as { dispatch?: unknown } | null | undefined)?.dispatch !== 'function') {
     throw new TypeError('dispatcher must be a Dispatcher (createDispatcher(...))');
@@ -86,6 +97,7 @@ export function checkStepOptions(
     throw new TypeError('tool must be a tool name or the registered tool (registry.get(name))');
   }
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  rejectUnknownKeys(adapter, options, known);
   const { name, keyTtlMs = defaultKeyTtlMs, failures = 'throw' } = options;
   if (typeof name !== 'string' || name === '') throw new TypeError('name must be a non-empty string');
   if (!Number.isInteger(keyTtlMs) || keyTtlMs < 1) {

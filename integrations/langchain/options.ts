@@ -11,7 +11,13 @@ import type {
   ToolListing,
   ToolRegistry,
 } from '../../index.js';
-import { createNameMap, type NameMap, type NameMapOptions } from '../../middleware/index.js';
+import {
+  createNameMap,
+  type NameMap,
+  type NameMapOptions,
+  optionKeys,
+  rejectUnknownKeys,
+} from '../../middleware/index.js';
 
 /** What an `idempotencyScope` function is given: LangChain's runtime for the call. */
 export interface LangChainScopeRuntime {
@@ -68,6 +74,18 @@ export interface LangChainToolsOptions {
   approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
 
+const langChainToolsOptionKeys = optionKeys<LangChainToolsOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  budget: true,
+  timeoutMs: true,
+  maxLength: true,
+  approvals: true,
+});
+
 /** The checked options, with the name map built. */
 export interface Settings {
   readonly dispatcher: Pick<Dispatcher, 'dispatch' | 'dispatchJson'>;
@@ -88,6 +106,7 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${caller}() needs an options object, got ${String(options)}`);
   }
+  rejectUnknownKeys(caller, options, langChainToolsOptionKeys);
   const {
     registry,
     dispatcher,

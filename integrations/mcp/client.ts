@@ -22,7 +22,13 @@ import {
   type ToolContext,
   type ToolRegistry,
 } from '../../index.js';
-import { createNameMap, hasProgressListener, signalEndsWithAttempt } from '../../middleware/index.js';
+import {
+  createNameMap,
+  hasProgressListener,
+  signalEndsWithAttempt,
+  optionKeys,
+  rejectUnknownKeys,
+} from '../../middleware/index.js';
 import { idempotencyKeyMetaKey } from './envelope.js';
 import { callToolAsTask, canRunAsTask } from './import-tasks.js';
 import { asksForInput, currentInputRound, InputRequiredError, type InputRound } from './input-required.js';
@@ -56,6 +62,13 @@ export interface ImportedToolSettings {
   /** Whether a call needs approval (read by `approvalGate`); beats the tool's annotations. */
   requiresApproval?: boolean;
 }
+
+const importedToolSettingKeys = optionKeys<ImportedToolSettings>({
+  timeoutMs: true,
+  idempotent: true,
+  task: true,
+  requiresApproval: true,
+});
 
 /** Options for `importMcpTools`. */
 export interface ImportMcpToolsOptions {
@@ -146,6 +159,23 @@ export interface ImportMcpToolsOptions {
   onChange?: (names: ReadonlyMap<string, string>) => void;
 }
 
+const importMcpToolsOptionKeys = optionKeys<ImportMcpToolsOptions>({
+  prefix: true,
+  trustAnnotations: true,
+  rename: true,
+  include: true,
+  configure: true,
+  output: true,
+  reconnect: true,
+  validator: true,
+  timeoutSlackMs: true,
+  watchListChanged: true,
+  forwardIdempotencyKey: true,
+  taskThresholdMs: true,
+  onError: true,
+  onChange: true,
+});
+
 /** What `importMcpTools` resolves to: the live name map and the means to keep it current. */
 export interface ImportedMcpTools {
   /** Local registry name → remote tool name, kept current by `refresh()`. */
@@ -220,6 +250,7 @@ function importSettings(options: ImportMcpToolsOptions): Settings {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('importMcpTools() options must be an object');
   }
+  rejectUnknownKeys('importMcpTools', options, importMcpToolsOptionKeys);
   const {
     prefix,
     trustAnnotations = false,
@@ -481,6 +512,12 @@ class Importer {
 
   #definition(local: string, tool: McpTool) {
     const configured = this.settings.configure(tool) ?? {};
+    rejectUnknownKeys(
+      `importMcpTools() configure(${JSON.stringify(tool.name)})`,
+      configured,
+      importedToolSettingKeys,
+      'setting',
+    );
     const hinted = tool.annotations?.idempotentHint === true || tool.annotations?.readOnlyHint === true;
     const idempotent = configured.idempotent ?? (this.settings.trustAnnotations && hinted);
     return {

@@ -18,6 +18,7 @@ import {
   type McpServerFactory,
   type ServerEventBus,
 } from '@modelcontextprotocol/server';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { listenUrl } from './listen-url.js';
 
 /** Options for `listenMcp`. */
@@ -43,6 +44,13 @@ export interface ListenMcpOptions {
   bus?: ServerEventBus;
 }
 
+const listenMcpOptionKeys = optionKeys<ListenMcpOptions>({
+  url: true,
+  allowedOrigins: true,
+  onError: true,
+  bus: true,
+});
+
 /** A running listener. */
 export interface McpListener {
   /** The URL it serves, with the port it got. */
@@ -61,6 +69,8 @@ export interface McpListener {
  * console.error(`listening on ${listener.url}`);
  */
 export async function listenMcp(factory: McpServerFactory, options: ListenMcpOptions): Promise<McpListener> {
+  if (typeof options === 'object' && options !== null)
+    rejectUnknownKeys('listenMcp', options, listenMcpOptionKeys);
   const url = listenUrl(options.url);
   const { onError = () => {} } = options;
   const loopback = isLoopback(url.hostname);

@@ -38,6 +38,7 @@ import {
   type LogLevel,
   type Middleware,
 } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { importMcpTools, type ImportedMcpTools } from './client.js';
 import type { McpClient } from './sdk-client.js';
 import {
@@ -94,6 +95,15 @@ export interface McpProxyOptions {
   stores?: McpProxyStores;
 }
 
+const mcpProxyOptionKeys = optionKeys<McpProxyOptions>({
+  upstream: true,
+  config: true,
+  log: true,
+  logLevel: true,
+  info: true,
+  stores: true,
+});
+
 /** The stores a proxy shares with the other processes of a fleet. */
 export interface McpProxyStores {
   /**
@@ -107,6 +117,8 @@ export interface McpProxyStores {
    */
   circuit?: CircuitStore;
 }
+
+const mcpProxyStoreKeys = optionKeys<McpProxyStores>({ idempotency: true, circuit: true });
 
 /** A running proxy: serve `server` over a transport, `close()` to stop the upstream. */
 export interface McpProxy {
@@ -160,6 +172,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createMcpProxy() needs an options object with an upstream');
   }
+  rejectUnknownKeys('createMcpProxy', options, mcpProxyOptionKeys);
   const {
     upstream,
     config = {},
@@ -269,6 +282,7 @@ function checkOptions(log: unknown, logLevel: unknown, stores: unknown): void {
   if (typeof stores !== 'object' || stores === null) {
     throw new TypeError('createMcpProxy() stores must be an object');
   }
+  rejectUnknownKeys('createMcpProxy() stores', stores, mcpProxyStoreKeys, 'store');
 }
 
 function describeUpstream(info: { name: string; version: string } | undefined): string {
@@ -431,7 +445,7 @@ function proxyDispatcher(
   const stack = defaultStack({
     registry,
     breaker,
-    ...(approval === undefined ? {} : { approval }),
+    ...(approval === undefined ? {} : { approvals: approval }),
     ...(config.concurrency === undefined ? {} : { concurrency: { max: config.concurrency } }),
     ...(stores.idempotency === undefined ? {} : { idempotency: { store: stores.idempotency } }),
     retry: {

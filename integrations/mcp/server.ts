@@ -22,7 +22,7 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
-import { toObjectSchema } from '../../middleware/index.js';
+import { toObjectSchema, optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -68,6 +68,15 @@ export interface McpToolHints {
   annotations?: McpTool['annotations'];
 }
 
+const mcpToolHintKeys = optionKeys<McpToolHints>({
+  title: true,
+  readOnlyHint: true,
+  destructiveHint: true,
+  openWorldHint: true,
+  outputSchema: true,
+  annotations: true,
+});
+
 /** Options shared by `createMcpServer`, `registerMcpTools` and `toMcpTools`. */
 export interface McpToolsOptions {
   /** The tools to serve. */
@@ -84,6 +93,8 @@ export interface McpToolsOptions {
    */
   hints?: Readonly<Record<string, McpToolHints>> | ((toolName: string) => McpToolHints | undefined);
 }
+
+const mcpToolsOptionKeys = optionKeys<McpToolsOptions>({ registry: true, names: true, hints: true });
 
 /** Options for `registerMcpTools`. */
 export interface RegisterMcpToolsOptions extends McpToolsOptions {
@@ -131,6 +142,19 @@ export interface RegisterMcpToolsOptions extends McpToolsOptions {
   approvals?: Pick<ApprovalGate, 'approve' | 'deny'>;
 }
 
+const registerMcpToolsOptionKeys = optionKeys<RegisterMcpToolsOptions>({
+  registry: true,
+  names: true,
+  hints: true,
+  dispatcher: true,
+  pageSize: true,
+  maxMessageLength: true,
+  formatResult: true,
+  dispatchOptions: true,
+  tasks: true,
+  approvals: true,
+});
+
 /** Options for `createMcpServer`. */
 export interface CreateMcpServerOptions extends RegisterMcpToolsOptions {
   /** The server's name and version, as `initialize` reports them. */
@@ -138,6 +162,26 @@ export interface CreateMcpServerOptions extends RegisterMcpToolsOptions {
   /** Instructions for the client's model, as `initialize` reports them. */
   instructions?: string;
 }
+
+const dispatchOptionsKeys = optionKeys<NonNullable<RegisterMcpToolsOptions['dispatchOptions']>>({
+  budget: true,
+  timeoutMs: true,
+});
+
+const createMcpServerOptionKeys = optionKeys<CreateMcpServerOptions>({
+  registry: true,
+  names: true,
+  hints: true,
+  dispatcher: true,
+  pageSize: true,
+  maxMessageLength: true,
+  formatResult: true,
+  dispatchOptions: true,
+  tasks: true,
+  approvals: true,
+  info: true,
+  instructions: true,
+});
 
 /** Options for `toCallToolResult`. */
 export interface CallToolResultOptions {
@@ -161,7 +205,7 @@ const defaultPageSize = 100;
  * await server.connect(new StdioServerTransport());
  */
 export function createMcpServer(options: CreateMcpServerOptions): Server {
-  requireObject('createMcpServer', options);
+  requireObject('createMcpServer', options, createMcpServerOptionKeys);
   const { info, instructions } = options;
   if (
     typeof info !== 'object' ||
@@ -178,7 +222,7 @@ export function createMcpServer(options: CreateMcpServerOptions): Server {
     capabilities: { tools: { listChanged: true } },
     ...(instructions === undefined ? {} : { instructions }),
   });
-  registerMcpTools(server, options);
+  registerTools(server, options);
   return server;
 }
 
@@ -227,13 +271,18 @@ export function servesOneHttpRequest(server: Server): void {
  * await server.connect(transport);
  */
 export function registerMcpTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
+  requireObject('registerMcpTools', options, registerMcpToolsOptionKeys);
+  registerTools(server, options);
+}
+
+// `createMcpServer` checks its own (wider) set of keys, then adds the handlers here.
+function registerTools(server: Server | V1Server, options: RegisterMcpToolsOptions): void {
   const v2 = server instanceof Server;
   if (!v2 && (v1 === undefined || !(server instanceof v1.Server))) {
     throw new TypeError(
       'registerMcpTools() needs a low-level Server from @modelcontextprotocol/server (or @modelcontextprotocol/sdk/server)',
     );
   }
-  requireObject('registerMcpTools', options);
   const handlers = toolHandlers(options);
   if (server.transport !== undefined) {
     throw new TypeError(
@@ -717,6 +766,7 @@ function callSettings(options: RegisterMcpToolsOptions): CallSettings {
   if (typeof dispatchOptions !== 'object' || dispatchOptions === null) {
     throw new TypeError('registerMcpTools() dispatchOptions must be an object');
   }
+  rejectUnknownKeys('registerMcpTools() dispatchOptions', dispatchOptions, dispatchOptionsKeys);
   return { dispatcher, pageSize, maxMessageLength, formatResult, dispatchOptions };
 }
 
@@ -752,7 +802,7 @@ function sendableSuccess(
  * const tools = toMcpTools({ registry, hints: { 'db.get_user': { readOnlyHint: true } } });
  */
 export function toMcpTools(options: McpToolsOptions): McpTool[] {
-  requireObject('toMcpTools', options);
+  requireObject('toMcpTools', options, mcpToolsOptionKeys);
   return toolLookup('toMcpTools', options).tools();
 }
 
@@ -828,6 +878,12 @@ function toolLookup(caller: string, options: McpToolsOptions): Lookup {
   if (typeof hints !== 'function' && (typeof hints !== 'object' || hints === null)) {
     throw new TypeError(`${caller}() hints must be an object or a function`);
   }
+  if (typeof hints === 'object') {
+    for (const [toolName, hint] of Object.entries(hints)) {
+      if (typeof hint === 'object' && hint !== null)
+        rejectUnknownKeys(`${caller}() hints[${JSON.stringify(toolName)}]`, hint, mcpToolHintKeys, 'hint');
+    }
+  }
   const hintsFor = (toolName: string): McpToolHints | undefined =>
     typeof hints === 'function'
       ? hints(toolName)
@@ -894,8 +950,9 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return prototype === Object.prototype || prototype === null;
 }
 
-function requireObject(caller: string, options: unknown): void {
+function requireObject(caller: string, options: unknown, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${caller}() needs an options object with a registry`);
   }
+  rejectUnknownKeys(caller, options, known);
 }

@@ -12,6 +12,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/server';
 import type { IdempotencyStore } from '../../src/stores.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { isIdempotencyStore, taskStoreOn } from './idempotency-task-store.js';
 import { memoryTaskStore, type McpTaskRecord, type McpTaskStore } from './task-store.js';
 
@@ -45,6 +46,13 @@ export interface McpTasksOptions {
   ttlMs?: number;
 }
 
+const tasksOptionKeys = optionKeys<McpTasksOptions>({
+  store: true,
+  thresholdMs: true,
+  pollIntervalMs: true,
+  ttlMs: true,
+});
+
 /** What `tasks/get` answers: the task with `resultType: 'complete'`. */
 export type TaskAnswer = Omit<McpTaskRecord, 'argsDigest'> & { resultType: 'complete' };
 
@@ -65,6 +73,7 @@ export class McpTasks {
 
   constructor(options: McpTasksOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('tasks must be an object');
+    rejectUnknownKeys('tasks options', options, tasksOptionKeys);
     const {
       store = memoryTaskStore(),
       thresholdMs = 60_000,

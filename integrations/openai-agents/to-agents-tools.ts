@@ -18,6 +18,8 @@ import {
   createNameMap,
   toObjectSchema,
   type NameMapOptions,
+  optionKeys,
+  rejectUnknownKeys,
 } from '../../middleware/index.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
@@ -75,6 +77,19 @@ export interface AgentsToolsOptions {
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
 }
+
+const agentsToolsOptionKeys = optionKeys<AgentsToolsOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  names: true,
+  budget: true,
+  timeoutMs: true,
+  maxLength: true,
+  onOutcome: true,
+  approvals: true,
+});
 
 /**
  * The registry's tools as Agents SDK function tools: non-strict JSON Schema parameters (so the
@@ -191,6 +206,7 @@ function readOptions(options: AgentsToolsOptions): Settings {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`toAgentsTools() needs an options object, got ${String(options)}`);
   }
+  rejectUnknownKeys('toAgentsTools', options, agentsToolsOptionKeys);
   const {
     registry,
     dispatcher,

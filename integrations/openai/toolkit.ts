@@ -31,6 +31,7 @@ import {
   type JsonObjectSchema,
   type NameMap,
   type NameMapOptions,
+  optionKeys,
 } from '../../middleware/index.js';
 import { notOfferedName } from '../provider/not-offered.js';
 import { checkToolkitOptions, readRunOptions } from '../provider/options.js';
@@ -77,6 +78,16 @@ export interface OpenAIToolkitOptions {
    */
   maxMessageLength?: number;
 }
+
+const openAIToolkitOptionKeys = optionKeys<OpenAIToolkitOptions>({
+  registry: true,
+  dispatcher: true,
+  idempotencyScope: true,
+  keyByCallId: true,
+  strict: true,
+  names: true,
+  maxMessageLength: true,
+});
 
 /** Per-batch options of `runChatToolCalls` and `runResponsesCalls`. */
 export interface OpenAIRunOptions {
@@ -236,7 +247,7 @@ interface Toolkit {
 }
 
 function buildToolkit(options: OpenAIToolkitOptions): Toolkit {
-  checkToolkitOptions('createOpenAIToolkit()', options);
+  checkToolkitOptions('createOpenAIToolkit()', options, openAIToolkitOptionKeys);
   const {
     registry,
     dispatcher,

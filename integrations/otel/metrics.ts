@@ -14,7 +14,7 @@ import {
   type Observable,
 } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
-import { noop } from '../../middleware/index.js';
+import { noop, optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { genAi, isTerminal, metricToolName, ours, scopeName, scopeVersion } from './attributes.js';
 
 /** Options for `otelMetrics`. */
@@ -31,6 +31,8 @@ export interface OtelMetricsOptions {
    */
   toolType?: string;
 }
+
+const otelMetricsOptionKeys = optionKeys<OtelMetricsOptions>({ meter: true, toolType: true });
 
 /** The metric names `otelMetrics` reports. */
 export const metricNames = {
@@ -73,6 +75,7 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new TypeError(`otelMetrics() options must be an object, got ${String(options)}`);
   }
+  if (options !== undefined) rejectUnknownKeys('otelMetrics', options, otelMetricsOptionKeys);
   const { meter, toolType = 'function' } = options ?? {};
   if (
     meter !== undefined &&

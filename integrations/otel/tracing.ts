@@ -24,7 +24,7 @@ import {
   type Middleware,
   type Next,
 } from '../../index.js';
-import { noop, parseJsonArgs } from '../../middleware/index.js';
+import { noop, optionKeys, parseJsonArgs, rejectUnknownKeys } from '../../middleware/index.js';
 import {
   attributeText,
   genAi,
@@ -83,6 +83,16 @@ export interface OtelTracingOptions {
   mode?: 'child' | 'enrich';
 }
 
+const otelTracingOptionKeys = optionKeys<OtelTracingOptions>({
+  tracer: true,
+  recordArguments: true,
+  recordResults: true,
+  spanName: true,
+  toolType: true,
+  maxAttributeLength: true,
+  mode: true,
+});
+
 /**
  * Traces each dispatch as a GenAI `execute_tool {gen_ai.tool.name}` span (kind INTERNAL) and runs
  * the inner layers, the handler included, inside it, so the handler's own spans are its children.
@@ -103,6 +113,7 @@ export function otelTracing(options?: OtelTracingOptions): Middleware {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new TypeError(`otelTracing() options must be an object, got ${String(options)}`);
   }
+  if (options !== undefined) rejectUnknownKeys('otelTracing', options, otelTracingOptionKeys);
   const {
     tracer = trace.getTracer(scopeName, scopeVersion),
     recordArguments = false,

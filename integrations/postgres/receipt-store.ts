@@ -4,6 +4,7 @@
  * @module
  */
 
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { storeUnavailable, type ReceiptQuery, type ReceiptStore } from '../../src/stores.js';
 import { defaultReceiptTable, receiptTable, receiptTableSql } from './table-sql.js';
 import { ReceiptQueries } from './queries.js';
@@ -46,6 +47,11 @@ export interface PostgresReceiptStoreOptions {
   createTable?: boolean;
 }
 
+const postgresReceiptStoreOptionKeys = optionKeys<PostgresReceiptStoreOptions>({
+  table: true,
+  createTable: true,
+});
+
 /**
  * A `ReceiptStore` on PostgreSQL: `record` is one upsert (the latest record of a key wins, as
  * the seam says; records sent together go in one statement), `get` one lookup by key, `list` the
@@ -71,6 +77,7 @@ export function postgresReceiptStore(
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('postgresReceiptStore options must be an object');
   }
+  rejectUnknownKeys('postgresReceiptStore', options, postgresReceiptStoreOptionKeys);
   const { table = defaultReceiptTable, createTable = false } = options;
   const { quoted } = receiptTable(table);
   if (typeof createTable !== 'boolean') {

@@ -5,6 +5,7 @@
  */
 
 import { createBudget, type Budget, type DispatchOptions } from '../../index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 
 /** The options both provider toolkits take. */
 export interface ProviderToolkitBase {
@@ -24,6 +25,14 @@ export interface ProviderRunOptions {
   approvals?: Readonly<Record<string, string | { approvedBy: string }>> | undefined;
 }
 
+const runOptionKeys = optionKeys<ProviderRunOptions>({
+  signal: true,
+  budget: true,
+  timeoutMs: true,
+  idempotencyScope: true,
+  approvals: true,
+});
+
 /** A batch's dispatch options, its idempotency scope and its approvals by call id. */
 export interface ProviderRun {
   options: DispatchOptions;
@@ -32,15 +41,21 @@ export interface ProviderRun {
 }
 
 /**
- * Checks the options a provider toolkit shares with the other one.
+ * Checks the options a provider toolkit shares with the other one, and that it has no key outside
+ * `known` (the toolkit's own option keys).
  *
  * @example
- * checkToolkitOptions('createOpenAIToolkit()', options);
+ * checkToolkitOptions('createOpenAIToolkit()', options, openAIToolkitOptionKeys);
  */
-export function checkToolkitOptions(factory: string, options: ProviderToolkitBase): void {
+export function checkToolkitOptions(
+  factory: string,
+  options: ProviderToolkitBase,
+  known: readonly string[],
+): void {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${factory} needs an options object with a registry and a dispatcher`);
   }
+  rejectUnknownKeys(factory, options, known);
   const { registry, dispatcher, idempotencyScope, keyByCallId = false, maxMessageLength = 2000 } = options;
   if (typeof (registry as { list?: unknown } | undefined)?.list !== 'function')
     throw new TypeError('registry must be a ToolRegistry (something with list())');
@@ -72,6 +87,7 @@ export function readRunOptions(
   if (options === undefined) return { options: {}, scope: defaultScope };
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`run options must be an object, got ${String(options)}`);
+  rejectUnknownKeys('run options', options, runOptionKeys);
   const { signal, budget, timeoutMs, idempotencyScope, approvals } = options;
   if (approvals !== undefined && (typeof approvals !== 'object' || approvals === null)) {
     throw new TypeError(`approvals must be an object of ${ids} to approval tokens`);

@@ -14,6 +14,7 @@ import type {
 } from '../../middleware/index.js';
 import { num, runScript, text } from './call.js';
 import { defineScript, type StoreClient } from './client.js';
+import { optionKeys } from '../../middleware/index.js';
 import { requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 
 /** Options for `redisApprovalStore`. */
@@ -36,6 +37,12 @@ export interface RedisApprovalStoreOptions {
    */
   maxResultBytes?: number;
 }
+
+const redisApprovalStoreOptionKeys = optionKeys<RedisApprovalStoreOptions>({
+  prefix: true,
+  storeTimeoutMs: true,
+  maxResultBytes: true,
+});
 
 const serverTime = `
 local clock = redis.call('TIME')
@@ -144,7 +151,7 @@ export function redisApprovalStore(
   options: RedisApprovalStoreOptions = {},
 ): ApprovalStore {
   requireClient(redis, 'redisApprovalStore');
-  requireOptions(options, 'redisApprovalStore');
+  requireOptions(options, 'redisApprovalStore', redisApprovalStoreOptionKeys);
   const prefix = requirePrefix(options.prefix ?? 'td');
   const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);
   const maxResultBytes = requireMs('maxResultBytes', options.maxResultBytes ?? 1_048_576);

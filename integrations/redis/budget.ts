@@ -6,7 +6,8 @@
 import { storeUnavailable, type StoreBudget } from '../../src/stores.js';
 import { num, runScript } from './call.js';
 import type { StoreClient } from './client.js';
-import { newToken, requireClient, requireMs, requirePrefix } from './options.js';
+import { optionKeys } from '../../middleware/index.js';
+import { newToken, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 import { createBudgetScript, takeBudgetScript } from './scripts.js';
 
 /** Options for `redisBudget`. */
@@ -32,6 +33,14 @@ export interface RedisBudgetOptions {
   storeTimeoutMs?: number;
 }
 
+const redisBudgetOptionKeys = optionKeys<RedisBudgetOptions>({
+  id: true,
+  limit: true,
+  prefix: true,
+  ttlMs: true,
+  storeTimeoutMs: true,
+});
+
 /**
  * Creates (or joins) a tool-call budget in Redis and resolves to a `Budget` whose `tryConsume`
  * is one resend-safe script per attempt: atomic across workers, never overspent. When Redis
@@ -47,6 +56,7 @@ export async function redisBudget(redis: StoreClient, options: RedisBudgetOption
   requireClient(redis, 'redisBudget');
   if (typeof options !== 'object' || options === null)
     throw new TypeError('redisBudget: options must be an object');
+  requireOptions(options, 'redisBudget', redisBudgetOptionKeys);
   const { id } = options;
   if (typeof id !== 'string' || id === '') throw new TypeError('id must be a non-empty string');
   const requested = requireMs('limit', options.limit, 0);

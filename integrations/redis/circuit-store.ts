@@ -7,6 +7,7 @@ import type { CircuitRecord, CircuitStore, CircuitStoreState, CircuitView } from
 import { num, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';
+import { optionKeys } from '../../middleware/index.js';
 import { newToken, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 import { casCircuitScript, failureScript, readCircuitScript } from './scripts.js';
 
@@ -40,6 +41,14 @@ export interface RedisCircuitStoreOptions {
    */
   maxMirrored?: number;
 }
+
+const redisCircuitStoreOptionKeys = optionKeys<RedisCircuitStoreOptions>({
+  prefix: true,
+  mirrorTtlMs: true,
+  idleTtlMs: true,
+  storeTimeoutMs: true,
+  maxMirrored: true,
+});
 
 interface Mirrored {
   view: CircuitView;
@@ -85,7 +94,7 @@ function viewOf(reply: unknown): CircuitView {
  */
 export function redisCircuitStore(redis: StoreClient, options: RedisCircuitStoreOptions = {}): CircuitStore {
   requireClient(redis, 'redisCircuitStore');
-  requireOptions(options, 'redisCircuitStore');
+  requireOptions(options, 'redisCircuitStore', redisCircuitStoreOptionKeys);
   const prefix = requirePrefix(options.prefix ?? 'td');
   const mirrorTtlMs = requireMs('mirrorTtlMs', options.mirrorTtlMs ?? 1_000);
   const idleTtlMs = requireMs('idleTtlMs', options.idleTtlMs ?? 86_400_000);

@@ -4,7 +4,7 @@
  */
 
 import { DispatchError } from '../../index.js';
-import { noop } from '../../middleware/index.js';
+import { noop, optionKeys } from '../../middleware/index.js';
 import {
   storeUnavailable,
   type IdempotencyClaim,
@@ -109,6 +109,19 @@ export interface RedisIdempotencyStoreOptions {
   deserialize?: (text: string) => unknown;
 }
 
+const redisIdempotencyStoreOptionKeys = optionKeys<RedisIdempotencyStoreOptions>({
+  prefix: true,
+  leaseMs: true,
+  storeTimeoutMs: true,
+  pollMs: true,
+  onStoreReset: true,
+  resetWindowMs: true,
+  maxResultBytes: true,
+  receiptTtlMs: true,
+  serialize: true,
+  deserialize: true,
+});
+
 /** The Redis idempotency store, with a way to stop its listeners. */
 export interface RedisIdempotencyStore extends IdempotencyStore {
   /** Stops listening for pub/sub messages and wakes every waiter; leases are left to expire. */
@@ -177,7 +190,7 @@ export function redisIdempotencyStore(
   options: RedisIdempotencyStoreOptions = {},
 ): RedisIdempotencyStore {
   requireClient(redis, 'redisIdempotencyStore');
-  requireOptions(options, 'redisIdempotencyStore');
+  requireOptions(options, 'redisIdempotencyStore', redisIdempotencyStoreOptionKeys);
   const prefix = requirePrefix(options.prefix ?? 'td');
   const leaseMs = requireMs('leaseMs', options.leaseMs ?? 10_000);
   const timeoutMs = requireMs('storeTimeoutMs', options.storeTimeoutMs ?? 1_000);

@@ -3,6 +3,7 @@
  * @module
  */
 
+import { rejectUnknownKeys } from '../../middleware/index.js';
 import type { StoreClient } from './client.js';
 
 export function requireClient(redis: unknown, factory: string): asserts redis is StoreClient {
@@ -11,10 +12,12 @@ export function requireClient(redis: unknown, factory: string): asserts redis is
   }
 }
 
-export function requireOptions(options: unknown, factory: string): void {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+export function requireOptions(options: unknown, factory: string, known: readonly string[]): void {
+  if (options === undefined) return;
+  if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${factory}: options must be an object`);
   }
+  rejectUnknownKeys(factory, options, known);
 }
 
 export function requirePrefix(prefix: unknown): string {

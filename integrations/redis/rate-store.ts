@@ -8,7 +8,8 @@ import type { RateBucket, RateGrant, RateStore, WindowReservation, WindowStore }
 import { storeUnavailable } from '../../src/stores.js';
 import { num, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
-import { newToken, requireClient, requireMs, requirePrefix } from './options.js';
+import { optionKeys } from '../../middleware/index.js';
+import { newToken, requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 import {
   rateAcquireScript,
   rateCancelScript,
@@ -32,14 +33,14 @@ export interface RedisLimitStoreOptions {
   storeTimeoutMs?: number;
 }
 
+const redisLimitStoreOptionKeys = optionKeys<RedisLimitStoreOptions>({ prefix: true, storeTimeoutMs: true });
+
 // Lua has no Infinity: a wait this long is as good as none allowed.
 const longestMs = 1e12;
 
 function settingsOf(redis: StoreClient, options: RedisLimitStoreOptions | undefined, factory: string) {
   requireClient(redis, factory);
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new TypeError(`${factory}: options must be an object`);
-  }
+  requireOptions(options, factory, redisLimitStoreOptionKeys);
   return {
     prefix: requirePrefix(options?.prefix ?? 'td'),
     timeoutMs: requireMs('storeTimeoutMs', options?.storeTimeoutMs ?? 1_000),

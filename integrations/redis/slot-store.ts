@@ -4,7 +4,7 @@
  */
 
 import { DispatchError, isDispatchError } from '../../index.js';
-import { noop } from '../../middleware/index.js';
+import { noop, optionKeys } from '../../middleware/index.js';
 import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } from '../../src/stores.js';
 import { num, renewableInTime, runScript } from './call.js';
 import type { StoreClient } from './client.js';
@@ -55,6 +55,16 @@ export interface RedisSlotStoreOptions {
   onStoreError?: 'fail' | 'local';
 }
 
+const redisSlotStoreOptionKeys = optionKeys<RedisSlotStoreOptions>({
+  pool: true,
+  max: true,
+  prefix: true,
+  leaseMs: true,
+  storeTimeoutMs: true,
+  pollMs: true,
+  onStoreError: true,
+});
+
 class RedisPermit implements SlotPermit {
   released = false;
   readonly signal: AbortSignal;
@@ -99,7 +109,7 @@ export function redisSlotStore(redis: StoreClient, options: RedisSlotStoreOption
   requireClient(redis, 'redisSlotStore');
   if (typeof options !== 'object' || options === null)
     throw new TypeError('redisSlotStore: options must be an object');
-  requireOptions(options, 'redisSlotStore');
+  requireOptions(options, 'redisSlotStore', redisSlotStoreOptionKeys);
   const { pool } = options;
   if (typeof pool !== 'string' || pool === '') throw new TypeError('pool must be a non-empty string');
   const max = requireMs('max', options.max, 1);

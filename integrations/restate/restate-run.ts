@@ -8,6 +8,7 @@ import { type Context, RetryableError, TerminalError } from '@restatedev/restate
 import type { DispatchError, Dispatcher } from '../../index.js';
 import {
   checkStepOptions,
+  durableStepOptionKeys,
   runStepDispatch,
   stepResult,
   type DurableStepOptions,
@@ -61,7 +62,7 @@ export async function restateRun(
   args: unknown,
   options: RestateRunOptions,
 ): Promise<unknown> {
-  const checked = checkStepOptions(dispatcher, tool, options);
+  const checked = checkStepOptions(dispatcher, tool, options, 'restateRun', durableStepOptionKeys);
   requireRestateContext(ctx);
   const request = ctx.request();
   const key = `restate:${request.id}:${checked.name}`;

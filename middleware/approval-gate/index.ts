@@ -6,7 +6,7 @@
 import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
 import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { optionsObject, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireNumber } from '../kit.js';
 import {
   ApprovalLoop,
   type ApprovalAction,
@@ -59,6 +59,16 @@ export interface ApprovalGateOptions {
   decide?: (call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>;
 }
 
+const approvalGateOptionKeys = optionKeys<ApprovalGateOptions>({
+  registry: true,
+  mode: true,
+  fallback: true,
+  overrides: true,
+  store: true,
+  ttlMs: true,
+  decide: true,
+});
+
 /** Options for `gate.evaluate`. */
 export interface EvaluateOptions {
   /** The call's id. */
@@ -100,12 +110,12 @@ const gateChecks = new WeakMap<Middleware, GateCheck>();
  * @throws TypeError for a bad `mode`, `fallback`, `overrides`, `store`, `ttlMs` or `decide`.
  * @example
  * const gate = approvalGate({ registry, overrides: { 'fs.read': false } });
- * const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+ * const dispatcher = createDispatcher(defaultStack({ registry, approvals: gate }));
  * const out = await dispatcher.dispatch('payments.refund', args, { idempotencyKey: 'r-7' });
  * if (!out.ok && out.approval) await gate.approve(out.approval.token, { by: 'ana' });
  */
 export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
-  const given = optionsObject('approvalGate', options);
+  const given = optionsObject('approvalGate', options, approvalGateOptionKeys);
   const policy = policyOf(given);
   const { registry } = given;
   if (registry !== undefined && typeof registry?.get !== 'function') {

@@ -4,7 +4,7 @@
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import { optionsObject, requireClock, requireInteger } from '../kit.js';
+import { optionsObject, requireClock, requireInteger, optionKeys } from '../kit.js';
 import type {
   ApprovalAnswer,
   ApprovalRecord,
@@ -28,6 +28,11 @@ export interface MemoryApprovalStoreOptions {
   clock?: Pick<Clock, 'now'>;
 }
 
+const memoryApprovalStoreOptionKeys = optionKeys<MemoryApprovalStoreOptions>({
+  maxEntries: true,
+  clock: true,
+});
+
 /**
  * An approval store in this process's memory: for one process, and for tests.
  *
@@ -35,7 +40,11 @@ export interface MemoryApprovalStoreOptions {
  * const gate = approvalGate({ registry, store: memoryApprovalStore() });
  */
 export function memoryApprovalStore(options?: MemoryApprovalStoreOptions): ApprovalStore {
-  const { maxEntries = 10_000, clock = systemClock } = optionsObject('memoryApprovalStore', options);
+  const { maxEntries = 10_000, clock = systemClock } = optionsObject(
+    'memoryApprovalStore',
+    options,
+    memoryApprovalStoreOptionKeys,
+  );
   requireInteger('maxEntries', maxEntries, 1);
   requireClock(clock, ['now']);
   return new MemoryApprovalStore(maxEntries, clock);

@@ -5,7 +5,14 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { DispatchError } from '../../src/errors.js';
-import { optionsObject, requireFunction, requireInteger, requireNumber, requireClock } from '../kit.js';
+import {
+  optionKeys,
+  optionsObject,
+  requireFunction,
+  requireInteger,
+  requireNumber,
+  requireClock,
+} from '../kit.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { CircuitStore } from '../../src/stores.js';
@@ -45,6 +52,18 @@ export interface CircuitBreakerOptions {
   /** With a `store`: how long a half-open probe holds its lease, in ms. @default 10_000 */
   probeLeaseMs?: number;
 }
+
+const circuitBreakerOptionKeys = optionKeys<CircuitBreakerOptions>({
+  failureThreshold: true,
+  windowMs: true,
+  cooldownMs: true,
+  halfOpenMaxCalls: true,
+  isFailure: true,
+  key: true,
+  clock: true,
+  store: true,
+  probeLeaseMs: true,
+});
 
 /** The circuit breaker middleware, with a look at its circuits. */
 export interface CircuitBreakerMiddleware extends Middleware {
@@ -90,7 +109,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     clock = systemClock,
     store,
     probeLeaseMs = 10_000,
-  } = optionsObject('circuitBreaker', options);
+  } = optionsObject('circuitBreaker', options, circuitBreakerOptionKeys);
   requireInteger('failureThreshold', failureThreshold, 1);
   requireNumber('windowMs', windowMs, 0, { exclusive: true, allowInfinity: true });
   requireNumber('cooldownMs', cooldownMs, 0, { exclusive: true });

@@ -6,6 +6,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { CircuitRecord, CircuitStore, CircuitView } from '../../src/stores.js';
+import { optionKeys, optionsObject } from '../kit.js';
 
 /** A `CircuitStore` that answers every method at once, without a promise. */
 export interface MemoryCircuitStore extends CircuitStore {
@@ -31,6 +32,8 @@ export interface MemoryCircuitStoreOptions {
   /** The time source of the store's timebase (`CircuitView.now`). @default systemClock */
   clock?: Pick<Clock, 'now'>;
 }
+
+const memoryCircuitStoreOptionKeys = optionKeys<MemoryCircuitStoreOptions>({ clock: true });
 
 // Bounds one circuit's failure window however long `windowMs` is: a window this full has
 // long passed any sensible threshold.
@@ -59,7 +62,7 @@ class Circuit {
  * const view = circuits.read('search.web'); // { record: undefined, version: 0, failures: 0, now }
  */
 export function memoryCircuitStore(options: MemoryCircuitStoreOptions = {}): MemoryCircuitStore {
-  const { clock = systemClock } = options;
+  const { clock = systemClock } = optionsObject('memoryCircuitStore', options, memoryCircuitStoreOptionKeys);
   if (typeof clock?.now !== 'function') throw new TypeError('clock must have now()');
   const circuits = new Map<string, Circuit>();
 

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { optionsObject, requireClock, requireFunction, requireInteger } from '../kit.js';
+import { optionKeys, optionsObject, requireClock, requireFunction, requireInteger } from '../kit.js';
 import type { SlotStore } from '../../src/stores.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
@@ -45,6 +45,15 @@ export interface ConcurrencyLimitOptions {
   /** The time source for `waitedMs`, and the timers that renew a store permit. @default systemClock */
   clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimeout' | 'clearTimeout'>>;
 }
+
+const concurrencyLimitOptionKeys = optionKeys<ConcurrencyLimitOptions>({
+  max: true,
+  key: true,
+  maxQueue: true,
+  store: true,
+  onStoreError: true,
+  clock: true,
+});
 
 /** How busy a concurrency layer is right now. */
 export interface ConcurrencyLoad {
@@ -88,7 +97,7 @@ export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
     clock = systemClock,
     store,
     onStoreError = 'fail',
-  } = optionsObject('concurrencyLimit', options);
+  } = optionsObject('concurrencyLimit', options, concurrencyLimitOptionKeys);
   requireInteger('max', max, 1);
   if (key !== undefined) requireFunction('key', key);
   if (maxQueue !== Infinity) requireInteger('maxQueue', maxQueue, 0);

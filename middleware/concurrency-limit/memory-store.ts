@@ -4,6 +4,7 @@
  */
 
 import { FifoSemaphore } from './fifo-semaphore.js';
+import { optionKeys, optionsObject } from '../kit.js';
 import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
 
 /** Options for `memorySlotStore`. */
@@ -13,6 +14,8 @@ export interface MemorySlotStoreOptions {
   /** The pool's name, as `SlotStore.pool` reports it. @default 'default' */
   pool?: string;
 }
+
+const memorySlotStoreOptionKeys = optionKeys<MemorySlotStoreOptions>({ max: true, pool: true });
 
 // A holder in this process cannot crash without the store going too: memory permits never
 // lapse, so they share one signal that never aborts and need no renewal.
@@ -86,7 +89,7 @@ export class MemorySlotStore implements SlotStore {
  * if (permit !== undefined) slots.release(permit);
  */
 export function memorySlotStore(options: MemorySlotStoreOptions = {}): SlotStore {
-  const { max = 8, pool = 'default' } = options;
+  const { max = 8, pool = 'default' } = optionsObject('memorySlotStore', options, memorySlotStoreOptionKeys);
   if (!Number.isInteger(max) || max < 1)
     throw new TypeError(`max must be an integer >= 1, got ${String(max)}`);
   if (typeof pool !== 'string' || pool === '') throw new TypeError('pool must be a non-empty string');

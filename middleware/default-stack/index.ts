@@ -21,6 +21,7 @@ import { gateCheckOf } from '../approval-gate/index.js';
 import { checkContract } from '../output-contract.js';
 import { outputStepOf, type OutputStep } from '../output-guard/index.js';
 import { fusedDefaultStack } from './fused.js';
+import { optionKeys, rejectUnknownKeys } from '../kit.js';
 
 /** Options for `defaultStack`: the registry, and each layer's own options. */
 export interface DefaultStackOptions {
@@ -42,11 +43,31 @@ export interface DefaultStackOptions {
   windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
-  /** An `approvalGate()`, placed after schema validation and before the budget guard. */
+  /**
+   * An `approvalGate()`, placed after schema validation and before the budget guard: the spelling
+   * every host bridge uses (`toAiSdkTools({ approvals })`, `createMcpServer({ approvals })`…).
+   */
+  approvals?: Middleware;
+  /** @deprecated The old spelling of `approvals`; it still works (give one of the two). */
   approval?: Middleware;
   /** An `outputGuard()`, placed right inside error mapping. */
   output?: Middleware;
 }
+
+const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
+  registry: true,
+  schema: true,
+  idempotency: true,
+  concurrency: true,
+  breaker: true,
+  retry: true,
+  rateLimit: true,
+  windowedBudget: true,
+  timeout: true,
+  approvals: true,
+  approval: true,
+  output: true,
+});
 
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
@@ -63,7 +84,7 @@ export interface DefaultStackOptions {
  *   rateLimit: { key: (ctx) => `search:${ctx.options.tenant}`, rate: 5, intervalMs: 1_000 },
  *   windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 10_000, windowMs: 86_400_000 } });
  * @example
- * defaultStack({ registry, approval: approvalGate({ registry }), output: outputGuard({ maxChars: 8_000 }) });
+ * defaultStack({ registry, approvals: approvalGate({ registry }), output: outputGuard({ maxChars: 8_000 }) });
  * @example
  * defaultStack({ registry, idempotency: { store: redisIdempotencyStore(redis) },
  *   concurrency: { max: 8, store: redisSlotStore(redis, { pool: 'billing-api', max: 16 }) } });
@@ -72,14 +93,16 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('defaultStack() needs an options object with a registry');
   }
-  const { breaker, approval, output } = options;
+  rejectUnknownKeys('defaultStack', options, defaultStackOptionKeys);
+  const { breaker, output } = options;
+  const approval = approvalGateOf(options);
   if (breaker !== undefined && typeof breaker !== 'function') {
     throw new TypeError('defaultStack() breaker must be a middleware function');
   }
   const timeout = createTimeout(options.timeout);
   const gateCheck = approval === undefined ? undefined : gateCheckOf(approval);
   if (approval !== undefined && gateCheck === undefined) {
-    throw new TypeError('defaultStack() approval must be an approvalGate()');
+    throw new TypeError('defaultStack() approvals must be an approvalGate()');
   }
   const outputStep = output === undefined ? undefined : outputStepOf(output);
   if (output !== undefined && outputStep === undefined) {
@@ -118,6 +141,16 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   ];
   fuseLayers(layers, fusedDefaultStack(parts));
   return layers;
+}
+
+// `approval` is the old spelling: before both were read, a bridge-style `approvals` here was silently ignored.
+function approvalGateOf({ approvals, approval }: DefaultStackOptions): Middleware | undefined {
+  if (approvals !== undefined && approval !== undefined && approvals !== approval) {
+    throw new TypeError(
+      'defaultStack() takes one approval gate: give approvals (approval is its old spelling)',
+    );
+  }
+  return approvals ?? approval;
 }
 
 function listOf<Options>(given: Options | readonly Options[] | undefined): readonly Options[] {

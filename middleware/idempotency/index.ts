@@ -6,7 +6,7 @@
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import { optionsObject, requireInteger, requireNumber, requireClock } from '../kit.js';
+import { optionKeys, optionsObject, requireInteger, requireNumber, requireClock } from '../kit.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import type { IdempotencyStore, ReceiptStore } from '../../src/stores.js';
@@ -55,6 +55,14 @@ export interface IdempotencyOptions {
   receipts?: ReceiptStore;
 }
 
+const idempotencyOptionKeys = optionKeys<IdempotencyOptions>({
+  ttlMs: true,
+  maxEntries: true,
+  clock: true,
+  store: true,
+  receipts: true,
+});
+
 /** What an idempotency layer holds right now. */
 export interface IdempotencySize {
   /** Successes cached (expired ones not yet evicted included); 0 with a `store`, which keeps them. */
@@ -89,7 +97,7 @@ export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware
     clock = systemClock,
     store,
     receipts,
-  } = optionsObject('idempotency', options);
+  } = optionsObject('idempotency', options, idempotencyOptionKeys);
   requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
   requireInteger('maxEntries', maxEntries, 1);
   requireClock(clock, ['now']);

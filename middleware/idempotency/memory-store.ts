@@ -5,7 +5,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
-import { requireClock, requireInteger, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
 import { memoryReceiptStore, type MemoryReceiptStore } from './receipts.js';
 import { SuccessCache, type CachedSuccess } from './success-cache.js';
 import type {
@@ -44,6 +44,13 @@ export interface MemoryIdempotencyStoreOptions {
    */
   clock?: Clock;
 }
+
+const memoryIdempotencyStoreOptionKeys = optionKeys<MemoryIdempotencyStoreOptions>({
+  maxEntries: true,
+  leaseMs: true,
+  receiptTtlMs: true,
+  clock: true,
+});
 
 /** The memory idempotency store, with a look at its size. */
 export interface MemoryIdempotencyStore extends IdempotencyStore {
@@ -121,7 +128,12 @@ class MemoryLease implements IdempotencyLease {
  * const claim = store.claim('order-1', 'v1:1a:2b'); // { kind: 'lead', lease }
  */
 export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = {}): MemoryIdempotencyStore {
-  const { maxEntries = 10_000, leaseMs = Infinity, receiptTtlMs, clock = systemClock } = options;
+  const {
+    maxEntries = 10_000,
+    leaseMs = Infinity,
+    receiptTtlMs,
+    clock = systemClock,
+  } = optionsObject('memoryIdempotencyStore', options, memoryIdempotencyStoreOptionKeys);
   requireInteger('maxEntries', maxEntries, 1);
   requireNumber('leaseMs', leaseMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);

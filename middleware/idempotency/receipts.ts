@@ -6,7 +6,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { Receipt, ReceiptQuery, ReceiptStore } from '../../src/stores.js';
-import { optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
 
 /** Options for `memoryReceiptStore`. */
 export interface MemoryReceiptStoreOptions {
@@ -28,6 +28,12 @@ export interface MemoryReceiptStoreOptions {
    */
   clock?: Pick<Clock, 'now'>;
 }
+
+const memoryReceiptStoreOptionKeys = optionKeys<MemoryReceiptStoreOptions>({
+  ttlMs: true,
+  maxEntries: true,
+  clock: true,
+});
 
 /** The memory receipt store: every method answers at once. */
 export interface MemoryReceiptStore extends ReceiptStore {
@@ -54,7 +60,7 @@ export function memoryReceiptStore(options?: MemoryReceiptStoreOptions): MemoryR
     ttlMs = 86_400_000,
     maxEntries = 10_000,
     clock = systemClock,
-  } = optionsObject('memoryReceiptStore', options);
+  } = optionsObject('memoryReceiptStore', options, memoryReceiptStoreOptionKeys);
   requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
   requireInteger('maxEntries', maxEntries, 1);
   requireClock(clock, ['now']);

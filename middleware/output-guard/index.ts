@@ -7,7 +7,7 @@
 import { toJsonSafe } from '../../src/json-safe.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, ModelCopy, Next } from '../../src/types.js';
-import { isThenable, optionsObject } from '../kit.js';
+import { isThenable, optionKeys, optionsObject } from '../kit.js';
 import type { SpillStore } from './spill-store.js';
 
 /** Options for `outputGuard`. */
@@ -21,6 +21,8 @@ export interface OutputGuardOptions {
   /** Where the whole (redacted) result of a cut call is kept; its handle is in the notice. */
   spill?: SpillStore;
 }
+
+const outputGuardOptionKeys = optionKeys<OutputGuardOptions>({ maxChars: true, spill: true });
 
 /** The output guard: a layer, and the step the default stack's fast runner calls after a success. */
 export interface OutputGuardMiddleware extends Middleware {
@@ -48,7 +50,7 @@ const guardSteps = new WeakMap<Middleware, OutputStep>();
  * createDispatcher(defaultStack({ registry, output: outputGuard({ maxChars: 8_000, spill }) }));
  */
 export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware {
-  const { maxChars = 8_000, spill } = optionsObject('outputGuard', options);
+  const { maxChars = 8_000, spill } = optionsObject('outputGuard', options, outputGuardOptionKeys);
   if (
     typeof maxChars !== 'number' ||
     !(maxChars >= 200) ||

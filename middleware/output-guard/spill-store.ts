@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { MaybePromise } from '../../src/stores.js';
-import { optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
 
 /** Keeps whole results behind handles. */
 export interface SpillStore {
@@ -35,6 +35,12 @@ export interface MemorySpillStoreOptions {
   clock?: Pick<Clock, 'now'>;
 }
 
+const memorySpillStoreOptionKeys = optionKeys<MemorySpillStoreOptions>({
+  ttlMs: true,
+  maxEntries: true,
+  clock: true,
+});
+
 /**
  * A spill store in this process's memory, answering synchronously: handles are `spill:` and 24
  * random characters, values expire after `ttlMs`.
@@ -49,7 +55,7 @@ export function memorySpillStore(options?: MemorySpillStoreOptions): SpillStore 
     ttlMs = 600_000,
     maxEntries = 100,
     clock = systemClock,
-  } = optionsObject('memorySpillStore', options);
+  } = optionsObject('memorySpillStore', options, memorySpillStoreOptionKeys);
   requireNumber('ttlMs', ttlMs, 0, { exclusive: true, allowInfinity: true });
   requireInteger('maxEntries', maxEntries, 1);
   requireClock(clock, ['now']);

@@ -13,6 +13,7 @@ import {
   cancelled,
   isThenable,
   noop,
+  optionKeys,
   optionsObject,
   raceAbort,
   requireClock,
@@ -70,6 +71,18 @@ export interface RateLimitOptions {
    */
   clock?: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 }
+
+const rateLimitOptionKeys = optionKeys<RateLimitOptions>({
+  key: true,
+  rate: true,
+  intervalMs: true,
+  burst: true,
+  cost: true,
+  maxWaitMs: true,
+  store: true,
+  onStoreError: true,
+  clock: true,
+});
 
 /** What a fast runner took from a limiter for one attempt. */
 export interface RateTicket {
@@ -147,7 +160,7 @@ interface Settings {
 }
 
 function checkOptions(options: RateLimitOptions): Settings {
-  const given = optionsObject('rateLimit', options);
+  const given = optionsObject('rateLimit', options, rateLimitOptionKeys);
   const { key, rate, intervalMs = 1_000, cost = 1, maxWaitMs = 5_000, store, onStoreError = 'fail' } = given;
   const { clock = systemClock } = given;
   if (key !== undefined) requireFunction('key', key);

@@ -5,7 +5,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { RateBucket, RateGrant, RateStore } from '../../src/stores.js';
-import { requireClock } from '../kit.js';
+import { optionKeys, optionsObject, requireClock } from '../kit.js';
 import { SweptMap } from '../swept-map.js';
 
 /** Options for `memoryRateStore`. */
@@ -16,6 +16,8 @@ export interface MemoryRateStoreOptions {
    */
   clock?: Pick<Clock, 'now'>;
 }
+
+const memoryRateStoreOptionKeys = optionKeys<MemoryRateStoreOptions>({ clock: true });
 
 // A bucket as the time its debt is paid off ("theoretical arrival time"): a full bucket has
 // `paidAt <= now`, and each reservation pushes it `cost × interval / rate` later.
@@ -87,7 +89,7 @@ export class MemoryRateStore implements RateStore {
  * rateLimit({ rate: 5, intervalMs: 1_000, store: memoryRateStore() });
  */
 export function memoryRateStore(options: MemoryRateStoreOptions = {}): RateStore {
-  const { clock = systemClock } = options;
+  const { clock = systemClock } = optionsObject('memoryRateStore', options, memoryRateStoreOptionKeys);
   requireClock(clock, ['now']);
   return new MemoryRateStore(clock);
 }

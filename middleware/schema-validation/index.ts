@@ -4,7 +4,7 @@
  */
 
 import { DispatchError, describeThrown } from '../../src/errors.js';
-import { isThenable, parseJsonArgs, optionsObject, requireInteger } from '../kit.js';
+import { isThenable, parseJsonArgs, optionKeys, optionsObject, requireInteger } from '../kit.js';
 import { argsShapeProblem } from './args-shape.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
@@ -15,6 +15,8 @@ export interface SchemaValidationOptions {
   /** How deeply args may nest before they are rejected unread. @default 64 */
   maxDepth?: number;
 }
+
+const schemaValidationOptionKeys = optionKeys<SchemaValidationOptions>({ maxDepth: true });
 
 /**
  * Validates `ctx.args` with the tool's `inputSchema` and replaces them with the parsed value;
@@ -36,7 +38,7 @@ export function createSchemaValidation(options?: SchemaValidationOptions): {
   layer: Middleware;
   check: (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
 } {
-  const { maxDepth = 64 } = optionsObject('schemaValidation', options);
+  const { maxDepth = 64 } = optionsObject('schemaValidation', options, schemaValidationOptionKeys);
   requireInteger('maxDepth', maxDepth, 1);
 
   // Validates and replaces ctx.args: at once for a synchronous validator, with a promise only for

@@ -6,7 +6,14 @@
 import { systemClock } from '../../src/clock.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DeadlineClock, DispatchContext, Middleware, Next } from '../../src/types.js';
-import { maxTimerDelayMs, optionsObject, requireClock, requireNumber, untilLimitEnds } from '../kit.js';
+import {
+  maxTimerDelayMs,
+  optionsObject,
+  requireClock,
+  requireNumber,
+  untilLimitEnds,
+  optionKeys,
+} from '../kit.js';
 
 /** Options for `timeout`. */
 export interface TimeoutOptions {
@@ -18,6 +25,8 @@ export interface TimeoutOptions {
   /** The time source and timers used; an injected clock has its timers set at once. @default systemClock */
   clock?: DeadlineClock;
 }
+
+const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: true });
 
 /**
  * Gives each attempt its own deadline (the call's `timeoutMs`, else the tool's, else `defaultMs`);
@@ -46,7 +55,7 @@ export interface TimeoutParts {
  * @internal
  */
 export function createTimeout(options?: TimeoutOptions): TimeoutParts {
-  const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options);
+  const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
 

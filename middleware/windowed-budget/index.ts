@@ -14,6 +14,7 @@ import {
   cancelled,
   isThenable,
   noop,
+  optionKeys,
   optionsObject,
   raceAbort,
   requireClock,
@@ -49,6 +50,14 @@ export interface WindowedBudgetOptions {
    */
   clock?: Pick<Clock, 'now'>;
 }
+
+const windowedBudgetOptionKeys = optionKeys<WindowedBudgetOptions>({
+  key: true,
+  limit: true,
+  windowMs: true,
+  store: true,
+  clock: true,
+});
 
 /** What a fast runner reserved in one budget for one attempt. */
 export interface WindowTicket {
@@ -96,7 +105,7 @@ let budgets = 0;
  * @internal
  */
 export function createWindowedBudget(options: WindowedBudgetOptions): WindowedBudgetParts {
-  const given = optionsObject('windowedBudget', options);
+  const given = optionsObject('windowedBudget', options, windowedBudgetOptionKeys);
   const { key, limit, windowMs, store, clock = systemClock } = given;
   if (key !== undefined) requireFunction('key', key);
   requireNumber('limit', limit, 0, { allowInfinity: true });

@@ -5,7 +5,7 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from '../../src/stores.js';
-import { requireClock } from '../kit.js';
+import { optionKeys, optionsObject, requireClock } from '../kit.js';
 import { SweptMap } from '../swept-map.js';
 
 /** Options for `memoryWindowStore`. */
@@ -16,6 +16,8 @@ export interface MemoryWindowStoreOptions {
    */
   clock?: Pick<Clock, 'now'>;
 }
+
+const memoryWindowStoreOptionKeys = optionKeys<MemoryWindowStoreOptions>({ clock: true });
 
 interface Ledger {
   window: number;
@@ -72,7 +74,7 @@ export class MemoryWindowStore implements WindowStore {
  * windowedBudget({ limit: 1_000, windowMs: 3_600_000, store: memoryWindowStore() });
  */
 export function memoryWindowStore(options: MemoryWindowStoreOptions = {}): WindowStore {
-  const { clock = systemClock } = options;
+  const { clock = systemClock } = optionsObject('memoryWindowStore', options, memoryWindowStoreOptionKeys);
   requireClock(clock, ['now']);
   return new MemoryWindowStore(clock);
 }

@@ -62,7 +62,8 @@ describe.each(eras)('a v2 Client on the %s era against createMcpServerFactory', 
   });
 
   it('answers an unknown tool with -32602 and a failing call with the envelope', async () => {
-    const client = await clientOf(createMcpServerFactory(billing()), options);
+    const { seen: _seen, ...server } = billing();
+    const client = await clientOf(createMcpServerFactory(server), options);
     const unknown = await client.callTool({ name: 'nope', arguments: {} }).catch((error: unknown) => error);
     expect(unknown).toBeInstanceOf(ProtocolError);
     expect(unknown).toMatchObject({ code: -32602, message: expect.stringMatching(/Unknown tool: nope/) });
@@ -90,7 +91,8 @@ describe.each(eras)('a v2 Client on the %s era against createMcpServerFactory', 
 describe('v2 objects without the era selection', () => {
   it('connects createMcpServer to one v2 transport for a 2025-era client', async () => {
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    const server = createMcpServer(billing());
+    const { seen: _seen, ...options } = billing();
+    const server = createMcpServer(options);
     await server.connect(serverSide);
     const client = new Client({ name: 'host', version: '1.0.0' });
     await client.connect(clientSide);
@@ -106,7 +108,8 @@ describe('v2 objects without the era selection', () => {
 
   it('registers the tools on a v2 low-level Server you already have', async () => {
     const server = new Server({ name: 'own', version: '1.0.0' }, { capabilities: {} });
-    registerMcpTools(server, billing());
+    const { seen: _seen, info: _info, ...options } = billing();
+    registerMcpTools(server, options);
     const client = await clientOf(() => server, eras[1][1]);
     expect((await client.listTools()).tools).toHaveLength(2);
   });
