@@ -64,6 +64,14 @@ export interface AiSdkToolsOptions {
    * @default undefined (no tool asks for approval)
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
+  /**
+   * Who each call is for, sent as the dispatch's `tenant` (and to the gate's `evaluate`, so a
+   * per-tenant `decide` is asked about the call `needsApproval` judges): a string for a ToolSet
+   * built per request, or a function of the call's `experimental_context` (what `generateText({
+   * experimental_context })` was given; `undefined` for a direct `execute`).
+   * @default undefined (no tenant)
+   */
+  tenant?: string | ((context: unknown) => string | undefined);
 }
 
 const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
@@ -76,6 +84,7 @@ const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
   timeoutMs: true,
   maxLength: true,
   approvals: true,
+  tenant: true,
 });
 
 /**
@@ -113,8 +122,9 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
   // The text execute rendered for an object output, so toModelOutput need not render it again.
   const rendered = new WeakMap<object, string>();
   const { approvals } = settings;
-  const callOptionsOf = (toolCallId: unknown, signal: unknown, displayName: string) =>
-    providerCallOptions({
+  // One place computes a call's options, tenant included, for needsApproval and execute alike.
+  const callOptionsOf = (toolCallId: unknown, signal: unknown, displayName: string, context: unknown) => {
+    const options = providerCallOptions({
       providerId: toolCallId,
       signal,
       ...settings.keys,
@@ -122,19 +132,15 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
       base: settings.base,
       displayName,
     });
-  // Asked with the call id and idempotency key the dispatch carries, so a rule judges that call.
-  const needsApproval = async (
-    name: string,
-    input: unknown,
-    call: { callId: string; idempotencyKey?: string },
-  ) => {
+    const tenant = settings.tenant(context);
+    if (tenant !== undefined) options.tenant = tenant;
+    return options;
+  };
+  // Asked with the call id, idempotency key and tenant the dispatch carries, so a rule judges that call.
+  const needsApproval = async (name: string, input: unknown, call: DispatchOptions & { callId: string }) => {
     if (approvals === undefined) return false;
-    const { callId, idempotencyKey } = call;
-    const decision = await approvals.evaluate(
-      name,
-      input,
-      idempotencyKey === undefined ? { callId } : { callId, idempotencyKey },
-    );
+    // The dispatch's own options: evaluate reads their callId, idempotencyKey and tenant.
+    const decision = await approvals.evaluate(name, input, call);
     return decision.enforced && decision.action === 'require';
   };
   for (const listing of listings) {
@@ -155,11 +161,23 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         ...(approvals === undefined
           ? {}
           : {
-              needsApproval: (input: unknown, { toolCallId }: { toolCallId: string }) =>
-                needsApproval(listing.name, input, callOptionsOf(toolCallId, undefined, key)),
+              needsApproval: (
+                input: unknown,
+                { toolCallId, experimental_context }: { toolCallId: string; experimental_context?: unknown },
+              ) =>
+                needsApproval(
+                  listing.name,
+                  input,
+                  callOptionsOf(toolCallId, undefined, key, experimental_context),
+                ),
             }),
         async execute(input, options) {
-          const callOptions = callOptionsOf(options?.toolCallId, options?.abortSignal, key);
+          const callOptions = callOptionsOf(
+            options?.toolCallId,
+            options?.abortSignal,
+            key,
+            options?.experimental_context,
+          );
           // The SDK runs a call that needs approval only once the user approved it, in this
           // request or an earlier one (a new ToolSet per request knows nothing of it).
           const approved = await needsApproval(listing.name, input, callOptions);
@@ -199,6 +217,7 @@ interface Settings {
   base: DispatchOptions;
   maxLength: number;
   approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
+  tenant: (context: unknown) => string | undefined;
 }
 
 function readOptions(options: AiSdkToolsOptions): Settings {
@@ -216,6 +235,7 @@ function readOptions(options: AiSdkToolsOptions): Settings {
     timeoutMs,
     maxLength = 2000,
     approvals,
+    tenant,
   } = options;
   if (typeof registry?.list !== 'function') {
     throw new TypeError('toAiSdkTools(): registry must be a ToolRegistry');
@@ -257,8 +277,35 @@ function readOptions(options: AiSdkToolsOptions): Settings {
       `toAiSdkTools(): maxLength must be an integer >= 1 (or Infinity), got ${String(maxLength)}`,
     );
   }
+  if (
+    tenant !== undefined &&
+    typeof tenant !== 'function' &&
+    (typeof tenant !== 'string' || tenant.length === 0)
+  ) {
+    throw new TypeError(
+      `toAiSdkTools(): tenant must be a non-empty string or a function, got ${String(tenant)}`,
+    );
+  }
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
   if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
-  return { registry, dispatcher, keys: { idempotencyScope, keyByCallId }, names, base, maxLength, approvals };
+  return {
+    registry,
+    dispatcher,
+    keys: { idempotencyScope, keyByCallId },
+    names,
+    base,
+    maxLength,
+    approvals,
+    tenant: tenantReader(tenant),
+  };
+}
+
+// An empty or non-string answer means "no tenant" for this call.
+function tenantReader(tenant: AiSdkToolsOptions['tenant']): (context: unknown) => string | undefined {
+  if (typeof tenant !== 'function') return () => tenant;
+  return (context) => {
+    const value = tenant(context);
+    return typeof value === 'string' && value.length > 0 ? value : undefined;
+  };
 }

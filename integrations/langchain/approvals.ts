@@ -8,6 +8,7 @@ import { AIMessage, type BaseMessage } from '@langchain/core/messages';
 import type { ActionRequest, Decision, HITLRequest, ReviewConfig } from 'langchain';
 import { z } from 'zod';
 import type { ApprovalGate } from '../../index.js';
+import type { EvaluateOptions } from '../../middleware/index.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 
 /** The state key under which the decisions of the last model turn wait for the tool node. */
@@ -46,8 +47,8 @@ type Interrupt = (value: HITLRequest) => unknown;
 const allowedDecisions: ReviewConfig['allowedDecisions'] = ['approve', 'edit', 'reject'];
 
 /**
- * Asks `approvals` about each call of `message` to one of the offered tools, under the
- * idempotency key `keyOf` gives its id (the key its dispatch will carry); when any needs a
+ * Asks `approvals` about each call of `message` to one of the offered tools, with the options
+ * `optionsOf` gives its id (the call id, key and tenant its dispatch will carry); when any needs a
  * person, raises one interrupt shaped as `humanInTheLoopMiddleware`'s (`actionRequests`,
  * `reviewConfigs`) and reads the `decisions` it is resumed with, in call order.
  */
@@ -56,7 +57,7 @@ export async function reviewCalls(
   offered: ReadonlyMap<string, string>,
   message: BaseMessage | undefined,
   interrupt: Interrupt | undefined,
-  keyOf: (id: string) => string | undefined,
+  optionsOf: (id: string) => EvaluateOptions,
 ): Promise<ReviewUpdate> {
   if (message === undefined || !AIMessage.isInstance(message)) return { message: undefined, reviews: {} };
   const calls = message.tool_calls ?? [];
@@ -66,12 +67,7 @@ export async function reviewCalls(
     // A call with no id cannot be matched to its decision; the gate answers it itself.
     if (toolName === undefined || typeof call.id !== 'string' || call.id.length === 0) continue;
     if (rawArgumentsOf(call.args) !== undefined) continue;
-    const idempotencyKey = keyOf(call.id);
-    const decision = await approvals.evaluate(
-      toolName,
-      call.args,
-      idempotencyKey === undefined ? { callId: call.id } : { callId: call.id, idempotencyKey },
-    );
+    const decision = await approvals.evaluate(toolName, call.args, optionsOf(call.id));
     if (decision.enforced && decision.action === 'require')
       gated.push({ id: call.id, wire: call.name, args: call.args, reason: decision.reason });
   }

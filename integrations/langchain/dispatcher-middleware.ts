@@ -54,8 +54,8 @@ export function dispatcherMiddleware(options: LangChainToolsOptions) {
         settings.offered,
         moved ?? last,
         runtime.interrupt as Parameters<typeof reviewCalls>[3],
-        // The gate judges the call under the key its dispatch will carry.
-        (id) => callOptions(settings, id, runtime).idempotencyKey,
+        // The gate judges the call with the id, key and tenant its dispatch will carry.
+        (id) => callOptions(settings, id, runtime),
       );
       const rewritten = message ?? moved;
       const stale = Object.keys(state[reviewKey] ?? {}).length > 0;

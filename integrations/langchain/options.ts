@@ -72,6 +72,14 @@ export interface LangChainToolsOptions {
    * @default undefined (the gate answers a gated call `approval_required` itself)
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
+  /**
+   * Who each call is for, sent as the dispatch's `tenant` (and, with `approvals`, to the gate's
+   * `evaluate`, so a per-tenant `decide` is asked about the call the review judges): a string for
+   * an agent built per tenant, or a function of the call's runtime, e.g.
+   * `(runtime) => (runtime.context as { tenant: string }).tenant`.
+   * @default undefined (no tenant)
+   */
+  tenant?: string | ((runtime: LangChainScopeRuntime) => string | undefined);
 }
 
 const langChainToolsOptionKeys = optionKeys<LangChainToolsOptions>({
@@ -84,6 +92,7 @@ const langChainToolsOptionKeys = optionKeys<LangChainToolsOptions>({
   timeoutMs: true,
   maxLength: true,
   approvals: true,
+  tenant: true,
 });
 
 /** The checked options, with the name map built. */
@@ -99,6 +108,8 @@ export interface Settings {
   readonly base: DispatchOptions;
   readonly maxLength: number;
   readonly approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
+  /** The call's tenant in `runtime`, if any. */
+  readonly tenant: (runtime: LangChainScopeRuntime | undefined) => string | undefined;
 }
 
 /** Reads and checks `options` for the factory called `caller`. */
@@ -117,6 +128,7 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
     timeoutMs,
     maxLength = 2000,
     approvals,
+    tenant,
   } = options;
   if (typeof registry?.list !== 'function')
     throw new TypeError(`${caller}(): registry must be a ToolRegistry`);
@@ -158,6 +170,15 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
   if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
     throw new TypeError(`${caller}(): approvals must be an approvalGate()`);
   }
+  if (
+    tenant !== undefined &&
+    typeof tenant !== 'function' &&
+    (typeof tenant !== 'string' || tenant.length === 0)
+  ) {
+    throw new TypeError(
+      `${caller}(): tenant must be a non-empty string or a function, got ${String(tenant)}`,
+    );
+  }
   const listings = registry.list();
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
@@ -180,21 +201,24 @@ export function readOptions(caller: string, options: LangChainToolsOptions): Set
     listings,
     names: nameMap,
     offered,
-    scope: scopeReader(idempotencyScope),
+    scope: runtimeReader(idempotencyScope),
     keyByCallId,
     base,
     maxLength,
     approvals,
+    tenant: runtimeReader(tenant),
   };
 }
 
-function scopeReader(
-  scope: LangChainToolsOptions['idempotencyScope'],
+// A string, or a function of the call's runtime (`idempotencyScope`, `tenant`).
+function runtimeReader(
+  given: string | ((runtime: LangChainScopeRuntime) => string | undefined) | undefined,
 ): (runtime: LangChainScopeRuntime | undefined) => string | undefined {
-  if (typeof scope !== 'function') return () => scope;
+  if (typeof given !== 'function') return () => given;
   return (runtime) => {
-    const value = scope(runtime ?? {});
-    // An empty or non-string scope means "no scope" for this call, never a key like ":call_1".
+    const value = given(runtime ?? {});
+    // An empty or non-string answer means "none" for this call: never a key like ":call_1",
+    // never a tenant "".
     return typeof value === 'string' && value.length > 0 ? value : undefined;
   };
 }

@@ -62,8 +62,8 @@ export async function runCall(
 }
 
 /**
- * The dispatch options of the call `id` in `runtime`: its call id and scoped key, as the dispatch
- * and the approval review both use them.
+ * The dispatch options of the call `id` in `runtime`: its call id, scoped key and tenant, as the
+ * dispatch and the approval review both use them.
  */
 export function callOptions(
   settings: Settings,
@@ -72,7 +72,7 @@ export function callOptions(
   signal?: unknown,
   wire?: string,
 ): ReturnType<typeof providerCallOptions> {
-  return providerCallOptions({
+  const options = providerCallOptions({
     providerId: id,
     signal,
     idempotencyScope: settings.scope(runtime),
@@ -81,6 +81,9 @@ export function callOptions(
     base: settings.base,
     displayName: wire,
   });
+  const tenant = settings.tenant(runtime);
+  if (tenant !== undefined) options.tenant = tenant;
+  return options;
 }
 
 function dispatch(

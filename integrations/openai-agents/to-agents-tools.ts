@@ -76,6 +76,13 @@ export interface AgentsToolsOptions {
    * @default undefined (no tool asks for approval)
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
+  /**
+   * Who each call is for, sent as the dispatch's `tenant` (and to the gate's `evaluate`, so a
+   * per-tenant `decide` is asked about the call `needsApproval` judges): a string for tools built
+   * per run, or a function of the run context, e.g. `(rc) => rc.context.tenant`.
+   * @default undefined (no tenant)
+   */
+  tenant?: string | ((runContext: RunContext<unknown>) => string | undefined);
 }
 
 const agentsToolsOptionKeys = optionKeys<AgentsToolsOptions>({
@@ -89,6 +96,7 @@ const agentsToolsOptionKeys = optionKeys<AgentsToolsOptions>({
   maxLength: true,
   onOutcome: true,
   approvals: true,
+  tenant: true,
 });
 
 /**
@@ -119,19 +127,11 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           settings.names,
         );
   const { approvals } = settings;
-  // Asked with the call id and idempotency key the dispatch carries, so a rule judges that call.
-  const needsApproval = async (
-    name: string,
-    input: unknown,
-    call: { callId: string; idempotencyKey?: string },
-  ) => {
+  // Asked with the call id, idempotency key and tenant the dispatch carries, so a rule judges that call.
+  const needsApproval = async (name: string, input: unknown, call: DispatchOptions & { callId: string }) => {
     if (approvals === undefined) return false;
-    const { callId, idempotencyKey } = call;
-    const decision = await approvals.evaluate(
-      name,
-      input,
-      idempotencyKey === undefined ? { callId } : { callId, idempotencyKey },
-    );
+    // The dispatch's own options: evaluate reads their callId, idempotencyKey and tenant.
+    const decision = await approvals.evaluate(name, input, call);
     return decision.enforced && decision.action === 'require';
   };
   const callOptionsOf = (
@@ -139,8 +139,8 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
     callId: unknown,
     signal: unknown,
     wireName: string,
-  ) =>
-    providerCallOptions({
+  ) => {
+    const options = providerCallOptions({
       providerId: callId,
       signal,
       idempotencyScope: settings.scope(runContext),
@@ -149,6 +149,11 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       base: settings.base,
       displayName: wireName,
     });
+    // One place computes a call's options, tenant included, for needsApproval and execute alike.
+    const tenant = settings.tenant(runContext);
+    if (tenant !== undefined) options.tenant = tenant;
+    return options;
+  };
   return listings.map((listing) => {
     const wireName = names === undefined ? listing.name : names.wireName(listing.name);
     return tool({
@@ -200,6 +205,7 @@ interface Settings {
   maxLength: number;
   onOutcome: AgentsToolsOptions['onOutcome'];
   approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
+  tenant: (runContext: RunContext<unknown> | undefined) => string | undefined;
 }
 
 function readOptions(options: AgentsToolsOptions): Settings {
@@ -218,6 +224,7 @@ function readOptions(options: AgentsToolsOptions): Settings {
     maxLength = 2000,
     onOutcome,
     approvals,
+    tenant,
   } = options;
   if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
     throw new TypeError('toAgentsTools(): approvals must be an approvalGate()');
@@ -263,15 +270,41 @@ function readOptions(options: AgentsToolsOptions): Settings {
   if (onOutcome !== undefined && typeof onOutcome !== 'function') {
     throw new TypeError(`toAgentsTools(): onOutcome must be a function, got ${String(onOutcome)}`);
   }
+  if (
+    tenant !== undefined &&
+    typeof tenant !== 'function' &&
+    (typeof tenant !== 'string' || tenant.length === 0)
+  ) {
+    throw new TypeError(
+      `toAgentsTools(): tenant must be a non-empty string or a function, got ${String(tenant)}`,
+    );
+  }
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
   if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
-  const scope = (runContext: RunContext<unknown> | undefined): string | undefined => {
-    if (typeof idempotencyScope !== 'function') return idempotencyScope;
+  return {
+    registry,
+    dispatcher,
+    scope: runContextReader(idempotencyScope),
+    keyByCallId,
+    names,
+    base,
+    maxLength,
+    onOutcome,
+    approvals,
+    tenant: runContextReader(tenant),
+  };
+}
+
+// A string, or a function of the run context (none for a direct `execute`). An empty or
+// non-string answer means "none" for this call: never a key like ":call_1", never a tenant "".
+function runContextReader(
+  given: string | ((runContext: RunContext<unknown>) => string | undefined) | undefined,
+): (runContext: RunContext<unknown> | undefined) => string | undefined {
+  if (typeof given !== 'function') return () => given;
+  return (runContext) => {
     if (runContext === undefined) return undefined;
-    const value = idempotencyScope(runContext);
-    // An empty or non-string scope means "no scope" for this call, never a key like ":call_1".
+    const value = given(runContext);
     return typeof value === 'string' && value.length > 0 ? value : undefined;
   };
-  return { registry, dispatcher, scope, keyByCallId, names, base, maxLength, onOutcome, approvals };
 }

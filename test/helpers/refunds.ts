@@ -49,3 +49,22 @@ export function keyedRefunds() {
   const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
   return { registry, gate, dispatcher, refunds, keysSeen };
 }
+
+/**
+ * Refunds that need a person only for the tenant `acme`: the gate's `decide` records in
+ * `tenantsSeen` the tenant of each call it is asked about (up front and at dispatch).
+ */
+export function acmeGatedRefunds() {
+  const refunds: number[] = [];
+  const tenantsSeen: Array<string | undefined> = [];
+  const registry = refundRegistry(refunds, false);
+  const gate = approvalGate({
+    registry,
+    decide: (call, byDefault) => {
+      tenantsSeen.push(call.tenant);
+      return call.tenant === 'acme' ? { action: 'require', reason: 'acme refunds need a person' } : byDefault;
+    },
+  });
+  const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+  return { registry, gate, dispatcher, refunds, tenantsSeen };
+}
