@@ -89,11 +89,7 @@ describe("a bridge's own refusal goes through the stack", () => {
       'schema',
       'schema',
     ]);
-    expect([...s.audited].sort()).toEqual([
-      'c1:approval_denied',
-      'c2:schema',
-      'c3:schema',
-    ]);
+    expect([...s.audited].sort()).toEqual(['c1:approval_denied', 'c2:schema', 'c3:schema']);
   });
 
   it('mcp: the audit layer sees a call with a malformed idempotency key or approval token', async () => {
