@@ -20,7 +20,9 @@ export { isJsonParseError, withoutStackFrames } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
-export { parseJsonArgs } from '../src/internal/raw-json-args.js';
+export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
+// For a layer that judges approvals: the `approval_denied` of a call a person refused in the host.
+export { hostDenialOf } from '../src/internal/host-denial.js';
 // For a layer that sets a limit: the layers inside end with it, even one that never settles.
 export { untilLimitEnds } from '../src/internal/limits.js';
 // What an attempt costs, for a layer that counts it (windowedBudget).

@@ -7,6 +7,7 @@ import { DispatchError, describeThrown, isDispatchError, toDispatchError } from 
 import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
 import { trackAttempt, type Limit, type LimitWaiter } from './internal/limits.js';
+import { hostDenialOf } from './internal/host-denial.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
 import { isLocalBudget, type Budget } from './budget.js';
@@ -55,6 +56,9 @@ export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
   // A stack without the schema layer still hands the handler its args, never the JSON text.
   const badJson = parseJsonArgs(ctx);
   if (badJson !== undefined) return failLater(settled, badJson);
+  // A call a person refused never runs, even in a stack without the approval gate.
+  const refused = hostDenialOf(ctx);
+  if (refused !== undefined) return failLater(settled, refused);
   const limited = ctx as LimitedContext;
   const limit = limited.currentLimit;
   const base = limit === undefined ? (limited.baseSignal ?? ctx.signal) : neverAborted;

@@ -53,11 +53,17 @@ function approvalProblem(approval: unknown): string | undefined {
   if (typeof approval === 'string') {
     return approval.length > 0 && approval.length <= 256 ? undefined : 'approval must be a token string';
   }
-  const approvedBy =
-    typeof approval === 'object' && approval !== null
-      ? (approval as { approvedBy?: unknown }).approvedBy
-      : undefined;
-  return nonEmpty(approvedBy) ? undefined : 'approval must be a token string or { approvedBy: string }';
+  const given =
+    typeof approval === 'object' && approval !== null ? (approval as Record<string, unknown>) : {};
+  if (given.deniedBy !== undefined && given.approvedBy === undefined) {
+    if (!nonEmpty(given.deniedBy)) return 'approval.deniedBy must be a non-empty string';
+    return given.reason === undefined || nonEmpty(given.reason)
+      ? undefined
+      : 'approval.reason must be a non-empty string';
+  }
+  return nonEmpty(given.approvedBy) && given.deniedBy === undefined
+    ? undefined
+    : 'approval must be a token string, { approvedBy: string } or { deniedBy: string, reason?: string }';
 }
 
 function nonEmpty(value: unknown): value is string {

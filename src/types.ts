@@ -220,12 +220,22 @@ export interface DispatchOptions {
   tenant?: string;
   /** How long the idempotency layer serves this call's success again, in ms. @default its `ttlMs` */
   idempotencyTtlMs?: number;
-  /** Resumes a call that `approvalGate` paused: its token, or `{ approvedBy }` from the host. */
+  /**
+   * Resumes a call that `approvalGate` paused: its token, `{ approvedBy }` from the host, or
+   * `{ deniedBy, reason? }` when a person in the host refused it: the gate then answers
+   * `approval_denied` (and the call never runs, gate or not), so every layer outside it sees it.
+   */
   approval?:
     | string
     | {
         /** Who approved the call in the host (a person, or the host's own approval flow). */
         approvedBy: string;
+      }
+    | {
+        /** Who refused the call in the host (a person, or the host's own approval flow). */
+        deniedBy: string;
+        /** Why, in words the model may read. @default 'a reviewer denied it' */
+        reason?: string;
       };
 }
 

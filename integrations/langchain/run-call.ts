@@ -4,8 +4,8 @@
  */
 
 import { ToolMessage } from '@langchain/core/messages';
-import { DispatchError, toolAnswer, type Outcome } from '../../index.js';
-import { providerCallOptions } from '../../middleware/index.js';
+import { toolAnswer, type Outcome } from '../../index.js';
+import { providerCallOptions, refusedArgs } from '../../middleware/index.js';
 import type { Review } from './approvals.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';
@@ -24,8 +24,10 @@ export interface LangChainCall {
  * this set did not offer is dispatched under a name no registry holds (the wire name and
  * " (not offered)"), so the dispatcher answers it `not_found` and every layer sees it. The artifact survives
  * `JSON.stringify` (a checkpointer saves it): a result that would not is its JSON-safe copy.
- * A `review` from the approval interrupt runs the call as approved by the host, or answers it
- * `approval_denied` (rejected) or `schema` (an edit that is no edit of this call) without a run.
+ * A `review` from the approval interrupt dispatches the call as approved by the host, as denied
+ * by the host (`{ deniedBy, reason }`, which the approval gate answers `approval_denied`), or with
+ * args the schema step refuses (an edit that is no edit of this call): never a run, but a call
+ * every layer sees.
  */
 export async function runCall(
   settings: Settings,
@@ -37,16 +39,15 @@ export async function runCall(
   const wire = typeof call.name === 'string' ? call.name : '';
   const toolName = settings.offered.get(wire);
   const options = callOptions(settings, call.id, runtime, signal, wire);
+  let args = call.args;
   if (review !== undefined && 'approvedBy' in review) options.approval = { approvedBy: review.approvedBy };
-  const outcome =
-    toolName === undefined
-      ? // Under a name no registry holds, so the stack answers it `not_found` and every layer sees it.
-        await dispatch(settings, `${wire} (not offered)`, call.args, options)
-      : review !== undefined && 'rejected' in review
-        ? new DispatchError('approval_denied', `"${wire}" was denied: ${review.rejected}; it has not run`)
-        : review !== undefined && 'badEdit' in review
-          ? new DispatchError('schema', review.badEdit)
-          : await dispatch(settings, toolName, call.args, options);
+  // A person's refusal and a bad edit go through the stack too, so every layer sees the call:
+  // the approval gate answers the one `approval_denied`, the schema step the other `schema`.
+  if (review !== undefined && 'rejected' in review)
+    options.approval = { deniedBy: 'langchain', reason: review.rejected };
+  if (review !== undefined && 'badEdit' in review) args = refusedArgs(review.badEdit);
+  // A name this set did not offer goes under a name no registry holds: the stack answers `not_found`.
+  const outcome = await dispatch(settings, toolName ?? `${wire} (not offered)`, args, options);
   const answer = toolAnswer(outcome, {
     maxLength: settings.maxLength,
     displayName: wire,

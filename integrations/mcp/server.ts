@@ -22,7 +22,7 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
-import { toObjectSchema, optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
+import { toObjectSchema, optionKeys, refusedArgs, rejectUnknownKeys } from '../../middleware/index.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -453,22 +453,31 @@ async function callTool(
 ): Promise<CallToolResult> {
   const { name: wireName, arguments: args = {}, _meta: meta } = params;
   const toolName = lookup.toolName(wireName);
-  const key = meta?.[idempotencyKeyMetaKey];
-  if (key !== undefined && (typeof key !== 'string' || key === '')) {
-    const refusal = new DispatchError(
-      'schema',
-      `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}`,
-    );
-    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
+  const givenKey = meta?.[idempotencyKeyMetaKey];
+  const givenApproval = meta?.[approvalMetaKey];
+  const badMeta =
+    givenKey !== undefined && (typeof givenKey !== 'string' || givenKey === '')
+      ? `_meta["${idempotencyKeyMetaKey}"] must be a non-empty string, got ${JSON.stringify(givenKey) ?? typeof givenKey}`
+      : givenApproval !== undefined && (typeof givenApproval !== 'string' || givenApproval === '')
+        ? `_meta["${approvalMetaKey}"] must be the approval token, a string`
+        : undefined;
+  if (badMeta !== undefined) {
+    // Refused through the stack (its schema step answers), so every layer sees the call; it
+    // carries neither the bad key nor the bad token, and never becomes a task.
+    const refused = refusedArgs(badMeta) as Call['args'];
+    const call: Call = {
+      toolName,
+      wireName,
+      args: refused,
+      key: undefined,
+      meta,
+      approval: undefined,
+      receipt: false,
+    };
+    return runCall(call, request, settings);
   }
-  const approval = meta?.[approvalMetaKey];
-  if (approval !== undefined && (typeof approval !== 'string' || approval === '')) {
-    const refusal = new DispatchError(
-      'schema',
-      `_meta["${approvalMetaKey}"] must be the approval token, a string`,
-    );
-    return toCallToolResult(refusal, { maxLength: settings.maxMessageLength });
-  }
+  const key = givenKey as string | undefined;
+  const approval = givenApproval as string | undefined;
   const call: Call = { toolName, wireName, args, key, meta, approval, receipt: key !== undefined };
   const listing = tasks === undefined ? undefined : lookup.listing(toolName);
   if (tasks === undefined || listing === undefined || !tasks.wants(listing, request.clientCapabilities)) {

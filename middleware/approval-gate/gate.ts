@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
 import type { ApprovalTicket } from '../../src/errors.js';
 import type { ApprovalCall, DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
-import { isThenable, storeUnavailable } from '../kit.js';
+import { hostDenialOf, isThenable, storeUnavailable } from '../kit.js';
 import { fingerprint } from '../idempotency/fingerprint.js';
 import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
@@ -88,6 +88,17 @@ export class ApprovalLoop {
     const { tool } = ctx;
     if (tool === undefined)
       return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
+    // A person refused it in the host: whatever the rules say now (and in shadow mode too).
+    const refused = hostDenialOf(ctx);
+    if (refused !== undefined) {
+      const { approval } = ctx.options as { approval: { deniedBy: string; reason?: string } };
+      emitDecision(
+        ctx,
+        { action: 'deny', source: 'host', reason: approval.reason ?? `denied by ${approval.deniedBy}` },
+        true,
+      );
+      return refused;
+    }
     // A tool its own fixed rules let through costs a lookup or two and builds nothing.
     if (this.policy.decide === undefined && this.policy.mode === 'enforce') {
       const fixed = this.fixedVerdict(tool);
@@ -183,7 +194,7 @@ export class ApprovalLoop {
       return denied(ctx, verdict.reason ?? 'the policy denies it');
     }
     const { approval } = ctx.options;
-    if (typeof approval === 'object') {
+    if (typeof approval === 'object' && 'approvedBy' in approval) {
       emitDecision(
         ctx,
         { action: 'allow', source: 'host', reason: `approved by ${approval.approvedBy}` },

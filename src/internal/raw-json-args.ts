@@ -42,3 +42,35 @@ export class RawJsonArgs {
     return this.json;
   }
 }
+
+/**
+ * Args a host bridge refuses before any tool sees them (a reviewer's edit that is no edit of the
+ * call, a malformed `_meta` field): the schema step answers the call with `schema` and `message`,
+ * so that every layer outside it (logging, tracing, audit) sees the call and its outcome.
+ */
+export class RefusedArgs extends RawJsonArgs {
+  constructor(private readonly message: string) {
+    super('');
+  }
+
+  override parse(): DispatchError {
+    return new DispatchError('schema', this.message);
+  }
+
+  // What a log or a span shows: the refusal, not the args it replaced.
+  override toJSON(): string {
+    return '[refused]';
+  }
+}
+
+/**
+ * Args for `dispatch` that the stack answers `schema` with `message` (at its schema step, or
+ * the attempt step without one): for a host bridge that refuses a call, so the refusal goes
+ * through every layer outside that step, as a call with bad args would.
+ *
+ * @example
+ * dispatcher.dispatch(toolName, refusedArgs('The edit names another tool'), options);
+ */
+export function refusedArgs(message: string): unknown {
+  return new RefusedArgs(message);
+}
