@@ -28,6 +28,12 @@ export interface CallContextOptions {
 }
 
 /** The `DispatchContext` the dispatcher makes for each call. */
+// The generated call ids' process-wide part: 96 random bits, then a counter for each call.
+const processCallPrefix = Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(12))).toString(
+  'base64url',
+);
+let nextCallNumber = 0;
+
 export class CallContext {
   // Assigned in the constructor, in the order the positional version had them, so every context
   // keeps the same property order (what a spread or JSON.stringify of it shows).
@@ -73,10 +79,11 @@ export class CallContext {
     this.redactor = call.redactor;
   }
 
-  // Built on first read: most calls never need their generated id. It is random, not a counter,
-  // so that two processes never make the same id (an approval request is keyed on it).
+  // Built on first read: most calls never need their generated id. A random prefix per process
+  // and a counter: two processes never make the same id (an approval request is keyed on it), and
+  // the attempt step, which reads it on every attempt, pays for no random bytes.
   get callId(): string {
-    return (this.givenCallId ??= `call-${globalThis.crypto.randomUUID()}`);
+    return (this.givenCallId ??= `call-${processCallPrefix}-${(nextCallNumber++).toString(36)}`);
   }
 
   /** Whether anyone receives this dispatch's events. */

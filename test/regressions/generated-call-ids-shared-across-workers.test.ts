@@ -2,6 +2,8 @@
 // separate keyless calls with the same args had the same id and shared one approval request:
 // worker B's call never ran and was answered with worker A's result.
 
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   approvalGate,
@@ -46,5 +48,28 @@ describe('two workers sharing one approval store', () => {
       { ok: true, attempts: 1 },
     ]);
     expect(refunds).toEqual([5, 5]);
+  });
+});
+
+describe('generated call ids', () => {
+  it('differ between two processes that each make their first call', () => {
+    const root = fileURLToPath(new URL('../../index.ts', import.meta.url));
+    const script = `
+      import { z } from 'zod';
+      import { createDispatcher, defaultStack, ToolRegistry } from ${JSON.stringify(root)};
+      const registry = new ToolRegistry().register({ name: 'noop', inputSchema: z.object({}), handler: () => 1 });
+      let callId;
+      const dispatcher = createDispatcher(defaultStack({ registry }), {
+        onEvent: (event) => { callId ??= event.callId; },
+      });
+      await dispatcher.dispatch('noop', {});
+      process.stdout.write(callId);`;
+    const firstCallId = () =>
+      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+      });
+    const [a, b] = [firstCallId(), firstCallId()];
+    expect(a).toMatch(/^call-/);
+    expect(b).not.toBe(a);
   });
 });
