@@ -15,6 +15,7 @@
 
 export {
   postgresReceiptStore,
+  type PostgresNamedStatement,
   type PostgresQueryable,
   type PostgresReceiptStore,
   type PostgresReceiptStoreOptions,

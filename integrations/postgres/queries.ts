@@ -3,6 +3,7 @@
  * @module
  */
 
+import { createHash } from 'node:crypto';
 import { toJsonSafe } from '../../src/index.js';
 import type { Receipt, ReceiptQuery } from '../../src/stores.js';
 
@@ -28,7 +29,13 @@ export class ReceiptQueries {
   readonly record: string;
   readonly #select: string;
 
-  constructor(table: string) {
+  readonly #named: boolean;
+  readonly #digest: string;
+
+  /** `named`: `statement()` gives node-postgres named statements, else plain text. */
+  constructor(table: string, named = false) {
+    this.#named = named;
+    this.#digest = createHash('sha256').update(table).digest('hex').slice(0, 16);
     this.get = `SELECT ${columns} FROM ${table} WHERE key = $1`;
     const arrays = columnTypes.map((type, column) => `$${column + 1}::${type}[]`);
     this.record = `INSERT INTO ${table} (${columns}) SELECT * FROM unnest(${arrays.join(', ')})
@@ -36,6 +43,17 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
   started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome_window = EXCLUDED.outcome_window,
   settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, recorded_at = now()`;
     this.#select = `SELECT ${columns} FROM ${table}`;
+  }
+
+  /**
+   * `get` or `record` with its parameters: a named statement (one name per table and text), or
+   * the text alone when statements are not named.
+   */
+  statement(which: 'get' | 'record', values: unknown[]): { name?: string; text: string; values: unknown[] } {
+    const text = this[which];
+    if (!this.#named) return { text, values };
+    // One name per text: two stores on two tables never share a prepared statement.
+    return { name: `tool_dispatcher_${which}_${this.#digest}`, text, values };
   }
 
   /** The `record` parameters of `rows` (each a `valuesOf`, keys distinct): one array per column. */

@@ -28,8 +28,22 @@ export interface PostgresReceiptStore extends ReceiptStore {
  * `pg` `Pool` or `Client` fits as it is.
  */
 export interface PostgresQueryable {
-  /** Runs one statement with `$1…$n` parameters. */
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+  /**
+   * Runs one statement with `$1…$n` parameters; given `{ name, text, values }` (node-postgres'
+   * named statement, sent unless `namedStatements: false`), runs it as a statement the
+   * connection prepares once.
+   */
+  query(text: string | PostgresNamedStatement, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** A named statement, as node-postgres' `query` takes it: prepared once per connection. */
+export interface PostgresNamedStatement {
+  /** The statement's name on each connection. */
+  name: string;
+  /** Its text, with `$1…$n` parameters. */
+  text: string;
+  /** Its parameters. */
+  values: unknown[];
 }
 
 /** Options for `postgresReceiptStore`. */
@@ -45,11 +59,19 @@ export interface PostgresReceiptStoreOptions {
    * @default false
    */
   createTable?: boolean;
+  /**
+   * Send the upsert and the lookup as named statements (`{ name, text, values }`), which
+   * node-postgres prepares once per connection: PostgreSQL then skips a parse and plan on every
+   * receipt (about 0.1 ms of each). Set `false` for a queryable that takes only `(text, values)`.
+   * @default true
+   */
+  namedStatements?: boolean;
 }
 
 const postgresReceiptStoreOptionKeys = optionKeys<PostgresReceiptStoreOptions>({
   table: true,
   createTable: true,
+  namedStatements: true,
 });
 
 /**
@@ -78,12 +100,15 @@ export function postgresReceiptStore(
     throw new TypeError('postgresReceiptStore options must be an object');
   }
   rejectUnknownKeys('postgresReceiptStore', options, postgresReceiptStoreOptionKeys);
-  const { table = defaultReceiptTable, createTable = false } = options;
+  const { table = defaultReceiptTable, createTable = false, namedStatements = true } = options;
   const { quoted } = receiptTable(table);
   if (typeof createTable !== 'boolean') {
     throw new TypeError(`createTable must be a boolean, got ${typeof createTable}`);
   }
-  const queries = new ReceiptQueries(quoted);
+  if (typeof namedStatements !== 'boolean') {
+    throw new TypeError(`namedStatements must be a boolean, got ${typeof namedStatements}`);
+  }
+  const queries = new ReceiptQueries(quoted, namedStatements);
   const run = new StatementRunner(pool, createTable ? receiptTableSql(table) : undefined, table);
   const batch = new RecordBatch(run, queries);
   return {
@@ -92,13 +117,13 @@ export function postgresReceiptStore(
       requireText('key', key);
       // No row can hold such a key (see valuesOf); asking would fail the statement.
       if (key.includes('\u0000')) return undefined;
-      const rows = await run.query(queries.get, [key]);
+      const rows = await run.query(queries.statement('get', [key]));
       return rows[0] === undefined ? undefined : queries.receiptOf(rows[0]);
     },
     record: async (receipt) => batch.record(queries.valuesOf(receipt)),
     list: async (query?: ReceiptQuery) => {
       const { text, values } = queries.list(query);
-      return (await run.query(text, values)).map((row) => queries.receiptOf(row));
+      return (await run.query({ text, values })).map((row) => queries.receiptOf(row));
     },
   };
 }
@@ -145,7 +170,7 @@ class RecordBatch {
         latest.set(values[0], values);
       }
       try {
-        await this.run.query(this.queries.record, this.queries.columnsOf([...latest.values()]));
+        await this.run.query(this.queries.statement('record', this.queries.columnsOf([...latest.values()])));
         for (const pending of sent) pending.resolve();
       } catch (error) {
         if (latest.size > 1 && isDataError(error)) await this.#sendAlone(sent, latest);
@@ -160,7 +185,7 @@ class RecordBatch {
     for (const [key, values] of latest) {
       let failure: unknown;
       try {
-        await this.run.query(this.queries.record, this.queries.columnsOf([values]));
+        await this.run.query(this.queries.statement('record', this.queries.columnsOf([values])));
       } catch (error) {
         failure = error ?? new Error('the statement failed');
       }
@@ -197,10 +222,17 @@ class StatementRunner {
     }
   }
 
-  async query(text: string, values: unknown[]): Promise<Record<string, unknown>[]> {
+  async query(statement: {
+    name?: string;
+    text: string;
+    values: unknown[];
+  }): Promise<Record<string, unknown>[]> {
     if (this.migration !== undefined) await this.#migrate(this.migration);
     try {
-      const { rows } = await this.pool.query(text, values);
+      const { name, text, values } = statement;
+      const { rows } = await (name === undefined
+        ? this.pool.query(text, values)
+        : this.pool.query({ name, text, values }));
       return rows as Record<string, unknown>[];
     } catch (error) {
       throw unavailable(error);

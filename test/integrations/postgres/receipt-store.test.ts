@@ -7,6 +7,7 @@ import type { Receipt } from '../../../src/stores.js';
 import {
   postgresReceiptStore,
   receiptTableSql,
+  type PostgresNamedStatement,
   type PostgresQueryable,
 } from '../../../integrations/postgres/index.js';
 import { createTestDatabase, postgresSuitesEnabled, type TestDatabase } from '../../helpers/postgres.js';
@@ -18,9 +19,13 @@ function counted(pool: pg.Pool): PostgresQueryable & { texts: string[] } {
   const texts: string[] = [];
   return {
     texts,
-    query: (text: string, values?: unknown[]) => {
-      texts.push(text);
-      return pool.query(text, values);
+    query: (statement: string | PostgresNamedStatement, values?: unknown[]) => {
+      if (typeof statement === 'string') {
+        texts.push(statement);
+        return pool.query(statement, values);
+      }
+      texts.push(statement.text);
+      return pool.query(statement);
     },
   };
 }
@@ -92,6 +97,35 @@ describe.runIf(enabled)('postgresReceiptStore on PostgreSQL', () => {
     await store.record({ ...settled, key: 'order-3' });
     expect(pool.texts.filter((text) => text.startsWith('CREATE TABLE'))).toHaveLength(1);
     expect(pool.texts.filter((text) => text.startsWith('INSERT'))).toHaveLength(3);
+  });
+
+  it('names its statements for node-postgres, and sends plain text with namedStatements: false', async () => {
+    const named: string[] = [];
+    const store = postgresReceiptStore(
+      {
+        query: (statement: string | PostgresNamedStatement, values?: unknown[]) => {
+          if (typeof statement !== 'string') named.push(statement.name);
+          return typeof statement === 'string'
+            ? database.pool.query(statement, values)
+            : database.pool.query(statement);
+        },
+      },
+      { table: 'named', createTable: true },
+    );
+    await store.record(settled);
+    expect((await store.get(settled.key))?.status).toBe('succeeded');
+    expect(named).toEqual([
+      expect.stringMatching(/^tool_dispatcher_record_/),
+      expect.stringMatching(/^tool_dispatcher_get_/),
+    ]);
+
+    // A queryable that takes only (text, values).
+    const textOnly = postgresReceiptStore(
+      { query: (text: string, values?: unknown[]) => database.pool.query(text, values) },
+      { table: 'text_only', createTable: true, namedStatements: false },
+    );
+    await textOnly.record(settled);
+    expect((await textOnly.get(settled.key))?.status).toBe('succeeded');
   });
 
   it('sends the records that arrive while one is in flight as one statement, the last of a key winning', async () => {
