@@ -21,6 +21,7 @@ import {
   optionKeys,
   rejectUnknownKeys,
 } from '../../middleware/index.js';
+import { exactRejectionOf, watchRejections } from './exact-rejections.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
 export interface AgentsToolCall {
@@ -160,8 +161,17 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       ...(approvals === undefined
         ? {}
         : {
-            needsApproval: (runContext: RunContext<unknown>, input: unknown, callId?: string) =>
-              needsApproval(listing.name, input, callOptionsOf(runContext, callId, undefined, wireName)),
+            needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
+              const required = await needsApproval(
+                listing.name,
+                input,
+                callOptionsOf(runContext, callId, undefined, wireName),
+              );
+              // The decisions a person takes on this run are watched, so an exact rejection
+              // survives a later change of the tool's default (fixed upstream in 0.23.1).
+              if (required) watchRejections(runContext);
+              return required;
+            },
           }),
       name: wireName,
       description: listing.description,
@@ -171,12 +181,20 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       errorFunction: null,
       async execute(input, runContext, details) {
         const call = callOptionsOf(runContext, details?.toolCall?.callId, details?.signal, wireName);
+        // A call a person rejected never runs, even if the run state now approves the tool by
+        // default: it goes through the stack as denied, so every layer sees the refusal.
+        const rejection =
+          approvals === undefined ? undefined : exactRejectionOf(runContext, wireName, call.callId);
         // The Runner runs a call that needs approval only once the run state approved it.
-        const approved = await needsApproval(listing.name, input, call);
+        const approved = rejection === undefined && (await needsApproval(listing.name, input, call));
         const outcome = await settings.dispatcher.dispatch(
           listing.name,
           input,
-          approved ? { ...call, approval: { approvedBy: 'openai-agents' } } : call,
+          rejection !== undefined
+            ? { ...call, approval: { deniedBy: 'openai-agents', reason: rejection.reason } }
+            : approved
+              ? { ...call, approval: { approvedBy: 'openai-agents' } }
+              : call,
         );
         // A result that cannot be rendered is an `internal` outcome, for onOutcome as for the model.
         const answer = toolAnswer(outcome, { maxLength: settings.maxLength, displayName: wireName });
