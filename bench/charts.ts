@@ -31,10 +31,10 @@ export interface Chart {
   readonly bars: readonly ChartBar[];
 }
 
-const width = 720;
+const width = 840;
 const labelWidth = 330;
 const plotLeft = labelWidth + 10;
-const plotWidth = width - plotLeft - 70;
+const plotWidth = width - plotLeft - 180;
 const rowHeight = 34;
 const top = 44;
 const colours = { met: '#2e7d32', missed: '#c62828', none: '#546e7a', axis: '#9e9e9e', text: '#212121' };
@@ -90,15 +90,21 @@ function barSvg(bar: ChartBar, y: number, position: (value: number) => number): 
     `<line x1="${xQ1}" y1="${middle}" x2="${xQ3}" y2="${middle}" stroke="${colours.text}" stroke-width="1.5"/>`,
     `<line x1="${xQ1}" y1="${middle - 5}" x2="${xQ1}" y2="${middle + 5}" stroke="${colours.text}" stroke-width="1.5"/>`,
     `<line x1="${xQ3}" y1="${middle - 5}" x2="${xQ3}" y2="${middle + 5}" stroke="${colours.text}" stroke-width="1.5"/>`,
-    `<text x="${Math.max(xMedian, xQ3) + 6}" y="${middle + 4}" fill="${colour}" font-weight="600">${formatRatio(bar.median)}×</text>`,
   ];
+  let labelX = Math.max(xMedian, xQ3) + 6;
+  let targetText = '';
   if (bar.target !== undefined) {
     const xTarget = round(plotLeft + position(bar.target.value) * plotWidth);
     const sign = bar.target.kind === 'max' ? '≤' : '≥';
+    targetText = `<tspan dx="8" font-weight="400" fill="${colours.axis}">target ${sign} ${formatRatio(bar.target.value)}×</tspan>`;
+    labelX = Math.max(labelX, xTarget + 6);
     parts.push(
-      `<line x1="${xTarget}" y1="${middle - 13}" x2="${xTarget}" y2="${middle + 13}" stroke="${colours.text}" stroke-width="1.5" stroke-dasharray="3 2"><title>target ${sign} ${formatRatio(bar.target.value)}×</title></line>`,
+      `<line x1="${xTarget}" y1="${middle - 13}" x2="${xTarget}" y2="${middle + 13}" stroke="${colours.text}" stroke-width="1.5" stroke-dasharray="3 2"/>`,
     );
   }
+  parts.push(
+    `<text x="${labelX}" y="${middle + 4}" fill="${colour}" font-weight="600">${formatRatio(bar.median)}×${targetText}</text>`,
+  );
   return parts;
 }
 
