@@ -14,11 +14,16 @@ import { rawArgumentsOf } from './invalid-calls.js';
 /** The state key under which the decisions of the last model turn wait for the tool node. */
 export const reviewKey = 'toolDispatcherReview';
 
-/** A reviewer's answer for one call: run it (as approved, maybe with edited args) or refuse it. */
+/**
+ * A reviewer's answer for one call: run it (as approved, maybe with edited args), refuse it, or
+ * answer the model in the tool's place (`respond`: the tool never runs, and nothing is recorded
+ * as an approval or a denial).
+ */
 export type Review =
   | { readonly approvedBy: string }
   | { readonly rejected: string }
-  | { readonly badEdit: string };
+  | { readonly badEdit: string }
+  | { readonly responded: string };
 
 /** The reviews of one model turn, by tool call id. */
 export type Reviews = Readonly<Record<string, Review>>;
@@ -113,10 +118,12 @@ function actionRequest(call: Gated): ActionRequest {
   };
 }
 
-// One decision: approve, edit (same tool, new args, approved as edited) or reject (with the
-// reviewer's message as the reason). Anything else is the resumer's mistake, thrown as
-// humanInTheLoopMiddleware throws it.
+// One decision: approve, edit (same tool, new args, approved as edited), reject (with the
+// reviewer's message as the reason) or respond (LangChain 1.5.18's per-call decision, which the
+// served 1.5.14 does not offer yet: the reviewer's answer stands in for the tool's). Anything
+// else is the resumer's mistake, thrown as humanInTheLoopMiddleware throws it.
 function read(given: unknown, call: Gated): { review: Review; args?: unknown } {
+  if ((given as { type?: unknown } | null | undefined)?.type === 'respond') return responded(given, call);
   const decision = given as (Decision & { approvedBy?: unknown }) | null | undefined;
   const approvedBy = typeof decision?.approvedBy === 'string' ? decision.approvedBy : 'langchain';
   switch (decision?.type) {
@@ -149,9 +156,26 @@ function read(given: unknown, call: Gated): { review: Review; args?: unknown } {
       };
     default:
       throw new Error(
-        `Unexpected decision for "${call.wire}": ${JSON.stringify(given)}; expected approve, edit or reject`,
+        `Unexpected decision for "${call.wire}": ${JSON.stringify(given)}; expected approve, edit, reject or respond`,
       );
   }
+}
+
+// A `respond` decision's answer: its `message` text, or its `response` (text, or JSON as text).
+function responded(given: unknown, call: Gated): { review: Review } {
+  const { message, response } = given as { message?: unknown; response?: unknown };
+  const answer =
+    typeof message === 'string'
+      ? message
+      : typeof response === 'string'
+        ? response
+        : response === undefined
+          ? undefined
+          : JSON.stringify(response);
+  if (answer === undefined) {
+    throw new Error(`The respond decision for "${call.wire}" has no message (or response) to answer with`);
+  }
+  return { review: { responded: answer } };
 }
 
 // The message with the edited calls' args replaced (same id, so the agent's reducer replaces it).

@@ -27,7 +27,8 @@ export interface LangChainCall {
  * A `review` from the approval interrupt dispatches the call as approved by the host, as denied
  * by the host (`{ deniedBy, reason }`, which the approval gate answers `approval_denied`), or with
  * args the schema step refuses (an edit that is no edit of this call): never a run, but a call
- * every layer sees.
+ * every layer sees. A `respond` review is answered with the reviewer's text and no dispatch (and
+ * no artifact): the tool did not run and nobody approved or denied it.
  */
 export async function runCall(
   settings: Settings,
@@ -39,6 +40,16 @@ export async function runCall(
   const wire = typeof call.name === 'string' ? call.name : '';
   const toolName = settings.offered.get(wire);
   const options = callOptions(settings, call.id, runtime, signal, wire);
+  // A reviewer who answered in the tool's place: the model reads that answer and nothing runs,
+  // so no layer records an approval, a denial or an outcome of a side effect.
+  if (review !== undefined && 'responded' in review) {
+    return new ToolMessage({
+      tool_call_id: options.callId,
+      name: wire,
+      content: review.responded,
+      status: 'success',
+    });
+  }
   let args = call.args;
   if (review !== undefined && 'approvedBy' in review) options.approval = { approvedBy: review.approvedBy };
   // A person's refusal and a bad edit go through the stack too, so every layer sees the call:

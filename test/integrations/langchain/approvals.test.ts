@@ -214,6 +214,34 @@ describe('dispatcherMiddleware with approvals', () => {
     expect(isDispatchError(denied) && denied.kind).toBe('approval_denied');
   });
 
+  it("answers a respond decision with the reviewer's text, running nothing and recording no approval or denial", async () => {
+    // LangChain 1.5.18's per-call `respond` decision (the registry serves 1.5.14, whose types lack
+    // it): accepted when a resumer sends it, as the tool's answer in its place.
+    const s = setup();
+    const agent = agentOf(s, [
+      { id: 'c1', name: 'payments__refund', args: { amount: 500 } },
+      { id: 'c2', name: 'payments__refund', args: { amount: 300 } },
+    ]);
+    await agent.invoke(input, thread);
+    const seenBefore = s.events.length;
+
+    const respond = {
+      type: 'respond',
+      message: 'already refunded by hand',
+    } as unknown as HITLResponse['decisions'][number];
+    const done = await agent.invoke(resume([respond, { type: 'approve' }]), thread);
+
+    expect(s.refunds).toEqual([300]);
+    expect(summary(done.messages)).toEqual([
+      ['c1', 'success', 'already refunded by hand'],
+      ['c2', 'success', 'refunded 300'],
+    ]);
+    expect(toolMessages(done.messages)[0]?.artifact).toBeUndefined();
+    const afterResume = s.events.slice(seenBefore);
+    expect(afterResume.filter((event) => event.callId.includes('c1'))).toEqual([]);
+    expect(afterResume.some((event) => event.callId.includes('c2'))).toBe(true);
+  });
+
   it('keeps a decision to its own turn: a later call with the same id asks again', async () => {
     const s = setup();
     const model = fakeModel()
