@@ -723,6 +723,7 @@ class Importer {
           { cause: error, kind: 'protocol' },
         );
       case 'rpc':
+        if (failure.code === rateLimitedCode) return rateLimited(remoteName, message, error);
         return this.#rpcFailure(failure.code, message, remoteName, error);
       case 'malformed':
         return new Error(`The MCP server sent a malformed result: ${message}`, { cause: error });
@@ -742,6 +743,8 @@ class Importer {
   }
 
   #rpcFailure(code: number, message: string, remoteName: string, error: unknown): Error {
+    // MCP's rate-limit error (SEP-3304): refused before it ran, so retried after `retryAfterMs`.
+    if (code === -32023) return classifyRateLimit(error) ?? new TransientError(message, { cause: error });
     if (code !== -32602) return new Error(message, { cause: error });
     // The SDK client checks structuredContent against the output schema after the call,
     // and reports a mismatch with the code of bad arguments.
@@ -772,6 +775,23 @@ class Importer {
       // Reported through onError by reconnect(); the next call tries again.
     });
   }
+}
+
+/** MCP's rate-limit error code (SEP-3304): the server refused before running the call. */
+const rateLimitedCode = -32023;
+
+// A remote `-32023` is the server's own rate limit, as ours is: `rate_limited` with the wait it
+// sent in `data.retryAfterMs` (a wait that is no number >= 0 gives none rather than a wrong one),
+// never a retry by default, and never a breaker failure.
+function rateLimited(remoteName: string, message: string, error: unknown): ToolError {
+  const wait = ((error as { data?: unknown }).data as { retryAfterMs?: unknown } | null | undefined)
+    ?.retryAfterMs;
+  const retryAfterMs = typeof wait === 'number' && wait >= 0 ? wait : undefined;
+  return new ToolError(`The MCP server rate-limited "${remoteName}": ${message}`, {
+    kind: 'rate_limited',
+    cause: error,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
 }
 
 /**
