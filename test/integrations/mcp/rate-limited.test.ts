@@ -7,7 +7,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelc
 import { Server } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createDispatcher, defaultStack, ToolRegistry } from '../../../index.js';
+import { createDispatcher, defaultStack, ToolError, ToolRegistry } from '../../../index.js';
 import { createMcpProxy, createMcpServerFactory, importMcpTools } from '../../../integrations/mcp/index.js';
 import { eras, inMemoryClients } from '../../helpers/mcp-clients.js';
 import { serveHttp } from './fixtures/http-upstream.js';
@@ -107,5 +107,20 @@ describe('a remote -32023', () => {
         _meta: { 'tool-dispatcher/error': { kind: 'rate_limited', retryAfterMs: 1_500 } },
       });
     }
+  });
+});
+
+describe("ToolError's rate_limited", () => {
+  it('carries its wait into the envelope and refuses a wait below 0', async () => {
+    const registry = new ToolRegistry().register({
+      name: 'front',
+      inputSchema: z.object({}),
+      handler: () => {
+        throw new ToolError('the backend asks us to wait', { kind: 'rate_limited', retryAfterMs: 750 });
+      },
+    });
+    const outcome = await createDispatcher(defaultStack({ registry })).dispatch('front', {});
+    expect(outcome).toMatchObject({ ok: false, kind: 'rate_limited', attempts: 1, retryAfterMs: 750 });
+    expect(() => new ToolError('x', { kind: 'rate_limited', retryAfterMs: -1 })).toThrow(TypeError);
   });
 });
