@@ -37,6 +37,7 @@ export type {
   JsonRpcErrorData,
   OutcomeUnknownErrorOptions,
   OutcomeWindow,
+  ToolErrorKind,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './src/index.js';

@@ -316,10 +316,24 @@ export interface ToolErrorOptions {
   cause?: unknown;
   /**
    * The kind the call fails with; a tool fronting a remote one reports the caller's mistakes as
-   * `not_found`, `schema` or `protocol`. @default 'tool_error'
+   * `not_found`, `schema` or `protocol`, and the remote's own rate limit (MCP's `-32023`) as
+   * `rate_limited`. @default 'tool_error'
    */
-  kind?: 'tool_error' | 'not_found' | 'schema' | 'protocol';
+  kind?: ToolErrorKind;
+  /** For `rate_limited`: how long the remote asks to wait, in milliseconds; capped at 2^31 − 1. */
+  retryAfterMs?: number;
 }
+
+/** The kinds a `ToolError` can fail a call with. */
+export type ToolErrorKind = 'tool_error' | 'not_found' | 'schema' | 'protocol' | 'rate_limited';
+
+const toolErrorKinds: ReadonlySet<string> = new Set<ToolErrorKind>([
+  'tool_error',
+  'not_found',
+  'schema',
+  'protocol',
+  'rate_limited',
+]);
 
 /**
  * The error a handler throws for a failure the tool itself reports ("card declined"): kind
@@ -333,15 +347,23 @@ export class ToolError extends Error {
   constructor(message: string, options: ToolErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
-    const { kind = 'tool_error' } = options;
-    if (kind !== 'tool_error' && kind !== 'not_found' && kind !== 'schema' && kind !== 'protocol') {
-      throw new TypeError(`kind must be tool_error, not_found, schema or protocol, got ${String(kind)}`);
+    const { kind = 'tool_error', retryAfterMs } = options;
+    if (!toolErrorKinds.has(kind)) {
+      throw new TypeError(
+        `kind must be tool_error, not_found, schema, protocol or rate_limited, got ${String(kind)}`,
+      );
+    }
+    if (retryAfterMs !== undefined && !(retryAfterMs >= 0)) {
+      throw new TypeError(`retryAfterMs must be a number >= 0, got ${String(retryAfterMs)}`);
     }
     this.kind = kind;
+    this.retryAfterMs = finiteWait(retryAfterMs);
   }
 
   /** The kind the call fails with. */
-  readonly kind: 'tool_error' | 'not_found' | 'schema' | 'protocol';
+  readonly kind: ToolErrorKind;
+  /** How long the remote asks to wait before trying again, in milliseconds, when it said. */
+  readonly retryAfterMs: number | undefined;
 }
 
 /**
@@ -424,7 +446,11 @@ export function toDispatchError(error: unknown, attempts: number): DispatchError
       });
     }
     if (error instanceof ToolError) {
-      return new DispatchError(error.kind, describeThrown(error), { attempts, cause: error });
+      return new DispatchError(error.kind, describeThrown(error), {
+        attempts,
+        cause: error,
+        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      });
     }
     return new DispatchError('internal', describeThrown(error), { attempts, cause: error });
   } catch {

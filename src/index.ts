@@ -28,6 +28,7 @@ export type {
   JsonRpcErrorData,
   OutcomeUnknownErrorOptions,
   OutcomeWindow,
+  ToolErrorKind,
   ToolErrorOptions,
   TransientErrorOptions,
 } from './errors.js';

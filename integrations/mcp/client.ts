@@ -41,6 +41,7 @@ import {
   messageOf,
   onToolListChanged,
   requestFailure,
+  type CallOptions,
   type CallParams,
   type ListSubscription,
   type McpClient,
@@ -61,9 +62,17 @@ export interface ImportedToolSettings {
   task?: boolean;
   /** Whether a call needs approval (read by `approvalGate`); beats the tool's annotations. */
   requiresApproval?: boolean;
+  /**
+   * How long the remote may go without a progress report before the attempt times out, in
+   * milliseconds: the SDK is asked for progress and restarts this timer on each report
+   * (`resetTimeoutOnProgress`), while `timeoutMs` (the attempt's deadline) stays the total it
+   * never runs past (`maxTotalTimeout`). @default undefined (no idle timeout: `timeoutMs` alone)
+   */
+  idleTimeoutMs?: number;
 }
 
 const importedToolSettingKeys = optionKeys<ImportedToolSettings>({
+  idleTimeoutMs: true,
   timeoutMs: true,
   idempotent: true,
   task: true,
@@ -518,6 +527,15 @@ class Importer {
       importedToolSettingKeys,
       'setting',
     );
+    const { idleTimeoutMs } = configured;
+    if (
+      idleTimeoutMs !== undefined &&
+      !(typeof idleTimeoutMs === 'number' && idleTimeoutMs > 0 && Number.isFinite(idleTimeoutMs))
+    ) {
+      throw new TypeError(
+        `importMcpTools() configure(${JSON.stringify(tool.name)}) idleTimeoutMs must be a finite number > 0, got ${String(idleTimeoutMs)}`,
+      );
+    }
     const hinted = tool.annotations?.idempotentHint === true || tool.annotations?.readOnlyHint === true;
     const idempotent = configured.idempotent ?? (this.settings.trustAnnotations && hinted);
     return {
@@ -531,7 +549,7 @@ class Importer {
       ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
       ...(configured.requiresApproval === undefined ? {} : { requiresApproval: configured.requiresApproval }),
       handler: (args: Record<string, unknown>, ctx: ToolContext) =>
-        this.#call(tool, idempotent, configured.task === true, args, ctx),
+        this.#call(tool, { idempotent, task: configured.task === true, idleTimeoutMs }, args, ctx),
     };
   }
 
@@ -546,11 +564,11 @@ class Importer {
 
   async #call(
     tool: McpTool,
-    idempotent: boolean,
-    task: boolean,
+    how: { idempotent: boolean; task: boolean; idleTimeoutMs: number | undefined },
     args: Record<string, unknown>,
     ctx: ToolContext,
   ): Promise<unknown> {
+    const { idempotent, task, idleTimeoutMs } = how;
     ctx.signal.throwIfAborted();
     const remoteName = tool.name;
     // A signal of this call's own: the SDK never removes its listener from the signal it gets,
@@ -571,15 +589,7 @@ class Importer {
           : await this.#connection(signal);
       const key = this.settings.forwardIdempotencyKey ? ctx.idempotencyKey : undefined;
       const timeout = sdkTimeoutMs(ctx.deadline, this.settings.timeoutSlackMs);
-      // Progress is asked for only when our caller listens: a progressToken makes the SDK copy
-      // the request twice more and the remote track the call, for reports nobody reads.
-      const requestOptions = hasProgressListener(ctx)
-        ? {
-            signal,
-            timeout,
-            onprogress: ({ progress, total, message }: Progress) => ctx.progress(progress, total, message),
-          }
-        : { signal, timeout };
+      const requestOptions = requestOptionsOf(ctx, signal, timeout, idleTimeoutMs);
       const trace = currentTraceMeta();
       const meta =
         trace === undefined
@@ -710,7 +720,8 @@ class Importer {
               { cause: error, window: 'connection_lost' },
             );
       case 'timeout':
-        // Only reachable when no deadline of ours came first (we size the SDK timeout past it).
+        // Only reachable when no deadline of ours came first (we size the SDK timeout past it):
+        // the remote went silent for the tool's idle timeout.
         return idempotent
           ? new TransientError(`The MCP request timed out: ${message}`, { cause: error })
           : new OutcomeUnknownError(
@@ -723,6 +734,7 @@ class Importer {
           { cause: error, kind: 'protocol' },
         );
       case 'rpc':
+        if (failure.code === rateLimitedCode) return rateLimited(remoteName, message, error);
         return this.#rpcFailure(failure.code, message, remoteName, error);
       case 'malformed':
         return new Error(`The MCP server sent a malformed result: ${message}`, { cause: error });
@@ -742,6 +754,8 @@ class Importer {
   }
 
   #rpcFailure(code: number, message: string, remoteName: string, error: unknown): Error {
+    // MCP's rate-limit error (SEP-3304): refused before it ran, so retried after `retryAfterMs`.
+    if (code === -32023) return classifyRateLimit(error) ?? new TransientError(message, { cause: error });
     if (code !== -32602) return new Error(message, { cause: error });
     // The SDK client checks structuredContent against the output schema after the call,
     // and reports a mismatch with the code of bad arguments.
@@ -772,6 +786,48 @@ class Importer {
       // Reported through onError by reconnect(); the next call tries again.
     });
   }
+}
+
+// The SDK options of one attempt's call. Progress is asked for only when our caller listens or an
+// idle timeout needs it: a progressToken makes the SDK copy the request twice more and the remote
+// track the call. With an idle timeout the SDK's timer restarts on each report, capped by the
+// attempt's whole deadline.
+function requestOptionsOf(
+  ctx: ToolContext,
+  signal: AbortSignal,
+  timeout: number,
+  idleTimeoutMs: number | undefined,
+): CallOptions {
+  const listening = hasProgressListener(ctx);
+  if (idleTimeoutMs === undefined && !listening) return { signal, timeout };
+  const onprogress = listening
+    ? ({ progress, total, message }: Progress) => ctx.progress(progress, total, message)
+    : () => {};
+  if (idleTimeoutMs === undefined) return { signal, timeout, onprogress };
+  return {
+    signal,
+    timeout: Math.min(timeout, Math.ceil(idleTimeoutMs)),
+    resetTimeoutOnProgress: true,
+    maxTotalTimeout: timeout,
+    onprogress,
+  };
+}
+
+/** MCP's rate-limit error code (SEP-3304): the server refused before running the call. */
+const rateLimitedCode = -32023;
+
+// A remote `-32023` is the server's own rate limit, as ours is: `rate_limited` with the wait it
+// sent in `data.retryAfterMs` (a wait that is no number >= 0 gives none rather than a wrong one),
+// never a retry by default, and never a breaker failure.
+function rateLimited(remoteName: string, message: string, error: unknown): ToolError {
+  const wait = ((error as { data?: unknown }).data as { retryAfterMs?: unknown } | null | undefined)
+    ?.retryAfterMs;
+  const retryAfterMs = typeof wait === 'number' && wait >= 0 ? wait : undefined;
+  return new ToolError(`The MCP server rate-limited "${remoteName}": ${message}`, {
+    kind: 'rate_limited',
+    cause: error,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
 }
 
 /**

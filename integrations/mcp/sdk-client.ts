@@ -25,6 +25,10 @@ export interface CallOptions {
   signal: AbortSignal;
   timeout: number;
   onprogress?: (progress: Progress) => void;
+  /** Whether each progress report restarts `timeout` (an idle timeout). */
+  resetTimeoutOnProgress?: boolean;
+  /** The longest the request may run, progress or not, in milliseconds. */
+  maxTotalTimeout?: number;
   /** Hands an `input_required` answer back instead of fulfilling it (v2, 2026-07-28). */
   allowInputRequired?: boolean;
 }

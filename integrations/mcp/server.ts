@@ -592,7 +592,7 @@ async function runCall(call: Call, request: CallRequest, settings: ServeSettings
     return (typeof token === 'string' ? withApprovalState(asked, token) : asked) as CallToolResult;
   }
   if (progressSent !== undefined) await progressSent;
-  const result = answerOf(outcome, call, settings);
+  const result = answerOf(outcome, call, settings, request.retry !== undefined);
   const answered = unasked === undefined ? result : notAsked(result, unasked);
   return key !== undefined && call.receipt ? withReceipt(answered, key, outcome) : answered;
 }
@@ -690,7 +690,12 @@ function withReceipt(result: CallToolResult, key: string, outcome: Outcome): Cal
   return { ...result, _meta: { ...result._meta, [receiptMetaKey]: receipt } };
 }
 
-function answerOf(outcome: Outcome, call: Call, settings: ServeSettings): CallToolResult {
+/** MCP's rate-limit error code (SEP-3304), answered to 2026-07-28 requests for `rate_limited`. */
+const rateLimitedCode = -32023;
+
+// `modern`: the request came on 2026-07-28 (with its `_meta` envelope), where our own rate limit
+// is the protocol's `-32023` error; an older client gets the `isError` result it always had.
+function answerOf(outcome: Outcome, call: Call, settings: ServeSettings, modern: boolean): CallToolResult {
   const { maxMessageLength, formatResult, registry } = settings;
   const { toolName, wireName } = call;
   if (outcome.ok && outcome.modelCopy !== undefined && formatResult === defaultFormat) {
@@ -702,6 +707,15 @@ function answerOf(outcome: Outcome, call: Call, settings: ServeSettings): CallTo
     throw Object.assign(new Error(`Unknown tool: ${wireName}`), {
       code: -32602,
       data: outcome.toJsonRpcError().data,
+    });
+  }
+  if (outcome.kind === 'rate_limited' && modern) {
+    // SEP-3304 requires `retryAfterMs`; a limit that named no wait may be tried again at once.
+    const rpc = outcome.toJsonRpcError();
+    const { retryAfterMs = 0, ...data } = rpc.data;
+    throw Object.assign(new Error(rpc.message), {
+      code: rateLimitedCode,
+      data: { retryAfterMs, ...data },
     });
   }
   return toCallToolResult(outcome, { maxLength: maxMessageLength });
