@@ -74,6 +74,57 @@ export interface AiSdkToolsOptions {
   tenant?: string | ((context: unknown) => string | undefined);
 }
 
+/**
+ * What `aiSdkToolApproval` answers AI SDK 7's call-level `toolApproval` with (the SDK's
+ * `ToolApprovalStatus`, spelled out here because `ai` 6's types have none).
+ */
+export type AiSdkToolApprovalStatus =
+  | { type: 'not-applicable' }
+  | { type: 'approved' | 'denied' | 'user-approval'; reason?: string };
+
+/** The part of AI SDK 7's `toolApproval` function argument that `aiSdkToolApproval` reads. */
+export interface AiSdkToolApprovalRequest {
+  /** The call to judge. */
+  toolCall: { toolName: string; toolCallId: string; input: unknown };
+  /** The call's tools: the `ToolSet` (or a merge of several) given to `generateText`. */
+  tools?: Record<string, unknown> | undefined;
+  /** `generateText({ runtimeContext })`: read by the `tenant` function of `toAiSdkTools`. */
+  runtimeContext?: unknown;
+}
+
+// Each gated tool toAiSdkTools made, with how its gate answers a call: aiSdkToolApproval finds the
+// tool in the call's `tools`, so a ToolSet merged with other tools still answers for its own.
+const approvalOfTool = new WeakMap<
+  object,
+  (input: unknown, toolCallId: string, context: unknown) => Promise<AiSdkToolApprovalStatus>
+>();
+
+/**
+ * AI SDK 7's call-level `toolApproval` for tools made by `toAiSdkTools({ approvals })`: the gate's
+ * `allow` answers `approved` and `deny` answers `denied` (each with the gate's reason, which the
+ * SDK puts on its approval response), `require` answers `user-approval` with the reason shown to
+ * the approver; a gate in shadow mode, an ungated tool or one from elsewhere is `not-applicable`.
+ * `toolApproval` takes precedence over the tools' `needsApproval` (since `ai` 7.0.173), which
+ * stays set so that a call without this option (and `ai` 6) still asks the user; a call denied
+ * here never reaches `execute`.
+ *
+ * @example
+ * const result = await generateText({
+ *   model,
+ *   tools: toAiSdkTools({ registry, dispatcher, approvals: gate }),
+ *   toolApproval: aiSdkToolApproval,
+ *   prompt,
+ * });
+ */
+export async function aiSdkToolApproval(request: AiSdkToolApprovalRequest): Promise<AiSdkToolApprovalStatus> {
+  const { toolCall, tools, runtimeContext } = request;
+  const tool =
+    tools !== undefined && Object.hasOwn(tools, toolCall.toolName) ? tools[toolCall.toolName] : undefined;
+  const approval = typeof tool === 'object' && tool !== null ? approvalOfTool.get(tool) : undefined;
+  if (approval === undefined) return { type: 'not-applicable' };
+  return approval(toolCall.input, toolCall.toolCallId, runtimeContext);
+}
+
 const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
   registry: true,
   dispatcher: true,
@@ -143,68 +194,83 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
     const decision = await approvals.evaluate(name, input, call);
     return decision.enforced && decision.action === 'require';
   };
+  // AI SDK 7's call-level answer: the gate's verdict and its reason, for aiSdkToolApproval.
+  const approvalStatus = async (
+    name: string,
+    input: unknown,
+    call: DispatchOptions & { callId: string },
+  ): Promise<AiSdkToolApprovalStatus> => {
+    if (approvals === undefined) return { type: 'not-applicable' };
+    const decision = await approvals.evaluate(name, input, call);
+    if (!decision.enforced) return { type: 'not-applicable' };
+    const reason = decision.reason === undefined ? {} : { reason: decision.reason };
+    if (decision.action === 'allow') return { type: 'approved', ...reason };
+    if (decision.action === 'deny') return { type: 'denied', ...reason };
+    return { type: 'user-approval', ...reason };
+  };
   for (const listing of listings) {
     const key = names === undefined ? listing.name : names.wireName(listing.name);
-    Object.defineProperty(tools, key, {
-      enumerable: true,
-      writable: true,
-      configurable: true,
-      value: tool({
-        description: listing.description,
-        // No `validate`: the SDK then passes the parsed JSON through, and our schema layer
-        // answers a bad call with its own envelope (and its events), not a raw zod dump.
-        inputSchema: jsonSchema<unknown>(
-          toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0],
-        ),
-        // The options are the SDK's, but a direct `execute(input)` (a test, a hand-rolled loop)
-        // passes none: the call then gets a generated id and no signal.
-        ...(approvals === undefined
-          ? {}
-          : {
-              needsApproval: (
-                input: unknown,
-                { toolCallId, experimental_context }: { toolCallId: string; experimental_context?: unknown },
-              ) =>
-                needsApproval(
-                  listing.name,
-                  input,
-                  callOptionsOf(toolCallId, undefined, key, experimental_context),
-                ),
-            }),
-        async execute(input, options) {
-          const callOptions = callOptionsOf(
-            options?.toolCallId,
-            options?.abortSignal,
-            key,
-            options?.experimental_context,
-          );
-          // The SDK runs a call that needs approval only once the user approved it, in this
-          // request or an earlier one (a new ToolSet per request knows nothing of it).
-          const approved = await needsApproval(listing.name, input, callOptions);
-          const outcome = await settings.dispatcher.dispatch(
-            listing.name,
-            input,
-            approved ? { ...callOptions, approval: { approvedBy: 'ai-sdk' } } : callOptions,
-          );
-          // The SDK streams and stores the output as JSON (UI message streams, step results), so
-          // one JSON.stringify cannot take is swapped for its JSON-safe copy; one that cannot be
-          // rendered at all is an `internal` failure.
-          const answer = toolAnswer(outcome, { ...messageOptions, displayName: key, serializable: true });
-          if (!answer.outcome.ok) throw new ToolCallFailed(answer.outcome, messageOptions);
-          const { result } = answer.outcome;
-          if (typeof result === 'object' && result !== null) rendered.set(result, answer.text);
-          return result;
-        },
-        // The application keeps the result in `toolResults`; the model reads it as
-        // `toToolMessage` renders it (bigints, cycles and long results included).
-        toModelOutput: ({ output }) => ({
-          type: 'text',
-          value:
-            (typeof output === 'object' && output !== null ? rendered.get(output) : undefined) ??
-            toToolMessage({ ok: true, result: output, attempts: 1 }, messageOptions),
-        }),
+    const made = tool({
+      description: listing.description,
+      // No `validate`: the SDK then passes the parsed JSON through, and our schema layer
+      // answers a bad call with its own envelope (and its events), not a raw zod dump.
+      inputSchema: jsonSchema<unknown>(
+        toObjectSchema(listing.inputSchema) as Parameters<typeof jsonSchema>[0],
+      ),
+      // The options are the SDK's, but a direct `execute(input)` (a test, a hand-rolled loop)
+      // passes none: the call then gets a generated id and no signal.
+      ...(approvals === undefined
+        ? {}
+        : {
+            needsApproval: (
+              input: unknown,
+              { toolCallId, experimental_context }: { toolCallId: string; experimental_context?: unknown },
+            ) =>
+              needsApproval(
+                listing.name,
+                input,
+                callOptionsOf(toolCallId, undefined, key, experimental_context),
+              ),
+          }),
+      async execute(input, options) {
+        const callOptions = callOptionsOf(
+          options?.toolCallId,
+          options?.abortSignal,
+          key,
+          options?.experimental_context,
+        );
+        // The SDK runs a call that needs approval only once the user approved it, in this
+        // request or an earlier one (a new ToolSet per request knows nothing of it).
+        const approved = await needsApproval(listing.name, input, callOptions);
+        const outcome = await settings.dispatcher.dispatch(
+          listing.name,
+          input,
+          approved ? { ...callOptions, approval: { approvedBy: 'ai-sdk' } } : callOptions,
+        );
+        // The SDK streams and stores the output as JSON (UI message streams, step results), so
+        // one JSON.stringify cannot take is swapped for its JSON-safe copy; one that cannot be
+        // rendered at all is an `internal` failure.
+        const answer = toolAnswer(outcome, { ...messageOptions, displayName: key, serializable: true });
+        if (!answer.outcome.ok) throw new ToolCallFailed(answer.outcome, messageOptions);
+        const { result } = answer.outcome;
+        if (typeof result === 'object' && result !== null) rendered.set(result, answer.text);
+        return result;
+      },
+      // The application keeps the result in `toolResults`; the model reads it as
+      // `toToolMessage` renders it (bigints, cycles and long results included).
+      toModelOutput: ({ output }) => ({
+        type: 'text',
+        value:
+          (typeof output === 'object' && output !== null ? rendered.get(output) : undefined) ??
+          toToolMessage({ ok: true, result: output, attempts: 1 }, messageOptions),
       }),
     });
+    if (approvals !== undefined) {
+      approvalOfTool.set(made, (input, toolCallId, context) =>
+        approvalStatus(listing.name, input, callOptionsOf(toolCallId, undefined, key, context)),
+      );
+    }
+    Object.defineProperty(tools, key, { enumerable: true, writable: true, configurable: true, value: made });
   }
   return tools;
 }
