@@ -11,6 +11,7 @@
 
 export { aiSdkToolApproval, toAiSdkTools } from './to-ai-sdk-tools.js';
 export type {
+  AiSdkHostTimeout,
   AiSdkToolApprovalRequest,
   AiSdkToolApprovalStatus,
   AiSdkToolsOptions,

@@ -21,6 +21,7 @@ import {
   optionKeys,
   rejectUnknownKeys,
 } from '../../middleware/index.js';
+import { defaultToolTimeoutMs } from '../../src/index.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
 /** Options for `toAiSdkTools`. */
@@ -72,6 +73,26 @@ export interface AiSdkToolsOptions {
    * @default undefined (no tenant)
    */
   tenant?: string | ((context: unknown) => string | undefined);
+  /**
+   * The `timeout` given to AI SDK 7's `generateText` / `streamText`, when it sets per-tool
+   * timeouts (`toolMs`, or `tools: { <key>Ms }` by ToolSet key). One timer then owns each call:
+   * ours, its deadline the tool's (or `timeoutMs`, else the timeout layer's 30 s default) capped
+   * by the host's, so a host timeout shorter than the tool's ends the attempt as our `timeout`
+   * (retried by the usual rules), and the host's own timer firing is not taken for a cancel. An
+   * `abortSignal` of the caller's still cancels the call.
+   * @default undefined (no host timeout)
+   */
+  hostTimeout?: number | AiSdkHostTimeout;
+}
+
+/** The per-tool part of AI SDK 7's `timeout` option (`TimeoutConfiguration`). */
+export interface AiSdkHostTimeout {
+  /** The host's timeout for every tool, in ms. */
+  toolMs?: number;
+  /** Per-tool overrides, keyed `<ToolSet key>Ms`. */
+  tools?: Record<string, number | undefined>;
+  /** Other fields (`totalMs`, `stepMs`, …) are the host's own and ignored here. */
+  [other: string]: unknown;
 }
 
 /**
@@ -136,6 +157,7 @@ const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
   maxLength: true,
   approvals: true,
   tenant: true,
+  hostTimeout: true,
 });
 
 /**
@@ -233,20 +255,34 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
               ),
           }),
       async execute(input, options) {
+        // With a host per-tool timeout, our capped timer owns the deadline (see `hostTimeout`).
+        const hostMs = hostToolMs(settings.hostTimeout, key);
+        const owned = hostMs === undefined ? undefined : withoutHostTimeout(options?.abortSignal);
         const callOptions = callOptionsOf(
           options?.toolCallId,
-          options?.abortSignal,
+          owned === undefined ? options?.abortSignal : owned.signal,
           key,
           options?.experimental_context,
         );
-        // The SDK runs a call that needs approval only once the user approved it, in this
-        // request or an earlier one (a new ToolSet per request knows nothing of it).
-        const approved = await needsApproval(listing.name, input, callOptions);
-        const outcome = await settings.dispatcher.dispatch(
-          listing.name,
-          input,
-          approved ? { ...callOptions, approval: { approvedBy: 'ai-sdk' } } : callOptions,
-        );
+        if (hostMs !== undefined) {
+          callOptions.timeoutMs = Math.min(
+            settings.base.timeoutMs ?? listing.timeoutMs ?? defaultToolTimeoutMs,
+            hostMs,
+          );
+        }
+        let outcome: Awaited<ReturnType<Dispatcher['dispatch']>>;
+        try {
+          // The SDK runs a call that needs approval only once the user approved it, in this
+          // request or an earlier one (a new ToolSet per request knows nothing of it).
+          const approved = await needsApproval(listing.name, input, callOptions);
+          outcome = await settings.dispatcher.dispatch(
+            listing.name,
+            input,
+            approved ? { ...callOptions, approval: { approvedBy: 'ai-sdk' } } : callOptions,
+          );
+        } finally {
+          owned?.release();
+        }
         // The SDK streams and stores the output as JSON (UI message streams, step results), so
         // one JSON.stringify cannot take is swapped for its JSON-safe copy; one that cannot be
         // rendered at all is an `internal` failure.
@@ -284,6 +320,7 @@ interface Settings {
   maxLength: number;
   approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
   tenant: (context: unknown) => string | undefined;
+  hostTimeout: number | AiSdkHostTimeout | undefined;
 }
 
 function readOptions(options: AiSdkToolsOptions): Settings {
@@ -302,7 +339,17 @@ function readOptions(options: AiSdkToolsOptions): Settings {
     maxLength = 2000,
     approvals,
     tenant,
+    hostTimeout,
   } = options;
+  if (
+    hostTimeout !== undefined &&
+    !(typeof hostTimeout === 'number' && hostTimeout > 0) &&
+    (typeof hostTimeout !== 'object' || hostTimeout === null)
+  ) {
+    throw new TypeError(
+      `toAiSdkTools(): hostTimeout must be generateText's timeout (a number or an object), got ${String(hostTimeout)}`,
+    );
+  }
   if (typeof registry?.list !== 'function') {
     throw new TypeError('toAiSdkTools(): registry must be a ToolRegistry');
   }
@@ -364,6 +411,7 @@ function readOptions(options: AiSdkToolsOptions): Settings {
     maxLength,
     approvals,
     tenant: tenantReader(tenant),
+    hostTimeout,
   };
 }
 
@@ -374,4 +422,28 @@ function tenantReader(tenant: AiSdkToolsOptions['tenant']): (context: unknown) =
     const value = tenant(context);
     return typeof value === 'string' && value.length > 0 ? value : undefined;
   };
+}
+
+// The host's per-tool timeout for a ToolSet key, as AI SDK 7 reads it (`tools.<key>Ms`, else
+// `toolMs`); a plain number is the host's total timeout, not a tool's.
+function hostToolMs(timeout: number | AiSdkHostTimeout | undefined, key: string): number | undefined {
+  if (timeout === undefined || typeof timeout === 'number') return undefined;
+  const ms = timeout.tools?.[`${key}Ms`] ?? timeout.toolMs;
+  return typeof ms === 'number' && ms > 0 ? ms : undefined;
+}
+
+// The SDK merges the caller's abortSignal with `AbortSignal.timeout(toolMs)`; our capped timer
+// owns that deadline, so only an abort that is not a timeout passes through.
+function withoutHostTimeout(
+  signal: AbortSignal | undefined,
+): { signal: AbortSignal; release: () => void } | undefined {
+  if (signal === undefined) return undefined;
+  const controller = new AbortController();
+  const isHostTimer = (reason: unknown) => reason instanceof DOMException && reason.name === 'TimeoutError';
+  const forward = () => {
+    if (!isHostTimer(signal.reason)) controller.abort(signal.reason);
+  };
+  if (signal.aborted) forward();
+  else signal.addEventListener('abort', forward, { once: true });
+  return { signal: controller.signal, release: () => signal.removeEventListener('abort', forward) };
 }
