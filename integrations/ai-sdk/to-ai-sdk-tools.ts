@@ -61,7 +61,8 @@ export interface AiSdkToolsOptions {
   maxLength?: number;
   /**
    * An `approvalGate()`: each tool's `needsApproval` is the gate's `evaluate` (`require` → true),
-   * and a call the user approved runs with `{ approval: { approvedBy: 'ai-sdk' } }`.
+   * and a call the user approved runs with `{ approval: { approvedBy: 'ai-sdk' } }`. On AI SDK 7,
+   * `generateText({ toolApproval: aiSdkToolApproval })` answers with the gate's verdict and reason.
    * @default undefined (no tool asks for approval)
    */
   approvals?: Pick<ApprovalGate, 'evaluate'>;
@@ -168,8 +169,10 @@ const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
  * SDK streams outputs as JSON), and goes to the model as `toToolMessage` text; a failure, or a
  * result that cannot be rendered at all, throws `ToolCallFailed`, which the SDK sends as the
  * call's error text. Schemas are plain JSON Schema with no `validate`, so the dispatcher's schema
- * layer is the one that checks the args. Leave AI SDK 7's `timeout.toolMs` unset: the
- * dispatcher's timeout owns each attempt's deadline.
+ * layer is the one that checks the args. The dispatcher's timeout owns each attempt's
+ * deadline; with AI SDK 7's per-tool `timeout`, pass the same object as `hostTimeout` (the host's
+ * value caps ours). On AI SDK 7 pass `toolApproval: aiSdkToolApproval` for the gate's verdicts
+ * with their reasons.
  *
  * @throws TypeError for a bad option, or two tools whose names map to the same key.
  * @example
