@@ -5,7 +5,7 @@
  * and `vitest.matrix.config.ts` points the host's imports at it. Hosts that need Node 22+ run
  * under `scripts/with-node24.mjs` when this Node is older. Plain Node with no dependencies.
  *
- * Usage: `node scripts/host-matrix.mjs [host …]` (hosts: ai, openai, anthropic; all by default).
+ * Usage: `node scripts/host-matrix.mjs [host …]` (hosts: ai, openai, anthropic, cockatiel; all by default).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -37,6 +37,13 @@ export const hosts = {
     version: '1.17.0',
     nodeMajor: 20,
     tests: ['test/integrations/anthropic', 'test/examples/anthropic-loop.test.ts'],
+  },
+  // Not a peer: the bench's competitor stack (bench/stacks.ts), smoke-tested on each release.
+  cockatiel: {
+    packageName: 'cockatiel',
+    version: '4.0.0',
+    nodeMajor: 22,
+    tests: ['test/bench'],
   },
 };
 

@@ -33,4 +33,9 @@ describe('host SDK versions under test', () => {
     const { VERSION } = await import('@anthropic-ai/sdk/version');
     expect(VERSION).toBe(expectedVersion('@anthropic-ai/sdk'));
   });
+
+  it('loads the cockatiel version this run tests (the bench stack)', async () => {
+    const manifest = await import('cockatiel/package.json', { with: { type: 'json' } });
+    expect(manifest.default.version).toBe(expectedVersion('cockatiel'));
+  });
 });
