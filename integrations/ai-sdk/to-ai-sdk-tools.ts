@@ -69,8 +69,10 @@ export interface AiSdkToolsOptions {
   /**
    * Who each call is for, sent as the dispatch's `tenant` (and to the gate's `evaluate`, so a
    * per-tenant `decide` is asked about the call `needsApproval` judges): a string for a ToolSet
-   * built per request, or a function of the call's `experimental_context` (what `generateText({
-   * experimental_context })` was given; `undefined` for a direct `execute`).
+   * built per request, or a function of the call's context: on `ai` 6 its `experimental_context`
+   * (what `generateText({ experimental_context })` was given), on `ai` 7, which dropped that, the
+   * tool's context (`generateText({ toolsContext: { <key>: … } })`); `undefined` for a direct
+   * `execute`.
    * @default undefined (no tenant)
    */
   tenant?: string | ((context: unknown) => string | undefined);
@@ -110,8 +112,8 @@ export interface AiSdkToolApprovalRequest {
   toolCall: { toolName: string; toolCallId: string; input: unknown };
   /** The call's tools: the `ToolSet` (or a merge of several) given to `generateText`. */
   tools?: Record<string, unknown> | undefined;
-  /** `generateText({ runtimeContext })`: read by the `tenant` function of `toAiSdkTools`. */
-  runtimeContext?: unknown;
+  /** `generateText({ toolsContext })`: the tool's entry is what `toAiSdkTools`' `tenant` reads. */
+  toolsContext?: Record<string, unknown> | undefined;
 }
 
 // Each gated tool toAiSdkTools made, with how its gate answers a call: aiSdkToolApproval finds the
@@ -139,12 +141,16 @@ const approvalOfTool = new WeakMap<
  * });
  */
 export async function aiSdkToolApproval(request: AiSdkToolApprovalRequest): Promise<AiSdkToolApprovalStatus> {
-  const { toolCall, tools, runtimeContext } = request;
+  const { toolCall, tools, toolsContext } = request;
   const tool =
     tools !== undefined && Object.hasOwn(tools, toolCall.toolName) ? tools[toolCall.toolName] : undefined;
   const approval = typeof tool === 'object' && tool !== null ? approvalOfTool.get(tool) : undefined;
   if (approval === undefined) return { type: 'not-applicable' };
-  return approval(toolCall.input, toolCall.toolCallId, runtimeContext);
+  const context =
+    toolsContext !== undefined && Object.hasOwn(toolsContext, toolCall.toolName)
+      ? toolsContext[toolCall.toolName]
+      : undefined;
+  return approval(toolCall.input, toolCall.toolCallId, context);
 }
 
 const aiSdkToolsOptionKeys = optionKeys<AiSdkToolsOptions>({
@@ -249,12 +255,12 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         : {
             needsApproval: (
               input: unknown,
-              { toolCallId, experimental_context }: { toolCallId: string; experimental_context?: unknown },
+              options: { toolCallId: string; experimental_context?: unknown },
             ) =>
               needsApproval(
                 listing.name,
                 input,
-                callOptionsOf(toolCallId, undefined, key, experimental_context),
+                callOptionsOf(options.toolCallId, undefined, key, contextOf(options)),
               ),
           }),
       async execute(input, options) {
@@ -265,7 +271,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
           options?.toolCallId,
           owned === undefined ? options?.abortSignal : owned.signal,
           key,
-          options?.experimental_context,
+          contextOf(options),
         );
         if (hostMs !== undefined) {
           callOptions.timeoutMs = Math.min(
@@ -449,4 +455,12 @@ function withoutHostTimeout(
   if (signal.aborted) forward();
   else signal.addEventListener('abort', forward, { once: true });
   return { signal: controller.signal, release: () => signal.removeEventListener('abort', forward) };
+}
+
+// The context a `tenant` function reads: AI SDK 6 passes `experimental_context` (the key present
+// even when unset); AI SDK 7 dropped it for the tool's own `context` (from `toolsContext`).
+function contextOf(options: object | undefined): unknown {
+  if (options === undefined) return undefined;
+  if ('experimental_context' in options) return options.experimental_context;
+  return 'context' in options ? options.context : undefined;
 }

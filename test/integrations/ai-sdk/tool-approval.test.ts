@@ -83,6 +83,38 @@ describe.skipIf(!hasCallLevelToolApproval)('aiSdkToolApproval on AI SDK 7', () =
     expect(ran).toEqual(['refund 5']);
   });
 
+  it('reads the tenant from the tool context, as AI SDK 7 has no experimental_context', async () => {
+    const { registry, dispatcher, ran } = setup();
+    const gate = approvalGate({
+      registry,
+      decide: (call, byDefault) =>
+        call.tenant === 'acme' ? { action: 'require', reason: 'acme approves every refund' } : byDefault,
+    });
+    const tools = toAiSdkTools({
+      registry,
+      dispatcher,
+      approvals: gate,
+      tenant: (context) => (context as { tenant?: string } | undefined)?.tenant,
+    });
+    const run = (tenant: string) =>
+      generateText({
+        model: scriptedModel([[call('c1', 'payments__refund', { amount: 5 })], 'done']).model,
+        tools,
+        toolApproval: aiSdkToolApproval,
+        toolsContext: { payments__refund: { tenant } },
+        stopWhen: stepCountIs(3),
+        prompt: 'refund',
+      } as unknown as Parameters<typeof generateText>[0]);
+    const acme = await run('acme');
+    const request = acme.content.find((part) => part.type === 'tool-approval-request') as
+      | { reason?: string }
+      | undefined;
+    expect(request?.reason).toBe('acme approves every refund');
+    expect(ran).toEqual([]);
+    await run('globex');
+    expect(ran).toEqual(['refund 5']);
+  });
+
   it('answers not-applicable for a tool it did not make', async () => {
     const status = await aiSdkToolApproval({
       toolCall: { toolName: 'weather', toolCallId: 'c1', input: {} },
