@@ -7,7 +7,7 @@
 
 import { importBesidePeers } from '../peers.js';
 
-export const { toAiSdkTools, ToolCallFailed } = await importBesidePeers(
+export const { aiSdkToolApproval, toAiSdkTools, ToolCallFailed } = await importBesidePeers(
   'tool-dispatcher/ai-sdk',
   ['ai'],
   () => import('./index.js'),

@@ -9,6 +9,11 @@
  * @module
  */
 
-export { toAiSdkTools } from './to-ai-sdk-tools.js';
-export type { AiSdkToolsOptions } from './to-ai-sdk-tools.js';
+export { aiSdkToolApproval, toAiSdkTools } from './to-ai-sdk-tools.js';
+export type {
+  AiSdkHostTimeout,
+  AiSdkToolApprovalRequest,
+  AiSdkToolApprovalStatus,
+  AiSdkToolsOptions,
+} from './to-ai-sdk-tools.js';
 export { ToolCallFailed } from './tool-call-failed.js';
