@@ -51,7 +51,14 @@ export interface McpProxyConfig {
 /** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
 export type McpUpstream =
   | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
-  | { url: string };
+  | {
+      url: string;
+      /**
+       * Headers sent on every request to it (`Authorization: Bearer …`); never logged or quoted
+       * in an error.
+       */
+      headers?: Record<string, string>;
+    };
 
 const toolKeys = new Set(['timeoutMs', 'maxAttempts', 'idempotent', 'task', 'requiresApproval']);
 const taskKeys = ['thresholdMs', 'pollIntervalMs', 'ttlMs'];

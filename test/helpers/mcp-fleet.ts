@@ -46,11 +46,15 @@ export function startProxy(args: string[], hidden: string[] = []): Promise<Liste
 }
 
 /** Runs `mcp-proxy` with `args` to its exit, with `hidden` packages made absent. */
-export function runProxy(args: string[], hidden: string[] = []): SpawnSyncReturns<string> {
+export function runProxy(
+  args: string[],
+  hidden: string[] = [],
+  env: Record<string, string> = {},
+): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, proxyArgs(args), {
     cwd: root,
     encoding: 'utf8',
-    env: hidingEnv(hidden),
+    env: { ...hidingEnv(hidden), ...env },
   });
 }
 
