@@ -19,7 +19,11 @@ Serves the upstream MCP server's tools over stdio (or Streamable HTTP with --lis
 _meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
 
 Options (each wins over the same setting in --config):
-  --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker }
+  --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker,
+                                     mcpServers } (JSON Schema: tool-dispatcher/mcp-proxy.schema.json);
+                                     with no upstream on the command line, its mcpServers entry
+                                     { command, args, env } or { url, headers } is the upstream
+  --server <name>                    which mcpServers entry, when the file has several
   --upstream-url <url>               a Streamable HTTP upstream instead of a command
   --header '<Name>: <value>'         a header sent on every request to --upstream-url (repeatable);
                                      \${VAR} in the value reads the environment; values are never
@@ -57,6 +61,7 @@ const proxyFlags = {
   config: { type: 'string' },
   'upstream-url': { type: 'string' },
   header: { type: 'string', multiple: true },
+  server: { type: 'string' },
   listen: { type: 'string' },
   'redis-url': { type: 'string' },
   'redis-prefix': { type: 'string' },
@@ -116,6 +121,8 @@ export function parseProxyArgs(
   }
 
   const file = values.config === undefined ? {} : readConfig(values.config);
+  // The upstream comes from the file's host-shaped entry only: the proxy settings stay as they were.
+  const { mcpServers, $schema: _schema, ...fileSettings } = file;
   const defaults = { ...file.defaults };
   if (values['timeout-ms'] !== undefined) defaults.timeoutMs = numberFlag('timeout-ms', values['timeout-ms']);
   if (values['max-attempts'] !== undefined)
@@ -139,7 +146,7 @@ export function parseProxyArgs(
   }
   const requireApproval = values['require-approval'] ?? file.requireApproval;
   const config: McpProxyConfig = {
-    ...file,
+    ...fileSettings,
     defaults,
     breaker,
     ...(Object.keys(tasks).length === 0 ? {} : { tasks }),
@@ -163,14 +170,20 @@ export function parseProxyArgs(
   const [program, ...args] = command;
   const headers = headerFlags(values.header ?? [], env);
   if (headers !== undefined && url === undefined) throw new TypeError('--header needs --upstream-url');
+  if (values.server !== undefined && (url !== undefined || program !== undefined)) {
+    throw new TypeError('Give either --server or an upstream on the command line, not both');
+  }
   const upstream: McpUpstream | undefined =
     url !== undefined
       ? { url, ...(headers === undefined ? {} : { headers }) }
       : program !== undefined
         ? { command: program, args }
-        : undefined;
-  if (upstream === undefined)
-    throw new TypeError('No upstream: give a command after -- or --upstream-url <url>');
+        : serverEntry(mcpServers, values.server, env);
+  if (upstream === undefined) {
+    throw new TypeError(
+      'No upstream: give a command after --, --upstream-url <url>, or a --config with mcpServers',
+    );
+  }
 
   const logLevel = values['log-level'] ?? 'warn';
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
@@ -283,6 +296,74 @@ function redisFlags(
   return { url, prefix: prefix ?? 'td' };
 }
 
+// The upstream of a host-shaped `mcpServers` entry: the one there is, or the one --server names.
+function serverEntry(
+  servers: McpProxyConfig['mcpServers'],
+  name: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): McpUpstream | undefined {
+  const names = Object.keys(servers ?? {});
+  if (servers === undefined || names.length === 0) {
+    if (name !== undefined) throw new TypeError(`--server ${name} needs a --config with mcpServers`);
+    return undefined;
+  }
+  if (name === undefined && names.length > 1) {
+    throw new TypeError(
+      `--config has ${names.length} mcpServers: pick one with --server (${names.join(', ')})`,
+    );
+  }
+  const chosen = name ?? (names[0] as string);
+  if (!Object.hasOwn(servers, chosen)) {
+    const near = nearest(chosen, names);
+    throw new TypeError(
+      `--server ${chosen} is not in mcpServers${near === undefined ? ` (${names.join(', ')})` : `: did you mean ${near}?`}`,
+    );
+  }
+  const entry = servers[chosen] as NonNullable<typeof servers>[string];
+  const where = `mcpServers[${JSON.stringify(chosen)}]`;
+  if ((entry.url === undefined) === (entry.command === undefined)) {
+    throw new TypeError(`${where} needs either command or url`);
+  }
+  if (entry.url !== undefined) {
+    const headers =
+      entry.headers === undefined ? undefined : expandAll(entry.headers, env, `${where}.headers`);
+    return { url: entry.url, ...(headers === undefined ? {} : { headers }) };
+  }
+  const own = entry.env === undefined ? undefined : expandAll(entry.env, env, `${where}.env`);
+  return {
+    command: entry.command as string,
+    args: entry.args ?? [],
+    ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
+    // As hosts do: the entry's variables over the environment the proxy was given.
+    ...(own === undefined ? {} : { env: { ...definedOnly(env), ...own } }),
+  };
+}
+
+function expandAll(
+  values: Record<string, string>,
+  env: Readonly<Record<string, string | undefined>>,
+  where: string,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([key, value]) => [key, expanded(value, env, `${where}.${key}`)]),
+  );
+}
+
+// `${VAR}` replaced by its value; a message names the setting and the variable, never a value.
+function expanded(value: string, env: Readonly<Record<string, string | undefined>>, where: string): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+    const set = env[variable];
+    if (set === undefined) throw new TypeError(`${where} reads \${${variable}}, which is not set`);
+    return set;
+  });
+}
+
+function definedOnly(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const defined: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) defined[key] = value;
+  return defined;
+}
+
 // `Name: value` pairs with `${VAR}` read from the environment. A message names the header and
 // the variable, never a value: the point of `${VAR}` is a token kept off the command line.
 function headerFlags(
@@ -297,15 +378,7 @@ function headerFlags(
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
       throw new TypeError(`--header must be "<Name>: <value>" with an HTTP header name (value not shown)`);
     }
-    const value = flag
-      .slice(colon + 1)
-      .trim()
-      .replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
-        const set = env[variable];
-        if (set === undefined)
-          throw new TypeError(`--header ${name} reads \${${variable}}, which is not set`);
-        return set;
-      });
+    const value = expanded(flag.slice(colon + 1).trim(), env, `--header ${name}`);
     if (/[\r\n\0]/.test(value)) throw new TypeError(`--header ${name} must be one line (value not shown)`);
     headers[name] = value;
   }

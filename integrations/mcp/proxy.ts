@@ -55,8 +55,9 @@ import {
 } from './proxy-config.js';
 import { maskedUrl } from './masked-url.js';
 
-export { checkConfig } from './proxy-config.js';
+export { checkConfig, mcpProxyConfigSchema } from './proxy-config.js';
 export type {
+  McpServerEntry,
   McpProxyConfig,
   McpProxyTasksConfig,
   McpProxyToolConfig,

@@ -3,9 +3,13 @@
 // in a shape of its own only.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMcpProxy } from '../../integrations/mcp/index.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createMcpProxy, mcpProxyConfigSchema } from '../../integrations/mcp/index.js';
 import { freePort } from '../helpers/free-port.js';
 import { runProxy, startProxy } from '../helpers/mcp-fleet.js';
 import { type HttpUpstream, serveHttp } from '../integrations/mcp/fixtures/http-upstream.js';
@@ -147,5 +151,56 @@ describe('mcp-proxy --log-format json', () => {
     const answer = runProxy(['--log-format', 'yaml', ...remoteCommand]);
     expect(answer.status).toBe(2);
     expect(answer.stderr).toContain('--log-format must be text or json, got "yaml"');
+  });
+});
+
+describe('mcp-proxy --config in the shape hosts use', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-proxy-servers-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let files = 0;
+  const write = (config: object) => {
+    files += 1;
+    const file = join(dir, `proxy-${files}.json`);
+    writeFileSync(file, JSON.stringify(config));
+    return file;
+  };
+  const entry = { command: process.execPath, args: ['--import', 'tsx', remote], env: { TEAM: 'billing' } };
+
+  it('takes its upstream from mcpServers, with a $schema beside the proxy settings', async () => {
+    const file = write({
+      $schema: './node_modules/tool-dispatcher/mcp-proxy.schema.json',
+      mcpServers: { remote: { ...entry, disabled: false } },
+      defaults: { timeoutMs: 5000 },
+    });
+    const { child, url } = await startProxy(['--config', file]);
+    try {
+      expect((await fetch(new URL('/healthz', url))).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+  }, 60_000);
+
+  it('asks which of several servers, and says what is wrong with an entry', () => {
+    const several = runProxy(['--config', write({ mcpServers: { a: entry, b: entry } })]);
+    expect(several.status).toBe(2);
+    expect(several.stderr).toContain('--config has 2 mcpServers: pick one with --server (a, b)');
+    const typo = runProxy(['--config', write({ mcpServers: { remote: entry } }), '--server', 'remot']);
+    expect(typo.stderr).toContain('--server remot is not in mcpServers: did you mean remote?');
+    const bad = runProxy(['--config', write({ mcpServers: { remote: { ...entry, args: 'x' } } })]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('config.mcpServers["remote"].args must be an array of strings, got "x"');
+  });
+
+  it('ships mcp-proxy.schema.json generated from the zod schema the check uses', () => {
+    const shipped = JSON.parse(readFileSync(new URL('../../mcp-proxy.schema.json', import.meta.url), 'utf8'));
+    expect(shipped).toEqual(z.toJSONSchema(mcpProxyConfigSchema, { io: 'input', target: 'draft-2020-12' }));
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      files: string[];
+      exports: Record<string, unknown>;
+    };
+    expect(pkg.files).toContain('mcp-proxy.schema.json');
+    expect(pkg.exports['./mcp-proxy.schema.json']).toBe('./mcp-proxy.schema.json');
+    expect(shipped.additionalProperties).toBe(false);
   });
 });
