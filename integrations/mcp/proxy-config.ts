@@ -51,6 +51,8 @@ export interface McpServerEntry {
   url?: string;
   /** Headers sent on every request to `url`; never printed. */
   headers?: Record<string, string>;
+  /** A host's keys of its own (`disabled`, `autoApprove`, …): kept, not read. */
+  [hostKey: string]: unknown;
 }
 
 /** The proxy's settings, as the `--config` file holds them. */
@@ -212,6 +214,19 @@ export const mcpProxyConfigSchema = z
 export function mcpProxyJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(mcpProxyConfigSchema, { io: 'input', target: 'draft-2020-12' });
 }
+
+// A compile-time check that the interface and the schema name the same settings and the schema
+// accepts every McpProxyConfig (zod's optionals also take `undefined`, which no JSON file holds).
+type SchemaInput = z.input<typeof mcpProxyConfigSchema>;
+type SchemaMatchesConfig = [keyof McpProxyConfig] extends [keyof SchemaInput]
+  ? [keyof SchemaInput] extends [keyof McpProxyConfig]
+    ? McpProxyConfig extends SchemaInput
+      ? true
+      : never
+    : never
+  : never;
+const schemaMatchesConfig: SchemaMatchesConfig = true;
+void schemaMatchesConfig;
 
 // The keys each object of the file takes, for "is not a setting (use …)".
 function keysAt(path: readonly PropertyKey[]): string[] {

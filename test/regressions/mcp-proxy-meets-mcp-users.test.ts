@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { createMcpProxy, mcpProxyConfigSchema } from '../../integrations/mcp/index.js';
 import { freePort } from '../helpers/free-port.js';
@@ -57,6 +58,24 @@ describe('mcp-proxy --header', () => {
       await proxy.close();
     }
   });
+
+  it('serves the tools of an upstream behind a token it reads from the environment', async () => {
+    upstream = await serveHttp(() => buildOddServer(), { authorization: `Bearer ${token}` });
+    const header = `Authorization: Bearer ${envRef('UPSTREAM_TOKEN')}`;
+    const { child, url } = await startProxy(['--upstream-url', upstream.url, '--header', header], [], {
+      UPSTREAM_TOKEN: token,
+    });
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain('echo');
+    } finally {
+      await client.close();
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+  }, 60_000);
 
   it('reads $VAR in braces from the environment and never prints the value, even when refused', async () => {
     upstream = await serveHttp(() => buildOddServer(), { authorization: 'Bearer another-token' });
