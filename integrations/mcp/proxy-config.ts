@@ -171,14 +171,7 @@ const serverSchema = z
   })
   .describe('An upstream MCP server, as hosts write it in mcpServers: a command, or a url.');
 
-/**
- * The zod schema of the proxy's settings (the `--config` file): `checkConfig` parses with it, and
- * `mcp-proxy.schema.json` in the package is its JSON Schema (`z.toJSONSchema`).
- *
- * @example
- * const jsonSchema = z.toJSONSchema(mcpProxyConfigSchema, { io: 'input' });
- */
-export const mcpProxyConfigSchema = z
+const configSchema = z
   .strictObject({
     $schema: z.string({ error: 'must be a string' }).optional().describe('The JSON Schema of this file.'),
     mcpServers: z
@@ -205,6 +198,17 @@ export const mcpProxyConfigSchema = z
   .meta({ title: 'tool-dispatcher mcp-proxy config' });
 
 /**
+ * The zod schema of the proxy's settings (the `--config` file): `checkConfig` parses with it, and
+ * `mcp-proxy.schema.json` in the package is its JSON Schema (`z.toJSONSchema`).
+ *
+ * @example
+ * const jsonSchema = z.toJSONSchema(mcpProxyConfigSchema, { io: 'input' });
+ * mcpProxyConfigSchema.parse(JSON.parse(readFileSync('proxy.json', 'utf8')));
+ */
+// Typed by the interface, not zod's inferred object: the API reference shows McpProxyConfig.
+export const mcpProxyConfigSchema: z.ZodType<McpProxyConfig> = configSchema as z.ZodType<McpProxyConfig>;
+
+/**
  * The JSON Schema of the proxy's config file, as `mcp-proxy.schema.json` in the package holds it:
  * `z.toJSONSchema` of `mcpProxyConfigSchema`, for the input a user writes.
  *
@@ -217,7 +221,7 @@ export function mcpProxyJsonSchema(): Record<string, unknown> {
 
 // A compile-time check that the interface and the schema name the same settings and the schema
 // accepts every McpProxyConfig (zod's optionals also take `undefined`, which no JSON file holds).
-type SchemaInput = z.input<typeof mcpProxyConfigSchema>;
+type SchemaInput = z.input<typeof configSchema>;
 type SchemaMatchesConfig = [keyof McpProxyConfig] extends [keyof SchemaInput]
   ? [keyof SchemaInput] extends [keyof McpProxyConfig]
     ? McpProxyConfig extends SchemaInput
@@ -231,7 +235,7 @@ void schemaMatchesConfig;
 // The keys each object of the file takes, for "is not a setting (use …)".
 function keysAt(path: readonly PropertyKey[]): string[] {
   const [first] = path;
-  if (path.length === 0) return Object.keys(mcpProxyConfigSchema.shape);
+  if (path.length === 0) return Object.keys(configSchema.shape);
   if (first === 'breaker') return Object.keys(breakerSchema.shape);
   if (first === 'tasks') return Object.keys(tasksSchema.shape);
   return Object.keys(toolSchema.shape);
@@ -259,7 +263,7 @@ export function checkConfig(config: unknown): asserts config is McpProxyConfig {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
     throw new TypeError('config must be an object');
   }
-  const parsed = mcpProxyConfigSchema.safeParse(config, { reportInput: true });
+  const parsed = configSchema.safeParse(config, { reportInput: true });
   if (parsed.success) return;
   const [issue] = parsed.error.issues;
   if (issue === undefined) return;
