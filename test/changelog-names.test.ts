@@ -48,7 +48,7 @@ function reachable(): Set<string> {
   const names = new Set<string>();
   const seen = new Map<string, Set<string>>();
   for (const subpath of Object.keys(exports)) {
-    if (subpath === './package.json') continue;
+    if (subpath.endsWith('.json')) continue; // data (the manifest, the proxy's JSON Schema), no names
     const entry =
       subpath === '.'
         ? 'index.ts'

@@ -12,7 +12,8 @@ const exportsMap = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).
   unknown
 >;
 const subpaths = Object.keys(exportsMap)
-  .filter((key) => key !== './package.json')
+  // JSON files (the manifest, mcp-proxy.schema.json) are data, not modules.
+  .filter((key) => !key.endsWith('.json'))
   .map((key) => `tool-dispatcher${key.slice(1)}`);
 
 describe('require()', () => {

@@ -10,7 +10,7 @@ import { packageVersion } from '../peers.js';
 import { HelpRequested, nearest, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
-  const { upstream, config, logLevel, listen, redis } = parseProxyArgs(argv);
+  const { upstream, config, logLevel, logFormat, listen, redis } = parseProxyArgs(argv);
   // Loaded only now: --help, --version and a bad command line answer without the MCP SDK.
   const [{ createMcpProxy }, { serveStdio }, { listenMcp }] = await Promise.all([
     import('./proxy.js'),
@@ -30,6 +30,7 @@ async function runProxy(argv: readonly string[]): Promise<void> {
       upstream,
       config,
       logLevel,
+      logFormat,
       info,
       ...(fleet === undefined ? {} : { stores: fleet.stores }),
     });
@@ -60,7 +61,12 @@ async function runProxy(argv: readonly string[]): Promise<void> {
     closeListener = () => listener.close();
     process.once('SIGINT', () => stop(0));
     process.once('SIGTERM', () => stop(0));
-    process.stderr.write(`mcp-proxy listening on ${listener.url}\n`);
+    // The readiness line is a record like the others under --log-format json.
+    process.stderr.write(
+      logFormat === 'json'
+        ? `${JSON.stringify({ level: 30, time: Date.now(), msg: 'proxy.listening', url: listener.url })}\n`
+        : `mcp-proxy listening on ${listener.url}\n`,
+    );
     return;
   }
   // The host closing our input means stop, whatever the transport makes of it.
@@ -88,8 +94,11 @@ async function main(argv: readonly string[]): Promise<void> {
       process.exit(0);
     }
     if (error instanceof HelpRequested) {
-      process.stderr.write(usage);
-      process.exit(subcommand === 'mcp-proxy' || subcommand === '-h' || subcommand === '--help' ? 0 : 2);
+      // Asked for, the text is the answer (stdout, 0, pipeable to a pager); a bare
+      // `tool-dispatcher` is a usage error.
+      const asked = subcommand === 'mcp-proxy' || subcommand === '-h' || subcommand === '--help';
+      (asked ? process.stdout : process.stderr).write(usage);
+      process.exit(asked ? 0 : 2);
     }
     const usageError =
       error instanceof TypeError || (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION';

@@ -23,6 +23,7 @@ export const {
   memoryTaskStore,
   listenMcp,
   createMcpProxy,
+  mcpProxyConfigSchema,
 } = await importBesidePeers(
   'tool-dispatcher/mcp',
   ['@modelcontextprotocol/server', '@modelcontextprotocol/client'],

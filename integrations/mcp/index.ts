@@ -31,8 +31,9 @@ export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from
 export type { McpTasksOptions } from './tasks.js';
 export { listenMcp } from './listener.js';
 export type { ListenMcpOptions, McpListener } from './listener.js';
-export { createMcpProxy } from './proxy.js';
+export { createMcpProxy, mcpProxyConfigSchema } from './proxy.js';
 export type {
+  McpServerEntry,
   McpProxy,
   McpProxyConfig,
   McpProxyOptions,

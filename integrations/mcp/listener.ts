@@ -61,7 +61,8 @@ export interface McpListener {
 
 /**
  * Serves `factory` over Streamable HTTP at `url` until `close()`: a fresh server per request, so
- * any request (a re-issue, a poll) can land on any process behind a load balancer.
+ * any request (a re-issue, a poll) can land on any process behind a load balancer. `GET /healthz`
+ * answers 200 `{"status":"ok"}` for liveness probes (behind the same Host and Origin checks).
  *
  * @throws Error naming the address when it cannot be bound (in use, not local).
  * @example
@@ -131,12 +132,24 @@ async function serve(
   });
   const request = toRequest(incoming, base, gone.signal);
   const path = new URL(request.url).pathname;
+  const health = path === '/healthz' && path !== base.pathname;
   const refused =
-    (path === base.pathname ? undefined : new Response('Not found', { status: 404 })) ??
+    (path === base.pathname || health ? undefined : new Response('Not found', { status: 404 })) ??
     (hosts === undefined ? undefined : hostHeaderValidationResponse(request, hosts)) ??
     originValidationResponse(request, origins);
-  const response = refused ?? (await handler.fetch(request));
+  const response = refused ?? (health ? healthz(request) : await handler.fetch(request));
   await send(response, outgoing, gone.signal);
+}
+
+// A load balancer's or orchestrator's liveness probe: the listener answers, so the process is up.
+function healthz(request: Request): Response {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    return new Response('Method not allowed', { status: 405, headers: { allow: 'GET, HEAD' } });
+  }
+  return new Response(request.method === 'HEAD' ? null : '{"status":"ok"}\n', {
+    status: 200,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+  });
 }
 
 function toRequest(incoming: IncomingMessage, base: URL, signal: AbortSignal): Request {

@@ -19,15 +19,24 @@ Serves the upstream MCP server's tools over stdio (or Streamable HTTP with --lis
 _meta["tool-dispatcher/idempotencyKey"], a concurrency cap and a breaker.
 
 Options (each wins over the same setting in --config):
-  --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker }
+  --config <file>                    JSON: { defaults, tools: { <name>: {...} }, concurrency, breaker,
+                                     mcpServers } (JSON Schema: tool-dispatcher/mcp-proxy.schema.json);
+                                     with no upstream on the command line, its mcpServers entry
+                                     { command, args, env } or { url, headers } is the upstream
+  --server <name>                    which mcpServers entry, when the file has several
   --upstream-url <url>               a Streamable HTTP upstream instead of a command
+  --header '<Name>: <value>'         a header sent on every request to --upstream-url (repeatable);
+                                     \${VAR} in the value reads the environment; values are never
+                                     printed
   --listen http://<host>:<port>/<path>
                                      serve Streamable HTTP there instead of stdio (port 0: any free
                                      port; stdin is not read; SIGTERM stops); once ready, one stderr
-                                     line: "mcp-proxy listening on <url>"
+                                     line: "mcp-proxy listening on <url>"; GET /healthz
+                                     answers 200 {"status":"ok"}
   --redis-url redis://<host>:<port>  keep dedupe, MCP Tasks and breaker state on Redis, shared by
                                      every proxy given the same URL and prefix (a fleet); needs the
                                      "redis" (or "ioredis") package
+                                     (default: the REDIS_URL environment variable, when set)
   --redis-prefix <p>                 the Redis key namespace (default "td")
   --timeout-ms <n>                   per-attempt timeout of every tool (default 30000)
   --max-attempts <n>                 attempts for retryable failures (default 3)
@@ -42,6 +51,8 @@ Options (each wins over the same setting in --config):
   --require-approval <mode>          destructive | all | none: which calls the user approves first
                                      (by elicitation; else the call is refused) (default none)
   --log-level <level>                debug | info | warn | error | silent (default warn); logs go to stderr
+  --log-format <format>              text | json: json writes one object a line in pino's shape
+                                     ({"level":30,"time":<ms>,"msg":"<event>",...}) (default text)
   -v, --version                      the version of tool-dispatcher
   -h, --help                         this text
 `;
@@ -49,6 +60,8 @@ Options (each wins over the same setting in --config):
 const proxyFlags = {
   config: { type: 'string' },
   'upstream-url': { type: 'string' },
+  header: { type: 'string', multiple: true },
+  server: { type: 'string' },
   listen: { type: 'string' },
   'redis-url': { type: 'string' },
   'redis-prefix': { type: 'string' },
@@ -60,6 +73,7 @@ const proxyFlags = {
   'breaker-cooldown-ms': { type: 'string' },
   'require-approval': { type: 'string' },
   'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
   'task-threshold-ms': { type: 'string' },
   'task-poll-interval-ms': { type: 'string' },
   'task-ttl-ms': { type: 'string' },
@@ -75,6 +89,8 @@ export interface ProxyCommand {
   config: McpProxyConfig;
   /** The log level. */
   logLevel: LogLevel | 'silent';
+  /** How log records are written. */
+  logFormat: 'text' | 'json';
   /** Where to serve Streamable HTTP instead of stdio, when given. */
   listen?: string;
   /** The Redis a fleet shares, when given. */
@@ -83,13 +99,17 @@ export interface ProxyCommand {
 
 /**
  * Parses `mcp-proxy`'s arguments (without the subcommand); a flag wins over the same setting of
- * the `--config` file.
+ * the `--config` file. `env` supplies `REDIS_URL` (when `--redis-url` is absent) and the
+ * `${VAR}` values of `--header`.
  *
  * @throws TypeError with a message fit for the user on a bad flag, file or setting.
  * @example
  * parseProxyArgs(['--timeout-ms', '5000', '--', 'node', 'server.js']);
  */
-export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
+export function parseProxyArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ProxyCommand {
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
@@ -101,6 +121,8 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   }
 
   const file = values.config === undefined ? {} : readConfig(values.config);
+  // The upstream comes from the file's host-shaped entry only: the proxy settings stay as they were.
+  const { mcpServers, $schema: _schema, ...fileSettings } = file;
   const defaults = { ...file.defaults };
   if (values['timeout-ms'] !== undefined) defaults.timeoutMs = numberFlag('timeout-ms', values['timeout-ms']);
   if (values['max-attempts'] !== undefined)
@@ -124,7 +146,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
   }
   const requireApproval = values['require-approval'] ?? file.requireApproval;
   const config: McpProxyConfig = {
-    ...file,
+    ...fileSettings,
     defaults,
     breaker,
     ...(Object.keys(tasks).length === 0 ? {} : { tasks }),
@@ -146,22 +168,39 @@ export function parseProxyArgs(argv: readonly string[]): ProxyCommand {
     throw new TypeError('Give either --upstream-url or a command after --, not both');
   }
   const [program, ...args] = command;
+  const headers = headerFlags(values.header ?? [], env);
+  if (headers !== undefined && url === undefined) throw new TypeError('--header needs --upstream-url');
+  if (values.server !== undefined && (url !== undefined || program !== undefined)) {
+    throw new TypeError('Give either --server or an upstream on the command line, not both');
+  }
   const upstream: McpUpstream | undefined =
-    url !== undefined ? { url } : program !== undefined ? { command: program, args } : undefined;
-  if (upstream === undefined)
-    throw new TypeError('No upstream: give a command after -- or --upstream-url <url>');
+    url !== undefined
+      ? { url, ...(headers === undefined ? {} : { headers }) }
+      : program !== undefined
+        ? { command: program, args }
+        : serverEntry(mcpServers, values.server, env);
+  if (upstream === undefined) {
+    throw new TypeError(
+      'No upstream: give a command after --, --upstream-url <url>, or a --config with mcpServers',
+    );
+  }
 
   const logLevel = values['log-level'] ?? 'warn';
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new TypeError(`--log-level must be debug, info, warn, error or silent, got "${logLevel}"`);
   }
+  const logFormat = values['log-format'] ?? 'text';
+  if (logFormat !== 'text' && logFormat !== 'json') {
+    throw new TypeError(`--log-format must be text or json, got "${logFormat}"`);
+  }
   const listen = values.listen;
   if (listen !== undefined) listenUrl(listen);
-  const redis = redisFlags(values['redis-url'], values['redis-prefix']);
+  const redis = redisFlags(values['redis-url'], values['redis-prefix'], env);
   return {
     upstream,
     config,
     logLevel: logLevel as LogLevel | 'silent',
+    logFormat,
     ...(listen === undefined ? {} : { listen }),
     ...(redis === undefined ? {} : { redis }),
   };
@@ -223,7 +262,15 @@ function editDistance(a: string, b: string): number {
   return previous[b.length] as number;
 }
 
-function redisFlags(url: string | undefined, prefix: string | undefined): ProxyCommand['redis'] {
+function redisFlags(
+  flag: string | undefined,
+  prefix: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): ProxyCommand['redis'] {
+  // The twelve-factor spelling: a platform that provisions Redis sets REDIS_URL; the flag wins.
+  const fromEnv = flag === undefined && env['REDIS_URL'] !== undefined && env['REDIS_URL'] !== '';
+  const url = fromEnv ? env['REDIS_URL'] : flag;
+  const name = fromEnv ? 'REDIS_URL' : '--redis-url';
   if (url === undefined) {
     if (prefix !== undefined) throw new TypeError(`--redis-prefix "${prefix}" needs --redis-url`);
     return undefined;
@@ -238,15 +285,104 @@ function redisFlags(url: string | undefined, prefix: string | undefined): ProxyC
   }
   // Every spelling is quoted masked: a typo may still hold the password.
   if (hostname === '' && (protocol === '' || protocol === 'redis:' || protocol === 'rediss:')) {
-    throw new TypeError(`--redis-url must be a URL (redis://<host>:<port>), got "${maskedUrl(url)}"`);
+    throw new TypeError(`${name} must be a URL (redis://<host>:<port>), got "${maskedUrl(url)}"`);
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    throw new TypeError(`--redis-url must be a redis: or rediss: URL, got "${maskedUrl(url)}"`);
+    throw new TypeError(`${name} must be a redis: or rediss: URL, got "${maskedUrl(url)}"`);
   }
   if (prefix !== undefined && prefix.trim() === '') {
     throw new TypeError(`--redis-prefix must be a non-empty name, got "${prefix}"`);
   }
   return { url, prefix: prefix ?? 'td' };
+}
+
+// The upstream of a host-shaped `mcpServers` entry: the one there is, or the one --server names.
+function serverEntry(
+  servers: McpProxyConfig['mcpServers'],
+  name: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): McpUpstream | undefined {
+  const names = Object.keys(servers ?? {});
+  if (servers === undefined || names.length === 0) {
+    if (name !== undefined) throw new TypeError(`--server ${name} needs a --config with mcpServers`);
+    return undefined;
+  }
+  if (name === undefined && names.length > 1) {
+    throw new TypeError(
+      `--config has ${names.length} mcpServers: pick one with --server (${names.join(', ')})`,
+    );
+  }
+  const chosen = name ?? (names[0] as string);
+  if (!Object.hasOwn(servers, chosen)) {
+    const near = nearest(chosen, names);
+    throw new TypeError(
+      `--server ${chosen} is not in mcpServers${near === undefined ? ` (${names.join(', ')})` : `: did you mean ${near}?`}`,
+    );
+  }
+  const entry = servers[chosen] as NonNullable<typeof servers>[string];
+  const where = `mcpServers[${JSON.stringify(chosen)}]`;
+  if ((entry.url === undefined) === (entry.command === undefined)) {
+    throw new TypeError(`${where} needs either command or url`);
+  }
+  if (entry.url !== undefined) {
+    const headers =
+      entry.headers === undefined ? undefined : expandAll(entry.headers, env, `${where}.headers`);
+    return { url: entry.url, ...(headers === undefined ? {} : { headers }) };
+  }
+  const own = entry.env === undefined ? undefined : expandAll(entry.env, env, `${where}.env`);
+  return {
+    command: entry.command as string,
+    args: entry.args ?? [],
+    ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
+    // As hosts do: the entry's variables over the environment the proxy was given.
+    ...(own === undefined ? {} : { env: { ...definedOnly(env), ...own } }),
+  };
+}
+
+function expandAll(
+  values: Record<string, string>,
+  env: Readonly<Record<string, string | undefined>>,
+  where: string,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([key, value]) => [key, expanded(value, env, `${where}.${key}`)]),
+  );
+}
+
+// `${VAR}` replaced by its value; a message names the setting and the variable, never a value.
+function expanded(value: string, env: Readonly<Record<string, string | undefined>>, where: string): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+    const set = env[variable];
+    if (set === undefined) throw new TypeError(`${where} reads \${${variable}}, which is not set`);
+    return set;
+  });
+}
+
+function definedOnly(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const defined: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) defined[key] = value;
+  return defined;
+}
+
+// `Name: value` pairs with `${VAR}` read from the environment. A message names the header and
+// the variable, never a value: the point of `${VAR}` is a token kept off the command line.
+function headerFlags(
+  flags: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> | undefined {
+  if (flags.length === 0) return undefined;
+  const headers: Record<string, string> = {};
+  for (const flag of flags) {
+    const colon = flag.indexOf(':');
+    const name = colon === -1 ? '' : flag.slice(0, colon).trim();
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      throw new TypeError(`--header must be "<Name>: <value>" with an HTTP header name (value not shown)`);
+    }
+    const value = expanded(flag.slice(colon + 1).trim(), env, `--header ${name}`);
+    if (/[\r\n\0]/.test(value)) throw new TypeError(`--header ${name} must be one line (value not shown)`);
+    headers[name] = value;
+  }
+  return headers;
 }
 
 /** Thrown by `parseProxyArgs` for `--help`. */

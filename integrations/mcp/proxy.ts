@@ -53,9 +53,11 @@ import {
   type McpProxyToolConfig,
   type McpUpstream,
 } from './proxy-config.js';
+import { maskedUrl } from './masked-url.js';
 
-export { checkConfig } from './proxy-config.js';
+export { checkConfig, mcpProxyConfigSchema } from './proxy-config.js';
 export type {
+  McpServerEntry,
   McpProxyConfig,
   McpProxyTasksConfig,
   McpProxyToolConfig,
@@ -82,6 +84,13 @@ export interface McpProxyOptions {
    */
   logLevel?: LogLevel | 'silent';
   /**
+   * How each record is written: `text` (`[mcp-proxy] warn event key=value …`) or `json`, one
+   * object a line in pino's shape (`{"level":40,"time":<epoch ms>,"msg":"<event>",…}`) for log
+   * collectors.
+   * @default 'text'
+   */
+  logFormat?: 'text' | 'json';
+  /**
    * The name and version the proxy reports to its client.
    * @default { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' }
    */
@@ -100,6 +109,7 @@ const mcpProxyOptionKeys = optionKeys<McpProxyOptions>({
   config: true,
   log: true,
   logLevel: true,
+  logFormat: true,
   info: true,
   stores: true,
 });
@@ -178,24 +188,34 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     config = {},
     log = (line: string) => void process.stderr.write(`${line}\n`),
     logLevel = 'warn',
+    logFormat = 'text',
     info = { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' },
     stores = {},
   } = options;
   const connect = upstreamConnector(upstream);
   checkConfig(config);
   checkOptions(log, logLevel, stores);
+  if (logFormat !== 'text' && logFormat !== 'json') {
+    throw new TypeError(`createMcpProxy() logFormat must be text or json, got ${String(logFormat)}`);
+  }
   let imported: ImportedMcpTools | undefined;
   // Every server made for a connection, so a changed tool list reaches each of their clients.
   const servers = new Set<Server>();
   // Log lines name tools as the host knows them: by their upstream names.
-  const logger = lineLogger(log, logLevel, (toolName) => imported?.names.get(toolName) ?? toolName);
+  const logger = lineLogger(
+    log,
+    logLevel,
+    logFormat,
+    (toolName) => imported?.names.get(toolName) ?? toolName,
+  );
   const settingsOf = toolSettings(config);
   const supervisor = supervise(connect, logger, () => {
     imported?.reconnect().catch(() => {
       // Logged by the import's onError; calls waiting for it fail transient.
     });
   });
-  const where = 'url' in upstream ? upstream.url : [upstream.command, ...(upstream.args ?? [])].join(' ');
+  const where =
+    'url' in upstream ? maskedUrl(upstream.url) : [upstream.command, ...(upstream.args ?? [])].join(' ');
 
   let first: McpClient;
   try {
@@ -542,7 +562,10 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
     } catch {
       throw new TypeError(`createMcpProxy() upstream.url must be a URL, got ${JSON.stringify(upstream.url)}`);
     }
-    return negotiated(() => new StreamableHTTPClientTransport(url));
+    const headers = checkHeaders(upstream.headers);
+    return negotiated(
+      () => new StreamableHTTPClientTransport(url, headers === undefined ? {} : { requestInit: { headers } }),
+    );
   }
   const { command, args = [], cwd, env } = upstream;
   if (typeof command !== 'string' || command === '') {
@@ -563,6 +586,25 @@ function upstreamConnector(upstream: McpUpstream): () => Promise<Client> {
         ...(cwd === undefined ? {} : { cwd }),
       }),
   );
+}
+
+// Header values are secrets (a bearer token): a message names the header, never its value.
+function checkHeaders(headers: unknown): Record<string, string> | undefined {
+  if (headers === undefined) return undefined;
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+    throw new TypeError('createMcpProxy() upstream.headers must be an object of header names to values');
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      throw new TypeError(
+        `createMcpProxy() upstream.headers has a name that is no HTTP header name: ${logValue(name)}`,
+      );
+    }
+    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+      throw new TypeError(`createMcpProxy() upstream.headers["${name}"] must be a string on one line`);
+    }
+  }
+  return { ...(headers as Record<string, string>) };
 }
 
 // The SDK probes exactly `StdioClientTransport` on a sibling process it spawns for the purpose;
@@ -620,12 +662,17 @@ function inheritedEnv(): Record<string, string> {
   return env;
 }
 
-// A logger that writes each record as one readable line: `level event key=value …`.
+// A logger that writes each record as one line: readable text (`level event key=value …`), or a
+// JSON object in pino's shape.
 type LineLogger = Logger & Record<LogLevel, (record: Record<string, unknown>) => void>;
+
+// pino's numbers, so pino-pretty and collectors that know them read our lines.
+const pinoLevels: Record<LogLevel, number> = { debug: 20, info: 30, warn: 40, error: 50 };
 
 function lineLogger(
   log: (line: string) => void,
   level: LogLevel | 'silent',
+  format: 'text' | 'json',
   upstreamName: (toolName: string) => string,
 ): LineLogger {
   const lowest = level === 'silent' ? levels.length : levels.indexOf(level);
@@ -637,6 +684,23 @@ function lineLogger(
   const write = (at: LogLevel) => (record: Record<string, unknown>) => {
     if (levels.indexOf(at) < lowest) return;
     const { event, ...details } = record;
+    if (format === 'json') {
+      const named = typeof details['tool'] === 'string' ? { tool: upstreamName(details['tool']) } : {};
+      const line = jsonOf({
+        level: pinoLevels[at],
+        time: Date.now(),
+        msg: String(event),
+        ...details,
+        ...named,
+      });
+      try {
+        // JSON escapes line breaks but not U+2028/U+2029, which some readers split lines on.
+        log(line.replace(/[\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16)}`));
+      } catch {
+        // A log line that cannot be written never fails a call.
+      }
+      return;
+    }
     const fields = Object.entries(details)
       .filter(([, value]) => value !== undefined)
       .map(([key, value]) => `${logValue(key)}=${show(key, value)}`);

@@ -26,12 +26,19 @@ export interface Listening {
   url: string;
 }
 
-/** Starts `mcp-proxy --listen` on a free port with `hidden` packages made absent; resolves once it listens. */
-export function startProxy(args: string[], hidden: string[] = []): Promise<Listening> {
+/**
+ * Starts `mcp-proxy --listen` on a free port with `hidden` packages made absent and `env` added to
+ * its environment; resolves once it listens.
+ */
+export function startProxy(
+  args: string[],
+  hidden: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Listening> {
   const child = spawn(process.execPath, proxyArgs(['--listen', 'http://127.0.0.1:0/mcp', ...args]), {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: hidingEnv(hidden),
+    env: { ...hidingEnv(hidden), ...env },
   });
   let stderr = '';
   child.stderr?.setEncoding('utf8');
@@ -46,11 +53,15 @@ export function startProxy(args: string[], hidden: string[] = []): Promise<Liste
 }
 
 /** Runs `mcp-proxy` with `args` to its exit, with `hidden` packages made absent. */
-export function runProxy(args: string[], hidden: string[] = []): SpawnSyncReturns<string> {
+export function runProxy(
+  args: string[],
+  hidden: string[] = [],
+  env: Record<string, string> = {},
+): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, proxyArgs(args), {
     cwd: root,
     encoding: 'utf8',
-    env: hidingEnv(hidden),
+    env: { ...hidingEnv(hidden), ...env },
   });
 }
 

@@ -33,6 +33,25 @@ describe('tool-dispatcher --version', () => {
   );
 });
 
+describe('tool-dispatcher --help', () => {
+  // Regression (issue 33, item 9): the help text went to stderr, so `--help | less` showed nothing.
+  it.each(['--help', '-h', 'mcp-proxy --help', 'mcp-proxy -h -- node server.js'])(
+    'prints the usage to stdout and exits 0 for `%s`',
+    (line) => {
+      const answer = run(line.split(' '));
+      expect(answer.stdout).toMatch(/^Usage: tool-dispatcher mcp-proxy/);
+      expect(answer.stderr).toBe('');
+      expect(answer.status).toBe(0);
+    },
+  );
+
+  it('prints the usage to stderr and exits 2 for a bare `tool-dispatcher`', () => {
+    const answer = run([]);
+    expect(answer).toMatchObject({ status: 2, stdout: '' });
+    expect(answer.stderr).toMatch(/^Usage: tool-dispatcher mcp-proxy/);
+  });
+});
+
 describe('tool-dispatcher without @modelcontextprotocol/sdk', () => {
   const sdk = ['@modelcontextprotocol/sdk'];
 
@@ -53,8 +72,8 @@ describe('tool-dispatcher without @modelcontextprotocol/sdk', () => {
   it('still answers --version, --help and a bad command line', () => {
     expect(run(['--version'], sdk)).toMatchObject({ status: 0, stdout: `${version}\n` });
     const help = run(['mcp-proxy', '--help'], sdk);
-    expect(help).toMatchObject({ status: 0, stdout: '' });
-    expect(help.stderr).toMatch(/^Usage: tool-dispatcher mcp-proxy/);
+    expect(help).toMatchObject({ status: 0, stderr: '' });
+    expect(help.stdout).toMatch(/^Usage: tool-dispatcher mcp-proxy/);
     const bad = run(['mcp-proxy', '--timeout-ms', 'soon', '--', 'node'], sdk);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^tool-dispatcher: --timeout-ms must be a number/);

@@ -282,6 +282,7 @@ describe('mcp-proxy arguments', () => {
         breaker: {},
       },
       logLevel: 'warn',
+      logFormat: 'text',
     });
     expect(parseProxyArgs(['--upstream-url', 'http://127.0.0.1:1/mcp', '--idempotent']).upstream).toEqual({
       url: 'http://127.0.0.1:1/mcp',
