@@ -53,7 +53,9 @@ describe('importBesidePeers', () => {
 });
 
 describe("the subpaths' run-time entries", () => {
-  const gated = Object.entries(manifest.exports).filter(([, target]) => target.default?.endsWith('/entry.js'));
+  const gated = Object.entries(manifest.exports).filter(([, target]) =>
+    target.default?.endsWith('/entry.js'),
+  );
 
   it('are the run-time face of every subpath whose code loads a peer', () => {
     expect(gated.map(([subpath]) => subpath).sort()).toEqual([
