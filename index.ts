@@ -5,7 +5,7 @@
  * checks, the helpers a host bridge is made with…) and the in-memory stores live in
  * `tool-dispatcher/middleware`. Host integrations live under their own subpaths
  * (`tool-dispatcher/openai`, `/mcp`, `/otel`, …) and are never loaded from here.
- * @module
+ * @module tool-dispatcher
  */
 
 // The dispatcher and the registry.

@@ -10,6 +10,17 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
+
+# The tarball as the type checker and the linter of package.json see it: arethetypeswrong and
+# publint, strict (a warning fails). attw runs its esm-only profile: it does not model Node's
+# require(esm), so it still lists "ESM (dynamic import only)" for CommonJS and node10 (pre-exports
+# TypeScript) as ignored resolutions; a problem in any ESM or bundler resolution fails.
+"$root/node_modules/.bin/attw" --profile esm-only "$work/$tarball" >"$work/attw.log" 2>&1 \
+  || { cat "$work/attw.log"; echo 'pack check: arethetypeswrong found problems'; exit 1; }
+"$root/node_modules/.bin/publint" run --strict "$work/$tarball" >"$work/publint.log" 2>&1 \
+  || { cat "$work/publint.log"; echo 'pack check: publint found problems'; exit 1; }
+grep -q 'All good' "$work/publint.log" || { cat "$work/publint.log"; echo 'pack check: publint did not say "All good"'; exit 1; }
+echo 'pack check: arethetypeswrong and publint report nothing on the tarball'
 tsc="$root/node_modules/typescript/bin/tsc"
 version() { node -p "require('$root/package.json').devDependencies['$1'].replace(/^[~^]/, '')"; }
 own_version=$(node -p "require('$root/package.json').version")
@@ -128,10 +139,28 @@ for (const [subpath, peer] of Object.entries(needs)) {
 }
 console.log('pack check: each subpath that needs a missing peer fails with one line naming it');
 JS
+# CommonJS: Node 20.19+ and 22.12+ load the package through require() (no shim in the way), with the
+# same exports as import; a subpath whose entry awaits its peer is refused by Node itself.
+cat > required.cjs <<'JS'
+const root = require('tool-dispatcher');
+const middleware = require('tool-dispatcher/middleware');
+const redis = require('tool-dispatcher/redis');
+Promise.all([import('tool-dispatcher'), import('tool-dispatcher/middleware')]).then(([importedRoot, importedMiddleware]) => {
+  const same = (required, imported) => Object.keys(imported).every((name) => required[name] === imported[name]);
+  if (!same(root, importedRoot) || !same(middleware, importedMiddleware) || typeof redis.fromNodeRedis !== 'function') {
+    throw new Error('require() and import differ');
+  }
+  let refused;
+  try { require('tool-dispatcher/otel'); } catch (error) { refused = error.code; }
+  if (refused !== 'ERR_REQUIRE_ASYNC_MODULE') throw new Error(`require('tool-dispatcher/otel'): ${refused}`);
+  console.log(`pack check: require('tool-dispatcher') works on Node ${process.version}, with the exports of import`);
+});
+JS
 tsconfig consumer.ts
 node "$tsc" -p tsconfig.json
 node out/consumer.js
 node providers.mjs
+node required.cjs
 node peerless.mjs
 for needs in ai-sdk:ai langchain:langchain openai-agents:@openai/agents \
   otel:@opentelemetry/api restate:@restatedev/restate-sdk dbos:@dbos-inc/dbos-sdk; do

@@ -1,6 +1,6 @@
 /**
  * Every middleware factory of tool-dispatcher, the default stack, the memory stores and the kit.
- * @module
+ * @module tool-dispatcher/middleware
  */
 
 export { defaultStack } from './default-stack/index.js';

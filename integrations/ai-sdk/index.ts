@@ -6,7 +6,7 @@
  * import { toAiSdkTools } from 'tool-dispatcher/ai-sdk';
  * const tools = toAiSdkTools({ registry, dispatcher, idempotencyScope: runId });
  * const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt });
- * @module
+ * @module tool-dispatcher/ai-sdk
  */
 
 export { aiSdkToolApproval, toAiSdkTools } from './to-ai-sdk-tools.js';

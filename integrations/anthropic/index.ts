@@ -11,7 +11,7 @@
  * messages.push({ role: 'assistant', content: response.content });
  * const { message } = await claude.runToolUses(response, { signal });
  * messages.push(message);
- * @module
+ * @module tool-dispatcher/anthropic
  */
 
 export { createAnthropicToolkit, RunnableToolFailed } from './toolkit.js';

@@ -85,7 +85,16 @@ export interface AnthropicRunOptions {
    * `approval_required` outcome, or `{ approvedBy }` when the host asked a person itself.
    * @default {}
    */
-  approvals?: Readonly<Record<string, string | { approvedBy: string }>>;
+  approvals?: Readonly<
+    Record<
+      string,
+      | string
+      | {
+          /** Who approved the call (a person the host asked), recorded with it. */
+          approvedBy: string;
+        }
+    >
+  >;
 }
 
 /** Options for `runnableTools`. */
@@ -101,9 +110,10 @@ export interface RunnableToolsOptions {
    * drop that prefix.
    * @default undefined (failures reach the model as `Error: error (kind): …`)
    */
-  toolError?: new (
-    content: string,
-  ) => Error;
+  toolError?: {
+    /** Makes the error the runner sends the model: `content` is the failure's text. */
+    new (content: string): Error;
+  };
 }
 
 const runnableToolsOptionKeys = optionKeys<RunnableToolsOptions>({
@@ -118,7 +128,12 @@ export interface ToolUsesResult {
    * The next user turn: one `tool_result` per `tool_use`, in order, failures marked `is_error`.
    * Its content is empty when the response had no tool use. Add any text after the results.
    */
-  message: { role: 'user'; content: ToolResultBlockParam[] };
+  message: {
+    /** Always `user`: tool results go back in a user turn. */
+    role: 'user';
+    /** One `tool_result` block per `tool_use`, in order. */
+    content: ToolResultBlockParam[];
+  };
   /** Each call's outcome, in the same order, for logs and metrics (never send these to the model). */
   outcomes: Outcome[];
 }
@@ -147,7 +162,10 @@ export interface AnthropicToolkit {
 export type ResponseWithContent =
   | Pick<Message, 'content'>
   | Pick<BetaMessage, 'content'>
-  | { content: ReadonlyArray<unknown> };
+  | {
+      /** The content blocks; only the `tool_use` ones are run. */
+      content: ReadonlyArray<unknown>;
+    };
 
 /**
  * The error a runnable tool throws for a failed call when no `toolError` class is given; the

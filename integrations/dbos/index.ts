@@ -8,7 +8,7 @@
  * import { dbosStep } from 'tool-dispatcher/dbos';
  * const charge = await dbosStep(dispatcher, 'payments.charge', order, { name: 'charge' });
  *
- * @module
+ * @module tool-dispatcher/dbos
  */
 
 export { dbosStep, type DbosStepOptions } from './dbos-step.js';

@@ -8,7 +8,7 @@
  * import { engineVerdict } from 'tool-dispatcher/durable';
  * const verdict = engineVerdict(outcome, registry.get('payments.charge'));
  *
- * @module
+ * @module tool-dispatcher/durable
  */
 
 export { engineVerdict, type EngineVerdict, type EngineVerdictTool } from './engine-verdict.js';

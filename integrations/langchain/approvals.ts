@@ -30,6 +30,7 @@ export type Reviews = Readonly<Record<string, Review>>;
 
 /** The middleware's state: checkpointed with the thread, so a resumed run finds the decisions. */
 export const reviewState = z.object({
+  /** The last model turn's decisions by tool call id, waiting for the tool node. */
   [reviewKey]: z.record(z.string(), z.record(z.string(), z.string())).optional(),
 });
 

@@ -1,5 +1,5 @@
 /**
- * The run-time face of `tool-dispatcher/langchain` (package.json's `import`; its types are
+ * The run-time face of `tool-dispatcher/langchain` (package.json's `default`; its types are
  * index.ts's): index.ts, imported so that without `langchain` or `@langchain/core` the import fails
  * with one line saying how to install it instead of Node's resolver stack.
  * @module

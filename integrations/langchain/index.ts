@@ -6,7 +6,7 @@
  * @example
  * import { dispatcherMiddleware } from 'tool-dispatcher/langchain';
  * const agent = createAgent({ model, middleware: [dispatcherMiddleware({ registry, dispatcher, idempotencyScope: runId })] });
- * @module
+ * @module tool-dispatcher/langchain
  */
 
 export { dispatcherMiddleware } from './dispatcher-middleware.js';

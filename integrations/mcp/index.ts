@@ -4,7 +4,7 @@
  * any MCP server, to 2025-11-25 and 2026-07-28 clients alike. Built on the v2 MCP packages
  * (`@modelcontextprotocol/server` and `client`, dependencies); v1 `Server` and `Client` objects
  * work when the optional peer `@modelcontextprotocol/sdk` ^1.32 is installed.
- * @module
+ * @module tool-dispatcher/mcp
  */
 
 export {

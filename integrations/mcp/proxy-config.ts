@@ -72,7 +72,12 @@ export interface McpProxyConfig {
   /** Calls running upstream at once; the rest queue in order. */
   concurrency?: number;
   /** The circuit breaker in front of each tool. */
-  breaker?: { failureThreshold?: number; cooldownMs?: number };
+  breaker?: {
+    /** Failures in a row that open the breaker. */
+    failureThreshold?: number;
+    /** How long an open breaker refuses calls before it lets one through. */
+    cooldownMs?: number;
+  };
   /** MCP Tasks for long tools (2026-07-28 clients only). */
   tasks?: McpProxyTasksConfig;
   /**
@@ -85,8 +90,18 @@ export interface McpProxyConfig {
 
 /** Where the upstream MCP server is: a command to start (stdio) or a Streamable HTTP URL. */
 export type McpUpstream =
-  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
   | {
+      /** The command that starts the upstream server, speaking MCP on its stdin and stdout. */
+      command: string;
+      /** The command's arguments. */
+      args?: string[];
+      /** The folder the command runs in. */
+      cwd?: string;
+      /** Environment variables for the command. */
+      env?: Record<string, string>;
+    }
+  | {
+      /** The upstream's Streamable HTTP endpoint. */
       url: string;
       /**
        * Headers sent on every request to it (`Authorization: Bearer …`); never logged or quoted

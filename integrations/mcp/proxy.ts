@@ -94,7 +94,12 @@ export interface McpProxyOptions {
    * The name and version the proxy reports to its client.
    * @default { name: 'tool-dispatcher-mcp-proxy', version: '0.1.0' }
    */
-  info?: { name: string; version: string };
+  info?: {
+    /** The server name the client sees. */
+    name: string;
+    /** The server version the client sees. */
+    version: string;
+  };
   /**
    * Stores shared with the other processes of a fleet (`--redis-url` passes Redis ones): the
    * idempotency store dedupes keyed calls and keeps MCP Tasks, the circuit store holds the

@@ -26,7 +26,14 @@ export interface McpTaskRecord {
   /** The result of a `completed` task (a tool error is `completed` with `isError`). */
   result?: CallToolResult;
   /** The JSON-RPC error of a `failed` task. */
-  error?: { code: number; message: string; data?: unknown };
+  error?: {
+    /** The JSON-RPC error code. */
+    code: number;
+    /** The error message, as the client sees it. */
+    message: string;
+    /** The error's data: our envelope (`kind`, `retryable`, …) for a dispatcher failure. */
+    data?: unknown;
+  };
   /**
    * A digest of the call's arguments, kept (never sent) so that the same key with other
    * arguments is refused as `idempotency_conflict` instead of getting this task.

@@ -6,7 +6,7 @@
  * import { toAgentsTools } from 'tool-dispatcher/openai-agents';
  * const agent = new Agent({ name: 'assistant', tools: toAgentsTools({ registry, dispatcher }) });
  * const result = await run(agent, 'find the docs', { context: { runId } });
- * @module
+ * @module tool-dispatcher/openai-agents
  */
 
 export { toAgentsTools } from './to-agents-tools.js';

@@ -10,7 +10,7 @@
  * const assistant = completion.choices[0].message;
  * const { messages: toolMessages } = await kit.runChatToolCalls(assistant, { signal });
  * messages.push(assistant, ...toolMessages);
- * @module
+ * @module tool-dispatcher/openai
  */
 
 export { createOpenAIToolkit } from './toolkit.js';

@@ -107,7 +107,16 @@ export interface OpenAIRunOptions {
    * call's `approval_required` outcome, or `{ approvedBy }` when the host asked a person itself.
    * @default {}
    */
-  approvals?: Readonly<Record<string, string | { approvedBy: string }>>;
+  approvals?: Readonly<
+    Record<
+      string,
+      | string
+      | {
+          /** Who approved the call (a person the host asked), recorded with it. */
+          approvedBy: string;
+        }
+    >
+  >;
 }
 
 /** What `runChatToolCalls` resolves to. */

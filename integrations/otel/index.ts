@@ -8,7 +8,7 @@
  * @example
  * import { otelMetrics, otelTracing } from 'tool-dispatcher/otel';
  * const dispatcher = createDispatcher([otelTracing(), otelMetrics(), ...defaultStack({ registry })]);
- * @module
+ * @module tool-dispatcher/otel
  */
 
 export { otelTracing } from './tracing.js';

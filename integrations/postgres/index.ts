@@ -10,7 +10,7 @@
  * const receipts = postgresReceiptStore(new pg.Pool(), { createTable: true });
  * const stack = defaultStack({ registry, idempotency: { receipts } });
  *
- * @module
+ * @module tool-dispatcher/postgres
  */
 
 export {

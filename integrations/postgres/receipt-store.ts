@@ -33,7 +33,13 @@ export interface PostgresQueryable {
    * named statement, sent unless `namedStatements: false`), runs it as a statement the
    * connection prepares once.
    */
-  query(text: string | PostgresNamedStatement, values?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(
+    text: string | PostgresNamedStatement,
+    values?: unknown[],
+  ): Promise<{
+    /** The rows the statement returned. */
+    rows: unknown[];
+  }>;
 }
 
 /** A named statement, as node-postgres' `query` takes it: prepared once per connection. */

@@ -57,29 +57,43 @@ export function defineScript(name: string, lua: string): RedisScript {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
-type EvalOptions = { keys: string[]; arguments: string[] };
+/** The keys and arguments of a node-redis `evalSha` or `eval` call. */
+export interface NodeRedisEvalOptions {
+  /** The script's KEYS. */
+  keys: string[];
+  /** The script's ARGV. */
+  arguments: string[];
+}
 
 /** The part of a node-redis (`redis` / `@redis/client` v6) client the stores use. */
 export interface NodeRedisLike {
-  evalSha(sha: string, options: EvalOptions): Promise<unknown>;
-  eval(script: string, options: EvalOptions): Promise<unknown>;
+  /** Runs a script the server knows by its SHA-1 (EVALSHA). */
+  evalSha(sha: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  /** Runs a script from its source (EVAL). */
+  eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
   /** A view of the client, on the same connection, whose commands run with other options. */
   withCommandOptions?(options: { timeout?: number }): NodeRedisLike;
   /** Used to drop a stalled connection (then `connect()` again). */
   destroy?(): void;
+  /** Connects again after `destroy()`. */
   connect?(): Promise<unknown>;
 }
 
 /** The part of a node-redis client in subscriber mode (`client.duplicate()`, connected) the stores use. */
 export interface NodeRedisSubscriberLike {
+  /** Subscribes `listener` to `channel`. */
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Removes `listener` from `channel`. */
   unsubscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Hears the connection come back (`ready`) or drop (`end`, `error`). */
   on(event: 'ready' | 'end' | 'error', listener: () => void): unknown;
 }
 
 /** The part of an ioredis v6 client the stores use. */
 export interface IoredisLike {
+  /** Runs a script the server knows by its SHA-1 (EVALSHA): the keys, then the arguments. */
   evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Runs a script from its source (EVAL): the keys, then the arguments. */
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   /** Used to drop a stalled connection (`disconnect(true)` reconnects). */
   disconnect?(reconnect?: boolean): void;
@@ -87,9 +101,13 @@ export interface IoredisLike {
 
 /** The part of an ioredis client used as a subscriber (`client.duplicate()`) the stores use. */
 export interface IoredisSubscriberLike {
+  /** Subscribes the connection to `channel`. */
   subscribe(channel: string): Promise<unknown>;
+  /** Unsubscribes the connection from `channel`. */
   unsubscribe(channel: string): Promise<unknown>;
+  /** Hears a message on any subscribed channel. */
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  /** Hears the connection come back (`ready`) or drop (`close`). */
   on(event: 'ready' | 'close', listener: () => void): unknown;
 }
 

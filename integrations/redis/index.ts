@@ -13,7 +13,7 @@
  * const store = redisIdempotencyStore(redis, { prefix: 'billing' });
  * const budget = await redisBudget(redis, { id: runId, limit: 50 });
  *
- * @module
+ * @module tool-dispatcher/redis
  */
 
 export {
@@ -24,6 +24,7 @@ export {
   type FromNodeRedisOptions,
   type IoredisLike,
   type IoredisSubscriberLike,
+  type NodeRedisEvalOptions,
   type NodeRedisLike,
   type NodeRedisSubscriberLike,
   type RedisScript,

@@ -9,7 +9,7 @@
  * import { restateRun } from 'tool-dispatcher/restate';
  * const charge = await restateRun(ctx, dispatcher, 'payments.charge', order, { name: 'charge' });
  *
- * @module
+ * @module tool-dispatcher/restate
  */
 
 import './promise-with-resolvers.js';

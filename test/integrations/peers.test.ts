@@ -8,7 +8,7 @@ import { importBesidePeers, installCommand, missingPeers, packageVersion } from 
 const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
   peerDependencies: Record<string, string>;
-  exports: Record<string, { types: string; import: string }>;
+  exports: Record<string, { types: string; default: string }>;
 };
 const absent = 'tool-dispatcher-test-absent-package';
 const linkFailure = () => Promise.reject(new Error('Cannot find package while linking'));
@@ -53,7 +53,9 @@ describe('importBesidePeers', () => {
 });
 
 describe("the subpaths' run-time entries", () => {
-  const gated = Object.entries(manifest.exports).filter(([, target]) => target.import?.endsWith('/entry.js'));
+  const gated = Object.entries(manifest.exports).filter(([, target]) =>
+    target.default?.endsWith('/entry.js'),
+  );
 
   it('are the run-time face of every subpath whose code loads a peer', () => {
     expect(gated.map(([subpath]) => subpath).sort()).toEqual([
@@ -70,8 +72,8 @@ describe("the subpaths' run-time entries", () => {
   it.each(gated)('%s exports the same values as its index.ts', async (_subpath, target) => {
     const source = (file: string) =>
       `../../${file.replace(/^\.\/dist\//, '').replace(/\.(d\.ts|js)$/, '.ts')}`;
-    expect(source(target.types)).toBe(source(target.import).replace(/entry\.ts$/, 'index.ts'));
-    const entry = (await import(source(target.import))) as Record<string, unknown>;
+    expect(source(target.types)).toBe(source(target.default).replace(/entry\.ts$/, 'index.ts'));
+    const entry = (await import(source(target.default))) as Record<string, unknown>;
     const index = (await import(source(target.types))) as Record<string, unknown>;
     expect(Object.keys(entry).sort()).toEqual(Object.keys(index).sort());
     for (const name of Object.keys(index)) expect(entry[name]).toBe(index[name]);
