@@ -26,7 +26,8 @@ const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   exports: Record<string, unknown>;
 };
 const subpaths = Object.keys(packageJson.exports)
-  .filter((key) => key !== './package.json')
+  // JSON files (the manifest, mcp-proxy.schema.json) are data, not modules.
+  .filter((key) => !key.endsWith('.json'))
   .map((key) => `tool-dispatcher${key.slice(1)}`);
 /** The entries that await their peers at the top level (integrations/<name>/entry.ts). */
 const awaitingEntries = new Set(
