@@ -103,13 +103,28 @@ export interface AiSdkHostTimeout {
  * `ToolApprovalStatus`, spelled out here because `ai` 6's types have none).
  */
 export type AiSdkToolApprovalStatus =
-  | { type: 'not-applicable' }
-  | { type: 'approved' | 'denied' | 'user-approval'; reason?: string };
+  | {
+      /** The call is not one of ours to judge: the tool's own `needsApproval` decides. */
+      type: 'not-applicable';
+    }
+  | {
+      /** The gate's answer: run it, refuse it, or ask the user. */
+      type: 'approved' | 'denied' | 'user-approval';
+      /** The gate's reason, which the SDK puts on its approval response. */
+      reason?: string;
+    };
 
 /** The part of AI SDK 7's `toolApproval` function argument that `aiSdkToolApproval` reads. */
 export interface AiSdkToolApprovalRequest {
   /** The call to judge. */
-  toolCall: { toolName: string; toolCallId: string; input: unknown };
+  toolCall: {
+    /** The tool's name in the `ToolSet`. */
+    toolName: string;
+    /** The call's id, as the model gave it. */
+    toolCallId: string;
+    /** The call's arguments, parsed. */
+    input: unknown;
+  };
   /** The call's tools: the `ToolSet` (or a merge of several) given to `generateText`. */
   tools?: Record<string, unknown> | undefined;
   /** `generateText({ toolsContext })`: the tool's entry is what `toAiSdkTools`' `tenant` reads. */
