@@ -184,7 +184,7 @@ export function policyDataCases(lib: Library): BenchCase[] {
 async function loadFingerprints(loaded: LoadedLibrary): Promise<FingerprintModule | { reason: string }> {
   try {
     const found = (await import(
-      new URL('./middleware/idempotency/fingerprint.js', loaded.entry).href
+      new URL('./src/fingerprint.js', loaded.entry).href
     )) as Partial<FingerprintModule>;
     if (typeof found.canonicalText !== 'function' || typeof found.fingerprint !== 'function') {
       return { reason: 'this build has no canonicalText' };

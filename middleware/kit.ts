@@ -23,6 +23,10 @@ export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
 // For a layer that judges approvals: the `approval_denied` of a call a person refused in the host.
 export { hostDenialOf } from '../src/internal/host-denial.js';
+// A call's fingerprint (its tool and canonical args), for a layer that binds something to the
+// args: an idempotency key's claim, an approval token.
+export { fingerprint } from '../src/fingerprint.js';
+export type { Fingerprint } from '../src/fingerprint.js';
 // For a layer that sets a limit: the layers inside end with it, even one that never settles.
 export { untilLimitEnds } from '../src/internal/limits.js';
 // What an attempt costs, for a layer that counts it (windowedBudget).

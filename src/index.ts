@@ -79,6 +79,8 @@ export type {
 
 export { harnessStep, toolAnswer, toToolMessage } from './harness.js';
 export { toJsonSafe } from './json-safe.js';
+export { fingerprint } from './fingerprint.js';
+export type { Fingerprint } from './fingerprint.js';
 export { providerCallOptions } from './provider-call.js';
 export type { ProviderCall } from './provider-call.js';
 export type { JsonSafeOptions } from './json-safe.js';

@@ -9,7 +9,7 @@ import { DispatchError, describeThrown, isDispatchError } from '../../src/errors
 import type { ApprovalTicket } from '../../src/errors.js';
 import type { ApprovalCall, DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
 import { hostDenialOf, isThenable, storeUnavailable } from '../kit.js';
-import { fingerprint } from '../idempotency/fingerprint.js';
+import { fingerprint } from '../kit.js';
 import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
 

@@ -32,7 +32,7 @@ import {
   reconcileOutcome,
   storeUnavailable,
 } from '../kit.js';
-import { fingerprint, type Fingerprint } from './fingerprint.js';
+import { fingerprint, type Fingerprint } from '../kit.js';
 
 type Settlement = { ok: true; result: unknown; hit: boolean } | { ok: false; error: DispatchError };
 

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Fingerprint } from './fingerprint.js';
+import type { Fingerprint } from '../kit.js';
 
 /** One remembered success. Small integers only, so that a million entries stay compact. */
 export class CachedSuccess {

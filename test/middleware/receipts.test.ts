@@ -13,7 +13,7 @@ import {
   type ReconcileVerdict,
 } from '../../index.js';
 import { memoryIdempotencyStore, memoryReceiptStore } from '../../middleware/index.js';
-import { fingerprint } from '../../middleware/idempotency/fingerprint.js';
+import { fingerprint } from '../../src/fingerprint.js';
 import type { Receipt, ReceiptStore } from '../../src/stores.js';
 
 beforeEach(() => {

@@ -13,7 +13,7 @@ import {
 import { memoryIdempotencyStore } from '../../middleware/index.js';
 import type { IdempotencyStore } from '../../src/stores.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
-import { fingerprint } from '../../middleware/idempotency/fingerprint.js';
+import { fingerprint } from '../../src/fingerprint.js';
 import { asyncIdempotencyStore } from './stores-async.js';
 
 beforeEach(() => {

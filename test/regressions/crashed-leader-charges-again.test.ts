@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import { memoryIdempotencyStore, type MemoryIdempotencyStore } from '../../middleware/index.js';
 import { importMcpTools } from '../../integrations/mcp/index.js';
-import { fingerprint } from '../../middleware/idempotency/fingerprint.js';
+import { fingerprint } from '../../src/fingerprint.js';
 import { buildRemoteServer } from '../integrations/mcp/fixtures/remote-server.js';
 
 const key = { idempotencyKey: 'order-1' };

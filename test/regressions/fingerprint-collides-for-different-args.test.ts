@@ -5,7 +5,7 @@
 import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
-import { fingerprint } from '../../middleware/idempotency/fingerprint.js';
+import { fingerprint } from '../../src/fingerprint.js';
 
 it('tells apart the charges whose 64-bit hashes collided', async () => {
   expect(fingerprint('payments.charge', { amount: 963.7432379779125 })).not.toBe(

@@ -14,7 +14,7 @@ import {
   type ReconcileContext,
   type ReconcileVerdict,
 } from '../../../index.js';
-import { fingerprint } from '../../../middleware/idempotency/fingerprint.js';
+import { fingerprint } from '../../../src/fingerprint.js';
 import {
   redisIdempotencyStore,
   type RedisIdempotencyStoreOptions,
