@@ -53,22 +53,26 @@ export type AttemptEnd = (failed: boolean, error?: unknown) => void;
 
 /** An attempt under way beneath one or more limits; their cuts wait for it, as it ends on its own. */
 export class AttemptInFlight {
-  #ended: [failed: boolean, error: unknown] | undefined = undefined;
-  #listeners: AttemptEnd[] = [];
+  #ended = false;
+  #failed = false;
+  #error: unknown = undefined;
+  // Only a limit that ends while the attempt runs listens: most attempts never allocate this.
+  #listeners: AttemptEnd[] | undefined = undefined;
 
   /** Calls `listener` once the attempt has ended (at once when it has). */
   onEnd(listener: AttemptEnd): void {
-    const ended = this.#ended;
-    if (ended === undefined) this.#listeners.push(listener);
-    else listener(ended[0], ended[1]);
+    if (this.#ended) listener(this.#failed, this.#error);
+    else (this.#listeners ??= []).push(listener);
   }
 
   /** The attempt ended. */
   end(failed: boolean, error: unknown): void {
-    this.#ended = [failed, error];
+    this.#ended = true;
+    this.#failed = failed;
+    this.#error = error;
     const listeners = this.#listeners;
-    this.#listeners = [];
-    for (const listener of listeners) listener(failed, error);
+    this.#listeners = undefined;
+    if (listeners !== undefined) for (const listener of listeners) listener(failed, error);
   }
 }
 
