@@ -71,8 +71,6 @@ export type {
 
 // The onion, the tools and the events.
 export type {
-  ApprovalCall,
-  ApprovalRequirement,
   ApprovalTicket,
   ModelCopy,
   ToolAnnotations,
@@ -104,6 +102,8 @@ export type {
 } from './src/index.js';
 
 // The state seam: what a store implements (the memory stores are in `tool-dispatcher/middleware`).
+// The shared plumbing is the core's; each layer's store contract lives beside its layer.
+export type { MaybePromise, StoreBudget, StoreLease } from './src/index.js';
 export type {
   CircuitRecord,
   CircuitStore,
@@ -114,13 +114,10 @@ export type {
   IdempotencyLease,
   IdempotencyPeek,
   IdempotencyStore,
-  MaybePromise,
   SlotPermit,
   SlotStore,
   SlotWaiter,
-  StoreBudget,
   StoreFingerprint,
-  StoreLease,
   RateBucket,
   RateGrant,
   RateStore,
@@ -129,7 +126,7 @@ export type {
   ReceiptStore,
   WindowReservation,
   WindowStore,
-} from './src/index.js';
+} from './middleware/index.js';
 
 // The layers and the default stack.
 export {
@@ -155,6 +152,8 @@ export {
 } from './middleware/index.js';
 export type {
   ApprovalAction,
+  ApprovalCall,
+  ApprovalRequirement,
   ApprovalDecision,
   ApprovalGate,
   ApprovalGateOptions,

@@ -35,18 +35,34 @@ export { rateLimit } from './rate-limit/index.js';
 export type { RateLimitOptions } from './rate-limit/index.js';
 export { windowedBudget } from './windowed-budget/index.js';
 export type { WindowedBudgetOptions } from './windowed-budget/index.js';
+export { settledCost } from './windowed-budget/tool-fields.js';
 export { memoryIdempotencyStore } from './idempotency/memory-store.js';
 export { memoryReceiptStore } from './idempotency/receipts.js';
 export type { MemoryReceiptStore, MemoryReceiptStoreOptions } from './idempotency/receipts.js';
 export type { MemoryIdempotencyStore, MemoryIdempotencyStoreOptions } from './idempotency/memory-store.js';
+export type {
+  IdempotencyClaim,
+  IdempotencyCompletion,
+  IdempotencyLease,
+  IdempotencyPeek,
+  IdempotencyStore,
+  Receipt,
+  ReceiptQuery,
+  ReceiptStore,
+  StoreFingerprint,
+} from './idempotency/store.js';
 export { memorySlotStore } from './concurrency-limit/memory-store.js';
 export type { MemorySlotStoreOptions } from './concurrency-limit/memory-store.js';
+export type { SlotPermit, SlotStore, SlotWaiter } from './concurrency-limit/store.js';
 export { memoryCircuitStore } from './circuit-breaker/memory-store.js';
 export type { MemoryCircuitStore, MemoryCircuitStoreOptions } from './circuit-breaker/memory-store.js';
+export type { CircuitRecord, CircuitStore, CircuitStoreState, CircuitView } from './circuit-breaker/store.js';
 export { memoryRateStore } from './rate-limit/memory-store.js';
 export type { MemoryRateStoreOptions } from './rate-limit/memory-store.js';
+export type { RateBucket, RateGrant, RateStore } from './rate-limit/store.js';
 export { memoryWindowStore } from './windowed-budget/memory-store.js';
 export type { MemoryWindowStoreOptions } from './windowed-budget/memory-store.js';
+export type { WindowReservation, WindowStore } from './windowed-budget/store.js';
 export { approvalGate } from './approval-gate/index.js';
 export type {
   ApprovalAction,
@@ -56,6 +72,7 @@ export type {
   ApprovalVerdict,
   EvaluateOptions,
 } from './approval-gate/index.js';
+export type { ApprovalCall, ApprovalRequirement } from './approval-gate/tool-fields.js';
 export type { ToolSource } from './approval-gate/gate.js';
 export { memoryApprovalStore } from './approval-gate/memory-store.js';
 export type { MemoryApprovalStoreOptions } from './approval-gate/memory-store.js';

@@ -30,7 +30,10 @@ export type { Fingerprint } from '../src/fingerprint.js';
 // For a layer that sets a limit: the layers inside end with it, even one that never settles.
 export { untilLimitEnds } from '../src/internal/limits.js';
 // What an attempt costs, for a layer that counts it (windowedBudget).
-export { attemptCost, settledCost } from '../src/internal/cost.js';
+export { attemptCost } from '../src/internal/cost.js';
+// For a layer that reads a tool field of its own: the registry then accepts and checks it.
+export { declareToolField } from '../src/registry.js';
+export type { ToolField } from '../src/registry.js';
 // For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
 export {
   foundNotCommitted,

@@ -4,7 +4,7 @@
  */
 
 import { systemClock, type Clock } from '../src/clock.js';
-import { type DispatchError, toDispatchError } from '../src/errors.js';
+import { type DispatchError, type DispatchErrorKind, toDispatchError } from '../src/errors.js';
 import {
   sleep,
   budgetExceeded,
@@ -49,6 +49,19 @@ const retryOptionKeys = optionKeys<RetryOptions>({
   clock: true,
   shouldRetry: true,
 });
+
+// The retry layer's event, merged into the core's event map (the engine never emits it).
+declare module '../src/types.js' {
+  interface DispatchEventDetails {
+    /** Retry waits `delayMs` before the next attempt, after a failure of `kind`. */
+    'dispatch.retry': {
+      /** The backoff before the next attempt, in milliseconds. */
+      readonly delayMs: number;
+      /** The kind of the failure being retried. */
+      readonly kind: DispatchErrorKind;
+    };
+  }
+}
 
 /**
  * The default retry decision: `transient` and `store_unavailable` for every tool, `timeout` for

@@ -47,8 +47,6 @@ export type { Clock } from './clock.js';
 export type { StandardSchemaV1 } from './standard-schema.js';
 export type { ApprovalTicket } from './errors.js';
 export type {
-  ApprovalCall,
-  ApprovalRequirement,
   ModelCopy,
   ToolAnnotations,
   AttemptLimits,

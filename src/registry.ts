@@ -24,23 +24,73 @@ export interface RegisterOptions {
 
 const registerOptionKeys = optionKeys<RegisterOptions>({ override: true });
 
-// Every field `normalizeTool` reads: a tool's record holds these alone, so a layer can read no other.
-const toolDefinitionKeys = optionKeys<ToolDefinition>({
-  name: true,
-  description: true,
-  inputSchema: true,
-  handler: true,
-  idempotent: true,
-  timeoutMs: true,
-  cost: true,
-  settle: true,
-  reconcile: true,
-  reconcileTimeoutMs: true,
-  task: true,
-  requiresApproval: true,
-  annotations: true,
-  outputSchema: true,
-});
+// The fields the core reads, which `normalizeTool` checks itself; a tool's record holds these and
+// the fields layers declared (`declareToolField`), so a layer can read no other.
+const coreToolFields = [
+  'name',
+  'description',
+  'inputSchema',
+  'handler',
+  'idempotent',
+  'timeoutMs',
+  'cost',
+  'reconcile',
+  'reconcileTimeoutMs',
+  'task',
+  'annotations',
+  'outputSchema',
+] as const satisfies ReadonlyArray<keyof ToolDefinition>;
+
+/** A field a layer reads from tools, as it declares it to the registry (see `declareToolField`). */
+export interface ToolField {
+  /** The field's name on `ToolDefinition` and `Tool`, as the layer merges it into both. */
+  readonly name: string;
+  /**
+   * Throws a `TypeError` naming the field and the tool when `value` is malformed; never called
+   * for `undefined`, which means the field is absent.
+   *
+   * @param value - The field's value in the definition.
+   * @param tool - The tool's name, for the message.
+   */
+  readonly check: (value: unknown, tool: string) => void;
+}
+
+const layerToolFields = new Map<string, ToolField>();
+let toolDefinitionKeys: readonly string[] = coreToolFields;
+
+/**
+ * Declares a tool field a layer reads, when the layer's module loads: `register` then accepts it
+ * on a definition, checks it with `check` and copies it onto the tool. Merge the field's type into
+ * `ToolDefinition` and `Tool` beside the call. Declaring a name again replaces its check; a field
+ * the core reads itself cannot be declared.
+ *
+ * @example
+ * declare module 'tool-dispatcher' {
+ *   interface ToolDefinition<Schema, Result> { cacheTtlMs?: number }
+ *   interface Tool { readonly cacheTtlMs?: number | undefined }
+ * }
+ * declareToolField({
+ *   name: 'cacheTtlMs',
+ *   check: (value, tool) => requireNumber(`cacheTtlMs of "${tool}"`, value, 0),
+ * });
+ */
+export function declareToolField(field: ToolField): void {
+  if (typeof field !== 'object' || field === null) {
+    throw new TypeError(`declareToolField() takes { name, check }, got ${String(field)}`);
+  }
+  const { name, check } = field;
+  if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+    throw new TypeError(`declareToolField() name must be an identifier, got ${JSON.stringify(name)}`);
+  }
+  if (typeof check !== 'function') {
+    throw new TypeError(`declareToolField() check of "${name}" must be a function, got ${typeof check}`);
+  }
+  if ((coreToolFields as readonly string[]).includes(name)) {
+    throw new TypeError(`declareToolField() cannot declare "${name}": the core reads that field itself`);
+  }
+  layerToolFields.set(name, { name, check });
+  toolDefinitionKeys = Object.freeze([...coreToolFields, ...layerToolFields.keys()]);
+}
 
 /** One entry of `ToolRegistry.list()`: what a model's tool list needs. */
 export interface ToolListing {
@@ -167,11 +217,10 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     idempotent = false,
     timeoutMs,
     cost,
-    settle,
     task = false,
   } = definition;
   const { reconcile, reconcileTimeoutMs = 10_000 } = definition;
-  const { requiresApproval, annotations, outputSchema } = definition;
+  const { annotations, outputSchema } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new TypeError(
       `name must be dotted lowercase segments such as "db.get_user", got ${JSON.stringify(name)}`,
@@ -189,13 +238,6 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     );
   }
   if (
-    requiresApproval !== undefined &&
-    typeof requiresApproval !== 'boolean' &&
-    typeof requiresApproval !== 'function'
-  ) {
-    throw new TypeError(`requiresApproval of "${name}" must be a boolean or a function of the args`);
-  }
-  if (
     annotations !== undefined &&
     (typeof annotations !== 'object' || annotations === null || Array.isArray(annotations))
   ) {
@@ -208,7 +250,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
     );
   }
-  checkCost(name, cost, settle);
+  checkCost(name, cost);
   if (reconcile !== undefined && typeof reconcile !== 'function') {
     throw new TypeError(`reconcile of "${name}" must be a function`);
   }
@@ -218,34 +260,36 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     );
   }
   if (typeof task !== 'boolean') throw new TypeError(`task of "${name}" must be a boolean`);
-  return Object.freeze({
+  const tool: Record<string, unknown> = {
     name,
     description,
     inputSchema,
-    handler: handler as Tool['handler'],
+    handler,
     idempotent,
     timeoutMs,
-    cost: cost as Tool['cost'],
-    settle: settle as Tool['settle'],
-    reconcile: reconcile as Tool['reconcile'],
+    cost,
+    reconcile,
     reconcileTimeoutMs,
     task,
-    requiresApproval: requiresApproval as Tool['requiresApproval'],
     annotations: annotations === undefined ? undefined : Object.freeze({ ...annotations }),
     outputSchema,
-  });
+  };
+  // Every declared field is on the record, `undefined` when absent, as the core's own are.
+  for (const { name: field, check } of layerToolFields.values()) {
+    const value = (definition as unknown as Record<string, unknown>)[field];
+    if (value !== undefined) check(value, name);
+    tool[field] = value;
+  }
+  return Object.freeze(tool) as unknown as Tool;
 }
 
-function checkCost(name: string, cost: unknown, settle: unknown): void {
+function checkCost(name: string, cost: unknown): void {
   const costOk =
     cost === undefined ||
     typeof cost === 'function' ||
     (typeof cost === 'number' && cost >= 0 && Number.isFinite(cost));
   if (!costOk) {
     throw new TypeError(`cost of "${name}" must be a finite number >= 0 or a function, got ${String(cost)}`);
-  }
-  if (settle !== undefined && typeof settle !== 'function') {
-    throw new TypeError(`settle of "${name}" must be a function, got ${typeof settle}`);
   }
 }
 

@@ -98,8 +98,6 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
   timeoutMs?: number;
   /** What one attempt costs in budget units: a number, or a function of the parsed args. @default 1 */
   cost?: number | ((args: StandardSchemaV1.InferOutput<Schema>) => number);
-  /** The actual cost of a success, from its result, for `windowedBudget`. @default the reserved cost */
-  settle?: (result: Awaited<Result>, args: StandardSchemaV1.InferOutput<Schema>) => number;
   /**
    * Asked once, before any retry, whether an attempt whose outcome is unknown took effect.
    * @default undefined (an unknown outcome stays as it is)
@@ -114,42 +112,10 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
   reconcileTimeoutMs?: number;
   /** Whether a host should run it as a long-running task (MCP Tasks). @default false */
   task?: boolean;
-  /** Whether a call must be approved first (read by `approvalGate`). @default the gate's fallback */
-  requiresApproval?: ApprovalRequirement<StandardSchemaV1.InferOutput<Schema>>;
   /** MCP tool annotations (`readOnlyHint`, `destructiveHint`…); `importMcpTools` fills them. */
   annotations?: ToolAnnotations;
   /** Validates a success (any Standard Schema); a result that breaks it fails with `tool_contract`. */
   outputSchema?: StandardSchemaV1;
-}
-
-/** A tool's own approval rule: a boolean, or a function of its validated args. */
-export type ApprovalRequirement<Args = never> =
-  | boolean
-  | ((args: Args, call: ApprovalCall) => boolean | Promise<boolean>);
-
-/**
- * The call an approval rule (a tool's `requiresApproval`, the gate's `decide`) judges.
- *
- * @example
- * // A per-tenant policy: trial workspaces may not refund at all.
- * decide: (call, byDefault) =>
- *   call.toolName === 'payments.refund' && call.tenant?.startsWith('trial:')
- *     ? { action: 'deny', reason: 'trial workspaces cannot refund' }
- *     : byDefault,
- */
-export interface ApprovalCall {
-  /** The tool. */
-  readonly tool: Tool;
-  /** The tool's registered name (`tool.name`). */
-  readonly toolName: string;
-  /** The validated args. */
-  readonly args: unknown;
-  /** The call's id. */
-  readonly callId: string;
-  /** The call's idempotency key, if any. */
-  readonly idempotencyKey: string | undefined;
-  /** Who the call is for: the dispatch's `tenant` option, if any. */
-  readonly tenant: string | undefined;
 }
 
 /** MCP tool annotations: hints a server gives about a tool (they may be wrong). */
@@ -184,16 +150,12 @@ export interface Tool {
   readonly timeoutMs: number | undefined;
   /** What one attempt costs (a number or a function of the args); `undefined` for 1. */
   readonly cost: number | ((args: never) => number) | undefined;
-  /** The actual cost of a successful attempt, from its result; `undefined` when none. */
-  readonly settle: ((result: never, args: never) => number) | undefined;
   /** Asks whether an action whose outcome was lost took effect (see `ToolDefinition`). */
   readonly reconcile?: Reconcile<never> | undefined;
   /** How long `reconcile` may take, in milliseconds. */
   readonly reconcileTimeoutMs?: number;
   /** Whether hosts should run it as a long-running task (MCP Tasks). */
   readonly task: boolean;
-  /** Its own approval rule, if any. */
-  readonly requiresApproval?: ApprovalRequirement | undefined;
   /** Its MCP annotations, if any. */
   readonly annotations?: ToolAnnotations | undefined;
   /** The validator of its successes, if any. */
@@ -303,13 +265,6 @@ export interface DispatchEventDetails {
     /** The attempt's envelope (not enumerable, so the event stays plain JSON). */
     readonly error: DispatchError;
   };
-  /** Retry waits `delayMs` before the next attempt, after a failure of `kind`. */
-  'dispatch.retry': {
-    /** The backoff before the next attempt, in milliseconds. */
-    readonly delayMs: number;
-    /** The kind of the failure being retried. */
-    readonly kind: DispatchErrorKind;
-  };
   /** An attempt ran past its deadline. */
   'dispatch.timeout': {
     /** The attempt's timeout, in milliseconds. */
@@ -332,124 +287,6 @@ export interface DispatchEventDetails {
     readonly message: string;
     /** How long the call took, in milliseconds. */
     readonly durationMs: number;
-  };
-  /** The call waits for a concurrency slot. */
-  'concurrency.queued': {
-    /** Callers waiting now, this one included. */
-    readonly queued: number;
-    /** The most calls the layer (or, with `pool`, the shared pool) runs at once. */
-    readonly max: number;
-    /** The shared pool waited for, when the wait is for a store's permit. */
-    readonly pool?: string;
-  };
-  /** A shared pool's permit lapsed while the call held it: the pool may be over its cap by one. */
-  'concurrency.lease_lost': {
-    /** The pool. */
-    readonly pool: string;
-  };
-  /** A queued call got its slot. */
-  'concurrency.acquired': {
-    /** How long it waited, in milliseconds. */
-    readonly waitedMs: number;
-  };
-  /** The call was answered by the idempotency layer. */
-  'idempotency.hit': {
-    /** The idempotency key. */
-    readonly key: string;
-    /** A cached success, or an execution in flight. */
-    readonly source: 'cache' | 'in_flight';
-  };
-  /** The leader of a key lost its lease (paused or cut off past it); another may lead now. */
-  'idempotency.lease_lost': {
-    /** The idempotency key. */
-    readonly key: string;
-    /** The lost lead's fence. */
-    readonly fence: number;
-  };
-  /** A store operation failed after the handler ran (the caller still got its result). */
-  'idempotency.store_error': {
-    /** The idempotency key. */
-    readonly key: string;
-    /** The operation that failed, e.g. `complete`. */
-    readonly operation: string;
-    /** What the store threw. */
-    readonly error: unknown;
-  };
-  /**
-   * A keyed call's receipt could not be written (the receipt store, or the idempotency store it
-   * rode with, failed); the call itself stands.
-   */
-  'receipt.failed': {
-    /** The idempotency key. */
-    readonly key: string;
-    /** The status the receipt would have recorded. */
-    readonly receiptStatus: 'running' | 'succeeded' | 'failed' | 'in_doubt';
-    /** The envelope's kind, when the store failed with one (e.g. `store_unavailable`). */
-    readonly kind?: string;
-    /** What the store said, without a stack. */
-    readonly message: string;
-    /** What the store threw. */
-    readonly error: unknown;
-  };
-  /** A `rateLimit` layer makes the attempt wait for its tokens. */
-  'rate_limit.wait': {
-    /** The bucket's key. */
-    readonly key: string;
-    /** How long the attempt waits, in milliseconds. */
-    readonly waitMs: number;
-  };
-  /** An attempt's rate-limit answer emptied its key's bucket until `retryAfterMs` from now. */
-  'rate_limit.debit': {
-    /** The bucket's key. */
-    readonly key: string;
-    /** How long the bucket stays empty, in milliseconds. */
-    readonly retryAfterMs: number;
-  };
-  /** A settled cost exceeded its reservation in a `windowedBudget`: the excess was charged. */
-  'budget.overrun': {
-    /** The budget's key. */
-    readonly key: string;
-    /** Units charged beyond the reservation. */
-    readonly units: number;
-  };
-  /** A circuit opened. */
-  'circuit.open': {
-    /** The circuit's key. */
-    readonly key: string;
-    /** The counted failures that opened it. */
-    readonly failures: number;
-    /** How long it stays open, in milliseconds. */
-    readonly cooldownMs: number;
-  };
-  /** A circuit lets a probe through. */
-  'circuit.half_open': {
-    /** The circuit's key. */
-    readonly key: string;
-  };
-  /** A circuit closed again. */
-  'circuit.close': {
-    /** The circuit's key. */
-    readonly key: string;
-  };
-  /** A call was paused for approval (once per token). */
-  'approval.required': {
-    /** The token a person approves or denies. */
-    readonly token: string;
-    /** Why approval is needed. */
-    readonly reason: string;
-    /** When the token expires, in milliseconds since the epoch. */
-    readonly expiresAt: number;
-  };
-  /** The approval gate decided a call (once per gated call). */
-  'approval.decision': {
-    /** What the gate decided. */
-    readonly action: 'allow' | 'deny' | 'require';
-    /** Which rule decided: `decide`, `override`, `tool`, `annotations`, `fallback`, `token` or `host`. */
-    readonly source: string;
-    /** Why, when known. */
-    readonly reason?: string;
-    /** `false` in shadow mode, where nothing is blocked. */
-    readonly enforced: boolean;
   };
 }
 

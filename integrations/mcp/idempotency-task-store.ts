@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { IdempotencyClaim, IdempotencyPeek, IdempotencyStore } from '../../src/stores.js';
+import type { IdempotencyClaim, IdempotencyPeek, IdempotencyStore } from '../../index.js';
 import type { McpTaskCreation, McpTaskRecord, McpTaskStore } from './task-store.js';
 
 // Every task key is written and read with this one fingerprint, so no look at it is a conflict.

@@ -11,7 +11,7 @@ import {
   ProtocolError,
   type CallToolResult,
 } from '@modelcontextprotocol/server';
-import type { IdempotencyStore } from '../../src/stores.js';
+import type { IdempotencyStore } from '../../index.js';
 import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { isIdempotencyStore, taskStoreOn } from './idempotency-task-store.js';
 import { memoryTaskStore, type McpTaskRecord, type McpTaskStore } from './task-store.js';

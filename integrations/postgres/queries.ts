@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { toJsonSafe } from '../../src/index.js';
-import type { Receipt, ReceiptQuery } from '../../src/stores.js';
+import type { Receipt, ReceiptQuery } from '../../index.js';
 
 const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
 const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';

@@ -5,7 +5,8 @@
  */
 
 import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
-import { storeUnavailable, type ReceiptQuery, type ReceiptStore } from '../../src/stores.js';
+import type { ReceiptQuery, ReceiptStore } from '../../index.js';
+import { storeUnavailable } from '../../src/stores.js';
 import { defaultReceiptTable, receiptTable, receiptTableSql } from './table-sql.js';
 import { ReceiptQueries } from './queries.js';
 

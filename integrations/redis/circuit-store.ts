@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { CircuitRecord, CircuitStore, CircuitStoreState, CircuitView } from '../../src/stores.js';
+import type { CircuitRecord, CircuitStore, CircuitStoreState, CircuitView } from '../../index.js';
 import { num, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';

@@ -5,18 +5,18 @@
 
 import { DispatchError } from '../../index.js';
 import { noop, optionKeys } from '../../middleware/index.js';
-import {
-  storeUnavailable,
-  type IdempotencyClaim,
-  type IdempotencyCompletion,
-  type IdempotencyLease,
-  type IdempotencyPeek,
-  type IdempotencyStore,
-  type Receipt,
-  type ReceiptQuery,
-  type ReceiptStore,
-  type StoreFingerprint,
-} from '../../src/stores.js';
+import type {
+  IdempotencyClaim,
+  IdempotencyCompletion,
+  IdempotencyLease,
+  IdempotencyPeek,
+  IdempotencyStore,
+  Receipt,
+  ReceiptQuery,
+  ReceiptStore,
+  StoreFingerprint,
+} from '../../index.js';
+import { storeUnavailable } from '../../src/stores.js';
 import { num, renewableInTime, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';

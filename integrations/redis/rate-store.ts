@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { RateBucket, RateGrant, RateStore, WindowReservation, WindowStore } from '../../src/stores.js';
+import type { RateBucket, RateGrant, RateStore, WindowReservation, WindowStore } from '../../index.js';
 import { storeUnavailable } from '../../src/stores.js';
 import { num, runScript, text } from './call.js';
 import type { StoreClient } from './client.js';

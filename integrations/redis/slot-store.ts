@@ -5,7 +5,8 @@
 
 import { DispatchError, isDispatchError } from '../../index.js';
 import { noop, optionKeys } from '../../middleware/index.js';
-import { storeUnavailable, type SlotPermit, type SlotStore, type SlotWaiter } from '../../src/stores.js';
+import type { SlotPermit, SlotStore, SlotWaiter } from '../../index.js';
+import { storeUnavailable } from '../../src/stores.js';
 import { num, renewableInTime, runScript } from './call.js';
 import type { StoreClient } from './client.js';
 import { hubFor } from './events.js';

@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
 import type { ApprovalTicket } from '../../src/errors.js';
-import type { ApprovalCall, DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
+import type { DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
+import type { ApprovalCall } from './tool-fields.js';
 import { hostDenialOf, isThenable, storeUnavailable } from '../kit.js';
 import { fingerprint } from '../kit.js';
 import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';

@@ -3,10 +3,10 @@
  * @module
  */
 
-import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
+import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { optionKeys, optionsObject, requireNumber } from '../kit.js';
+import { declareToolField, optionKeys, optionsObject, requireNumber } from '../kit.js';
 import {
   ApprovalLoop,
   type ApprovalAction,
@@ -18,6 +18,12 @@ import {
 import { memoryApprovalStore } from './memory-store.js';
 import { Redemption } from './redemption.js';
 import type { ApprovalStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
+import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
+
+// Tools may carry their own approval rule (`requiresApproval`) once this layer is loaded.
+declareToolField(requiresApprovalField);
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
 

@@ -5,7 +5,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { DispatchError, isDispatchError, toDispatchError } from '../../src/errors.js';
-import type { CircuitRecord, CircuitStore, CircuitView, MaybePromise } from '../../src/stores.js';
+import type { MaybePromise } from '../../src/stores.js';
+import type { CircuitRecord, CircuitStore, CircuitView } from './store.js';
 import { isThenable, noop } from '../kit.js';
 import type { DispatchContext, Next } from '../../src/types.js';
 import type { MemoryCircuitStore } from './memory-store.js';

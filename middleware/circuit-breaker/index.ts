@@ -15,7 +15,9 @@ import {
 } from '../kit.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
-import type { CircuitStore } from '../../src/stores.js';
+import type { CircuitStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 import { Breaker } from './breaker.js';
 import { memoryCircuitStore } from './memory-store.js';
 import type { CircuitSnapshot, CircuitState } from './snapshot.js';

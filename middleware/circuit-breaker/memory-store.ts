@@ -5,7 +5,7 @@
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import type { CircuitRecord, CircuitStore, CircuitView } from '../../src/stores.js';
+import type { CircuitRecord, CircuitStore, CircuitView } from './store.js';
 import { optionKeys, optionsObject } from '../kit.js';
 
 /** A `CircuitStore` that answers every method at once, without a promise. */

@@ -5,7 +5,7 @@
  */
 
 import { DispatchError, isDispatchError } from '../../src/errors.js';
-import type { SlotPermit, SlotStore } from '../../src/stores.js';
+import type { SlotPermit, SlotStore } from './store.js';
 import type { Clock } from '../../src/clock.js';
 import type { DispatchContext, Next } from '../../src/types.js';
 import { cancelled, keepLeaseAlive, noop, onAbort, storeUnavailable } from '../kit.js';

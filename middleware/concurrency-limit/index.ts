@@ -4,7 +4,9 @@
  */
 
 import { optionKeys, optionsObject, requireClock, requireFunction, requireInteger } from '../kit.js';
-import type { SlotStore } from '../../src/stores.js';
+import type { SlotStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';

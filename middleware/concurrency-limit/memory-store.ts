@@ -5,7 +5,7 @@
 
 import { FifoSemaphore } from './fifo-semaphore.js';
 import { optionKeys, optionsObject } from '../kit.js';
-import type { SlotPermit, SlotStore, SlotWaiter } from '../../src/stores.js';
+import type { SlotPermit, SlotStore, SlotWaiter } from './store.js';
 
 /** Options for `memorySlotStore`. */
 export interface MemorySlotStoreOptions {

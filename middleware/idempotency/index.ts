@@ -9,7 +9,9 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { optionKeys, optionsObject, requireInteger, requireNumber, requireClock } from '../kit.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
-import type { IdempotencyStore, ReceiptStore } from '../../src/stores.js';
+import type { IdempotencyStore, ReceiptStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 import { memoryReceiptStore } from './receipts.js';
 import { KeyedCalls } from './keyed-calls.js';
 import { memoryIdempotencyStore, type MemoryIdempotencyStore } from './memory-store.js';

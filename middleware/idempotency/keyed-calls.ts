@@ -12,10 +12,10 @@ import type {
   IdempotencyCompletion,
   IdempotencyLease,
   IdempotencyStore,
-  MaybePromise,
   Receipt,
   ReceiptStore,
-} from '../../src/stores.js';
+} from './store.js';
+import type { MaybePromise } from '../../src/stores.js';
 import type { OutcomeWindow } from '../../src/errors.js';
 import type { DispatchContext, Next, Tool } from '../../src/types.js';
 import {

@@ -16,7 +16,7 @@ import type {
   IdempotencyStore,
   Receipt,
   StoreFingerprint,
-} from '../../src/stores.js';
+} from './store.js';
 
 /** Options for `memoryIdempotencyStore`. */
 export interface MemoryIdempotencyStoreOptions {

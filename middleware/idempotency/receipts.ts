@@ -5,7 +5,7 @@
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import type { Receipt, ReceiptQuery, ReceiptStore } from '../../src/stores.js';
+import type { Receipt, ReceiptQuery, ReceiptStore } from './store.js';
 import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
 
 /** Options for `memoryReceiptStore`. */

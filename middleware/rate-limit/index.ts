@@ -7,7 +7,9 @@
 import { DispatchError, isDispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
-import type { RateBucket, RateGrant, RateStore } from '../../src/stores.js';
+import type { RateBucket, RateGrant, RateStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,

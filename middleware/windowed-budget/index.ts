@@ -7,7 +7,9 @@
 import { DispatchError, isDispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
-import type { WindowReservation, WindowStore } from '../../src/stores.js';
+import type { WindowReservation, WindowStore } from './store.js';
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   attemptCost,
@@ -20,11 +22,15 @@ import {
   requireClock,
   requireFunction,
   requireNumber,
-  settledCost,
   storeUnavailable,
   windowTooSmall,
+  declareToolField,
 } from '../kit.js';
 import { MemoryWindowStore } from './memory-store.js';
+import { settledCost, settleField } from './tool-fields.js';
+
+// Tools may declare their actual cost (`settle`) once this layer is loaded.
+declareToolField(settleField);
 
 /** Options for `windowedBudget`. */
 export interface WindowedBudgetOptions {

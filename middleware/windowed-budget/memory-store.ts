@@ -4,7 +4,7 @@
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import type { WindowReservation, WindowStore } from '../../src/stores.js';
+import type { WindowReservation, WindowStore } from './store.js';
 import { optionKeys, optionsObject, requireClock } from '../kit.js';
 import { SweptMap } from '../swept-map.js';
 

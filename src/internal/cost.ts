@@ -1,5 +1,5 @@
 /**
- * What an attempt costs: the tool's `cost` for these args, and its `settle`d actual cost.
+ * What an attempt costs: the tool's `cost` for these args.
  * @module
  */
 
@@ -33,18 +33,4 @@ export function attemptCost(ctx: DispatchContext): number {
     });
   }
   return checked(ctx, value, 'cost');
-}
-
-/**
- * The actual cost of the call's successful attempt, by the tool's `settle`; `undefined` when the
- * tool has none, or when it throws or answers junk (the reservation then stands).
- */
-export function settledCost(ctx: DispatchContext, result: unknown): number | undefined {
-  const settle = ctx.tool?.settle;
-  if (settle === undefined) return undefined;
-  try {
-    return checked(ctx, (settle as (result: unknown, args: unknown) => unknown)(result, ctx.args), 'settle');
-  } catch {
-    return undefined;
-  }
 }

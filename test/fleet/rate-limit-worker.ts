@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 import { redisRateStore, redisWindowStore } from '../../integrations/redis/index.js';
-import type { WindowStore } from '../../src/stores.js';
+import type { WindowStore } from '../../index.js';
 import { connectOnceUp, now, oneLine, seededRandom, sleep, workerConfig, workerLog } from './worker-kit.js';
 
 /** What the runner tells a rate-limit worker (JSON in TD_FLEET_CONFIG). */

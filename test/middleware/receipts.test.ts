@@ -14,7 +14,7 @@ import {
 } from '../../index.js';
 import { memoryIdempotencyStore, memoryReceiptStore } from '../../middleware/index.js';
 import { fingerprint } from '../../src/fingerprint.js';
-import type { Receipt, ReceiptStore } from '../../src/stores.js';
+import type { Receipt, ReceiptStore } from '../../index.js';
 
 beforeEach(() => {
   vi.useFakeTimers();

@@ -2,7 +2,7 @@
 // across the network does), and a test can make any method fail or hold it.
 
 import { DispatchError } from '../../index.js';
-import type { CircuitStore, IdempotencyStore, SlotStore } from '../../src/stores.js';
+import type { CircuitStore, IdempotencyStore, SlotStore } from '../../index.js';
 
 /** How a wrapped store misbehaves; tests flip these as they go. */
 export interface Faults {

@@ -10,7 +10,7 @@ import {
   type DispatchEvent,
 } from '../../index.js';
 import { memoryCircuitStore } from '../../middleware/index.js';
-import type { CircuitStore } from '../../src/stores.js';
+import type { CircuitStore } from '../../index.js';
 import { gate } from '../helpers/gate.js';
 import { asyncCircuitStore } from './stores-async.js';
 

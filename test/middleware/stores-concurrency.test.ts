@@ -11,7 +11,7 @@ import {
   type DispatchEvent,
 } from '../../index.js';
 import { memorySlotStore } from '../../middleware/index.js';
-import type { SlotStore } from '../../src/stores.js';
+import type { SlotStore } from '../../index.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 import { asyncSlotStore } from './stores-async.js';
 

@@ -11,7 +11,7 @@ import {
   type ToolContext,
 } from '../../index.js';
 import { memoryIdempotencyStore } from '../../middleware/index.js';
-import type { IdempotencyStore } from '../../src/stores.js';
+import type { IdempotencyStore } from '../../index.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 import { fingerprint } from '../../src/fingerprint.js';
 import { asyncIdempotencyStore } from './stores-async.js';

@@ -1,16 +1,16 @@
 // The stores contract: one suite every implementation of src/stores.ts must pass (memory, Redis via node-redis, Redis via ioredis).
 
 import { describe, expect, it } from 'vitest';
-import {
-  keepLeaseAlive,
-  type CircuitRecord,
-  type CircuitStore,
-  type IdempotencyLease,
-  type IdempotencyStore,
-  type SlotPermit,
-  type SlotStore,
-  type StoreBudget,
-} from '../../src/stores.js';
+import type {
+  CircuitRecord,
+  CircuitStore,
+  IdempotencyLease,
+  IdempotencyStore,
+  SlotPermit,
+  SlotStore,
+  StoreBudget,
+} from '../../index.js';
+import { keepLeaseAlive } from '../../src/stores.js';
 import type { ApprovalRequest, ApprovalStore } from '../../middleware/index.js';
 
 /** The stores under test and how to move their time. */

@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDispatchError } from '../../../index.js';
-import type { Receipt } from '../../../src/stores.js';
+import type { Receipt } from '../../../index.js';
 import {
   postgresReceiptStore,
   receiptTableSql,

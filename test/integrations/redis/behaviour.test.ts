@@ -13,7 +13,7 @@ import {
   redisSlotStore,
   type StoreClient,
 } from '../../../integrations/redis/index.js';
-import type { CircuitView, IdempotencyLease, IdempotencyStore } from '../../../src/stores.js';
+import type { CircuitView, IdempotencyLease, IdempotencyStore } from '../../../index.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { connectIoredis, connectNodeRedis, type Connected } from './clients.js';
 import { countingClient } from './counting.js';

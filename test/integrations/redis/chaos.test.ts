@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisBudget, redisIdempotencyStore, redisSlotStore } from '../../../integrations/redis/index.js';
-import type { IdempotencyLease, IdempotencyStore } from '../../../src/stores.js';
+import type { IdempotencyLease, IdempotencyStore } from '../../../index.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { connectIoredis, connectNodeRedis, reconnected, type Connected } from './clients.js';
 import { FaultProxy } from './fault-proxy.js';

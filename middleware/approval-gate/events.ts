@@ -1,0 +1,31 @@
+/**
+ * The approval gate's events, merged into the core's `DispatchEventDetails`.
+ * @module
+ */
+
+declare module '../../src/types.js' {
+  interface DispatchEventDetails {
+    /** A call was paused for approval (once per token). */
+    'approval.required': {
+      /** The token a person approves or denies. */
+      readonly token: string;
+      /** Why approval is needed. */
+      readonly reason: string;
+      /** When the token expires, in milliseconds since the epoch. */
+      readonly expiresAt: number;
+    };
+    /** The approval gate decided a call (once per gated call). */
+    'approval.decision': {
+      /** What the gate decided. */
+      readonly action: 'allow' | 'deny' | 'require';
+      /** Which rule decided: `decide`, `override`, `tool`, `annotations`, `fallback`, `token` or `host`. */
+      readonly source: string;
+      /** Why, when known. */
+      readonly reason?: string;
+      /** `false` in shadow mode, where nothing is blocked. */
+      readonly enforced: boolean;
+    };
+  }
+}
+
+export {};

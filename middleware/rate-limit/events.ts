@@ -1,0 +1,25 @@
+/**
+ * The rate-limit layer's events, merged into the core's `DispatchEventDetails`.
+ * @module
+ */
+
+declare module '../../src/types.js' {
+  interface DispatchEventDetails {
+    /** A `rateLimit` layer makes the attempt wait for its tokens. */
+    'rate_limit.wait': {
+      /** The bucket's key. */
+      readonly key: string;
+      /** How long the attempt waits, in milliseconds. */
+      readonly waitMs: number;
+    };
+    /** An attempt's rate-limit answer emptied its key's bucket until `retryAfterMs` from now. */
+    'rate_limit.debit': {
+      /** The bucket's key. */
+      readonly key: string;
+      /** How long the bucket stays empty, in milliseconds. */
+      readonly retryAfterMs: number;
+    };
+  }
+}
+
+export {};
