@@ -3,7 +3,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import ts from 'typescript';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -33,6 +34,37 @@ function specifiersOf(file: string): string[] {
   const found: string[] = [];
   for (const match of text.matchAll(importPattern)) found.push((match[1] ?? match[2]) as string);
   return found;
+}
+
+/**
+ * A file's code alone: comments, string literals (messages may tell a user which layer to add)
+ * and regular expressions (a pattern may match a word such as "retry") blanked.
+ */
+function codeOf(file: string): string {
+  return readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '')
+    .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, "''")
+    .replace(/(?<=[=(,:!&|?;{}]\s*|return\s+)\/(?:[^/\\\n[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+\/[a-z]*/g, '/x/');
+}
+
+/** The run-time names a module exports by name (`export { a, b } from …`, `export function a`). */
+function valueExportsOf(path: string): string[] {
+  const code = readFileSync(join(root, path), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+  const names: string[] = [];
+  for (const [, list] of code.matchAll(/export\s+\{([^}]*)\}/g)) {
+    for (const part of (list as string).split(',')) {
+      const name = part
+        .trim()
+        .split(/\s+as\s+/)
+        .pop();
+      if (name && !name.startsWith('type ')) names.push(name);
+    }
+  }
+  for (const [, name] of code.matchAll(/export\s+(?:async\s+)?(?:function|const|class)\s+(\w+)/g)) {
+    names.push(name as string);
+  }
+  return names;
 }
 
 /** Where a relative specifier points, relative to the project root with `/` separators. */
@@ -86,6 +118,34 @@ describe('the import rules', () => {
         return !to.startsWith('src/') && !to.startsWith('middleware/');
       }),
     ).toEqual([]);
+  });
+
+  it('keeps each layer in its room: no layer imports another layer', () => {
+    // A room is a folder of middleware/ or a file at its root. Beside the rooms: the face and the
+    // preset (which list every layer), the kit, and the helpers several rooms share (the swept
+    // map: three memory stores; the output contract: the lookup layer, and the preset until its
+    // fused runner goes).
+    const face = 'middleware/index.ts';
+    const preset = 'middleware/default-stack/';
+    const shared = new Set(['middleware/kit.ts', 'middleware/swept-map.ts', 'middleware/output-contract.ts']);
+    const roomOf = (path: string) => {
+      const [, name, rest] = path.split('/');
+      return rest === undefined ? `middleware/${name}` : `middleware/${name}/`;
+    };
+    const crossings = violations('middleware', (file, specifier) => {
+      if (!isRelative(specifier)) return false;
+      const from = relative(root, file).split(sep).join('/');
+      const to = target(file, specifier).replace(/\.js$/, '.ts');
+      if (!to.startsWith('middleware/') || from === face || from.startsWith(preset)) return false;
+      // The kit and the shared helpers are shared because they belong to no layer.
+      if (shared.has(from)) return !shared.has(to);
+      return !shared.has(to) && roomOf(to) !== roomOf(from);
+    });
+    expect(crossings).toEqual([]);
+    // The rule sees the rooms it guards.
+    expect(roomOf('middleware/approval-gate/gate.ts')).toBe('middleware/approval-gate/');
+    expect(roomOf('middleware/retry.ts')).toBe('middleware/retry.ts');
+    for (const helper of shared) expect(readdirSync(join(root, 'middleware'))).toContain(helper.slice(11));
   });
 
   it('lets nothing in the package import an integration', () => {
@@ -152,7 +212,11 @@ describe('the import rules', () => {
   });
 
   it('names no layer anywhere in src/', () => {
-    const layers = [
+    // The layers by their factories and memory stores, as tool-dispatcher/middleware exports them
+    // (the kit aside), and the names the engine once knew them by.
+    const kit = new Set(valueExportsOf('middleware/kit.ts'));
+    const layers = new Set([
+      ...valueExportsOf('middleware/index.ts').filter((name) => !kit.has(name)),
       'errorMapping',
       'toolLookup',
       'schemaValidation',
@@ -165,19 +229,13 @@ describe('the import rules', () => {
       'logging',
       'defaultStack',
       'innermostLayer',
-    ];
+    ]);
+    expect(layers).toContain('approvalGate');
+    expect(layers).toContain('memoryWindowStore');
+    expect(layers).not.toContain('sleep');
     const named: string[] = [];
     for (const file of sourceFiles('src')) {
-      // Code only: comments, string literals (messages may tell a user which layer to add) and
-      // regular expressions (a pattern may match a word such as "retry").
-      const code = readFileSync(file, 'utf8')
-        .replace(/\/\*[\s\S]*?\*\//g, '')
-        .replace(/\/\/.*$/gm, '')
-        .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, "''")
-        .replace(
-          /(?<=[=(,:!&|?;{}]\s*|return\s+)\/(?:[^/\\\n[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+\/[a-z]*/g,
-          '/x/',
-        );
+      const code = codeOf(file);
       for (const name of layers) {
         if (new RegExp(`\\b${name}\\b`).test(code)) named.push(`${relative(root, file)}: ${name}`);
       }
@@ -208,5 +266,135 @@ describe('the import rules', () => {
       return by.length === 0 || (by.length === 1 && !by[0]!.startsWith('src/internal/'));
     });
     expect(loners).toEqual([]);
+  });
+});
+
+// "Adding a layer changes no file in src/": a layer's store contract, events and tool fields live
+// in its room and merge into the core's interfaces, so every name of that kind that src/ declares
+// is one the engine itself uses. The core is compiled alone for this, with no layer loaded.
+describe("the core's vocabulary", () => {
+  let program: ts.Program;
+  let checker: ts.TypeChecker;
+  let coreFiles: ts.SourceFile[];
+  const inCore = (file: ts.SourceFile) => relative(root, file.fileName).split(sep)[0] === 'src';
+
+  beforeAll(() => {
+    const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), undefined, {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    });
+    program = ts.createProgram({
+      rootNames: sourceFiles('src'),
+      options: { ...config?.options, noEmit: true },
+    });
+    checker = program.getTypeChecker();
+    coreFiles = program.getSourceFiles().filter(inCore);
+  }, 60_000);
+
+  /** A type src/types.ts exports, as the core alone declares it. */
+  const coreType = (name: string): ts.Type => {
+    const types = program.getSourceFile(join(root, 'src/types.ts'));
+    const module = types && checker.getSymbolAtLocation(types);
+    const symbol = module && checker.getExportsOfModule(module).find((exported) => exported.name === name);
+    if (symbol === undefined) throw new Error(`src/types.ts exports no ${name}`);
+    return checker.getDeclaredTypeOfSymbol(symbol);
+  };
+
+  const walk = (visit: (node: ts.Node) => void) => {
+    const down = (node: ts.Node) => {
+      visit(node);
+      ts.forEachChild(node, down);
+    };
+    for (const file of coreFiles) down(file);
+  };
+
+  it('reads only src/ and its packages', () => {
+    const layerFiles = program
+      .getSourceFiles()
+      .filter((file) => !file.fileName.includes('/node_modules/') && !inCore(file));
+    expect(layerFiles.map((file) => relative(root, file.fileName))).toEqual([]);
+    expect(coreFiles.length).toBe(sourceFiles('src').length);
+  });
+
+  it('type-checks src/ with no layer loaded (the engine reads no field a layer merges in)', () => {
+    const problems = ts
+      .getPreEmitDiagnostics(program)
+      .filter((diagnostic) => diagnostic.file !== undefined && inCore(diagnostic.file))
+      .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('declares in src/ only the events src/ emits (a layer declares its own beside it)', () => {
+    const declared = coreType('DispatchEventDetails')
+      .getProperties()
+      .map((event) => event.name);
+    const emitted = new Set<string>();
+    walk((node) => {
+      if (!ts.isCallExpression(node) || !ts.isPropertyAccessExpression(node.expression)) return;
+      const [type] = node.arguments;
+      if (node.expression.name.text === 'emit' && type !== undefined && ts.isStringLiteral(type)) {
+        emitted.add(type.text);
+      }
+    });
+    expect(declared).toContain('dispatch.attempt');
+    expect(declared.filter((event) => !emitted.has(event))).toEqual([]);
+  });
+
+  it('declares in src/ only the tool fields src/ reads from a tool (a layer declares its own)', () => {
+    const tool = coreType('Tool');
+    const fields = new Set([
+      ...coreType('ToolDefinition')
+        .getProperties()
+        .map((field) => field.name),
+      ...tool.getProperties().map((field) => field.name),
+    ]);
+    const isTool = (expression: ts.Expression) =>
+      checker.getNonNullableType(checker.getTypeAtLocation(expression)) === tool;
+    const read = new Set<string>();
+    walk((node) => {
+      // `tool.task`, `ctx.tool?.cost`, and `const { reconcile } = tool`.
+      if (ts.isPropertyAccessExpression(node) && fields.has(node.name.text) && isTool(node.expression)) {
+        read.add(node.name.text);
+      }
+      if (
+        ts.isObjectBindingPattern(node) &&
+        ts.isVariableDeclaration(node.parent) &&
+        node.parent.initializer !== undefined &&
+        isTool(node.parent.initializer)
+      ) {
+        for (const element of node.elements) {
+          const name = element.propertyName ?? element.name;
+          if (ts.isIdentifier(name)) read.add(name.text);
+        }
+      }
+    });
+    expect(fields).toContain('handler');
+    expect([...fields].filter((field) => !read.has(field))).toEqual([]);
+  });
+
+  it('keeps in src/stores.ts only what src/ uses or several layers share (one layer’s contract lives beside it)', () => {
+    const stores = program.getSourceFile(join(root, 'src/stores.ts'));
+    const module = stores && checker.getSymbolAtLocation(stores);
+    const names = module ? checker.getExportsOfModule(module).map((exported) => exported.name) : [];
+    expect(names).toContain('MaybePromise');
+    const mentions = (file: string, name: string) => new RegExp(`\\b${name}\\b`).test(codeOf(file));
+    const usedByCore = (name: string) =>
+      sourceFiles('src').some((file) => !/src[\\/](stores|index)\.ts$/.test(file) && mentions(file, name));
+    // The rooms of middleware/: its folders and root files, the face, kit and preset aside.
+    const rooms = new Map<string, string[]>();
+    for (const file of sourceFiles('middleware')) {
+      const [, name, rest] = relative(root, file).split(sep);
+      if (name === 'default-stack' || name === 'index.ts' || name === 'kit.ts') continue;
+      const room = rest === undefined ? `${name}` : `${name}/`;
+      rooms.set(room, [...(rooms.get(room) ?? []), file]);
+    }
+    const roomsUsing = (name: string) =>
+      [...rooms].filter(([, files]) => files.some((file) => mentions(file, name))).map(([room]) => room);
+    const oneLayers = names
+      .filter((name) => !usedByCore(name) && roomsUsing(name).length === 1)
+      .map((name) => `${name}: only ${roomsUsing(name)[0]} uses it`);
+    expect(oneLayers).toEqual([]);
   });
 });
