@@ -82,7 +82,10 @@ export type Reconcile<Args = unknown, Result = unknown> = (
   ctx: ReconcileContext,
 ) => ReconcileVerdict<Result> | Promise<ReconcileVerdict<Result>>;
 
-/** What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. */
+/**
+ * What `ToolRegistry.register` takes; the handler's args are inferred from `inputSchema`. A layer
+ * that reads a field of its own merges it in and declares it (`declareToolField`).
+ */
 export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
   /** Unique name of dotted lowercase segments, such as `db.get_user`. */
   name: string;
@@ -246,7 +249,8 @@ export interface DispatchEventBase {
 }
 
 /**
- * The details of every declared event, by `type`; a third-party layer merges its own in.
+ * The details of every declared event, by `type`: the engine's own `dispatch.*` events, and those
+ * each layer merges in from its own module, as the built-in layers do.
  *
  * @example
  * declare module 'tool-dispatcher' {

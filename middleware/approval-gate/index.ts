@@ -18,9 +18,10 @@ import {
 import { memoryApprovalStore } from './memory-store.js';
 import { Redemption } from './redemption.js';
 import type { ApprovalStore } from './store.js';
+import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
+
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
 export type {} from './events.js';
-import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
 
 // Tools may carry their own approval rule (`requiresApproval`) once this layer is loaded.
 declareToolField(requiresApprovalField);

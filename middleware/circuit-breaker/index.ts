@@ -16,11 +16,12 @@ import {
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { CircuitStore } from './store.js';
-// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
-export type {} from './events.js';
 import { Breaker } from './breaker.js';
 import { memoryCircuitStore } from './memory-store.js';
 import type { CircuitSnapshot, CircuitState } from './snapshot.js';
+
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 
 export type { CircuitSnapshot, CircuitState } from './snapshot.js';
 

@@ -5,12 +5,13 @@
 
 import { optionKeys, optionsObject, requireClock, requireFunction, requireInteger } from '../kit.js';
 import type { SlotStore } from './store.js';
-// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
-export type {} from './events.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { SlotGate } from './gate.js';
+
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 
 /** Options for `concurrencyLimit`. */
 export interface ConcurrencyLimitOptions {

@@ -10,11 +10,12 @@ import { optionKeys, optionsObject, requireInteger, requireNumber, requireClock 
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import type { IdempotencyStore, ReceiptStore } from './store.js';
-// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
-export type {} from './events.js';
 import { memoryReceiptStore } from './receipts.js';
 import { KeyedCalls } from './keyed-calls.js';
 import { memoryIdempotencyStore, type MemoryIdempotencyStore } from './memory-store.js';
+
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 
 /** Options for `idempotency`. */
 export interface IdempotencyOptions {

@@ -8,8 +8,6 @@ import { DispatchError, isDispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { RateBucket, RateGrant, RateStore } from './store.js';
-// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
-export type {} from './events.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,
@@ -25,6 +23,9 @@ import {
   storeUnavailable,
 } from '../kit.js';
 import { MemoryRateStore } from './memory-store.js';
+
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 
 /** Options for `rateLimit`. */
 export interface RateLimitOptions {

@@ -8,12 +8,11 @@ import { DispatchError, isDispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from './store.js';
-// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
-export type {} from './events.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   attemptCost,
   cancelled,
+  declareToolField,
   isThenable,
   noop,
   optionKeys,
@@ -24,10 +23,12 @@ import {
   requireNumber,
   storeUnavailable,
   windowTooSmall,
-  declareToolField,
 } from '../kit.js';
 import { MemoryWindowStore } from './memory-store.js';
 import { settledCost, settleField } from './tool-fields.js';
+
+// The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
+export type {} from './events.js';
 
 // Tools may declare their actual cost (`settle`) once this layer is loaded.
 declareToolField(settleField);
