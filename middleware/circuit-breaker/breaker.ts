@@ -73,7 +73,8 @@ export class Breaker {
   /** The layer: admits the call, runs it, and judges every attempt it made. */
   async run(ctx: DispatchContext, next: Next): Promise<void> {
     const key = String(this.#config.keyOf(ctx));
-    const pass = await this.#admit(ctx, key);
+    // A circuit the memory store does not hold is closed: the call goes in with no store call to wait on.
+    const pass = this.#idle(key) ? this.#plain : await this.#admit(ctx, key);
     const attemptsBefore = ctx.attempt;
     const { counts } = this.#config;
     // Every attempt made inside this layer reports its own envelope, whether a retry layer
@@ -101,7 +102,11 @@ export class Breaker {
     if (ctx.attempt > attemptsBefore) {
       const outcome = ctx.outcome?.ok === false ? ctx.outcome : undefined;
       const failure = failed ? toDispatchError(thrown, ctx.attempt) : outcome;
-      if (failure === undefined) pending.push(this.#judge(ctx, key, pass, 'success'));
+      // A success on a circuit nobody holds has no streak to clear.
+      if (failure === undefined) {
+        if (pass.probe !== undefined || !this.#idle(key))
+          pending.push(this.#judge(ctx, key, pass, 'success'));
+      }
       // A failure made by a layer inside, after its attempts, is judged here; an attempt's own
       // failure was judged when it was reported.
       else if (!judged.includes(failure) && counts(failure))
@@ -111,7 +116,7 @@ export class Breaker {
       pending.push(this.#release(key, pass.store, pass.probe));
     // The call waits for its own bookkeeping (each store call has a deadline), so whoever sees
     // its outcome sees the circuit it left.
-    await Promise.all(pending);
+    if (pending.length > 0) await Promise.all(pending);
     if (failed) throw thrown;
   }
 
@@ -119,8 +124,6 @@ export class Breaker {
   async #admit(ctx: DispatchContext, key: string): Promise<Pass> {
     const store = this.#store;
     const local = this.#local;
-    // A memory store holding nothing for the key is a closed circuit: no read, no clock.
-    if (store === local && !local.has(key)) return this.#plain;
     try {
       const view = this.views.remember(key, await store.read(key), store);
       return await this.#admitOn(ctx, key, store, view);
@@ -281,6 +284,11 @@ export class Breaker {
     } catch {
       // A user's store that cannot answer frees the slot when the lease ends.
     }
+  }
+
+  // A memory store holding nothing for the key holds a closed circuit with no streak.
+  #idle(key: string): boolean {
+    return this.#store === this.#local && !this.#local.has(key);
   }
 
   #nextId(): string {
