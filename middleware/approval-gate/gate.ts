@@ -5,12 +5,12 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
+import { DispatchError } from '../../src/errors.js';
 import type { ApprovalTicket } from '../../src/errors.js';
 import type { ApprovalCall, DispatchContext, DispatchOptions, Next, Tool } from '../../src/types.js';
-import { hostDenialOf, storeUnavailable } from '../kit.js';
+import { hostDenialOf } from '../kit.js';
 import { fingerprint } from '../kit.js';
-import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';
+import { isRedeemingStore, Redemption, TokenRuns, approvalStoreFailed } from './redemption.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
 
 /** What a rule decides for a call. */
@@ -171,7 +171,7 @@ export class ApprovalLoop {
     try {
       record = await this.policy.store.get(token);
     } catch (error) {
-      return unavailable(error);
+      return approvalStoreFailed(error);
     }
     if (record === undefined) return this.request(ctx, call, verdict, print);
     if (
@@ -235,7 +235,7 @@ export class ApprovalLoop {
         ttlMs: this.policy.ttlMs,
       });
     } catch (error) {
-      return unavailable(error);
+      return approvalStoreFailed(error);
     }
     const { record, created } = opened;
     if (created) {
@@ -291,13 +291,6 @@ async function ruleVerdict(
     'tool',
     needed === true ? 'the tool needs approval for these args' : 'its approval rule gave no answer',
   );
-}
-
-// A store that fails closes the gate.
-function unavailable(error: unknown): DispatchError {
-  return isDispatchError(error)
-    ? error
-    : storeUnavailable(`The approval store failed: ${describeThrown(error)}`, { cause: error });
 }
 
 function emitDecision(ctx: DispatchContext, verdict: Sourced, enforced: boolean): void {
