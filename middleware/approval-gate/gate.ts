@@ -5,13 +5,13 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
+import { DispatchError } from '../../src/errors.js';
 import type { ApprovalTicket } from '../../src/errors.js';
-import type { DispatchContext, DispatchOptions, Tool } from '../../src/types.js';
+import type { DispatchContext, DispatchOptions, Next, Tool } from '../../src/types.js';
 import type { ApprovalCall } from './tool-fields.js';
-import { hostDenialOf, isThenable, storeUnavailable } from '../kit.js';
+import { hostDenialOf } from '../kit.js';
 import { fingerprint } from '../kit.js';
-import { isRedeemingStore, Redemption, TokenRuns } from './redemption.js';
+import { isRedeemingStore, Redemption, TokenRuns, approvalStoreFailed } from './redemption.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
 
 /** What a rule decides for a call. */
@@ -48,12 +48,9 @@ export interface GatePolicy {
 type Sourced = ApprovalVerdict & { readonly source: string };
 /** Through (`undefined`), refused (an envelope), or through the run of an approved token. */
 type Checked = DispatchError | Redemption | undefined;
-type MaybeChecked = Checked | Promise<Checked>;
 
-// Frozen, and shaped as the `approval.decision` event's details, so that letting a call through
-// builds nothing.
-const allowedBy = (source: string): Sourced & { enforced: true } =>
-  Object.freeze({ action: 'allow', source, enforced: true });
+// Frozen: the verdicts that let a call through are shared by every call.
+const allowedBy = (source: string): Sourced => Object.freeze({ action: 'allow', source });
 const allowOverride = allowedBy('override');
 const allowTool = allowedBy('tool');
 const allowAnnotations = allowedBy('annotations');
@@ -70,22 +67,23 @@ export class ApprovalLoop {
     this.runs = isRedeemingStore(policy.store) ? new TokenRuns(policy.store) : undefined;
   }
 
-  /** Runs a call the check let through on an approved token: once, however often delivered. */
-  runRedeemed(ctx: DispatchContext, next: () => Promise<void>, redemption: Redemption): Promise<void> {
-    return (this.runs as TokenRuns).run(ctx, next, redemption);
+  /** The layer: checks the call, then runs it, refuses it, or runs it once on its approved token. */
+  async run(ctx: DispatchContext, next: Next): Promise<void> {
+    const checked = await this.check(ctx);
+    if (checked === undefined) return next();
+    // A redemption is made only over a store that records runs.
+    if (checked instanceof Redemption) return (this.runs as TokenRuns).run(ctx, next, checked);
+    throw checked;
   }
 
-  /** The verdict of the rules for `call`, a promise only when a rule answers with one. */
-  verdict(call: ApprovalCall): Sourced | Promise<Sourced> {
-    const byDefault = this.byDefault(call.tool, () => call);
-    const { decide } = this.policy;
-    if (decide === undefined) return byDefault;
-    if (isThenable(byDefault)) return Promise.resolve(byDefault).then((given) => this.decided(call, given));
-    return this.decided(call, byDefault);
+  /** The verdict of the rules for `call`. */
+  async verdict(call: ApprovalCall): Promise<Sourced> {
+    const byDefault = await this.byDefault(call);
+    return this.policy.decide === undefined ? byDefault : this.decided(call, byDefault);
   }
 
   /** Checks a call in a dispatch: `undefined` lets it through, an envelope ends it. */
-  check(ctx: DispatchContext): MaybeChecked {
+  async check(ctx: DispatchContext): Promise<Checked> {
     const { tool } = ctx;
     if (tool === undefined)
       return new DispatchError('internal', 'approvalGate() must sit inside toolLookup()');
@@ -93,99 +91,19 @@ export class ApprovalLoop {
     const refused = hostDenialOf(ctx);
     if (refused !== undefined) {
       const { approval } = ctx.options as { approval: { deniedBy: string; reason?: string } };
-      emitDecision(
-        ctx,
-        { action: 'deny', source: 'host', reason: approval.reason ?? `denied by ${approval.deniedBy}` },
-        true,
-      );
+      const reason = approval.reason ?? `denied by ${approval.deniedBy}`;
+      emitDecision(ctx, { action: 'deny', source: 'host', reason }, true);
       return refused;
     }
-    // A tool its own fixed rules let through costs a lookup or two and builds nothing.
-    if (this.policy.decide === undefined && this.policy.mode === 'enforce') {
-      const fixed = this.fixedVerdict(tool);
-      if (fixed !== undefined) {
-        ctx.emit('approval.decision', fixed);
-        return undefined;
-      }
-    }
-    let call: ApprovalCall | undefined;
-    const callOf = (): ApprovalCall =>
-      (call ??= {
-        tool,
-        toolName: tool.name,
-        args: ctx.args,
-        callId: ctx.callId,
-        idempotencyKey: ctx.options.idempotencyKey,
-        tenant: ctx.options.tenant,
-      });
-    // A rule that answers at once lets a call through without a promise.
-    const quick = this.policy.decide === undefined ? this.byDefault(tool, callOf) : undefined;
-    if (
-      quick !== undefined &&
-      !isThenable(quick) &&
-      quick.action === 'allow' &&
-      this.policy.mode === 'enforce'
-    ) {
-      if ('enforced' in quick) ctx.emit('approval.decision', quick as Sourced & { enforced: true });
-      else emitDecision(ctx, quick, true);
-      return undefined;
-    }
-    const verdict = quick ?? this.verdict(callOf());
-    if (!isThenable(verdict)) return this.enforce(ctx, callOf(), verdict);
-    return Promise.resolve(verdict).then((given) => this.enforce(ctx, callOf(), given));
-  }
-
-  // The verdict of the rules that need no args, when they let the call through.
-  private fixedVerdict(tool: Tool): (Sourced & { enforced: true }) | undefined {
-    const override = this.policy.overrides.get(tool.name);
-    if (override !== undefined) return override ? undefined : allowOverride;
-    const rule = tool.requiresApproval;
-    if (rule === false) return allowTool;
-    if (rule !== undefined) return undefined;
-    const hints = tool.annotations;
-    if (hints !== undefined)
-      return hints.readOnlyHint === true || hints.destructiveHint === false ? allowAnnotations : undefined;
-    return this.policy.fallback === 'allow' ? allowFallback : undefined;
-  }
-
-  private byDefault(tool: Tool, callOf: () => ApprovalCall): Sourced | Promise<Sourced> {
-    const override = this.policy.overrides.get(tool.name);
-    if (override !== undefined)
-      return override ? required('override', 'it is listed as needing approval') : allowOverride;
-    const rule = tool.requiresApproval;
-    if (rule === false) return allowTool;
-    if (rule === true) return required('tool', 'the tool always needs approval');
-    if (typeof rule === 'function') return ruleVerdict(rule, callOf());
-    const hints = tool.annotations;
-    if (hints !== undefined) {
-      if (hints.readOnlyHint === true || hints.destructiveHint === false) return allowAnnotations;
-      return required('annotations', 'its annotations say it may change or destroy data');
-    }
-    const { fallback } = this.policy;
-    if (fallback === 'allow') return allowFallback;
-    return { action: fallback, source: 'fallback', reason: 'the tool declares no approval rule' };
-  }
-
-  // The policy's own verdict; one that fails or answers nonsense pauses the call (fail closed).
-  private decided(call: ApprovalCall, byDefault: Sourced): Sourced | Promise<Sourced> {
-    const failed = () => required('decide', 'the approval policy failed');
-    const judge = (given: unknown): Sourced => {
-      if (given === byDefault) return byDefault;
-      const action = (given as ApprovalVerdict | null)?.action;
-      if (typeof action !== 'string' || !actions.has(action)) return failed();
-      const reason = (given as ApprovalVerdict).reason;
-      return typeof reason === 'string' ? { action, source: 'decide', reason } : { action, source: 'decide' };
+    const call: ApprovalCall = {
+      tool,
+      toolName: tool.name,
+      args: ctx.args,
+      callId: ctx.callId,
+      idempotencyKey: ctx.options.idempotencyKey,
+      tenant: ctx.options.tenant,
     };
-    let given: unknown;
-    try {
-      given = (this.policy.decide as NonNullable<GatePolicy['decide']>)(call, byDefault);
-    } catch {
-      return failed();
-    }
-    return isThenable(given) ? Promise.resolve(given).then(judge, failed) : judge(given);
-  }
-
-  private enforce(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced): MaybeChecked {
+    const verdict = await this.verdict(call);
     if (this.policy.mode === 'shadow' || verdict.action === 'allow') {
       emitDecision(ctx, verdict, this.policy.mode === 'enforce');
       return undefined;
@@ -208,87 +126,128 @@ export class ApprovalLoop {
     return this.request(ctx, call, verdict, print);
   }
 
-  private redeem(
+  private byDefault(call: ApprovalCall): Sourced | Promise<Sourced> {
+    const { tool } = call;
+    const override = this.policy.overrides.get(tool.name);
+    if (override !== undefined)
+      return override ? required('override', 'it is listed as needing approval') : allowOverride;
+    const rule = tool.requiresApproval;
+    if (rule === false) return allowTool;
+    if (rule === true) return required('tool', 'the tool always needs approval');
+    if (typeof rule === 'function') return ruleVerdict(rule, call);
+    const hints = tool.annotations;
+    if (hints !== undefined) {
+      if (hints.readOnlyHint === true || hints.destructiveHint === false) return allowAnnotations;
+      return required('annotations', 'its annotations say it may change or destroy data');
+    }
+    const { fallback } = this.policy;
+    if (fallback === 'allow') return allowFallback;
+    return { action: fallback, source: 'fallback', reason: 'the tool declares no approval rule' };
+  }
+
+  // The policy's own verdict; one that fails or answers nonsense pauses the call (fail closed).
+  private async decided(call: ApprovalCall, byDefault: Sourced): Promise<Sourced> {
+    let given: unknown;
+    try {
+      given = await (this.policy.decide as NonNullable<GatePolicy['decide']>)(call, byDefault);
+    } catch {
+      return required('decide', 'the approval policy failed');
+    }
+    if (given === byDefault) return byDefault;
+    const action = (given as ApprovalVerdict | null)?.action;
+    if (typeof action !== 'string' || !actions.has(action))
+      return required('decide', 'the approval policy failed');
+    const reason = (given as ApprovalVerdict).reason;
+    return typeof reason === 'string' ? { action, source: 'decide', reason } : { action, source: 'decide' };
+  }
+
+  private async redeem(
     ctx: DispatchContext,
     call: ApprovalCall,
     verdict: Sourced,
     print: string,
     token: string,
-  ): MaybeChecked {
-    return storeStep(
-      () => this.policy.store.get(token),
-      (record: ApprovalRecord | undefined) => {
-        if (record === undefined) return this.request(ctx, call, verdict, print);
-        if (
-          record.tool !== call.tool.name ||
-          record.fingerprint !== print ||
-          record.key !== (call.idempotencyKey ?? null)
-        ) {
-          emitDecision(
-            ctx,
-            { action: 'deny', source: 'token', reason: 'the token is bound to another call' },
-            true,
-          );
-          return new DispatchError(
-            'idempotency_conflict',
-            'The approval was given for another tool, other args or another idempotency key; ask for approval of this call',
-          );
-        }
-        if (record.status === 'denied') {
-          const reason = record.deniedReason ?? 'a reviewer denied it';
-          emitDecision(ctx, { action: 'deny', source: 'token', reason }, true);
-          return denied(ctx, reason);
-        }
-        if (record.status === 'pending') {
-          emitDecision(ctx, { action: 'require', source: 'token', reason: record.reason }, true);
-          return required_(ctx, record);
-        }
-        emitDecision(
-          ctx,
-          { action: 'allow', source: 'token', reason: `approved by ${record.approvedBy ?? 'a reviewer'}` },
-          true,
-        );
-        // A redeemed token runs under a key, which the handler and the idempotency layer see; its
-        // outcome is kept while the token can be redeemed (twice its life, so that a store whose
-        // clock runs behind ours is covered). The store's record of the run is what keeps a
-        // later delivery from running it again, however much the idempotency layer forgot.
-        runUnderKey(ctx, call.idempotencyKey ?? `approval:${token}`, 2 * this.policy.ttlMs);
-        if (this.runs === undefined) return undefined;
-        return new Redemption(token, newToken(), () => this.request(ctx, call, verdict, print));
-      },
-    );
+  ): Promise<Checked> {
+    let record: ApprovalRecord | undefined;
+    try {
+      record = await this.policy.store.get(token);
+    } catch (error) {
+      return approvalStoreFailed(error);
+    }
+    if (record === undefined) return this.request(ctx, call, verdict, print);
+    if (
+      record.tool !== call.tool.name ||
+      record.fingerprint !== print ||
+      record.key !== (call.idempotencyKey ?? null)
+    ) {
+      emitDecision(
+        ctx,
+        { action: 'deny', source: 'token', reason: 'the token is bound to another call' },
+        true,
+      );
+      return new DispatchError(
+        'idempotency_conflict',
+        'The approval was given for another tool, other args or another idempotency key; ask for approval of this call',
+      );
+    }
+    switch (record.status) {
+      case 'denied': {
+        const reason = record.deniedReason ?? 'a reviewer denied it';
+        emitDecision(ctx, { action: 'deny', source: 'token', reason }, true);
+        return denied(ctx, reason);
+      }
+      case 'pending':
+        emitDecision(ctx, { action: 'require', source: 'token', reason: record.reason }, true);
+        return required_(ctx, record);
+    }
+    // Approved.
+    const reason = `approved by ${record.approvedBy ?? 'a reviewer'}`;
+    emitDecision(ctx, { action: 'allow', source: 'token', reason }, true);
+    // A redeemed token runs under a key, which the handler and the idempotency layer see; its
+    // outcome is kept while the token can be redeemed (twice its life, so that a store whose
+    // clock runs behind ours is covered). The store's record of the run is what keeps a
+    // later delivery from running it again, however much the idempotency layer forgot.
+    runUnderKey(ctx, call.idempotencyKey ?? `approval:${token}`, 2 * this.policy.ttlMs);
+    if (this.runs === undefined) return undefined;
+    return new Redemption(token, newToken(), () => this.request(ctx, call, verdict, print));
   }
 
-  private request(ctx: DispatchContext, call: ApprovalCall, verdict: Sourced, print: string): MaybeChecked {
+  private async request(
+    ctx: DispatchContext,
+    call: ApprovalCall,
+    verdict: Sourced,
+    print: string,
+  ): Promise<Checked> {
     const key = call.idempotencyKey ?? null;
     // Redacted before it is stored: a reviewer's screen and a shared store are sinks too.
     const given = verdict.reason ?? 'the tool needs approval';
     const reason = ctx.redactor === undefined ? given : ctx.redactor.redact(given);
     const callKey = `${call.tool.name}\u0000${print}\u0000${key === null ? `call:${call.callId}` : `key:${key}`}`;
-    return storeStep(
-      () =>
-        this.policy.store.open({
-          token: newToken(),
-          callKey,
-          tool: call.tool.name,
-          fingerprint: print,
-          key,
-          callId: call.callId,
-          reason,
-          ttlMs: this.policy.ttlMs,
-        }),
-      ({ record, created }: { record: ApprovalRecord; created: boolean }) => {
-        if (created) {
-          ctx.emit('approval.required', {
-            token: record.token,
-            reason: record.reason,
-            expiresAt: record.expiresAt,
-          });
-        }
-        emitDecision(ctx, verdict, true);
-        return required_(ctx, record);
-      },
-    );
+    let opened: { record: ApprovalRecord; created: boolean };
+    try {
+      opened = await this.policy.store.open({
+        token: newToken(),
+        callKey,
+        tool: call.tool.name,
+        fingerprint: print,
+        key,
+        callId: call.callId,
+        reason,
+        ttlMs: this.policy.ttlMs,
+      });
+    } catch (error) {
+      return approvalStoreFailed(error);
+    }
+    const { record, created } = opened;
+    if (created) {
+      ctx.emit('approval.required', {
+        token: record.token,
+        reason: record.reason,
+        expiresAt: record.expiresAt,
+      });
+    }
+    emitDecision(ctx, verdict, true);
+    return required_(ctx, record);
   }
 }
 
@@ -318,44 +277,21 @@ function required(source: string, reason: string): Sourced {
   return { action: 'require', source, reason };
 }
 
-function ruleVerdict(
+async function ruleVerdict(
   rule: (args: never, call: ApprovalCall) => unknown,
   call: ApprovalCall,
-): Sourced | Promise<Sourced> {
-  const judge = (needed: unknown): Sourced =>
-    needed === false
-      ? allowTool
-      : required(
-          'tool',
-          needed === true ? 'the tool needs approval for these args' : 'its approval rule gave no answer',
-        );
-  const failed = () => required('tool', 'its approval rule failed');
+): Promise<Sourced> {
   let needed: unknown;
   try {
-    needed = rule(call.args as never, call);
+    needed = await rule(call.args as never, call);
   } catch {
-    return failed();
+    return required('tool', 'its approval rule failed');
   }
-  return isThenable(needed) ? Promise.resolve(needed).then(judge, failed) : judge(needed);
-}
-
-// A store step, then `next` with its answer; a store that fails closes the gate.
-function storeStep<Answer>(
-  step: () => Answer | PromiseLike<Answer>,
-  next: (answer: Answer) => MaybeChecked,
-): MaybeChecked {
-  const unavailable = (error: unknown) =>
-    isDispatchError(error)
-      ? error
-      : storeUnavailable(`The approval store failed: ${describeThrown(error)}`, { cause: error });
-  let answer: Answer | PromiseLike<Answer>;
-  try {
-    answer = step();
-  } catch (error) {
-    return unavailable(error);
-  }
-  if (!isThenable(answer)) return next(answer);
-  return Promise.resolve(answer).then(next, unavailable);
+  if (needed === false) return allowTool;
+  return required(
+    'tool',
+    needed === true ? 'the tool needs approval for these args' : 'its approval rule gave no answer',
+  );
 }
 
 function emitDecision(ctx: DispatchContext, verdict: Sourced, enforced: boolean): void {

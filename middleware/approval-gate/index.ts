@@ -129,19 +129,9 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     throw new TypeError('registry must have a get(name) method');
   }
   const loop = new ApprovalLoop(policy);
-  const check: GateCheck = (ctx) => {
-    const checked = loop.check(ctx);
-    return checked instanceof Promise ? checked.then(withoutRun) : withoutRun(checked);
-  };
+  const check: GateCheck = async (ctx) => withoutRun(await loop.check(ctx));
   const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
-    const checked = loop.check(ctx);
-    if (checked === undefined) return next();
-    const pass = (answer: DispatchError | Redemption | undefined): Promise<void> => {
-      if (answer === undefined) return next();
-      if (answer instanceof Redemption) return loop.runRedeemed(ctx, next, answer);
-      return Promise.reject(answer);
-    };
-    return checked instanceof Promise ? checked.then(pass) : pass(checked);
+    return loop.run(ctx, next);
   });
   gateChecks.set(layer, check);
   const enforced = policy.mode === 'enforce';

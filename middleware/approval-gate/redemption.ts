@@ -51,7 +51,7 @@ export class TokenRuns {
     try {
       answer = await this.store.redeem(token, claim);
     } catch (error) {
-      throw unavailable(error);
+      throw approvalStoreFailed(error);
     }
     switch (answer?.state) {
       case 'claimed':
@@ -140,7 +140,8 @@ function settlementOf(end: Ended, tool: Tool | undefined): ApprovalSettlement {
   return { state: 'released' };
 }
 
-function unavailable(error: unknown): DispatchError {
+/** The envelope for an approval store that failed: a store that fails closes the gate. */
+export function approvalStoreFailed(error: unknown): DispatchError {
   return isDispatchError(error)
     ? error
     : storeUnavailable(`The approval store failed: ${describeThrown(error)}`, { cause: error });

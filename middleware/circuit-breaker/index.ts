@@ -146,8 +146,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerM
     return breaker.run(ctx, next);
   });
   return Object.assign(layer, {
-    state: (key: string) => breaker.state(key),
-    snapshot: () => breaker.snapshot(),
+    state: (key: string) => breaker.views.state(key),
+    snapshot: () => breaker.views.snapshot(),
   });
 }
 
