@@ -1,7 +1,8 @@
 /**
  * Idempotency: calls that share a key run the handler once, in flight and for a while after success.
- * This file holds the options and the factory; `keyed-calls.ts` holds the decision loop, over
- * the user's store or a memory store of the layer's own.
+ * This file holds the options and the factory; `keyed-calls.ts` shares each key's walk among
+ * this process's callers, and `key-walk.ts` holds the claim loop, over the user's store or a
+ * memory store of the layer's own.
  * @module
  */
 

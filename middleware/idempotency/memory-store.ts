@@ -1,11 +1,12 @@
 /**
  * The idempotency layer's in-memory store: held keys and recent successes in this process, answered synchronously.
+ * A lead lasts until it completes or releases: a holder in this process cannot crash without the
+ * store going too.
  * @module
  */
 
 import { systemClock, type Clock } from '../../src/clock.js';
-import { DispatchError } from '../../src/errors.js';
-import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireClock, requireInteger } from '../kit.js';
 import { memoryReceiptStore, type MemoryReceiptStore } from './receipts.js';
 import { SuccessCache, type CachedSuccess } from './success-cache.js';
 import type {
@@ -26,20 +27,13 @@ export interface MemoryIdempotencyStoreOptions {
    */
   maxEntries?: number;
   /**
-   * How long a lead lasts without renewal, in milliseconds. A holder in this process cannot
-   * crash without the store going too, so by default a lead lasts until it completes or
-   * releases; a finite lease is for tests of lease handling.
-   * @default Infinity
-   */
-  leaseMs?: number;
-  /**
    * How long a key's receipt is kept, in milliseconds (see `receipts`, which keeps at most
    * 10 000).
    * @default 86_400_000 (24 h)
    */
   receiptTtlMs?: number;
   /**
-   * The time source for TTLs and leases, and the timers of `changed`.
+   * The time source for TTLs, and the timers of `changed`.
    * @default systemClock
    */
   clock?: Clock;
@@ -47,7 +41,6 @@ export interface MemoryIdempotencyStoreOptions {
 
 const memoryIdempotencyStoreOptionKeys = optionKeys<MemoryIdempotencyStoreOptions>({
   maxEntries: true,
-  leaseMs: true,
   receiptTtlMs: true,
   clock: true,
 });
@@ -65,30 +58,26 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
   readonly receipts: MemoryReceiptStore;
 }
 
-// Memory leases that never lapse share one signal: nothing can take them over.
+// Memory leases never lapse, so they share one signal: nothing can take them over.
 const neverLost: AbortSignal = new AbortController().signal;
 
-/** A held key's lease, with when it ends and the followers waiting for it to change. */
+/** A held key's lease, with the followers waiting for it to change. */
 class MemoryLease implements IdempotencyLease {
   completed = false;
-  readonly signal: AbortSignal;
+  readonly signal = neverLost;
+  readonly renewEveryMs = Infinity;
   // Made when a follower first waits: most leads end with nobody waiting.
   waiters: Set<() => void> | undefined;
-  readonly #controller: AbortController | undefined;
   #token: string | undefined;
 
   constructor(
     readonly key: string,
     readonly fence: number,
-    readonly renewEveryMs: number,
-    // What it claimed with, for a completion after its lease lapsed and its entry went.
+    // What it claimed with, for a completion after its entry went (released, or taken over).
     readonly fingerprint: StoreFingerprint,
-    public expiresAt: number,
     token: string | undefined,
   ) {
     this.#token = token;
-    this.#controller = renewEveryMs < Infinity ? new AbortController() : undefined;
-    this.signal = this.#controller?.signal ?? neverLost;
   }
 
   // Fences are unique in a store, so a token made from one is too; made only when asked for.
@@ -99,16 +88,6 @@ class MemoryLease implements IdempotencyLease {
 
   holds(lease: IdempotencyLease): boolean {
     return lease === this || lease.token === this.token;
-  }
-
-  lose(): void {
-    if (this.#controller === undefined || this.#controller.signal.aborted) return;
-    this.#controller.abort(
-      new DispatchError(
-        'lease_lost',
-        `The lease on idempotency key "${this.key}" was lost to another holder`,
-      ),
-    );
   }
 
   wake(): void {
@@ -130,19 +109,17 @@ class MemoryLease implements IdempotencyLease {
 export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = {}): MemoryIdempotencyStore {
   const {
     maxEntries = 10_000,
-    leaseMs = Infinity,
     receiptTtlMs,
     clock = systemClock,
   } = optionsObject('memoryIdempotencyStore', options, memoryIdempotencyStoreOptionKeys);
   requireInteger('maxEntries', maxEntries, 1);
-  requireNumber('leaseMs', leaseMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
   // Receipts keep their own bound (memoryReceiptStore's default), not the success cache's.
   const receipts = memoryReceiptStore({
     clock,
     ...(receiptTtlMs === undefined ? {} : { ttlMs: receiptTtlMs }),
   });
-  const keys = new MemoryKeys(maxEntries, leaseMs, clock, receipts);
+  const keys = new MemoryKeys(maxEntries, clock, receipts);
   // Own properties, not prototype methods: a store is passed around as a bag of functions.
   return {
     claim: (key, fingerprint, claimOptions) => keys.claim(key, fingerprint, claimOptions),
@@ -159,7 +136,6 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
 
 /** The store's state: one success cache per TTL and the held keys. */
 class MemoryKeys {
-  private readonly renewEveryMs: number;
   private readonly epoch: number;
   // The first TTL asked for (the layer's) has a cache of its own, expired exactly in order; any
   // other (a call's idempotencyTtlMs, a task's end) shares one whose entries carry their TTL, so
@@ -170,11 +146,9 @@ class MemoryKeys {
 
   constructor(
     private readonly maxEntries: number,
-    private readonly leaseMs: number,
     private readonly clock: Clock,
     private readonly receipts: MemoryReceiptStore,
   ) {
-    this.renewEveryMs = leaseMs < Infinity ? leaseMs / 3 : Infinity;
     this.epoch = clock.now();
   }
 
@@ -186,21 +160,14 @@ class MemoryKeys {
     const now = this.clock.now();
     const found = this.storedFor(key, fingerprint, now);
     if (found !== undefined) return found;
-    const held = this.live(key, now);
+    const held = this.held.get(key);
     const token = claimOptions?.token;
     if (held !== undefined) {
       if (held.fingerprint !== fingerprint) return conflict;
       if (token !== undefined && held.token === token) return { kind: 'lead', lease: held };
-      return { kind: 'follow', fence: held.fence, leaseEndsInMs: held.expiresAt - now };
+      return { kind: 'follow', fence: held.fence, leaseEndsInMs: Infinity };
     }
-    const lease = new MemoryLease(
-      key,
-      ++this.fences,
-      this.renewEveryMs,
-      fingerprint,
-      now + this.leaseMs,
-      token,
-    );
+    const lease = new MemoryLease(key, ++this.fences, fingerprint, token);
     this.held.set(key, lease);
     // A lead comes back with the earlier leader's unsettled receipt, and leaves its own.
     const earlier = this.receipts.get(key);
@@ -212,14 +179,7 @@ class MemoryKeys {
   }
 
   renew(lease: IdempotencyLease): boolean {
-    const now = this.clock.now();
-    const held = this.live(lease.key, now);
-    if (held === undefined || !held.holds(lease)) {
-      (lease as MemoryLease).lose?.();
-      return false;
-    }
-    held.expiresAt = now + this.leaseMs;
-    return true;
+    return this.held.get(lease.key)?.holds(lease) === true;
   }
 
   complete(
@@ -239,23 +199,21 @@ class MemoryKeys {
       this.remember(held.key, held.fingerprint, result, ttlMs, now);
       held.completed = mine.completed = true;
       held.wake();
-      return now >= held.expiresAt ? { kind: 'late' } : stored;
+      return stored;
     }
-    const other = held === undefined ? undefined : this.live(lease.key, now);
     const hit = this.cached(lease.key, now);
-    if (other === undefined && hit === undefined) {
-      // The lease lapsed and nobody claimed the key since: the success still counts.
+    if (held === undefined && hit === undefined) {
+      // The lease was released and nobody claimed the key since: the success still counts.
       this.remember(mine.key, mine.fingerprint, result, ttlMs, now);
       mine.completed = true;
       return { kind: 'late' };
     }
-    mine.lose();
     return hit === undefined ? { kind: 'lost' } : { kind: 'lost', winner: { result: hit.result } };
   }
 
   release(lease: IdempotencyLease, receipt?: Receipt): void {
-    const held = this.live(lease.key, this.clock.now());
-    // A lease that lapsed with nobody taking the key over still leaves its receipt, as Redis does.
+    const held = this.held.get(lease.key);
+    // A key nobody holds any more still takes the receipt, as Redis does after a lapse.
     if (held === undefined && receipt !== undefined) this.receipts.record(receipt);
     if (held === undefined || !held.holds(lease)) return;
     if (receipt !== undefined) this.receipts.record(receipt);
@@ -270,7 +228,7 @@ class MemoryKeys {
   ): void | Promise<void> {
     const { signal, timeoutMs } = waitOptions;
     const { clock } = this;
-    const held = this.live(key, clock.now());
+    const held = this.held.get(key);
     if (held === undefined || held.fence !== fence || signal.aborted) return;
     return new Promise<void>((resolve) => {
       let handle: unknown;
@@ -283,9 +241,8 @@ class MemoryKeys {
       held.waiters ??= new Set();
       held.waiters.add(done);
       signal.addEventListener('abort', done, { once: true });
-      const waitMs = Math.min(timeoutMs, held.expiresAt - clock.now());
-      if (waitMs < Infinity) {
-        handle = clock.setTimeout(done, Math.max(0, waitMs));
+      if (timeoutMs < Infinity) {
+        handle = clock.setTimeout(done, Math.max(0, timeoutMs));
         (handle as { unref?: () => void } | undefined)?.unref?.();
       }
     });
@@ -295,7 +252,7 @@ class MemoryKeys {
     const now = this.clock.now();
     const found = this.storedFor(key, fingerprint, now);
     if (found !== undefined) return found;
-    const held = this.live(key, now);
+    const held = this.held.get(key);
     return held !== undefined && held.fingerprint !== fingerprint ? conflict : none;
   }
 
@@ -307,7 +264,7 @@ class MemoryKeys {
   ): 'stored' | 'exists' {
     if (!(ttlMs > 0)) throw new TypeError(`ttlMs must be a number > 0, got ${String(ttlMs)}`);
     const now = this.clock.now();
-    if (this.cached(key, now) !== undefined || this.live(key, now) !== undefined) return 'exists';
+    if (this.cached(key, now) !== undefined || this.held.has(key)) return 'exists';
     this.remember(key, fingerprint, result, ttlMs, now);
     return 'stored';
   }
@@ -338,15 +295,6 @@ class MemoryKeys {
       const entry = cache.get(key, now);
       if (entry !== undefined) return entry;
     }
-    return undefined;
-  }
-
-  // A lapsed lease frees its key at the first look after it ended, as a Redis key expires.
-  private live(key: string, now: number): MemoryLease | undefined {
-    const held = this.held.get(key);
-    if (held === undefined || now < held.expiresAt) return held;
-    this.held.delete(key);
-    held.wake();
     return undefined;
   }
 

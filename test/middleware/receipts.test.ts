@@ -13,6 +13,7 @@ import {
   type ReconcileVerdict,
 } from '../../index.js';
 import { memoryIdempotencyStore, memoryReceiptStore } from '../../middleware/index.js';
+import { lapsingIdempotencyStore } from '../helpers/lapsing-idempotency-store.js';
 import { fingerprint } from '../../src/fingerprint.js';
 import type { Receipt, ReceiptStore } from '../../index.js';
 
@@ -113,7 +114,7 @@ describe('receipts in the memory store', () => {
   });
 
   it("reconciles a crashed leader's running receipt (window leader_crashed) once its lease ends", async () => {
-    const store = memoryIdempotencyStore({ leaseMs: 300 });
+    const store = lapsingIdempotencyStore({ leaseMs: 300 });
     // A leader that claimed the key, left its running receipt and crashed.
     store.claim('order-1', fingerprint('payments.charge', { amount: 5 }), { tool: 'payments.charge' });
     let runs = 0;

@@ -11,6 +11,7 @@ import {
   type ToolContext,
 } from '../../index.js';
 import { memoryIdempotencyStore } from '../../middleware/index.js';
+import { lapsingIdempotencyStore } from '../helpers/lapsing-idempotency-store.js';
 import type { IdempotencyStore } from '../../index.js';
 import { flush, gate, type Gate } from '../helpers/gate.js';
 import { fingerprint } from '../../src/fingerprint.js';
@@ -216,7 +217,7 @@ describe('idempotency on a store that fails', () => {
   });
 
   it("serves the winner's stored result to a leader whose late completion lost", async () => {
-    const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+    const store = asyncIdempotencyStore(lapsingIdempotencyStore({ leaseMs: 300 }));
     const gates: Array<Gate<unknown>> = [];
     // The handler ignores its signal, as a charge in progress would.
     const handler = () => {
@@ -239,7 +240,7 @@ describe('idempotency on a store that fails', () => {
   });
 
   it("lets a waiting caller run the key once a crashed leader's lease has ended", async () => {
-    const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+    const store = asyncIdempotencyStore(lapsingIdempotencyStore({ leaseMs: 300 }));
     // A crashed leader: it claimed the key and never renewed, completed or released it.
     expect((await store.claim('order-1', fingerprint('pay.charge', { n: 1 }))).kind).toBe('lead');
     let runs = 0;
@@ -256,7 +257,7 @@ describe.each<Shape>(['default stack', 'attempt step right inside'])(
   'a store-backed leader in the %s',
   (shape) => {
     it("aborts the leader that lost its lease, says so, and gives its callers the new leader's result", async () => {
-      const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+      const store = asyncIdempotencyStore(lapsingIdempotencyStore({ leaseMs: 300 }));
       const aborted: unknown[] = [];
       const gates: Array<Gate<unknown>> = [];
       const handler = (_args: unknown, ctx: ToolContext) => {
@@ -291,7 +292,7 @@ describe.each<Shape>(['default stack', 'attempt step right inside'])(
     });
 
     it('stops a leader whose handler ignores its signal as soon as its lease is lost', async () => {
-      const store = asyncIdempotencyStore(memoryIdempotencyStore({ leaseMs: 300 }));
+      const store = asyncIdempotencyStore(lapsingIdempotencyStore({ leaseMs: 300 }));
       const gates: Array<Gate<unknown>> = [];
       const handler = () => {
         const g = gate<unknown>();

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry } from '../../index.js';
 import { memoryIdempotencyStore, type MemoryIdempotencyStore } from '../../middleware/index.js';
+import { lapsingIdempotencyStore } from '../helpers/lapsing-idempotency-store.js';
 import { importMcpTools } from '../../integrations/mcp/index.js';
 import { fingerprint } from '../../src/fingerprint.js';
 import { buildRemoteServer } from '../integrations/mcp/fixtures/remote-server.js';
@@ -45,7 +46,7 @@ describe('a leader that crashed or lost its lease', () => {
   });
 
   it('never runs a non-idempotent charge again after its leader crashed: outcome_unknown, in doubt', async () => {
-    const store = memoryIdempotencyStore({ leaseMs: 300 });
+    const store = lapsingIdempotencyStore({ leaseMs: 300 });
     // The crashed leader claimed the key, left its running receipt, and never settled.
     store.claim('order-1', fingerprint('payments.charge', { amount: 5 }), { tool: 'payments.charge' });
     const sent = store.receipts.get('order-1');
@@ -61,7 +62,7 @@ describe('a leader that crashed or lost its lease', () => {
   });
 
   it('runs an idempotent tool again after its leader crashed, as before', async () => {
-    const store = memoryIdempotencyStore({ leaseMs: 300 });
+    const store = lapsingIdempotencyStore({ leaseMs: 300 });
     store.claim('order-1', fingerprint('payments.charge', { amount: 5 }), { tool: 'payments.charge' });
     const charge = chargeOn(store, { idempotent: true });
     const pending = charge.call();
@@ -71,7 +72,7 @@ describe('a leader that crashed or lost its lease', () => {
   });
 
   it('answers outcome_unknown (lease_lost) and leaves the key in doubt when a non-idempotent leader loses its lease', async () => {
-    const inner = memoryIdempotencyStore({ leaseMs: 300 });
+    const inner = lapsingIdempotencyStore({ leaseMs: 300 });
     // Another holder takes the key at the first renewal: the lease is found gone.
     let taken = false;
     const store: MemoryIdempotencyStore = {

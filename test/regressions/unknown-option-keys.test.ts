@@ -143,7 +143,7 @@ const nearMisses: ReadonlyArray<readonly [string, () => unknown, string]> = [
   ['windowedBudget', () => windowedBudget(untyped({ limit: 1, windowMs: 10, stor: {} })), 'store'],
   ['approvalGate', () => gateLayer(untyped({ registry, fallbak: 'allow' })), 'fallback'],
   ['outputGuard', () => outputGuard(untyped({ maxChar: 10 })), 'maxChars'],
-  ['memoryIdempotencyStore', () => memoryIdempotencyStore(untyped({ leasMs: 5 })), 'leaseMs'],
+  ['memoryIdempotencyStore', () => memoryIdempotencyStore(untyped({ maxEntires: 5 })), 'maxEntries'],
   ['memoryReceiptStore', () => memoryReceiptStore(untyped({ tllMs: 5 })), 'ttlMs'],
   ['memorySlotStore', () => memorySlotStore(untyped({ pools: 'x' })), 'pool'],
   ['memoryCircuitStore', () => memoryCircuitStore(untyped({ clok: {} })), 'clock'],

@@ -1,4 +1,5 @@
-// The stores contract against the in-memory stores, on a manual clock.
+// The stores contract against the in-memory stores, on a manual clock; and against the memory
+// idempotency store with lapsing leases, the test fake the layer's lease tests run on.
 
 import { createBudget } from '../../src/budget.js';
 import type { Clock } from '../../src/clock.js';
@@ -7,7 +8,8 @@ import { memoryCircuitStore } from '../../middleware/circuit-breaker/memory-stor
 import { memorySlotStore } from '../../middleware/concurrency-limit/memory-store.js';
 import { memoryIdempotencyStore } from '../../middleware/idempotency/memory-store.js';
 import { memoryApprovalStore } from '../../middleware/approval-gate/memory-store.js';
-import { storeContract } from './contract.js';
+import { lapsingIdempotencyStore } from '../helpers/lapsing-idempotency-store.js';
+import { storeContract, type StoreSubject } from './contract.js';
 
 /** A clock that moves only when told, firing its timers in order, microtasks settled between. */
 class ManualClock implements Clock {
@@ -48,11 +50,13 @@ async function settle(): Promise<void> {
 
 let budgets = 0;
 
-storeContract('memory', () => {
+// The memory idempotency store's leads last until they end; the fake's lapse after `leaseMs`.
+function memorySubject(leases: 'never lapse' | 'lapse'): StoreSubject {
   const clock = new ManualClock();
   return {
     idempotency: ({ leaseMs }) => {
-      const store = memoryIdempotencyStore({ leaseMs, clock });
+      const store =
+        leases === 'lapse' ? lapsingIdempotencyStore({ leaseMs, clock }) : memoryIdempotencyStore({ clock });
       return [store, store];
     },
     slots: ({ max }) => {
@@ -84,6 +88,9 @@ storeContract('memory', () => {
     },
     wait: (ms) => clock.advance(ms),
     timers: clock,
-    can: { idempotencyLeases: true, slotLeases: false, resend: false },
+    can: { idempotencyLeases: leases === 'lapse', slotLeases: false, resend: false },
   };
-});
+}
+
+storeContract('memory', () => memorySubject('never lapse'));
+storeContract('memory with lapsing leases (test fake)', () => memorySubject('lapse'));
