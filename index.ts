@@ -98,6 +98,7 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  ToolTimeout,
   Reconcile,
   ReconcileContext,
   ReconcileVerdict,

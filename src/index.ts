@@ -72,6 +72,7 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  ToolTimeout,
   Reconcile,
   ReconcileContext,
   ReconcileVerdict,
