@@ -258,3 +258,80 @@ describe('register() with timeout', () => {
     );
   });
 });
+
+describe('ctx.limit({ idleMs })', () => {
+  /** A handler held until the test ends; its contexts, for reports. */
+  function heldTool(timeoutSetting?: ToolTimeout) {
+    const contexts: ToolContext[] = [];
+    const registry = new ToolRegistry().register({
+      name: 'op',
+      inputSchema: z.object({}),
+      ...(timeoutSetting === undefined ? {} : { timeout: timeoutSetting }),
+      handler: (_args, ctx) => {
+        contexts.push(ctx);
+        return new Promise<never>(() => {});
+      },
+    });
+    return { registry, contexts };
+  }
+
+  it('still fires a fixed deadline set inside it that progress has overtaken', async () => {
+    const { registry, contexts } = heldTool();
+    const idleLayer: Middleware = async (ctx, next) => {
+      const restore = ctx.limit({ idleMs: 1_000, timeoutMs: 10_000 });
+      try {
+        await next();
+      } finally {
+        restore();
+      }
+    };
+    // Inside: a fixed 3 s deadline, later than the idle one when it is set.
+    const fixedLayer: Middleware = async (ctx, next) => {
+      const restore = ctx.limit({ timeoutMs: 3_000 });
+      try {
+        await next();
+      } finally {
+        restore();
+      }
+    };
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), idleLayer, fixedLayer]);
+    const pending = dispatcher.dispatch('op', {});
+    for (let n = 1; n <= 5; n++) {
+      await vi.advanceTimersByTimeAsync(600);
+      contexts[0]?.progress(n);
+    }
+    expect(await pending).toMatchObject({
+      kind: 'timeout',
+      message: '"op" timed out after 3000 ms (attempt 1)',
+    });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('leaves the end to an outer deadline that comes first', async () => {
+    const { registry, contexts } = heldTool({ idleMs: 1_000, totalMs: 10_000 });
+    const events: DispatchEvent[] = [];
+    const outerLayer: Middleware = async (ctx, next) => {
+      const restore = ctx.limit({ timeoutMs: 2_500 });
+      try {
+        await next();
+      } finally {
+        restore();
+      }
+    };
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry), outerLayer, timeout()], {
+      onEvent: (event) => events.push(event),
+    });
+    const pending = dispatcher.dispatch('op', {});
+    for (let n = 1; n <= 4; n++) {
+      await vi.advanceTimersByTimeAsync(600);
+      contexts[0]?.progress(n);
+    }
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await pending).toMatchObject({
+      kind: 'timeout',
+      message: '"op" timed out after 2500 ms (attempt 1)',
+    });
+    expect(events.filter((event) => event.type === 'dispatch.timeout')).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
