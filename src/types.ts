@@ -230,7 +230,10 @@ export interface Tool {
 
 /** Per-call options of `dispatch`. */
 export interface DispatchOptions {
-  /** Per-attempt timeout for this call, overriding the tool's; `Infinity` for none. */
+  /**
+   * Per-attempt timeout for this call, overriding the tool's `timeoutMs`; `Infinity` for none. A
+   * tool's idle `timeout` keeps its idle time, its total capped at this.
+   */
   timeoutMs?: number;
   /** Deduplicates calls that share it (see the idempotency layer); the dispatcher never invents one. */
   idempotencyKey?: string;
