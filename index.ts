@@ -96,6 +96,7 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  ToolTimeout,
   Reconcile,
   ReconcileContext,
   ReconcileVerdict,

@@ -6,7 +6,7 @@
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
 import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
-import { trackAttempt, type Limit, type LimitWaiter } from './internal/limits.js';
+import { progressUnder, trackAttempt, type Limit, type LimitWaiter } from './internal/limits.js';
 import { hostDenialOf } from './internal/host-denial.js';
 import { parseJsonArgs } from './internal/raw-json-args.js';
 import { isThenable } from './internal/thenable.js';
@@ -308,7 +308,10 @@ class AttemptContext implements ToolContext, LimitWaiter {
     this.idempotencyKey = options.idempotencyKey;
     this.callId = dispatch.callId;
     this.deadline = dispatch.deadline ?? Infinity;
-    this.progress = options.onProgress === undefined ? ignoreProgress : progressTo(options.onProgress);
+    this.progress = progressUnder(
+      limit,
+      options.onProgress === undefined ? ignoreProgress : progressTo(options.onProgress),
+    );
     this.#limit = limit;
     if (limit === undefined) (this as { signal: AbortSignal }).signal = base;
     else Object.defineProperty(this, 'signal', AttemptContext.#lazySignal);
@@ -381,7 +384,8 @@ export function signalEndsWithAttempt(ctx: ToolContext): boolean {
 }
 
 /**
- * Whether anyone receives the progress a handler reports through `ctx` (the dispatch's `onProgress`).
+ * Whether anyone receives the progress a handler reports through `ctx`: the dispatch's
+ * `onProgress`, or an idle deadline (a tool's `timeout.idleMs`) that each report moves.
  *
  * @example
  * const onprogress = hasProgressListener(ctx) ? (note) => ctx.progress(note.progress) : undefined;

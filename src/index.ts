@@ -70,6 +70,7 @@ export type {
   ToolContext,
   ToolDefinition,
   ToolHandler,
+  ToolTimeout,
   Reconcile,
   ReconcileContext,
   ReconcileVerdict,

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { optionKeys, optionsObject, rejectUnknownKeys } from './internal/options.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
-import type { Tool, ToolAnnotations, ToolDefinition } from './types.js';
+import type { Tool, ToolAnnotations, ToolDefinition, ToolTimeout } from './types.js';
 
 /**
  * The timeout layer's default `defaultMs`, in milliseconds.
@@ -33,6 +33,7 @@ const coreToolFields = [
   'handler',
   'idempotent',
   'timeoutMs',
+  'timeout',
   'cost',
   'reconcile',
   'reconcileTimeoutMs',
@@ -92,6 +93,8 @@ export function declareToolField(field: ToolField): void {
   toolDefinitionKeys = Object.freeze([...coreToolFields, ...layerToolFields.keys()]);
 }
 
+const toolTimeoutKeys = optionKeys<ToolTimeout>({ idleMs: true, totalMs: true });
+
 /** One entry of `ToolRegistry.list()`: what a model's tool list needs. */
 export interface ToolListing {
   /** Unique name. */
@@ -104,6 +107,8 @@ export interface ToolListing {
   idempotent: boolean;
   /** The tool's own per-attempt timeout in ms; `undefined` when the timeout layer's default applies. */
   timeoutMs: number | undefined;
+  /** The tool's idle timeout, when it has one (see `ToolDefinition.timeout`). */
+  timeout?: ToolTimeout;
   /** Present (`true`) only for a tool registered with `task: true`. */
   task?: true;
   /** Its MCP annotations, when it has some. */
@@ -184,6 +189,7 @@ export class ToolRegistry {
         idempotent: tool.idempotent,
         timeoutMs: tool.timeoutMs,
       };
+      if (tool.timeout !== undefined) listing.timeout = tool.timeout;
       if (tool.task) listing.task = true;
       if (tool.annotations !== undefined) listing.annotations = tool.annotations;
       if (tool.outputSchema !== undefined) listing.outputSchema = toJsonSchema(tool.outputSchema, 'output');
@@ -216,6 +222,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     handler,
     idempotent = false,
     timeoutMs,
+    timeout: idleTimeout,
     cost,
     task = false,
   } = definition;
@@ -250,6 +257,7 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
       `timeoutMs of "${name}" must be a number > 0 (or Infinity), got ${String(timeoutMs)}`,
     );
   }
+  if (idleTimeout !== undefined) checkIdleTimeout(name, idleTimeout, timeoutMs);
   checkCost(name, cost);
   if (reconcile !== undefined && typeof reconcile !== 'function') {
     throw new TypeError(`reconcile of "${name}" must be a function`);
@@ -267,6 +275,10 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     handler,
     idempotent,
     timeoutMs,
+    timeout:
+      idleTimeout === undefined
+        ? undefined
+        : Object.freeze({ idleMs: idleTimeout.idleMs, totalMs: idleTimeout.totalMs }),
     cost,
     reconcile,
     reconcileTimeoutMs,
@@ -281,6 +293,32 @@ function normalizeTool<Schema extends StandardSchemaV1, Result>(
     tool[field] = value;
   }
   return Object.freeze(tool) as unknown as Tool;
+}
+
+function checkIdleTimeout(name: string, given: unknown, timeoutMs: unknown): void {
+  if (timeoutMs !== undefined) {
+    throw new TypeError(
+      `register() of "${name}" got both timeoutMs and timeout; give timeoutMs for a fixed deadline or timeout for an idle one`,
+    );
+  }
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new TypeError(`timeout of "${name}" must be an object { idleMs, totalMs }, got ${String(given)}`);
+  }
+  rejectUnknownKeys(`register() of "${name}": timeout`, given, toolTimeoutKeys, 'field');
+  const { idleMs, totalMs } = given as Partial<ToolTimeout>;
+  for (const [field, value] of [
+    ['idleMs', idleMs],
+    ['totalMs', totalMs],
+  ] as const) {
+    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+      throw new TypeError(`timeout.${field} of "${name}" must be a finite number > 0, got ${String(value)}`);
+    }
+  }
+  if ((idleMs as number) > (totalMs as number)) {
+    throw new TypeError(
+      `timeout.idleMs of "${name}" must be <= timeout.totalMs, got idleMs ${idleMs} and totalMs ${totalMs}`,
+    );
+  }
 }
 
 function checkCost(name: string, cost: unknown): void {

@@ -20,9 +20,15 @@ export interface ToolContext {
   readonly idempotencyKey: string | undefined;
   /** The id of this dispatch, the same for every attempt. */
   readonly callId: string;
-  /** When this attempt times out, in ms since the epoch; `Infinity` without a deadline. */
+  /**
+   * When this attempt times out, in ms since the epoch; `Infinity` without a deadline. For a tool
+   * with an idle `timeout`, the latest it may end (`totalMs` from its start): silence ends it sooner.
+   */
   readonly deadline: number;
-  /** Reports progress to the caller's `onProgress`; a no-op when nobody listens. */
+  /**
+   * Reports progress to the caller's `onProgress`; a no-op when nobody listens. For a tool with an
+   * idle `timeout`, each report also moves the attempt's deadline back to `idleMs` from now.
+   */
   readonly progress: (progress: number, total?: number, message?: string) => void;
 }
 
@@ -99,6 +105,18 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
   idempotent?: boolean;
   /** Per-attempt timeout in milliseconds; `Infinity` for none. @default 30_000 (the timeout layer's) */
   timeoutMs?: number;
+  /**
+   * An idle timeout instead of `timeoutMs` (not both), for a handler that reports progress: each
+   * attempt ends `idleMs` after its start or its last `ctx.progress(...)` report, and never runs
+   * past `totalMs` from its start. A caller's `timeoutMs` caps `totalMs`.
+   * @default undefined (`timeoutMs`)
+   * @example
+   * timeout: { idleMs: 5_000, totalMs: 60_000 },
+   * handler: async ({ id }, ctx) => {
+   *   for await (const page of exportPages(id, { signal: ctx.signal })) ctx.progress(page.number);
+   * },
+   */
+  timeout?: ToolTimeout;
   /** What one attempt costs in budget units: a number, or a function of the parsed args. @default 1 */
   cost?: number | ((args: StandardSchemaV1.InferOutput<Schema>) => number);
   /**
@@ -119,6 +137,14 @@ export interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchema
   annotations?: ToolAnnotations;
   /** Validates a success (any Standard Schema); a result that breaks it fails with `tool_contract`. */
   outputSchema?: StandardSchemaV1;
+}
+
+/** A tool's idle timeout (`ToolDefinition.timeout`): progress keeps an attempt alive, silence ends it. */
+export interface ToolTimeout {
+  /** How long an attempt may go without a `ctx.progress` report, in ms (from its start at first). */
+  readonly idleMs: number;
+  /** The longest an attempt may run however often it reports, in ms from its start; `>= idleMs`. */
+  readonly totalMs: number;
 }
 
 /** MCP tool annotations: hints a server gives about a tool (they may be wrong). */
@@ -151,6 +177,8 @@ export interface Tool {
   readonly idempotent: boolean;
   /** Its own per-attempt timeout, or `undefined` to use the timeout layer's default. */
   readonly timeoutMs: number | undefined;
+  /** Its idle timeout, in place of `timeoutMs`, if it has one. */
+  readonly timeout?: ToolTimeout | undefined;
   /** What one attempt costs (a number or a function of the args); `undefined` for 1. */
   readonly cost: number | ((args: never) => number) | undefined;
   /** Asks whether an action whose outcome was lost took effect (see `ToolDefinition`). */
@@ -167,7 +195,10 @@ export interface Tool {
 
 /** Per-call options of `dispatch`. */
 export interface DispatchOptions {
-  /** Per-attempt timeout for this call, overriding the tool's; `Infinity` for none. */
+  /**
+   * Per-attempt timeout for this call, overriding the tool's `timeoutMs`; `Infinity` for none. A
+   * tool's idle `timeout` keeps its idle time, its total capped at this.
+   */
   timeoutMs?: number;
   /** Deduplicates calls that share it (see the idempotency layer); the dispatcher never invents one. */
   idempotencyKey?: string;
@@ -271,8 +302,10 @@ export interface DispatchEventDetails {
   };
   /** An attempt ran past its deadline. */
   'dispatch.timeout': {
-    /** The attempt's timeout, in milliseconds. */
+    /** The attempt's timeout, in milliseconds: the idle time when `idle`. */
     readonly timeoutMs: number;
+    /** Present (`true`) when the attempt went `timeoutMs` without a progress report (an idle timeout). */
+    readonly idle?: true;
   };
   /** The call succeeded. */
   'dispatch.success': {
@@ -391,6 +424,12 @@ export type DeadlineClock = Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 export interface AttemptLimits {
   /** Milliseconds until the attempts inside must end (`timeout`); the earliest deadline wins. */
   readonly timeoutMs?: number;
+  /**
+   * Milliseconds the attempts inside may go without a `ctx.progress` report: each report moves
+   * this deadline to `idleMs` from then, never past `timeoutMs`.
+   * @default undefined (no idle deadline)
+   */
+  readonly idleMs?: number;
   /** The clock `timeoutMs` is measured and armed on. @default systemClock */
   readonly clock?: DeadlineClock;
   /** The signal that stops the layers inside, in place of the current one. */

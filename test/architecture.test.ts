@@ -236,8 +236,11 @@ describe('the import rules', () => {
     const named: string[] = [];
     for (const file of sourceFiles('src')) {
       const code = codeOf(file);
+      // A tool field that shares a layer's name (`timeout`, a tool's idle timeout) is data, not the
+      // layer: as a member or a key it is not counted.
+      const withoutFields = code.replace(/(?<=\.)timeout\b|\btimeout(?=\??:)/g, 'toolField');
       for (const name of layers) {
-        if (new RegExp(`\\b${name}\\b`).test(code)) named.push(`${relative(root, file)}: ${name}`);
+        if (new RegExp(`\\b${name}\\b`).test(withoutFields)) named.push(`${relative(root, file)}: ${name}`);
       }
     }
     expect(named).toEqual([]);

@@ -290,7 +290,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         );
         if (hostMs !== undefined) {
           callOptions.timeoutMs = Math.min(
-            settings.base.timeoutMs ?? listing.timeoutMs ?? defaultToolTimeoutMs,
+            settings.base.timeoutMs ?? listing.timeoutMs ?? listing.timeout?.totalMs ?? defaultToolTimeoutMs,
             hostMs,
           );
         }

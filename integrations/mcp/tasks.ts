@@ -108,9 +108,14 @@ export class McpTasks {
   }
 
   /** Whether a call of a tool with these settings, from a client with these capabilities, is a task. */
-  wants(tool: { timeoutMs: number | undefined; task?: true }, capabilities: unknown): boolean {
+  wants(
+    tool: { timeoutMs: number | undefined; timeout?: { totalMs: number }; task?: true },
+    capabilities: unknown,
+  ): boolean {
     if (!declaresTasks(capabilities)) return false;
-    return tool.task === true || (tool.timeoutMs !== undefined && tool.timeoutMs > this.thresholdMs);
+    // A tool with an idle timeout may run for its total.
+    const longestMs = tool.timeoutMs ?? tool.timeout?.totalMs;
+    return tool.task === true || (longestMs !== undefined && longestMs > this.thresholdMs);
   }
 
   /**

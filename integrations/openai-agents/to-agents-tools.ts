@@ -11,16 +11,20 @@ import {
   type Dispatcher,
   type DispatchOptions,
   type Outcome,
+  type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
 import {
   providerCallOptions,
   createNameMap,
+  maxTimerDelayMs,
+  nearestName,
   toObjectSchema,
   type NameMapOptions,
   optionKeys,
   rejectUnknownKeys,
 } from '../../middleware/index.js';
+import { defaultToolTimeoutMs } from '../../src/index.js';
 import { exactRejectionOf, watchRejections } from './exact-rejections.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
@@ -84,6 +88,17 @@ export interface AgentsToolsOptions {
    * @default undefined (no tenant)
    */
   tenant?: string | ((runContext: RunContext<unknown>) => string | undefined);
+  /**
+   * The Agents SDK's per-tool timeout (`tool({ timeoutMs })`) for these tools: one number for
+   * every tool, or numbers by tool (its wire name or registry name). One timer then owns each
+   * call: ours, its deadline the tool's (or `timeoutMs`, else the timeout layer's 30 s default)
+   * capped by the host's, so a host timeout shorter than the tool's ends the attempt as our
+   * `timeout` (retried by the usual rules) and the model reads our text. The tools never show the
+   * SDK a `timeoutMs`, so its own timer is never armed to race ours; a `timeoutMs` assigned to a
+   * returned tool is taken as its host timeout the same way (and reads back `undefined`).
+   * @default undefined (no host timeout)
+   */
+  hostTimeout?: number | Readonly<Record<string, number>>;
 }
 
 const agentsToolsOptionKeys = optionKeys<AgentsToolsOptions>({
@@ -98,12 +113,14 @@ const agentsToolsOptionKeys = optionKeys<AgentsToolsOptions>({
   onOutcome: true,
   approvals: true,
   tenant: true,
+  hostTimeout: true,
 });
 
 /**
  * The registry's tools as Agents SDK function tools: non-strict JSON Schema parameters (so the
  * SDK does not validate, and our schema layer does), `errorFunction: null`, and no
- * `timeoutMs` (the dispatcher's timeout owns each attempt's deadline). Each call dispatches
+ * `timeoutMs` (the dispatcher's timeout owns each attempt's deadline; a per-tool timeout of the
+ * host's goes in `hostTimeout`, and caps ours). Each call dispatches
  * with the Responses `call_id` as its call id (and, scoped, as its key) and the run's signal,
  * and returns `toToolMessage` text, success or failure. The Runner answers malformed JSON
  * itself ("An error occurred while parsing tool arguments…"), `""` included; an unknown tool
@@ -127,6 +144,11 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
           listings.map((listing) => listing.name),
           settings.names,
         );
+  const wireNameOf = (name: string) => (names === undefined ? name : names.wireName(name));
+  checkHostTimeoutNames(
+    options.hostTimeout,
+    listings.flatMap((listing) => [wireNameOf(listing.name), listing.name]),
+  );
   const { approvals } = settings;
   // Asked with the call id, idempotency key and tenant the dispatch carries, so a rule judges that call.
   const needsApproval = async (name: string, input: unknown, call: DispatchOptions & { callId: string }) => {
@@ -156,8 +178,10 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
     return options;
   };
   return listings.map((listing) => {
-    const wireName = names === undefined ? listing.name : names.wireName(listing.name);
-    return tool({
+    const wireName = wireNameOf(listing.name);
+    // The host's per-tool timeout: from the options, or assigned to the tool later.
+    let hostMs = settings.hostTimeout(listing.name, wireName);
+    const made = tool({
       ...(approvals === undefined
         ? {}
         : {
@@ -181,6 +205,8 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
       errorFunction: null,
       async execute(input, runContext, details) {
         const call = callOptionsOf(runContext, details?.toolCall?.callId, details?.signal, wireName);
+        // With a host per-tool timeout, our timer owns the deadline, capped by the host's.
+        if (hostMs !== undefined) call.timeoutMs = Math.min(ownTimeoutMs(settings.base, listing), hostMs);
         // A call a person rejected never runs, even if the run state now approves the tool by
         // default: it goes through the stack as denied, so every layer sees the refusal.
         const rejection =
@@ -202,7 +228,58 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
         return answer.text;
       },
     }) as unknown as FunctionTool<unknown, never, string>;
+    // The Runner races a timer of its own against `execute` for a tool with a `timeoutMs`, and on
+    // firing answers the model in its words while our attempt runs on: the tool shows it none, and
+    // one assigned to it caps ours instead (a copy spread with its own `timeoutMs` escapes this).
+    Object.defineProperty(made, 'timeoutMs', {
+      get: () => undefined,
+      set: (ms: unknown) => {
+        hostMs = ms === undefined ? undefined : checkHostMs(`timeoutMs of "${wireName}"`, ms);
+      },
+      enumerable: true,
+      configurable: true,
+    });
+    return made;
   });
+}
+
+// The attempt's deadline without the host's cap: the caller's, else the tool's (the total of an
+// idle one), else the timeout layer's default.
+function ownTimeoutMs(base: DispatchOptions, listing: ToolListing): number {
+  return base.timeoutMs ?? listing.timeoutMs ?? listing.timeout?.totalMs ?? defaultToolTimeoutMs;
+}
+
+// A per-tool timeout as the SDK takes one: a finite number of ms > 0, within a timer's range.
+function checkHostMs(what: string, ms: unknown): number {
+  if (typeof ms !== 'number' || !(ms > 0) || !(ms <= maxTimerDelayMs)) {
+    throw new TypeError(
+      `toAgentsTools(): ${what} must be a number of ms > 0 and <= ${maxTimerDelayMs}, got ${String(ms)}`,
+    );
+  }
+  return ms;
+}
+
+// A key of `hostTimeout` that names none of the tools is a typo, not a tool with no timeout.
+function checkHostTimeoutNames(hostTimeout: AgentsToolsOptions['hostTimeout'], known: string[]): void {
+  if (typeof hostTimeout !== 'object') return;
+  for (const name of Object.keys(hostTimeout)) {
+    if (known.includes(name)) continue;
+    const near = nearestName(name, known);
+    throw new TypeError(
+      `toAgentsTools(): hostTimeout names no tool "${name}"${near === undefined ? '' : `; did you mean "${near}"?`}`,
+    );
+  }
+}
+
+// The host's per-tool timeout for a tool, by wire name or registry name.
+function hostTimeoutReader(
+  given: AgentsToolsOptions['hostTimeout'],
+): (name: string, wireName: string) => number | undefined {
+  if (given === undefined) return () => undefined;
+  if (typeof given === 'number') return () => given;
+  // Own keys only: a tool named "constructor" has no timeout from Object.prototype.
+  return (name, wireName) =>
+    Object.hasOwn(given, wireName) ? given[wireName] : Object.hasOwn(given, name) ? given[name] : undefined;
 }
 
 // The SDK's type for a non-strict JSON Schema; toObjectSchema's result is one at run time.
@@ -224,6 +301,7 @@ interface Settings {
   onOutcome: AgentsToolsOptions['onOutcome'];
   approvals: Pick<ApprovalGate, 'evaluate'> | undefined;
   tenant: (runContext: RunContext<unknown> | undefined) => string | undefined;
+  hostTimeout: (name: string, wireName: string) => number | undefined;
 }
 
 function readOptions(options: AgentsToolsOptions): Settings {
@@ -243,6 +321,7 @@ function readOptions(options: AgentsToolsOptions): Settings {
     onOutcome,
     approvals,
     tenant,
+    hostTimeout,
   } = options;
   if (approvals !== undefined && typeof approvals?.evaluate !== 'function') {
     throw new TypeError('toAgentsTools(): approvals must be an approvalGate()');
@@ -297,6 +376,7 @@ function readOptions(options: AgentsToolsOptions): Settings {
       `toAgentsTools(): tenant must be a non-empty string or a function, got ${String(tenant)}`,
     );
   }
+  checkHostTimeout(hostTimeout);
   const base: DispatchOptions = {};
   if (budget !== undefined) base.budget = budget;
   if (timeoutMs !== undefined) base.timeoutMs = timeoutMs;
@@ -311,7 +391,22 @@ function readOptions(options: AgentsToolsOptions): Settings {
     onOutcome,
     approvals,
     tenant: runContextReader(tenant),
+    hostTimeout: hostTimeoutReader(hostTimeout),
   };
+}
+
+function checkHostTimeout(hostTimeout: AgentsToolsOptions['hostTimeout']): void {
+  if (hostTimeout === undefined || typeof hostTimeout === 'number') {
+    if (hostTimeout !== undefined) checkHostMs('hostTimeout', hostTimeout);
+    return;
+  }
+  if (typeof hostTimeout !== 'object' || hostTimeout === null || Array.isArray(hostTimeout)) {
+    throw new TypeError(
+      `toAgentsTools(): hostTimeout must be a number or numbers by tool name, got ${String(hostTimeout)}`,
+    );
+  }
+  for (const [name, ms] of Object.entries(hostTimeout))
+    checkHostMs(`hostTimeout[${JSON.stringify(name)}]`, ms);
 }
 
 // A string, or a function of the run context (none for a direct `execute`). An empty or

@@ -31,7 +31,9 @@ const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: t
 /**
  * Gives each attempt its own deadline (the call's `timeoutMs`, else the tool's, else `defaultMs`);
  * when it passes, the attempt fails with `timeout` at once, whatever the handler (or a layer
- * between this one and the attempt) does.
+ * between this one and the attempt) does. A tool with an idle `timeout: { idleMs, totalMs }` gets
+ * a deadline its `ctx.progress` reports push back, never past `totalMs` (nor the call's
+ * `timeoutMs`, which caps it).
  *
  * @example
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
@@ -46,7 +48,10 @@ export interface TimeoutParts {
   readonly layer: Middleware;
   /** The clock deadlines are measured on. */
   readonly clock: DeadlineClock;
-  /** The attempt's deadline in milliseconds; beyond a timer's range it has none. */
+  /**
+   * The attempt's deadline in milliseconds; beyond a timer's range it has none. `Infinity` for a
+   * deadline that progress moves (a tool's idle `timeout`), which the layer alone sets.
+   */
   readonly deadlineMs: (ctx: DispatchContext) => number;
 }
 
@@ -59,13 +64,18 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
 
+  const fixedMs = (ctx: DispatchContext): number => ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
   const deadlineMs = (ctx: DispatchContext): number =>
-    ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
+    ctx.tool?.timeout === undefined ? fixedMs(ctx) : Infinity;
 
   const layer = trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
-    const timeoutMs = deadlineMs(ctx);
-    if (timeoutMs > maxTimerDelayMs) return next();
-    const restore = ctx.limit({ timeoutMs, clock });
+    const idle = ctx.tool?.timeout;
+    const timeoutMs =
+      idle === undefined ? fixedMs(ctx) : Math.min(idle.totalMs, ctx.options.timeoutMs ?? Infinity);
+    if (timeoutMs > maxTimerDelayMs && idle === undefined) return next();
+    const restore = ctx.limit(
+      idle === undefined ? { timeoutMs, clock } : { timeoutMs, idleMs: idle.idleMs, clock },
+    );
     try {
       // The attempt ends at the deadline by itself; a layer of the user's between here and the
       // attempt may not, and would hold the call and its slots for ever.

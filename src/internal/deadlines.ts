@@ -150,3 +150,61 @@ export class DeadlineScheduler {
     if (this.#lists.get(list.ms) === list) this.#lists.delete(list.ms);
   }
 }
+
+/**
+ * A deadline that progress pushes back (`ctx.limit({ idleMs })`): `idleMs` after its start or its
+ * last `touch()`, never past `until`. Rare enough to keep a timer of its own, set at once: a
+ * report only records the time, and a timer that finds the deadline moved is set again for the
+ * time left, so a chatty handler costs no timer work per report.
+ */
+export class IdleDeadline {
+  #last: number;
+  #timer: unknown = undefined;
+  #timerAt = 0;
+  #ended = false;
+
+  /**
+   * Starts the deadline; `expire(idle)` is called once when it passes (`idle` when for want of
+   * progress, not at `until`), unless cancelled first. At `stopAt` (an outer limit's deadline,
+   * which ends it anyway) it stops without expiring.
+   */
+  constructor(
+    private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>,
+    readonly idleMs: number,
+    readonly until: number,
+    private readonly stopAt: number,
+    private readonly expire: (idle: boolean) => void,
+  ) {
+    this.#last = clock.now();
+    this.#arm(this.#last);
+  }
+
+  /** Progress was reported: the deadline is `idleMs` from now (at most `until`). */
+  touch(): void {
+    if (!this.#ended) this.#last = this.clock.now();
+  }
+
+  /** Stops the deadline and its timer; it never expires after this. */
+  cancel(): void {
+    this.#ended = true;
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(now: number): void {
+    const due = Math.min(this.#last + this.idleMs, this.until);
+    if (due >= this.stopAt) return;
+    this.#timerAt = due;
+    this.#timer = this.clock.setTimeout(this.#fire, Math.max(0, due - now));
+  }
+
+  readonly #fire = (): void => {
+    this.#timer = undefined;
+    if (this.#ended) return;
+    // As for the lists above: a timer that fires is trusted to mean its time has come.
+    const now = Math.max(this.clock.now(), this.#timerAt);
+    if (Math.min(this.#last + this.idleMs, this.until) > now) return this.#arm(now);
+    this.#ended = true;
+    this.expire(this.#last + this.idleMs < this.until);
+  };
+}

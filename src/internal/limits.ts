@@ -5,9 +5,9 @@
 
 import { DispatchError } from '../errors.js';
 import { systemClock } from '../clock.js';
-import type { AttemptLimits, DeadlineClock, DispatchContext } from '../types.js';
+import type { AttemptLimits, DeadlineClock, DispatchContext, ToolContext } from '../types.js';
 import { maxTimerDelayMs, neverAborted, noop, onAbort } from './abort.js';
-import { DeadlineScheduler, type DeadlineList, type DeadlineNode } from './deadlines.js';
+import { DeadlineScheduler, IdleDeadline, type DeadlineList, type DeadlineNode } from './deadlines.js';
 import { cancelled, markDeadline } from './failures.js';
 
 /**
@@ -92,6 +92,24 @@ export function trackAttempt(limit: Limit, settled: AttemptEnd): AttemptEnd {
   };
 }
 
+/**
+ * The `progress` a handler is given under `limit`: `report` itself, or, when a limit around the
+ * attempt has an idle deadline, one that moves those deadlines back before it reports.
+ */
+export function progressUnder(
+  limit: Limit | undefined,
+  report: ToolContext['progress'],
+): ToolContext['progress'] {
+  let idle: Limit[] | undefined;
+  for (let each = limit; each !== undefined; each = each.outer) if (each.idle) (idle ??= []).push(each);
+  if (idle === undefined) return report;
+  const limits = idle;
+  return function progress(value: number, total?: number, message?: string): void {
+    if (typeof value === 'number' && !Number.isNaN(value)) for (const each of limits) each.progressed();
+    report(value, total, message);
+  };
+}
+
 /** Told once when a limit ends: its envelope, the signal's reason, and whether a deadline passed. */
 export interface LimitWaiter {
   limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void;
@@ -127,6 +145,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
   #controller: AbortController | undefined = undefined;
   #waiters: LimitWaiter | LimitWaiter[] | undefined = undefined;
   #scheduler: DeadlineScheduler | undefined = undefined;
+  #idle: IdleDeadline | undefined = undefined;
   #unwatch: () => void = noop;
   #replacesSignal: boolean;
   readonly #ctx: DispatchContext;
@@ -143,9 +162,24 @@ export class Limit implements DeadlineNode, LimitWaiter {
     this.#outer = outer;
     this.#replacesSignal = limits.signal !== undefined;
     this.deadline = deadline;
-    const { timeoutMs } = limits;
-    if (timeoutMs !== undefined && timeoutMs <= maxTimerDelayMs) {
-      const clock = limits.clock ?? systemClock;
+    const { timeoutMs, idleMs } = limits;
+    const clock = limits.clock ?? systemClock;
+    // The own end of an idle deadline (shorter than the total): set when it binds before `deadline`.
+    let idleUntil: number | undefined;
+    if (
+      idleMs !== undefined &&
+      idleMs <= maxTimerDelayMs &&
+      !(timeoutMs !== undefined && idleMs >= timeoutMs)
+    ) {
+      const now = clock.now();
+      if (now + idleMs < deadline) {
+        const total = timeoutMs !== undefined && timeoutMs <= maxTimerDelayMs ? now + timeoutMs : Infinity;
+        idleUntil = total < deadline ? total : Infinity;
+        // The latest the attempts inside may end, which is what they and the handler see.
+        this.deadline = Math.min(total, deadline);
+        this.ms = timeoutMs ?? Infinity;
+      }
+    } else if (timeoutMs !== undefined && timeoutMs <= maxTimerDelayMs) {
       const at = clock.now() + timeoutMs;
       if (at < deadline) {
         this.deadline = at;
@@ -154,8 +188,13 @@ export class Limit implements DeadlineNode, LimitWaiter {
         this.#scheduler = schedulerFor(clock);
       }
     }
-    if (!this.#watch(outer, limits.signal ?? base) && this.#scheduler !== undefined) {
-      this.#scheduler.schedule(this);
+    if (this.#watch(outer, limits.signal ?? base)) return;
+    if (this.#scheduler !== undefined) this.#scheduler.schedule(this);
+    else if (idleUntil !== undefined) {
+      // The outer limit's deadline ends this one anyway: the idle timer stops short of it.
+      this.#idle = new IdleDeadline(clock, idleMs as number, idleUntil, deadline, (idle) =>
+        this.expire(idle),
+      );
     }
   }
 
@@ -181,6 +220,16 @@ export class Limit implements DeadlineNode, LimitWaiter {
   /** The limit this one is nested in, if any. */
   get outer(): Limit | undefined {
     return this.#outer;
+  }
+
+  /** Whether progress reports move this limit's deadline (`idleMs`). */
+  get idle(): boolean {
+    return this.#idle !== undefined;
+  }
+
+  /** A handler reported progress: an idle deadline moves back to `idleMs` from now. */
+  progressed(): void {
+    this.#idle?.touch();
   }
 
   /** The signal of the layers inside, built on first read. */
@@ -216,18 +265,25 @@ export class Limit implements DeadlineNode, LimitWaiter {
     this.#end(error, reason, deadline);
   }
 
-  /** The deadline passed: `dispatch.timeout` is emitted and everything inside ends with `timeout`. */
-  expire(): void {
+  /**
+   * The deadline passed: `dispatch.timeout` is emitted and everything inside ends with `timeout`;
+   * `idle` when it was an idle deadline that passed for want of progress.
+   */
+  expire(idle = false): void {
     if (this.ended) return;
     const ctx = this.#ctx;
+    const idleMs = idle ? this.#idle?.idleMs : undefined;
     const error = markDeadline(
       new DispatchError(
         'timeout',
-        `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`,
+        idleMs === undefined
+          ? `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`
+          : `"${ctx.displayName}" timed out: no progress for ${idleMs} ms (attempt ${ctx.attempt})`,
         { attempts: ctx.attempt },
       ),
     );
-    ctx.emit('dispatch.timeout', { timeoutMs: this.ms });
+    if (idleMs === undefined) ctx.emit('dispatch.timeout', { timeoutMs: this.ms });
+    else ctx.emit('dispatch.timeout', { timeoutMs: idleMs, idle: true });
     this.#end(error, error, true);
   }
 
@@ -255,6 +311,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
   #release(): void {
     this.#waiters = undefined;
     this.#scheduler?.cancel(this);
+    this.#idle?.cancel();
     this.#unwatch();
     this.#unwatch = noop;
     this.#outer?.unwait(this);

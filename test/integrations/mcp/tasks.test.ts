@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolError, ToolRegistry } from '../../../index.js';
 import { createMcpServerFactory, memoryTaskStore } from '../../../integrations/mcp/index.js';
 import { listenMcp, type McpListener } from '../../../integrations/mcp/listener.js';
+import { McpTasks } from '../../../integrations/mcp/tasks.js';
 import { type Gate, gate } from '../../helpers/gate.js';
 import { type RpcAnswer, rpc as rawRpc } from '../../helpers/mcp-rpc.js';
 
@@ -153,6 +154,14 @@ describe('MCP Tasks', () => {
     const answer = await rpc('tools/call', { name: 'echo', arguments: { text: 'hi' } });
     expect(answer.result).toMatchObject({ content: [{ type: 'text', text: 'hi' }] });
     expect(answer.result?.['resultType']).not.toBe('task');
+  });
+
+  it('makes a task of a tool whose idle timeout may run past the threshold', () => {
+    const tasks = new McpTasks({ thresholdMs: 60_000 });
+    const client = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const idle = (totalMs: number) => ({ timeoutMs: undefined, timeout: { totalMs } });
+    expect(tasks.wants(idle(120_000), client)).toBe(true);
+    expect(tasks.wants(idle(30_000), client)).toBe(false);
   });
 
   it('refuses a threshold that is not a positive integer with a TypeError', () => {
