@@ -63,6 +63,7 @@ export class BinMatrix {
   offset = 0;
   readonly #rowCount: number;
   readonly #maxBins: number;
+  #floorKey = -Infinity;
 
   constructor(rowCount: number, maxBins: number) {
     this.#rowCount = rowCount;
@@ -80,6 +81,8 @@ export class BinMatrix {
   column(key: number): number {
     const column = key - this.offset;
     if (column >= 0 && column < this.width) return column;
+    // Below what the range can reach while it holds its highest count: folded at once, no scan.
+    if (key < this.#floorKey) return 0;
     this.#fit(key);
     // At the cap, a key below the kept range counts in the lowest bucket (it is folded).
     return Math.max(0, key - this.offset);
@@ -101,6 +104,12 @@ export class BinMatrix {
   clear(): void {
     this.rows.fill(0);
     this.totals.fill(0);
+    this.#floorKey = -Infinity;
+  }
+
+  /** Says counts were taken out (a sub-window left): the range may reach lower keys again. */
+  countsRemoved(): void {
+    this.#floorKey = -Infinity;
   }
 
   #fit(key: number): void {
@@ -122,8 +131,12 @@ export class BinMatrix {
     // Folding with a sixteenth of the width to spare above: latencies that climb one bucket at a
     // time fold once per that many buckets, not at every record.
     else if (key > high) offset = key + (width >> 4) - width + 1;
-    else offset = high - width + 1;
-    this.#relayout(width, offset);
+    else {
+      // Counts only grow until some are removed, so no key below this fits until then.
+      offset = high - width + 1;
+      this.#floorKey = offset;
+    }
+    if (offset !== this.offset || width !== this.width) this.#relayout(width, offset);
   }
 
   // Copies every row into rows of `width` starting at key `offset`; buckets below `offset` fold

@@ -181,6 +181,7 @@ export class WindowedSketch {
       tallies[totals + index]! -= tallies[leaving + index]!;
       tallies[leaving + index] = 0;
     }
+    this.#bins.countsRemoved();
     const { rows, totals: totalCounts, width } = this.#bins;
     const base = this.#current * width;
     for (let column = 0; column < width; column++) {
