@@ -61,6 +61,20 @@ export function seededRandom(seed: number): Random {
   return random;
 }
 
+/**
+ * One 32-bit seed from several integers (a trace's seed, a call's index, an attempt's number):
+ * each attempt of each call gets a stream of its own, so a policy that makes more attempts (a
+ * hedge, a retry) changes no other call's draws, and two policies replay the same trace.
+ *
+ * @example
+ * const random = seededRandom(mixSeeds(seed, call, attempt));
+ */
+export function mixSeeds(...parts: number[]): number {
+  let hash = 0x811c9dc5;
+  for (const part of parts) hash = splitmix32((hash ^ part) >>> 0);
+  return hash;
+}
+
 function splitmix32(seed: number): number {
   let z = (seed + 0x9e3779b9) | 0;
   z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
