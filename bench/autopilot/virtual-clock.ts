@@ -63,7 +63,7 @@ export class VirtualClock implements Clock {
 
   /** Schedules `callback` at `now() + ms` of virtual time. */
   readonly setTimeout = (callback: () => void, ms: number): unknown => {
-    const delay = ms > 0 ? ms : 0;
+    const delay = Number.isNaN(ms) ? 0 : Math.max(ms, 0);
     const timer: VirtualTimer = {
       at: this.#now + delay,
       sequence: this.#sequence++,
