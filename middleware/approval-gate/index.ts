@@ -4,7 +4,6 @@
  */
 
 import type { ApprovalCall, DispatchContext, Middleware, Next } from '../../src/types.js';
-import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { optionKeys, optionsObject, requireNumber } from '../kit.js';
 import {
@@ -91,13 +90,6 @@ export interface ApprovalGate extends Middleware {
   deny(token: string, reason?: string): Promise<boolean>;
 }
 
-/** What the default stack's fast runner calls of a gate. */
-export type GateCheck = (
-  ctx: DispatchContext,
-) => DispatchError | undefined | Promise<DispatchError | undefined>;
-
-const gateChecks = new WeakMap<Middleware, GateCheck>();
-
 /**
  * Pauses risky calls for a person. Its rules, first answer wins: `decide`'s verdict (given the
  * others' as its default), else `overrides[tool]`, else the tool's `requiresApproval`, else its
@@ -122,21 +114,12 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     throw new TypeError('registry must have a get(name) method');
   }
   const loop = new ApprovalLoop(policy);
-  const check: GateCheck = (ctx) => {
-    const checked = loop.check(ctx);
-    return checked instanceof Promise ? checked.then(withoutRun) : withoutRun(checked);
-  };
-  const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
-    const checked = loop.check(ctx);
-    if (checked === undefined) return next();
-    const pass = (answer: DispatchError | Redemption | undefined): Promise<void> => {
-      if (answer === undefined) return next();
-      if (answer instanceof Redemption) return loop.runRedeemed(ctx, next, answer);
-      return Promise.reject(answer);
-    };
-    return checked instanceof Promise ? checked.then(pass) : pass(checked);
+  const layer = trusted(async function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
+    const answer = await loop.check(ctx);
+    if (answer === undefined) return await next();
+    if (answer instanceof Redemption) return await loop.runRedeemed(ctx, next, answer);
+    throw answer;
   });
-  gateChecks.set(layer, check);
   const enforced = policy.mode === 'enforce';
   const evaluate = async (
     name: string,
@@ -173,25 +156,6 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     typeof token === 'string' &&
     (await policy.store.answer(token, { action: 'deny', reason: String(reason) }));
   return Object.assign(layer, { mode: policy.mode, evaluate, approve, deny });
-}
-
-/**
- * The check of a gate made by `approvalGate`, for the default stack's fast runner. A call that
- * redeems a token (`options.approval` a string) must run through the gate's layer instead, which
- * records the token's run.
- * @internal
- */
-export function gateCheckOf(gate: Middleware): GateCheck | undefined {
-  return gateChecks.get(gate);
-}
-
-// The check's answer for a runner that cannot wrap the run: a redemption it must not take on.
-function withoutRun(checked: DispatchError | Redemption | undefined): DispatchError | undefined {
-  if (!(checked instanceof Redemption)) return checked;
-  return new DispatchError(
-    'internal',
-    "A call that redeems an approval must run through approvalGate()'s layer",
-  );
 }
 
 function policyOf(options: ApprovalGateOptions): GatePolicy {

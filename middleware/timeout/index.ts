@@ -37,34 +37,13 @@ const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: t
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  return createTimeout(options).layer;
-}
-
-/** What the default stack's fast runner takes from a timeout layer. */
-export interface TimeoutParts {
-  /** The layer. */
-  readonly layer: Middleware;
-  /** The clock deadlines are measured on. */
-  readonly clock: DeadlineClock;
-  /** The attempt's deadline in milliseconds; beyond a timer's range it has none. */
-  readonly deadlineMs: (ctx: DispatchContext) => number;
-}
-
-/**
- * A timeout layer and its parts, for the default stack's fast runner.
- * @internal
- */
-export function createTimeout(options?: TimeoutOptions): TimeoutParts {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
-
-  const deadlineMs = (ctx: DispatchContext): number =>
-    ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
-
-  const layer = trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
-    const timeoutMs = deadlineMs(ctx);
-    if (timeoutMs > maxTimerDelayMs) return next();
+  return trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+    const timeoutMs = ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
+    // Beyond a timer's range there is no deadline.
+    if (timeoutMs > maxTimerDelayMs) return await next();
     const restore = ctx.limit({ timeoutMs, clock });
     try {
       // The attempt ends at the deadline by itself; a layer of the user's between here and the
@@ -74,5 +53,4 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
       restore();
     }
   });
-  return { layer, clock, deadlineMs };
 }
