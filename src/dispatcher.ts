@@ -127,7 +127,7 @@ class Calls {
     private readonly now: () => number,
     private readonly redactor: Redactor | undefined,
   ) {
-    this.run = compose<CallContext>([...(stack as ComposableStack<CallContext>), trusted(runAttempt)]);
+    this.run = compose<CallContext>([...(stack as ComposableStack<CallContext>), trusted(attemptStep)]);
   }
 
   // Runs the stack and reports once it settles; whatever it throws still ends as an envelope.
@@ -232,6 +232,14 @@ class Calls {
       return Number.NaN;
     }
   }
+}
+
+// The innermost step of every stack. Its promise is kept on the context: a limit set right
+// outside it knows the attempt ends with the limit by itself (see untilLimitEnds).
+function attemptStep(ctx: CallContext): Promise<void> {
+  const running = runAttempt(ctx);
+  ctx.attemptRun = running;
+  return running;
 }
 
 // The result and message the caller gets, redacted; a redactor that throws fails the call closed.
