@@ -87,17 +87,19 @@ async function chargedLater(
   base: AbortSignal,
 ): Promise<void> {
   if (taken === false) throw budgetExceeded(ctx);
-  const answered = adoptResult(taken).then(
-    (ok) => {
-      if (ok !== true) throw budgetExceeded(ctx);
-    },
-    (error: unknown) => {
-      throw budgetUnavailable(ctx, error);
-    },
-  );
   const signal = limit === undefined ? base : limit.signal;
-  await raceAbort(answered, signal, () => cancelled(ctx, signal));
+  await raceAbort(takenLater(ctx, taken), signal, () => cancelled(ctx, signal));
   throwIfStopped(ctx, limit, base);
+}
+
+async function takenLater(ctx: CallContext, taken: Promise<boolean>): Promise<void> {
+  let ok: boolean;
+  try {
+    ok = await taken;
+  } catch (error) {
+    throw budgetUnavailable(ctx, error);
+  }
+  if (ok !== true) throw budgetExceeded(ctx);
 }
 
 /** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
@@ -116,38 +118,7 @@ function callHandler(ctx: CallContext, tool: Tool, run: AttemptContext): unknown
   }
 }
 
-// The built-in `then`, as `await` uses it: a handler's promise may carry a `then` of its own,
-// which could throw or call back before it returns.
-const builtInThen = Promise.prototype.then as (
-  this: Promise<unknown>,
-  onFulfilled?: ((value: unknown) => unknown) | undefined,
-  onRejected?: ((reason: unknown) => unknown) | undefined,
-) => Promise<unknown>;
-
-// What a handler returned, as a native promise; a `then` or `constructor` that throws rejects it.
-function adoptResult(returned: unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(returned);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-// Calls back when what a handler returned settles, always later, as `await` would; a promise
-// whose species cannot be built (a hostile subclass) fails the attempt.
-function followResult(
-  returned: unknown,
-  onFulfilled: (value: unknown) => void,
-  onRejected: (reason: unknown) => void,
-): void {
-  try {
-    void builtInThen.call(adoptResult(returned), onFulfilled, onRejected);
-  } catch (error) {
-    queueMicrotask(() => onRejected(error));
-  }
-}
-
-/** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
+/** Whether a handler's return value must be awaited: it may be a thenable. */
 function mayBeThenable(value: unknown): boolean {
   // typeof only: `instanceof` would ask a proxy for its prototype, and a hostile one throws.
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
@@ -168,6 +139,7 @@ class AttemptContext implements ToolContext, LimitWaiter {
   #ended = false;
   #stopReason: unknown = undefined;
   #stopped = false;
+  #succeed: (result: unknown) => void = noop;
   #fail: (failure: DispatchError) => void = noop;
   #unwatch: () => void = noop;
 
@@ -214,30 +186,37 @@ class AttemptContext implements ToolContext, LimitWaiter {
     const limit = this.#limit;
     const stopped = stopOf(this.#dispatch, limit, this.#base);
     if (stopped !== undefined) {
-      // The handler stopped its own call while it ran; its late outcome is nobody's.
-      if (mayBeThenable(returned)) followResult(returned, noop, noop);
       this.finish();
+      // The handler stopped its own call while it ran; its late outcome is nobody's.
+      if (mayBeThenable(returned)) void this.#follow(returned);
       this.#stop(limit === undefined ? this.#base.reason : limit.reason);
       throw failedAttempt(this.#dispatch, stopped);
     }
     if (!mayBeThenable(returned)) return returned;
     return new Promise((resolve, reject) => {
+      this.#succeed = resolve;
       this.#fail = reject;
       if (limit !== undefined) limit.wait(this);
       else {
         const base = this.#base;
         this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(this.#dispatch, base), base.reason));
       }
-      followResult(
-        returned,
-        (result) => {
-          if (this.finish()) resolve(result);
-        },
-        (error: unknown) => {
-          if (this.finish()) reject(failedAttempt(this.#dispatch, handlerFailure(error, this.attempt)));
-        },
-      );
+      void this.#follow(returned);
     });
+  }
+
+  // Follows what the handler returned as `await` does: a native promise through the built-in
+  // `then` (never one of its own), anything else thenable a turn later; a `then` or `constructor`
+  // that throws fails the attempt.
+  async #follow(returned: unknown): Promise<void> {
+    let result: unknown;
+    try {
+      result = await returned;
+    } catch (error) {
+      if (this.finish()) this.#fail(failedAttempt(this.#dispatch, handlerFailure(error, this.attempt)));
+      return;
+    }
+    if (this.finish()) this.#succeed(result);
   }
 
   /** The limit ended (or the signal aborted) while the attempt ran: it fails at once. */

@@ -24,9 +24,8 @@ export interface GateOptions {
 }
 
 // One key's own cap. An idle partition (no call holds or waits for one of its slots) is kept for
-// the key's next call, since a Map entry made and dropped per call costs more than the rest of
-// the layer, and swept once the map has doubled, so a key seen once (one of 100 000 tenants)
-// costs nothing for long.
+// the key's next call, and swept once the map has doubled, so a key seen once (one of 100 000
+// tenants) is not kept for long.
 class Partition {
   users = 0;
   // Calls of this partition waiting in the fleet's queue, for `concurrency.queued` and `maxQueue`.
