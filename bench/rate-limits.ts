@@ -125,8 +125,8 @@ ${result.rows.map((row) => `| ${row.name} | ${formatRatio(row.ratio)} | ≤ ${ro
 
 Medians per dispatch: bare ${ns('bare').toFixed(0)} ns, rateLimit ${ns('rateLimit').toFixed(0)} ns,
 windowedBudget ${ns('windowedBudget').toFixed(0)} ns, keyed concurrencyLimit ${ns('keyed').toFixed(0)} ns.
-On the fast path an idle limiter costs its key and cost functions, one map lookup and a small
-object per attempt; an idle budget the same plus the settle check. A keyed \`concurrencyLimit\`
+An idle limiter costs its key and cost functions, one map lookup and a promise turn per
+attempt; an idle budget the same plus the settle check. A keyed \`concurrencyLimit\`
 costs its key function and one map lookup: an idle key's partition is kept for its next call and
 swept once the map has doubled (so 100 000 tenants seen once are not kept), since a partition made
 and dropped per call cost some 0.9 µs of \`Map\` insert and delete (1.34× → about 1.0×). The Redis

@@ -82,17 +82,13 @@ export interface Stacks {
   ours: Dispatcher;
   /** Another default-stack dispatcher, so the key-hit case has a cache of its own. */
   oursOwnCache: Dispatcher;
-  /** `createDispatcher([passThrough, ...defaultStack({ registry })])`: the default stack as a fused tail. */
+  /** `createDispatcher([passThrough, ...defaultStack({ registry })])`: a layer of the caller's in front. */
   oursBehindLayer: Dispatcher;
   /**
    * The MCP proxy's stack: `defaultStack({ registry, breaker: circuitBreaker() })` (the proxy also
    * sets its retry policy and concurrency, which change no layer's place).
    */
   oursWithBreaker: Dispatcher;
-  /** The layers `oursWithBreaker` runs, for the fast-path check (`fastPath.ts`). */
-  breakerStack: readonly Middleware[];
-  /** The same layers with the breaker spliced in by hand, which runs the onion. */
-  breakerSpliced: readonly Middleware[];
   /** The layers of `ours`. */
   defaultLayers: readonly Middleware[];
   /** The default stack with `retry({ baseDelayMs: 0 })`. */
@@ -153,11 +149,7 @@ export function createStacks(lib: Library): Stacks {
 
   const defaultLayers = defaultStack({ registry });
   const ours = createDispatcher(defaultLayers);
-  const breakerStack = defaultStack({ registry, breaker: circuitBreaker() });
-  const oursWithBreaker = createDispatcher(breakerStack);
-  // The proxy's stack before defaultStack took a breaker: spliced before the concurrency limit.
-  const breakerSpliced = defaultStack({ registry });
-  breakerSpliced.splice(5, 0, circuitBreaker());
+  const oursWithBreaker = createDispatcher(defaultStack({ registry, breaker: circuitBreaker() }));
   const oursOwnCache = createDispatcher(defaultStack({ registry }));
   const oursBehindLayer = createDispatcher([
     function passThrough(_ctx, next) {
@@ -245,8 +237,6 @@ export function createStacks(lib: Library): Stacks {
     oursOwnCache,
     oursBehindLayer,
     oursWithBreaker,
-    breakerStack,
-    breakerSpliced,
     defaultLayers,
     oursZeroBackoff,
     oursManualTimeout,

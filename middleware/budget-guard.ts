@@ -3,7 +3,6 @@
  * @module
  */
 
-import type { DispatchError } from '../src/errors.js';
 import { budgetExceeded } from './kit.js';
 import { trusted } from '../src/internal/trusted.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
@@ -17,21 +16,8 @@ import type { DispatchContext, Middleware, Next } from '../src/types.js';
  * await dispatcher.dispatch('search.web', { query: 'x' }, { budget });
  */
 export function budgetGuard(): Middleware {
-  return createBudgetGuard().layer;
-}
-
-/**
- * The budget guard and its check, for the default stack's fast runner.
- * @internal
- */
-export function createBudgetGuard(): { layer: Middleware; check: typeof checkBudget } {
-  const layer = trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
-    const problem = checkBudget(ctx);
-    return problem === undefined ? next() : Promise.reject(problem);
+  return trusted(function budgetGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    const { budget } = ctx;
+    return budget !== undefined && !(budget.remaining >= 1) ? Promise.reject(budgetExceeded(ctx)) : next();
   });
-  return { layer, check: checkBudget };
-}
-
-function checkBudget(ctx: DispatchContext): DispatchError | undefined {
-  return ctx.budget !== undefined && !(ctx.budget.remaining >= 1) ? budgetExceeded(ctx) : undefined;
 }

@@ -7,32 +7,24 @@
 import { DispatchError, describeThrown } from '../src/errors.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
 import type { DispatchContext } from '../src/types.js';
-import { isThenable } from './kit.js';
-
-/** A contract problem, or `undefined`; a promise only for an asynchronous validator. */
-export type ContractCheck = DispatchError | undefined | Promise<DispatchError | undefined>;
 
 /**
  * Checks a success in `ctx.outcome` against `ctx.tool.outputSchema`: `undefined` when the tool
  * declares none, the call failed, or the result satisfies it. The result is kept as the handler
  * returned it; the envelope names the issues' paths, never the values.
  */
-export function checkContract(ctx: DispatchContext): ContractCheck {
+export async function checkContract(ctx: DispatchContext): Promise<DispatchError | undefined> {
   const schema = ctx.tool?.outputSchema;
   const { outcome } = ctx;
   if (schema === undefined || outcome?.ok !== true) return undefined;
   const name = ctx.displayName;
-  let validated: StandardSchemaV1.Result<unknown> | PromiseLike<StandardSchemaV1.Result<unknown>>;
+  let validated: StandardSchemaV1.Result<unknown>;
   try {
-    validated = schema['~standard'].validate(outcome.result);
+    validated = await schema['~standard'].validate(outcome.result);
   } catch (error) {
     return broken(name, outcome.attempts, `its validator failed (${describeThrown(error)})`);
   }
-  if (!isThenable(validated)) return judge(name, outcome.attempts, validated);
-  return Promise.resolve(validated).then(
-    (result) => judge(name, outcome.attempts, result),
-    (error: unknown) => broken(name, outcome.attempts, `its validator failed (${describeThrown(error)})`),
-  );
+  return judge(name, outcome.attempts, validated);
 }
 
 function judge(

@@ -83,25 +83,6 @@ export function isRetryable(error: DispatchError, ctx: DispatchContext): boolean
  * retry({ maxAttempts: 5, baseDelayMs: 50, random: () => 0 }); // waits 50, 200, 800, 3200 ms
  */
 export function retry(options?: RetryOptions): Middleware {
-  return createRetry(options).layer;
-}
-
-/** What the default stack's fast runner takes from a retry layer. */
-export interface RetryParts {
-  /** The layer. */
-  readonly layer: Middleware;
-  /**
-   * Decides after attempt `attempt` failed with `error`: throws the final envelope, or returns
-   * the remaining attempts (run through `next`), waits included.
-   */
-  readonly afterFailure: (ctx: DispatchContext, next: Next, attempt: number, error: unknown) => Promise<void>;
-}
-
-/**
- * A retry layer and its parts, for the default stack's fast runner.
- * @internal
- */
-export function createRetry(options?: RetryOptions): RetryParts {
   const {
     maxAttempts = 3,
     baseDelayMs = 100,
@@ -126,26 +107,21 @@ export function createRetry(options?: RetryOptions): RetryParts {
     return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
   };
 
-  // Runs attempt `attempt` and the ones after it.
-  const attemptFrom = (ctx: DispatchContext, next: Next, attempt: number): Promise<void> =>
-    next().then(undefined, (error: unknown) => afterFailure(ctx, next, attempt, error));
-
-  const afterFailure = (ctx: DispatchContext, next: Next, attempt: number, error: unknown): Promise<void> => {
-    const failure = toDispatchError(error, ctx.attempt);
-    if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
-    const { signal, budget } = ctx;
-    if (signal.aborted) throw cancelled(ctx, signal);
-    if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
-    const delayMs = delayBefore(attempt, failure);
-    ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
-    if (delayMs <= 0) return attemptFrom(ctx, next, attempt + 1);
-    return sleep(delayMs, signal, clock, () => cancelled(ctx, signal)).then(() =>
-      attemptFrom(ctx, next, attempt + 1),
-    );
-  };
-
-  const layer = trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
-    return attemptFrom(ctx, next, 1);
+  return trusted(async function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await next();
+        return;
+      } catch (error) {
+        const failure = toDispatchError(error, ctx.attempt);
+        if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
+        const { signal, budget } = ctx;
+        if (signal.aborted) throw cancelled(ctx, signal);
+        if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+        const delayMs = delayBefore(attempt, failure);
+        ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
+        if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
+      }
+    }
   });
-  return { layer, afterFailure };
 }

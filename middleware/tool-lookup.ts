@@ -19,37 +19,24 @@ import { checkContract } from './output-contract.js';
  * createDispatcher([errorMapping(), toolLookup(registry)]);
  */
 export function toolLookup(registry: Pick<ToolRegistry, 'get'>): Middleware {
-  return createToolLookup(registry).layer;
-}
-
-/**
- * A lookup layer and its step, for the default stack's fast runner.
- * @internal
- */
-export function createToolLookup(registry: Pick<ToolRegistry, 'get'>): {
-  layer: Middleware;
-  lookup: (ctx: DispatchContext) => DispatchError | undefined;
-} {
   if (typeof registry?.get !== 'function') {
     throw new TypeError('toolLookup() needs a registry with a get(name) method');
   }
-  const lookup = (ctx: DispatchContext): DispatchError | undefined => {
+  return trusted(function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
     const tool = typeof ctx.toolName === 'string' ? registry.get(ctx.toolName) : undefined;
     if (tool === undefined) {
-      return new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.displayName))}`);
+      return Promise.reject(
+        new DispatchError('not_found', `No tool named ${JSON.stringify(String(ctx.displayName))}`),
+      );
     }
     ctx.tool = tool;
-    return undefined;
-  };
-  const layer = trusted(function toolLookup(ctx: DispatchContext, next: Next): Promise<void> {
-    const problem = lookup(ctx);
-    if (problem !== undefined) return Promise.reject(problem);
-    if (ctx.tool?.outputSchema === undefined) return next();
-    return next()
-      .then(() => checkContract(ctx))
-      .then((broken) => {
-        if (broken !== undefined) throw broken;
-      });
+    return tool.outputSchema === undefined ? next() : keepsContract(ctx, next);
   });
-  return { layer, lookup };
+}
+
+// The one place a success is held to its tool's output schema.
+async function keepsContract(ctx: DispatchContext, next: Next): Promise<void> {
+  await next();
+  const broken = await checkContract(ctx);
+  if (broken !== undefined) throw broken;
 }

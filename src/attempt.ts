@@ -3,216 +3,113 @@
  * @module
  */
 
+import type { Budget } from './budget.js';
+import type { CallContext } from './context.js';
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from './errors.js';
 import { neverAborted, noop, onAbort, raceAbort } from './internal/abort.js';
-import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
-import { progressUnder, trackAttempt, type Limit, type LimitWaiter } from './internal/limits.js';
-import { hostDenialOf } from './internal/host-denial.js';
-import { parseJsonArgs } from './internal/raw-json-args.js';
-import { isThenable } from './internal/thenable.js';
-import { isLocalBudget, type Budget } from './budget.js';
-import { classifyRateLimit } from './rate-limit-signals.js';
 import { attemptCost } from './internal/cost.js';
-import { reconcileFirst } from './internal/reconcile.js';
-import type {
-  DispatchContext,
-  DispatchOptions,
-  ProgressUpdate,
-  Tool,
-  ToolContext,
-  ToolHandler,
-} from './types.js';
-
-/** What the attempt step reads of a context beyond `DispatchContext`: the dispatcher's contexts have it. */
-interface LimitedContext extends DispatchContext {
-  readonly currentLimit: Limit | undefined;
-  readonly baseSignal: AbortSignal;
-}
-
-/** How an attempt ended: failed with the envelope `error`, or succeeded (`ctx.outcome` holds it). */
-export type AttemptSettled = (failed: boolean, error?: unknown) => void;
+import { budgetExceeded, cancelled, failedAttempt } from './internal/failures.js';
+import { hostDenialOf } from './internal/host-denial.js';
+import { AttemptInFlight, progressUnder, type Limit, type LimitWaiter } from './internal/limits.js';
+import { parseJsonArgs } from './internal/raw-json-args.js';
+import { reconcileFailure } from './internal/reconcile.js';
+import { ignoreRejection } from './internal/thenable.js';
+import { classifyRateLimit } from './rate-limit-signals.js';
+import type { DispatchOptions, ProgressUpdate, Tool, ToolContext, ToolHandler } from './types.js';
 
 /**
- * Runs one attempt (parse, charge, count, call the handler) and records a success in
- * `ctx.outcome`; rejects with the envelope, at once when the deadline or a stop ends it.
+ * Runs one attempt of `ctx.tool`'s handler: checks that it may start, takes its cost from the
+ * budget, counts it, calls the handler and records a success in `ctx.outcome`. Rejects with the
+ * envelope, at once when the limit it runs under (or, with none, `ctx.signal`) ends first.
  */
-export function runAttempt(ctx: DispatchContext): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    attempt(ctx, (failed, error) => (failed ? reject(error) : resolve()));
-  });
-}
-
-/** `runAttempt` without a promise: calls `settled` once, always later, never before this returns. */
-export function attempt(ctx: DispatchContext, settled: AttemptSettled): void {
+export async function runAttempt(ctx: CallContext): Promise<void> {
   const { tool } = ctx;
   if (tool === undefined) {
-    const error = new DispatchError(
-      'internal',
-      'No tool was resolved for this call: the stack needs toolLookup(registry)',
-      { attempts: ctx.attempt },
-    );
-    return failLater(settled, error);
+    const message = 'No tool was resolved for this call: the stack needs toolLookup(registry)';
+    throw new DispatchError('internal', message, { attempts: ctx.attempt });
   }
-  // A stack without the schema layer still hands the handler its args, never the JSON text.
-  const badJson = parseJsonArgs(ctx);
-  if (badJson !== undefined) return failLater(settled, badJson);
-  // A call a person refused never runs, even in a stack without the approval gate.
-  const refused = hostDenialOf(ctx);
-  if (refused !== undefined) return failLater(settled, refused);
-  const limited = ctx as LimitedContext;
-  const limit = limited.currentLimit;
-  const base = limit === undefined ? (limited.baseSignal ?? ctx.signal) : neverAborted;
-  const stopped = stopOf(ctx, limit, base);
-  if (stopped !== undefined) return failLater(settled, stopped);
+  // A stack without the schema layer still hands the handler its args, never the JSON text, and
+  // a call a person refused never runs, even in a stack without the approval gate.
+  const refused = parseJsonArgs(ctx) ?? hostDenialOf(ctx);
+  if (refused !== undefined) throw refused;
+  // Under a limit the attempt ends with it; otherwise with the signal a layer set, or the caller's.
+  const limit = ctx.currentLimit;
+  const base = limit === undefined ? ctx.baseSignal : neverAborted;
+  throwIfStopped(ctx, limit, base);
   // A limit that ends while this attempt runs waits for its outcome (see untilLimitEnds).
-  if (limit !== undefined) settled = trackAttempt(limit, settled);
-  const { budget } = ctx;
-  if (budget !== undefined && !isLocalBudget(budget)) {
-    return attemptOnSharedBudget(ctx, tool, limit, base, budget, settled);
+  const inFlight = limit === undefined ? undefined : new AttemptInFlight(limit);
+  try {
+    const { budget } = ctx;
+    // A budget that answers yes at once lets the attempt start in the same turn.
+    const taken = budget === undefined || charge(ctx, budget);
+    if (taken !== true) await chargedLater(ctx, taken, limit, base);
+    const attempt = ++ctx.attempt;
+    ctx.emit('dispatch.attempt');
+    // An observer of that event may have stopped the call; the handler is then not started.
+    throwIfStopped(ctx, limit, base);
+    const run = new AttemptContext(ctx, attempt, limit, base);
+    try {
+      ctx.outcome = { ok: true, result: await run.outcome(callHandler(ctx, tool, run)), attempts: attempt };
+    } catch (error) {
+      // Reconcile before retry: only an attempt whose handler started can have acted.
+      if (tool.reconcile === undefined) throw error;
+      await reconcileFailure(ctx, tool, attempt, error);
+    }
+    inFlight?.end(false, undefined);
+  } catch (error) {
+    inFlight?.end(true, error);
+    throw error;
   }
-  attemptWith(ctx, tool, limit, base, false, settled);
-}
-
-// Takes the attempt's cost from `budget`; an attempt that costs nothing takes nothing.
-function charge(ctx: DispatchContext, budget: Budget): boolean | Promise<boolean> {
-  const units = attemptCost(ctx);
-  return units === 0 || budget.tryConsume(units);
-}
-
-function failLater(settled: AttemptSettled, error: unknown): void {
-  queueMicrotask(() => settled(true, error));
 }
 
 // Why the attempt may not run, if something already stopped it.
-function stopOf(
-  ctx: DispatchContext,
-  limit: Limit | undefined,
-  base: AbortSignal,
-): DispatchError | undefined {
+function stopOf(ctx: CallContext, limit: Limit | undefined, base: AbortSignal): DispatchError | undefined {
   if (limit !== undefined) return limit.error;
   return base !== neverAborted && base.aborted ? cancelled(ctx, base) : undefined;
 }
 
-// A budget that may answer with a promise: the unit is taken first, and the attempt starts only
-// once it is, still inside its limits (the wait ends when they do).
-function attemptOnSharedBudget(
-  ctx: DispatchContext,
-  tool: Tool,
-  limit: Limit | undefined,
-  base: AbortSignal,
-  budget: Budget,
-  settled: AttemptSettled,
-): void {
-  let taken: boolean | Promise<boolean>;
-  try {
-    taken = charge(ctx, budget);
-  } catch (error) {
-    return failLater(settled, error);
-  }
-  if (taken === true) return attemptWith(ctx, tool, limit, base, true, settled);
-  if (!isThenable(taken)) return failLater(settled, budgetExceeded(ctx));
-  const charged = adoptResult(taken).then(
-    (ok) => {
-      if (ok !== true) throw budgetExceeded(ctx);
-    },
-    (error: unknown) => {
-      throw budgetUnavailable(ctx, error);
-    },
-  );
-  const signal = limit === undefined ? base : limit.signal;
-  raceAbort(charged, signal, () => cancelled(ctx, signal)).then(
-    () => {
-      const stopped = stopOf(ctx, limit, base);
-      if (stopped !== undefined) settled(true, stopped);
-      else attemptWith(ctx, tool, limit, base, true, settled);
-    },
-    (error: unknown) => settled(true, error),
-  );
-}
-
-function attemptWith(
-  ctx: DispatchContext,
-  tool: Tool,
-  limit: Limit | undefined,
-  base: AbortSignal,
-  charged: boolean,
-  settled: AttemptSettled,
-): void {
-  let run: AttemptContext;
-  let returned: unknown;
-  try {
-    run = startAttempt(ctx, limit, base, charged);
-    // Reconcile before retry: only an attempt whose handler started can have acted.
-    if (tool.reconcile !== undefined) settled = reconcileFirst(ctx, tool, run.attempt, settled);
-    returned = callHandler(ctx, tool, run);
-  } catch (error) {
-    return failLater(settled, error);
-  }
-  if (!mayBeThenable(returned)) {
-    // The handler may have stopped its own call while it ran.
-    const stopped = stopOf(ctx, limit, base);
-    if (stopped !== undefined) return failLater(settled, failedAttempt(ctx, stopped));
-    ctx.outcome = { ok: true, result: returned, attempts: run.attempt };
-    return queueMicrotask(() => settled(false));
-  }
-  if (limit === undefined && base === neverAborted) {
-    // Nothing can stop this attempt: it ends with the handler.
-    const attempt = run.attempt;
-    return followOrFail(
-      returned,
-      (result) => {
-        ctx.outcome = { ok: true, result, attempts: attempt };
-        settled(false);
-      },
-      (error: unknown) => settled(true, failedAttempt(ctx, handlerFailure(error, attempt))),
-    );
-  }
-  run.settle(ctx, returned, settled);
-}
-
-// followResult, where a promise whose species cannot be built fails the attempt.
-function followOrFail(
-  returned: unknown,
-  onFulfilled: (value: unknown) => void,
-  onRejected: (reason: unknown) => void,
-): void {
-  try {
-    followResult(returned, onFulfilled, onRejected);
-  } catch (error) {
-    queueMicrotask(() => onRejected(error));
-  }
-}
-
-// Charges the budget (unless `charged`), counts the attempt and emits `dispatch.attempt`; throws
-// the envelope when it cannot start. A promise from a budget marked local fails closed.
-function startAttempt(
-  ctx: DispatchContext,
-  limit: Limit | undefined,
-  base: AbortSignal,
-  charged: boolean,
-): AttemptContext {
-  if (!charged && ctx.budget !== undefined) {
-    const taken = charge(ctx, ctx.budget);
-    if (taken !== true) {
-      if (isThenable(taken)) {
-        taken.then(undefined, noop);
-        throw budgetUnavailable(
-          ctx,
-          new TypeError('the budget answered with a promise where an answer was due at once'),
-        );
-      }
-      throw budgetExceeded(ctx);
-    }
-  }
-  const attempt = ++ctx.attempt;
-  ctx.emit('dispatch.attempt');
-  // An observer of that event may have stopped the call; the handler is then not started.
+function throwIfStopped(ctx: CallContext, limit: Limit | undefined, base: AbortSignal): void {
   const stopped = stopOf(ctx, limit, base);
   if (stopped !== undefined) throw stopped;
-  return new AttemptContext(ctx, attempt, limit, base);
 }
 
-function callHandler(ctx: DispatchContext, tool: Tool, run: AttemptContext): unknown {
+// Takes the attempt's cost from `budget`; an attempt that costs nothing takes nothing.
+function charge(ctx: CallContext, budget: Budget): boolean | Promise<boolean> {
+  const units = attemptCost(ctx);
+  return units === 0 || budget.tryConsume(units);
+}
+
+// A budget that said no, or answers later: its answer is awaited inside the attempt's limits.
+async function chargedLater(
+  ctx: CallContext,
+  taken: false | Promise<boolean>,
+  limit: Limit | undefined,
+  base: AbortSignal,
+): Promise<void> {
+  if (taken === false) throw budgetExceeded(ctx);
+  const signal = limit === undefined ? base : limit.signal;
+  await raceAbort(takenLater(ctx, taken), signal, () => cancelled(ctx, signal));
+  throwIfStopped(ctx, limit, base);
+}
+
+async function takenLater(ctx: CallContext, taken: Promise<boolean>): Promise<void> {
+  let ok: boolean;
+  try {
+    ok = await taken;
+  } catch (error) {
+    throw budgetUnavailable(ctx, error);
+  }
+  if (ok !== true) throw budgetExceeded(ctx);
+}
+
+/** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
+function budgetUnavailable(ctx: CallContext, error: unknown): DispatchError {
+  if (isDispatchError(error)) return error;
+  const message = `The tool-call budget could not be charged: ${describeThrown(error)}`;
+  return new DispatchError('store_unavailable', message, { attempts: ctx.attempt, cause: error });
+}
+
+function callHandler(ctx: CallContext, tool: Tool, run: AttemptContext): unknown {
   try {
     return (tool.handler as ToolHandler<unknown>)(ctx.args, run);
   } catch (error) {
@@ -221,41 +118,7 @@ function callHandler(ctx: DispatchContext, tool: Tool, run: AttemptContext): unk
   }
 }
 
-// The built-in `then`, as `await` uses it: a handler's promise may carry a `then` of its own,
-// which could throw or call back before it returns.
-const builtInThen = Promise.prototype.then as (
-  this: Promise<unknown>,
-  onFulfilled?: ((value: unknown) => unknown) | undefined,
-  onRejected?: ((reason: unknown) => unknown) | undefined,
-) => Promise<unknown>;
-
-// What a handler returned, as a native promise; a `then` or `constructor` that throws rejects it.
-function adoptResult(returned: unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(returned);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-// Calls back when what a handler returned settles, always later; throws only when the promise's
-// species cannot be built (a hostile subclass).
-function followResult(
-  returned: unknown,
-  onFulfilled: (value: unknown) => void,
-  onRejected: (reason: unknown) => void,
-): void {
-  void builtInThen.call(adoptResult(returned), onFulfilled, onRejected);
-}
-
-/** The envelope of a shared budget that could not answer: the attempt fails closed, before its handler. */
-function budgetUnavailable(ctx: DispatchContext, error: unknown): DispatchError {
-  if (isDispatchError(error)) return error;
-  const message = `The tool-call budget could not be charged: ${describeThrown(error)}`;
-  return new DispatchError('store_unavailable', message, { attempts: ctx.attempt, cause: error });
-}
-
-/** Whether a handler's return value must go through `Promise.resolve`: it may be a thenable. */
+/** Whether a handler's return value must be awaited: it may be a thenable. */
 function mayBeThenable(value: unknown): boolean {
   // typeof only: `instanceof` would ask a proxy for its prototype, and a hostile one throws.
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
@@ -270,13 +133,14 @@ class AttemptContext implements ToolContext, LimitWaiter {
   readonly deadline: number;
   readonly progress: ToolContext['progress'];
   readonly #limit: Limit | undefined;
-  readonly #dispatch: DispatchContext;
+  readonly #dispatch: CallContext;
   readonly #base: AbortSignal;
   #controller: AbortController | undefined = undefined;
   #ended = false;
   #stopReason: unknown = undefined;
   #stopped = false;
-  #settled: AttemptSettled = noop;
+  #succeed: (result: unknown) => void = noop;
+  #fail: (failure: DispatchError) => void = noop;
   #unwatch: () => void = noop;
 
   /** Whether `ctx` is an AttemptContext whose signal is its attempt's own. */
@@ -297,7 +161,7 @@ class AttemptContext implements ToolContext, LimitWaiter {
   };
 
   constructor(
-    dispatch: DispatchContext,
+    dispatch: CallContext,
     readonly attempt: number,
     limit: Limit | undefined,
     base: AbortSignal,
@@ -307,7 +171,7 @@ class AttemptContext implements ToolContext, LimitWaiter {
     const { options } = dispatch;
     this.idempotencyKey = options.idempotencyKey;
     this.callId = dispatch.callId;
-    this.deadline = dispatch.deadline ?? Infinity;
+    this.deadline = dispatch.deadline;
     this.progress = progressUnder(
       limit,
       options.onProgress === undefined ? ignoreProgress : progressTo(options.onProgress),
@@ -317,45 +181,54 @@ class AttemptContext implements ToolContext, LimitWaiter {
     else Object.defineProperty(this, 'signal', AttemptContext.#lazySignal);
   }
 
-  /** Settles once with what the handler returned, or at once when the limit ends first. */
-  settle(ctx: DispatchContext, returned: unknown, settled: AttemptSettled): void {
-    const attempt = this.attempt;
-    this.#settled = settled;
+  /**
+   * What the handler returned, once it has settled; the attempt fails instead at once when its
+   * limit (or, with none, its signal) ends first, or ended while the handler ran.
+   */
+  outcome(returned: unknown): unknown {
     const limit = this.#limit;
-    if (limit?.error !== undefined) {
+    const stopped = stopOf(this.#dispatch, limit, this.#base);
+    if (stopped !== undefined) {
+      this.finish();
       // The handler stopped its own call while it ran; its late outcome is nobody's.
-      adoptResult(returned).then(undefined, noop);
-      return this.limitEnded(limit.error, limit.reason);
+      if (mayBeThenable(returned)) void this.#follow(returned);
+      this.#stop(limit === undefined ? this.#base.reason : limit.reason);
+      throw failedAttempt(this.#dispatch, stopped);
     }
-    if (limit !== undefined) limit.wait(this);
-    else {
-      const base = this.#base;
-      this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(ctx, base), base.reason));
+    if (!mayBeThenable(returned)) return returned;
+    return new Promise((resolve, reject) => {
+      this.#succeed = resolve;
+      this.#fail = reject;
+      if (limit !== undefined) limit.wait(this);
+      else {
+        const base = this.#base;
+        this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(this.#dispatch, base), base.reason));
+      }
+      void this.#follow(returned);
+    });
+  }
+
+  // Follows what the handler returned as `await` does: a native promise through the built-in
+  // `then` (never one of its own), anything else thenable a turn later; a `then` or `constructor`
+  // that throws fails the attempt.
+  async #follow(returned: unknown): Promise<void> {
+    let result: unknown;
+    try {
+      result = await returned;
+    } catch (error) {
+      if (this.finish()) this.#fail(failedAttempt(this.#dispatch, handlerFailure(error, this.attempt)));
+      return;
     }
-    followOrFail(
-      returned,
-      (result) => {
-        if (!this.finish()) return;
-        ctx.outcome = { ok: true, result, attempts: attempt };
-        settled(false);
-      },
-      (error: unknown) => {
-        if (this.finish()) settled(true, failedAttempt(ctx, handlerFailure(error, attempt)));
-      },
-    );
+    if (this.finish()) this.#succeed(result);
   }
 
   /** The limit ended (or the signal aborted) while the attempt ran: it fails at once. */
   limitEnded(error: DispatchError, reason: unknown): void {
     if (!this.finish()) return;
-    this.#stopped = true;
-    this.#stopReason = reason;
-    const failure = failedAttempt(this.#dispatch, error);
-    this.#controller?.abort(reason);
-    // Whoever ran the attempt takes it up once the signal has aborted, never inside a timer or
-    // an abort listener.
-    const settled = this.#settled;
-    queueMicrotask(() => settled(true, failure));
+    this.#stop(reason);
+    // Whoever ran the attempt takes it up once the signal has aborted, in a promise reaction,
+    // never inside a timer or an abort listener.
+    this.#fail(failedAttempt(this.#dispatch, error));
   }
 
   /** Ends the attempt; false when it had already ended. */
@@ -365,6 +238,12 @@ class AttemptContext implements ToolContext, LimitWaiter {
     this.#limit?.unwait(this);
     this.#unwatch();
     return true;
+  }
+
+  #stop(reason: unknown): void {
+    this.#stopped = true;
+    this.#stopReason = reason;
+    this.#controller?.abort(reason);
   }
 }
 
@@ -403,8 +282,7 @@ function progressTo(listener: NonNullable<DispatchOptions['onProgress']>): ToolC
     if (typeof total === 'number' && !Number.isNaN(total)) update.total = total;
     if (typeof message === 'string') update.message = message;
     try {
-      const returned: unknown = listener(update);
-      if (isThenable(returned)) returned.then(undefined, noop);
+      ignoreRejection(listener(update));
     } catch {
       // Ignored on purpose.
     }

@@ -25,17 +25,6 @@ export interface LocalBudget extends Budget {
   tryConsume(units?: number): boolean;
 }
 
-// Marks the budgets that always answer at once.
-const localBudget = Symbol('tool-dispatcher.localBudget');
-
-/**
- * Whether `budget` is one `createBudget` made: its `tryConsume` always answers at once.
- * @internal
- */
-export function isLocalBudget(budget: Budget): boolean {
-  return (budget as { [localBudget]?: boolean })[localBudget] === true;
-}
-
 /**
  * Makes a budget of `toolCalls` handler attempts, to share between dispatches.
  *
@@ -52,7 +41,6 @@ export function createBudget(toolCalls: number): LocalBudget {
   }
   let remaining = toolCalls;
   const budget = {
-    [localBudget]: true,
     get remaining() {
       return remaining;
     },

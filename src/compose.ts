@@ -25,33 +25,18 @@ export type ComposableStack<Context> = ReadonlyArray<
   ComposableMiddleware<Context> | ComposableStack<Context>
 >;
 
-// The layers of every stack compose() made, so that a stack composed inside another runs as if
-// it had been written out flat: its innermost layer then sees the real next step, not a wrapper.
-const composedLayers = new WeakMap<AnyFunction, readonly AnyFunction[]>();
-
-type AnyFunction = (...args: never[]) => unknown;
-
-/**
- * The layers of `stack`, flat: nested arrays are spread, as koa-compose 4.2 does, and a stack
- * made by `compose` is replaced by its own layers.
- */
-export function flattenStack<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<unknown>>): Layer[] {
-  const flat: Layer[] = [];
-  const add = (items: ReadonlyArray<unknown>) => {
-    for (const item of items) {
-      const layers = typeof item === 'function' ? composedLayers.get(item as AnyFunction) : undefined;
-      if (Array.isArray(item)) add(item);
-      else if (layers !== undefined) add(layers);
-      else flat.push(item as Layer);
-    }
-  };
-  add(stack);
-  return flat;
+// Nested arrays are spread, as koa-compose 4.2 does.
+function flatten<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<unknown>>, into: Layer[] = []): Layer[] {
+  for (const item of stack) {
+    if (Array.isArray(item)) flatten(item, into);
+    else into.push(item as Layer);
+  }
+  return into;
 }
 
 /**
  * Composes middleware into one, as koa-compose does, except that a layer may call `next()` again
- * once the previous call has settled (as `retry` does); nested arrays and stacks are flattened.
+ * once the previous call has settled (as `retry` does); nested arrays are flattened.
  *
  * @param middleware - The layers, outermost first.
  * @throws TypeError when `middleware` is not an array of functions.
@@ -64,14 +49,14 @@ export function flattenStack<Layer>(stack: ReadonlyArray<Layer | ReadonlyArray<u
  */
 export function compose<Context>(middleware: ComposableStack<Context>): ComposedMiddleware<Context> {
   if (!Array.isArray(middleware)) throw new TypeError('Middleware stack must be an array!');
-  const layers = flattenStack<ComposableMiddleware<Context>>(middleware);
+  const layers = flatten<ComposableMiddleware<Context>>(middleware);
   for (const fn of layers) {
     if (typeof fn !== 'function') throw new TypeError('Middleware must be composed of functions!');
   }
   // The library's own layers never overlap their next() calls; only the others are watched.
   const watched = layers.map((layer) => !isTrusted(layer));
 
-  const composed: ComposedMiddleware<Context> = function composed(context, last) {
+  return function composed(context, last) {
     const run = (index: number): Promise<unknown> => {
       const fn = index === layers.length ? last : layers[index];
       if (fn === undefined) return Promise.resolve();
@@ -102,6 +87,4 @@ export function compose<Context>(middleware: ComposableStack<Context>): Composed
     };
     return run(0);
   };
-  composedLayers.set(composed, layers);
-  return composed;
 }

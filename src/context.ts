@@ -5,9 +5,8 @@
 
 import type { Budget } from './budget.js';
 import { isDispatchError } from './errors.js';
-import { noop } from './internal/abort.js';
 import { Limit } from './internal/limits.js';
-import { isThenable } from './internal/thenable.js';
+import { ignoreRejection } from './internal/thenable.js';
 import type { Redactor } from './redact.js';
 import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
 
@@ -54,6 +53,8 @@ export class CallContext {
   deadline: number;
   /** The innermost limit a layer set, if any: the attempt step waits on it. */
   currentLimit: Limit | undefined;
+  /** The latest attempt step's promise: a limit set right outside it need not watch it. */
+  attemptRun: Promise<void> | undefined;
   private stateBag: Record<string, unknown> | undefined;
   private listeners: EventListener[] | undefined;
   private givenCallId: string | undefined;
@@ -73,6 +74,7 @@ export class CallContext {
     this.finished = undefined;
     this.deadline = Infinity;
     this.currentLimit = undefined;
+    this.attemptRun = undefined;
     this.stateBag = undefined;
     this.listeners = undefined;
     this.givenCallId = call.callId;
@@ -179,8 +181,7 @@ export class CallContext {
 // A broken observer, sync or async, must never break the dispatch it observes.
 function deliver(listener: EventListener, event: DispatchEvent): void {
   try {
-    const returned: unknown = listener(event);
-    if (isThenable(returned)) returned.then(undefined, noop);
+    ignoreRejection(listener(event));
   } catch {
     // Ignored on purpose.
   }

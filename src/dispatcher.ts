@@ -3,18 +3,19 @@
  * @module
  */
 
+import { runAttempt } from './attempt.js';
 import { createBudget, type Budget } from './budget.js';
-import { flattenStack } from './compose.js';
+import { compose, type ComposableStack, type ComposedMiddleware } from './compose.js';
 import { CallContext } from './context.js';
-import { DispatchError, describeThrown } from './errors.js';
-import { gather, type DispatchCall, type GatherOptions } from './gather.js';
+import { DispatchError, describeThrown, toDispatchError } from './errors.js';
+import { gather, type DispatchCall, type GatherOptions, type Report } from './gather.js';
 import { dispatchOptionsProblem } from './dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { optionKeys, optionsObject, requireFunction } from './internal/options.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
+import { trusted } from './internal/trusted.js';
 import type { Redactor } from './redact.js';
-import { stackRunner, type Report, type StackRunner } from './stack-runner.js';
 import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 
 /** Options for `createDispatcher`. */
@@ -69,9 +70,8 @@ export interface Dispatcher {
  * const dispatcher = createDispatcher(defaultStack({ registry }), { onEvent: console.log });
  * const outcome = await dispatcher.dispatch('search.web', { query: 'agents' });
  */
-export function createDispatcher(layers: readonly Middleware[], options: DispatcherOptions = {}): Dispatcher {
-  // A stack composed inside this one runs as its layers written out in place (see compose).
-  const stack = Array.isArray(layers) ? flattenStack<Middleware>(layers) : layers;
+export function createDispatcher(stack: readonly Middleware[], options: DispatcherOptions = {}): Dispatcher {
+  if (!Array.isArray(stack)) throw new TypeError('Middleware stack must be an array!');
   const {
     onEvent,
     now = readSystemClock,
@@ -119,7 +119,7 @@ export function createDispatcher(layers: readonly Middleware[], options: Dispatc
 
 /** One dispatcher's calls: each started, run through the stack and ended exactly once. */
 class Calls {
-  private readonly runStack: StackRunner;
+  private readonly run: ComposedMiddleware<CallContext>;
 
   constructor(
     stack: readonly Middleware[],
@@ -127,8 +127,15 @@ class Calls {
     private readonly now: () => number,
     private readonly redactor: Redactor | undefined,
   ) {
-    // A preset's registered group of layers at the end of the stack runs fused (see stackRunner).
-    this.runStack = stackRunner(stack, (ctx) => this.finish(ctx));
+    this.run = compose<CallContext>([...(stack as ComposableStack<CallContext>), trusted(attemptStep)]);
+  }
+
+  // Runs the stack and reports once it settles; whatever it throws still ends as an envelope.
+  private runStack(ctx: CallContext, report: Report): void {
+    this.run(ctx).then(
+      () => report(this.finish(ctx)),
+      (error: unknown) => report(this.finish(ctx, toDispatchError(error, ctx.attempt))),
+    );
   }
 
   // Only an injected `now` that throws can make `start` throw, and then before any report: the
@@ -225,6 +232,14 @@ class Calls {
       return Number.NaN;
     }
   }
+}
+
+// The innermost step of every stack. Its promise is kept on the context: a limit set right
+// outside it knows the attempt ends with the limit by itself (see untilLimitEnds).
+function attemptStep(ctx: CallContext): Promise<void> {
+  const running = runAttempt(ctx);
+  ctx.attemptRun = running;
+  return running;
 }
 
 // The result and message the caller gets, redacted; a redactor that throws fails the call closed.

@@ -4,7 +4,6 @@
  */
 
 import { DispatchError, describeThrown } from './errors.js';
-import type { Report } from './stack-runner.js';
 import { optionKeys, optionsObject, requireInteger } from './internal/options.js';
 import type { DispatchOptions, Outcome } from './types.js';
 
@@ -25,6 +24,9 @@ export interface GatherOptions {
 }
 
 const gatherOptionKeys = optionKeys<GatherOptions>({ concurrency: true });
+
+/** Receives a call's outcome, exactly once. */
+export type Report = (outcome: Outcome) => void;
 
 /** Starts one call and reports its outcome exactly once, possibly before returning. */
 export type StartCall = (

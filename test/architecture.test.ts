@@ -191,8 +191,6 @@ describe('the import rules', () => {
       ),
     );
     publicCore.add('src/internal/trusted.js');
-    // The default preset also uses the seam its fast runner plugs into, and the one attempt step.
-    const presetSeam = new Set(['src/stack-runner.js', 'src/attempt.js']);
     expect(publicCore.has('src/types.js')).toBe(true);
     expect(
       violations('middleware', (file, specifier) => {
@@ -205,8 +203,7 @@ describe('the import rules', () => {
         if (from === 'middleware/kit.ts') {
           return !(to.startsWith('src/internal/') || publicCore.has(to) || to === 'src/attempt.js');
         }
-        if (publicCore.has(to)) return false;
-        return !(from.startsWith('middleware/default-stack/') && presetSeam.has(to));
+        return !publicCore.has(to);
       }),
     ).toEqual([]);
   });

@@ -466,7 +466,7 @@ function proxyDispatcher(
     ...(config.breaker?.cooldownMs === undefined ? {} : { cooldownMs: config.breaker.cooldownMs }),
     ...(stores.circuit === undefined ? {} : { store: stores.circuit }),
   });
-  // The breaker sits between idempotency and the concurrency cap, on the preset's fast path.
+  // The breaker sits between idempotency and the concurrency cap.
   const stack = defaultStack({
     registry,
     breaker,

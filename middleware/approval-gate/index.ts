@@ -4,7 +4,6 @@
  */
 
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
-import { DispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { declareToolField, optionKeys, optionsObject, requireNumber } from '../kit.js';
 import {
@@ -16,7 +15,6 @@ import {
   type ToolSource,
 } from './gate.js';
 import { memoryApprovalStore } from './memory-store.js';
-import { Redemption } from './redemption.js';
 import type { ApprovalStore } from './store.js';
 import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
 
@@ -98,13 +96,6 @@ export interface ApprovalGate extends Middleware {
   deny(token: string, reason?: string): Promise<boolean>;
 }
 
-/** What the default stack's fast runner calls of a gate. */
-export type GateCheck = (
-  ctx: DispatchContext,
-) => DispatchError | undefined | Promise<DispatchError | undefined>;
-
-const gateChecks = new WeakMap<Middleware, GateCheck>();
-
 /**
  * Pauses risky calls for a person. Its rules, first answer wins: `decide`'s verdict (given the
  * others' as its default), else `overrides[tool]`, else the tool's `requiresApproval`, else its
@@ -129,11 +120,9 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     throw new TypeError('registry must have a get(name) method');
   }
   const loop = new ApprovalLoop(policy);
-  const check: GateCheck = async (ctx) => withoutRun(await loop.check(ctx));
   const layer = trusted(function approvalGate(ctx: DispatchContext, next: Next): Promise<void> {
     return loop.run(ctx, next);
   });
-  gateChecks.set(layer, check);
   const enforced = policy.mode === 'enforce';
   const evaluate = async (
     name: string,
@@ -170,25 +159,6 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     typeof token === 'string' &&
     (await policy.store.answer(token, { action: 'deny', reason: String(reason) }));
   return Object.assign(layer, { mode: policy.mode, evaluate, approve, deny });
-}
-
-/**
- * The check of a gate made by `approvalGate`, for the default stack's fast runner. A call that
- * redeems a token (`options.approval` a string) must run through the gate's layer instead, which
- * records the token's run.
- * @internal
- */
-export function gateCheckOf(gate: Middleware): GateCheck | undefined {
-  return gateChecks.get(gate);
-}
-
-// The check's answer for a runner that cannot wrap the run: a redemption it must not take on.
-function withoutRun(checked: DispatchError | Redemption | undefined): DispatchError | undefined {
-  if (!(checked instanceof Redemption)) return checked;
-  return new DispatchError(
-    'internal',
-    "A call that redeems an approval must run through approvalGate()'s layer",
-  );
 }
 
 function policyOf(options: ApprovalGateOptions): GatePolicy {

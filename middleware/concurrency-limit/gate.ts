@@ -24,9 +24,8 @@ export interface GateOptions {
 }
 
 // One key's own cap. An idle partition (no call holds or waits for one of its slots) is kept for
-// the key's next call, since a Map entry made and dropped per call costs more than the rest of
-// the layer, and swept once the map has doubled, so a key seen once (one of 100 000 tenants)
-// costs nothing for long.
+// the key's next call, and swept once the map has doubled, so a key seen once (one of 100 000
+// tenants) is not kept for long.
 class Partition {
   users = 0;
   // Calls of this partition waiting in the fleet's queue, for `concurrency.queued` and `maxQueue`.
@@ -38,7 +37,7 @@ class Partition {
 }
 
 /** One call inside the layer: the partition it counts in and the permits it holds. */
-export class Entry {
+class Entry {
   readonly permits: SlotPermit[] = [];
   stops: Array<() => void> | undefined = undefined;
   constructor(
@@ -58,7 +57,7 @@ export class Entry {
   }
 }
 
-/** The loop over the stores, shared by the layer and the default stack's fast runner. */
+/** The layer's loop over the stores: a permit from each in turn, held until the inner layers settle. */
 export class SlotGate {
   running = 0;
   queued = 0;
@@ -76,50 +75,21 @@ export class SlotGate {
     return this.#partitions.size;
   }
 
-  /**
-   * The fast path: a call whose key's slot is free and that needs no fleet permit takes it now,
-   * with no promise; `undefined` sends it through `run`.
-   */
-  tryEnter(ctx: DispatchContext): Entry | undefined {
-    if (this.#options.fleet !== undefined) return undefined;
-    let entry: Entry;
-    try {
-      entry = this.#enter(ctx);
-    } catch {
-      return undefined;
-    }
-    const permit = entry.partition.store.tryAcquire();
-    if (permit === undefined) {
-      this.leave(entry);
-      return undefined;
-    }
-    this.#hold(ctx, entry, permit);
-    return entry;
-  }
-
   /** Runs `next` holding a permit from every store, waiting for them in turn. */
-  run(ctx: DispatchContext, next: Next): Promise<void> {
-    let entry: Entry;
-    let waiting: Promise<void> | undefined;
+  async run(ctx: DispatchContext, next: Next): Promise<void> {
+    const entry = this.#enter(ctx);
     try {
-      entry = this.#enter(ctx);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    try {
-      waiting = this.#acquireFrom(ctx, entry, 0);
-    } catch (error) {
+      const { store } = entry.partition;
+      // The local store answers at once: a call that finds no free slot queues in the same turn.
+      const permit = store.tryAcquire();
+      if (permit === undefined) await this.#wait(ctx, entry, 0, store);
+      else this.#hold(ctx, entry, permit);
+      const { fleet } = this.#options;
+      if (fleet !== undefined) await this.#acquireFleet(ctx, entry, fleet);
+      await next();
+    } finally {
       entry.release();
-      return Promise.reject(error);
     }
-    if (waiting === undefined) return this.#inside(entry, next);
-    return waiting.then(
-      () => this.#inside(entry, next),
-      (error: unknown) => {
-        entry.release();
-        throw error;
-      },
-    );
   }
 
   /** Gives a permit back to the store of `level`, without waiting for it. */
@@ -161,45 +131,21 @@ export class SlotGate {
     return new Entry(this, partition);
   }
 
-  // Takes the permits of `level` and up; undefined when all were free at once.
-  #acquireFrom(ctx: DispatchContext, entry: Entry, level: number): Promise<void> | undefined {
-    const levels = this.#options.fleet === undefined ? 1 : 2;
-    for (; level < levels; level++) {
-      const waiting = this.#acquire(ctx, entry, level);
-      if (waiting !== undefined) {
-        const after = level + 1;
-        return waiting.then(() => this.#acquireFrom(ctx, entry, after));
-      }
-    }
-    return undefined;
-  }
-
-  #acquire(ctx: DispatchContext, entry: Entry, level: number): Promise<void> | undefined {
-    const store = level === 0 ? entry.partition.store : (this.#options.fleet as SlotStore);
-    let answer: SlotPermit | undefined | Promise<SlotPermit | undefined>;
+  // A permit from the fleet's pool, or a place in its queue.
+  async #acquireFleet(ctx: DispatchContext, entry: Entry, fleet: SlotStore): Promise<void> {
+    let permit: SlotPermit | undefined;
     try {
-      answer = store.tryAcquire();
+      permit = await fleet.tryAcquire();
     } catch (error) {
-      return this.#storeFailed(store, error);
+      return this.#storeFailed(fleet, error);
     }
-    if (!(answer instanceof Promise)) {
-      if (answer === undefined) return this.#wait(ctx, entry, level, store);
-      this.#hold(ctx, entry, answer);
-      return undefined;
-    }
+    if (permit === undefined) return this.#wait(ctx, entry, 1, fleet);
     const { signal } = ctx;
-    return answer.then(
-      (permit) => {
-        if (permit === undefined) return this.#wait(ctx, entry, level, store);
-        if (signal.aborted) {
-          this.giveBack(entry, level, permit);
-          throw cancelled(ctx, signal);
-        }
-        this.#hold(ctx, entry, permit);
-        return undefined;
-      },
-      (error: unknown) => this.#storeFailed(store, error),
-    );
+    if (signal.aborted) {
+      this.giveBack(entry, 1, permit);
+      throw cancelled(ctx, signal);
+    }
+    this.#hold(ctx, entry, permit);
   }
 
   #wait(ctx: DispatchContext, entry: Entry, level: number, store: SlotStore): Promise<void> {
@@ -262,16 +208,6 @@ export class SlotGate {
     const stop = keepLeaseAlive(permit, () => fleet.renew(permit), this.#options.timers);
     const unlisten = onAbort(permit.signal, () => ctx.emit('concurrency.lease_lost', { pool: fleet.pool }));
     (entry.stops ??= []).push(stop, unlisten);
-  }
-
-  #inside(entry: Entry, next: Next): Promise<void> {
-    return next().then(
-      () => entry.release(),
-      (error: unknown) => {
-        entry.release();
-        throw error;
-      },
-    );
   }
 
   #storeFailed(store: SlotStore, error: unknown): undefined {

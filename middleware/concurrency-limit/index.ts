@@ -70,6 +70,8 @@ export interface ConcurrencyLoad {
 export interface ConcurrencyLimitMiddleware extends Middleware {
   /** Calls running inside the layer and calls waiting for a slot, right now (every partition). */
   load(): ConcurrencyLoad;
+  /** Keyed partitions kept right now: the busy ones, and idle ones not swept yet. */
+  partitionCount(): number;
 }
 
 /**
@@ -82,17 +84,6 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
  * concurrencyLimit({ max: 2, key: (ctx) => ctx.options.tenant, maxQueue: 16 });
  */
 export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitMiddleware {
-  return createConcurrencyLimit(options).layer;
-}
-
-/**
- * A concurrency layer and its loop, for the default stack's fast runner (`gate.tryEnter`).
- * @internal
- */
-export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
-  layer: ConcurrencyLimitMiddleware;
-  gate: SlotGate;
-} {
   const {
     max = 8,
     key,
@@ -114,13 +105,13 @@ export function createConcurrencyLimit(options?: ConcurrencyLimitOptions): {
       ? (clock as Pick<Clock, 'setTimeout' | 'clearTimeout'>)
       : systemClock;
   const gate = new SlotGate({ max, key, maxQueue, fleet: store, onStoreError, clock, timers });
-  const middleware = trusted(function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
+  const layer = trusted(function concurrencyLimit(ctx: DispatchContext, next: Next): Promise<void> {
     return gate.run(ctx, next);
   });
-  const layer = Object.assign(middleware, {
+  return Object.assign(layer, {
     load: (): ConcurrencyLoad => ({ running: gate.running, queued: gate.queued }),
+    partitionCount: (): number => gate.partitionCount,
   });
-  return { layer, gate };
 }
 
 function requireSlotStore(store: unknown): void {

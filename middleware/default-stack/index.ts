@@ -1,26 +1,20 @@
 /**
- * The default stack: the layers that keep the contract, in their order, with their fast runner.
+ * The default stack: the layers that keep the contract, in their order, as an array.
  * @module
  */
 
-import { fuseLayers } from '../../src/stack-runner.js';
 import type { ToolRegistry } from '../../src/registry.js';
-import { DispatchError } from '../../src/errors.js';
-import type { DispatchContext, Middleware } from '../../src/types.js';
-import { createBudgetGuard } from '../budget-guard.js';
-import { createConcurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
+import type { Middleware } from '../../src/types.js';
+import { budgetGuard } from '../budget-guard.js';
+import { concurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
 import { errorMapping } from '../error-mapping.js';
 import { idempotency, type IdempotencyOptions } from '../idempotency/index.js';
-import { createRateLimit, type RateLimitOptions } from '../rate-limit/index.js';
-import { createRetry, type RetryOptions } from '../retry.js';
-import { createWindowedBudget, type WindowedBudgetOptions } from '../windowed-budget/index.js';
-import { createSchemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
-import { createTimeout, type TimeoutOptions } from '../timeout/index.js';
-import { createToolLookup } from '../tool-lookup.js';
-import { gateCheckOf } from '../approval-gate/index.js';
-import { checkContract } from '../output-contract.js';
-import { outputStepOf, type OutputStep } from '../output-guard/index.js';
-import { fusedDefaultStack } from './fused.js';
+import { rateLimit, type RateLimitOptions } from '../rate-limit/index.js';
+import { retry, type RetryOptions } from '../retry.js';
+import { windowedBudget, type WindowedBudgetOptions } from '../windowed-budget/index.js';
+import { schemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
+import { timeout, type TimeoutOptions } from '../timeout/index.js';
+import { toolLookup } from '../tool-lookup.js';
 import { optionKeys, rejectUnknownKeys } from '../kit.js';
 
 /** Options for `defaultStack`: the registry, and each layer's own options. */
@@ -72,8 +66,8 @@ const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
  * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
- * retry, (rate limits, windowed budgets), timeout. The dispatcher runs these layers fused wherever
- * they end a stack.
+ * retry, (rate limits, windowed budgets), timeout. The slots only say where a layer goes: placed
+ * by hand anywhere in an array, a layer runs the same.
  *
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
@@ -99,48 +93,27 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (breaker !== undefined && typeof breaker !== 'function') {
     throw new TypeError('defaultStack() breaker must be a middleware function');
   }
-  const timeout = createTimeout(options.timeout);
-  const gateCheck = approval === undefined ? undefined : gateCheckOf(approval);
-  if (approval !== undefined && gateCheck === undefined) {
+  if (approval !== undefined && typeof (approval as { evaluate?: unknown }).evaluate !== 'function') {
     throw new TypeError('defaultStack() approvals must be an approvalGate()');
   }
-  const outputStep = output === undefined ? undefined : outputStepOf(output);
-  if (output !== undefined && outputStep === undefined) {
+  if (output !== undefined && typeof (output as { maxChars?: unknown }).maxChars !== 'number') {
     throw new TypeError('defaultStack() output must be an outputGuard()');
   }
-  const parts = {
-    breaker,
-    approvalGate:
-      approval === undefined || gateCheck === undefined ? undefined : { layer: approval, check: gateCheck },
-    afterSuccess: afterSuccess(outputStep),
-    errorMapping: errorMapping(),
-    toolLookup: createToolLookup(options.registry),
-    schemaValidation: createSchemaValidation(options.schema),
-    budgetGuard: createBudgetGuard(),
-    idempotency: idempotency(options.idempotency),
-    concurrencyLimit: createConcurrencyLimit(options.concurrency),
-    retry: createRetry(options.retry),
-    rateLimits: listOf(options.rateLimit).map((given) => createRateLimit(given, timeout.deadlineMs)),
-    windowedBudgets: listOf(options.windowedBudget).map((given) => createWindowedBudget(given)),
-    timeout,
-  };
-  const layers: Middleware[] = [
-    parts.errorMapping,
-    ...(output === undefined ? [] : [output]),
-    parts.toolLookup.layer,
-    parts.schemaValidation.layer,
-    ...(approval === undefined ? [] : [approval]),
-    parts.budgetGuard.layer,
-    parts.idempotency,
-    ...(breaker === undefined ? [] : [breaker]),
-    parts.concurrencyLimit.layer,
-    parts.retry.layer,
-    ...parts.rateLimits.map((part) => part.layer),
-    ...parts.windowedBudgets.map((part) => part.layer),
-    parts.timeout.layer,
+  return [
+    errorMapping(),
+    ...listOf(output),
+    toolLookup(options.registry),
+    schemaValidation(options.schema),
+    ...listOf(approval),
+    budgetGuard(),
+    idempotency(options.idempotency),
+    ...listOf(breaker),
+    concurrencyLimit(options.concurrency),
+    retry(options.retry),
+    ...listOf(options.rateLimit).map((given) => rateLimit(given)),
+    ...listOf(options.windowedBudget).map((given) => windowedBudget(given)),
+    timeout(options.timeout),
   ];
-  fuseLayers(layers, fusedDefaultStack(parts));
-  return layers;
 }
 
 // `approval` is the old spelling: before both were read, a bridge-style `approvals` here was silently ignored.
@@ -156,16 +129,4 @@ function approvalGateOf({ approvals, approval }: DefaultStackOptions): Middlewar
 function listOf<Options>(given: Options | readonly Options[] | undefined): readonly Options[] {
   if (given === undefined) return [];
   return Array.isArray(given) ? given : [given as Options];
-}
-
-// After a success, as the layers outside the lookup would see it: the tool's output contract
-// (checked by the lookup layer), then the output guard.
-function afterSuccess(step: OutputStep | undefined) {
-  return (ctx: DispatchContext): DispatchError | undefined | Promise<DispatchError | undefined> => {
-    if (ctx.tool?.outputSchema === undefined) return step?.(ctx);
-    const broken = checkContract(ctx);
-    if (step === undefined || broken instanceof DispatchError) return broken;
-    if (broken === undefined) return step(ctx);
-    return broken.then((problem) => problem ?? step(ctx));
-  };
 }

@@ -7,7 +7,7 @@
 import { toJsonSafe } from '../../src/json-safe.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DispatchContext, Middleware, ModelCopy, Next } from '../../src/types.js';
-import { isThenable, optionKeys, optionsObject } from '../kit.js';
+import { optionKeys, optionsObject } from '../kit.js';
 import type { SpillStore } from './spill-store.js';
 
 /** Options for `outputGuard`. */
@@ -24,16 +24,11 @@ export interface OutputGuardOptions {
 
 const outputGuardOptionKeys = optionKeys<OutputGuardOptions>({ maxChars: true, spill: true });
 
-/** The output guard: a layer, and the step the default stack's fast runner calls after a success. */
+/** The output guard: a layer, and the longest model copy it makes. */
 export interface OutputGuardMiddleware extends Middleware {
   /** The longest model copy, in characters. */
   readonly maxChars: number;
 }
-
-/** What the guard does after a success: nothing, or a promise while a spill store answers. */
-export type OutputStep = (ctx: DispatchContext) => undefined | Promise<undefined>;
-
-const guardSteps = new WeakMap<Middleware, OutputStep>();
 
 /**
  * Gives a success whose rendering (a string as it is, anything else as JSON) is longer than
@@ -66,46 +61,30 @@ export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware
       'spill must be a spill store with put(value) and get(handle), such as memorySpillStore()',
     );
   }
-  const step: OutputStep = (ctx) => {
+  const layer = trusted(async function outputGuard(ctx: DispatchContext, next: Next): Promise<void> {
+    await next();
     const { outcome } = ctx;
-    if (outcome?.ok !== true || outcome.modelCopy !== undefined) return undefined;
+    if (outcome?.ok !== true || outcome.modelCopy !== undefined) return;
     // A number, boolean, null or nothing renders shorter than the least maxChars.
     const given = outcome.result;
-    if (typeof given !== 'string' && (typeof given !== 'object' || given === null)) return undefined;
+    if (typeof given !== 'string' && (typeof given !== 'object' || given === null)) return;
     const whole = render(given);
-    if (whole.length <= maxChars) return undefined;
+    if (whole.length <= maxChars) return;
     const result = ctx.redactor === undefined ? outcome.result : ctx.redactor.redactValue(outcome.result);
     const text = ctx.redactor === undefined ? whole : render(result);
-    const copy = (handle: string | undefined) => {
-      ctx.outcome = { ...outcome, result, modelCopy: cutCopy(endsOf(result, text), maxChars, handle) };
-      return undefined;
-    };
-    if (spill === undefined) return copy(undefined);
-    let handle: unknown;
-    try {
-      handle = spill.put(result);
-    } catch {
-      return copy(undefined);
-    }
-    if (!isThenable(handle)) return copy(handleOf(handle));
-    return Promise.resolve(handle).then(
-      (given) => copy(handleOf(given)),
-      () => copy(undefined),
-    );
-  };
-  const layer = trusted(function outputGuard(ctx: DispatchContext, next: Next): Promise<void> {
-    return next().then(() => step(ctx));
+    const handle = spill === undefined ? undefined : await spilled(spill, result);
+    ctx.outcome = { ...outcome, result, modelCopy: cutCopy(endsOf(result, text), maxChars, handle) };
   });
-  guardSteps.set(layer, step);
   return Object.assign(layer, { maxChars });
 }
 
-/**
- * The step of a guard made by `outputGuard`, for the default stack's fast runner.
- * @internal
- */
-export function outputStepOf(guard: Middleware): OutputStep | undefined {
-  return guardSteps.get(guard);
+// The handle a spill store gave the whole result; a store that fails loses only the handle.
+async function spilled(spill: SpillStore, result: unknown): Promise<string | undefined> {
+  try {
+    return handleOf(await spill.put(result));
+  } catch {
+    return undefined;
+  }
 }
 
 function handleOf(handle: unknown): string | undefined {

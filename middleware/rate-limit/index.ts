@@ -11,7 +11,6 @@ import type { RateBucket, RateGrant, RateStore } from './store.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,
-  isThenable,
   noop,
   optionKeys,
   optionsObject,
@@ -87,27 +86,6 @@ const rateLimitOptionKeys = optionKeys<RateLimitOptions>({
   clock: true,
 });
 
-/** What a fast runner took from a limiter for one attempt. */
-export interface RateTicket {
-  readonly key: string;
-  readonly cost: number;
-  readonly id: string;
-}
-
-/**
- * A `rateLimit` layer's parts, for the default stack's fast runner.
- * @internal
- */
-export interface RateLimitParts {
-  readonly layer: Middleware;
-  /** Takes the tokens of an attempt that may start now, with no promise; `undefined` otherwise (nothing taken). */
-  tryTake(ctx: DispatchContext): RateTicket | undefined;
-  /** An attempt that held `ticket` failed with `error`: a wait it asks for empties the bucket. */
-  failed(ctx: DispatchContext, ticket: RateTicket, error: unknown): void;
-  /** Gives back the tokens of a ticket whose attempt did not start. */
-  untake(ticket: RateTicket): void;
-}
-
 /**
  * Limits how fast attempts start, per key: a token bucket of `rate` tokens per `intervalMs`, up
  * to `burst`. An attempt reserves `cost` tokens and waits for them in FIFO order (emitting
@@ -122,33 +100,10 @@ export interface RateLimitParts {
  *   rateLimit({ key: () => 'search-api', rate: 5, intervalMs: 1_000 })]);
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  return createRateLimit(options).layer;
-}
-
-/**
- * A rate-limit layer and its parts; `timeoutOf` bounds a wait by the attempt's timeout.
- * @internal
- */
-export function createRateLimit(
-  options: RateLimitOptions,
-  timeoutOf: (ctx: DispatchContext) => number = attemptTimeout,
-): RateLimitParts {
-  const limiter = new RateLimiter(checkOptions(options), timeoutOf);
-  const layer = trusted(function rateLimit(ctx: DispatchContext, next: Next): Promise<void> {
+  const limiter = new RateLimiter(checkOptions(options));
+  return trusted(function rateLimit(ctx: DispatchContext, next: Next): Promise<void> {
     return limiter.run(ctx, next);
   });
-  return {
-    layer,
-    tryTake: (ctx) => limiter.tryTake(ctx),
-    failed: (ctx, ticket, error) => {
-      limiter.failed(ctx, ticket.key, ticket.id, error);
-    },
-    untake: (ticket) => limiter.untake(ticket),
-  };
-}
-
-function attemptTimeout(ctx: DispatchContext): number {
-  return ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? Infinity;
 }
 
 interface Settings {
@@ -157,7 +112,6 @@ interface Settings {
   readonly cost: number | ((args: unknown, ctx: DispatchContext) => number);
   readonly maxWaitMs: number;
   readonly store: RateStore;
-  readonly synchronous: boolean;
   readonly onStoreError: 'fail' | 'open';
   readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 }
@@ -193,7 +147,6 @@ function checkOptions(options: RateLimitOptions): Settings {
     cost,
     maxWaitMs,
     store: store ?? new MemoryRateStore(clock),
-    synchronous: store === undefined || store instanceof MemoryRateStore,
     onStoreError,
     clock,
   };
@@ -203,138 +156,72 @@ let limiters = 0;
 
 class RateLimiter {
   readonly #settings: Settings;
-  readonly #timeoutOf: (ctx: DispatchContext) => number;
   readonly #prefix = `r${++limiters}.${Math.random().toString(36).slice(2, 10)}.`;
   #attempts = 0;
 
-  constructor(settings: Settings, timeoutOf: (ctx: DispatchContext) => number) {
+  constructor(settings: Settings) {
     this.#settings = settings;
-    this.#timeoutOf = timeoutOf;
   }
 
-  tryTake(ctx: DispatchContext): RateTicket | undefined {
-    const settings = this.#settings;
-    if (!settings.synchronous) return undefined;
-    let key: string;
-    let cost: number;
-    try {
-      key = this.#keyOf(ctx);
-      cost = this.#costOf(ctx);
-    } catch {
-      return undefined;
-    }
-    if (cost > settings.bucket.burst) return undefined;
-    const id = this.#prefix + ++this.#attempts;
-    const grant = settings.store.acquire(key, cost, settings.bucket, { maxWaitMs: 0, id }) as RateGrant;
-    if (!grant.granted) return undefined;
-    if (grant.waitMs > 0) {
-      settings.store.cancel(key, cost, settings.bucket, id);
-      return undefined;
-    }
-    return { key, cost, id };
-  }
-
-  untake(ticket: RateTicket): void {
-    const { store, bucket } = this.#settings;
-    store.cancel(ticket.key, ticket.cost, bucket, ticket.id);
-  }
-
-  run(ctx: DispatchContext, next: Next): Promise<void> {
-    let key: string;
-    let cost: number;
-    try {
-      key = this.#keyOf(ctx);
-      cost = this.#costOf(ctx);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const { bucket } = this.#settings;
+  async run(ctx: DispatchContext, next: Next): Promise<void> {
+    const key = this.#keyOf(ctx);
+    const cost = this.#costOf(ctx);
+    const { bucket, maxWaitMs } = this.#settings;
     if (cost > bucket.burst) {
-      return Promise.reject(
-        refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`),
-      );
+      throw refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`);
     }
     const id = this.#prefix + ++this.#attempts;
-    const allowedMs = Math.min(this.#settings.maxWaitMs, this.#timeoutOf(ctx));
-    let taken: Promise<void> | undefined;
+    // A wait never outlasts the attempt's own timeout: the call's, else its tool's.
+    const allowedMs = Math.min(maxWaitMs, ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? Infinity);
+    await this.#take(ctx, key, cost, id, allowedMs);
     try {
-      taken = this.#acquire(ctx, key, cost, id, allowedMs);
+      await next();
     } catch (error) {
-      return Promise.reject(error);
+      // A debit on a shared store is written before the failure is answered, so a sibling
+      // dispatched next already finds the bucket empty.
+      await this.#debit(ctx, key, id, error);
+      throw error;
     }
-    const inside = (): Promise<void> =>
-      next().then(undefined, (error: unknown) => {
-        // A debit on a shared store is written before the failure is answered, so a sibling
-        // dispatched next already finds the bucket empty.
-        const debiting = this.failed(ctx, key, id, error);
-        if (debiting === undefined) throw error;
-        return debiting.then(() => {
-          throw error;
-        });
-      });
-    if (taken === undefined) return inside();
-    return taken.then(inside);
   }
 
-  failed(ctx: DispatchContext, key: string, id: string, error: unknown): Promise<void> | undefined {
-    if (!isDispatchError(error) || error.kind !== 'transient') return undefined;
-    const retryAfterMs = error.retryAfterMs;
-    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return undefined;
-    ctx.emit('rate_limit.debit', { key, retryAfterMs });
-    try {
-      const done = this.#settings.store.debit(key, retryAfterMs, this.#settings.bucket, id);
-      // A debit that cannot be written leaves the bucket as it was: siblings may find the 429 too.
-      if (isThenable(done)) return Promise.resolve(done).then(noop, noop);
-    } catch {
-      // As above.
-    }
-    return undefined;
-  }
-
-  // Reserves the tokens and waits for them; undefined when the attempt may start now.
-  #acquire(
-    ctx: DispatchContext,
-    key: string,
-    cost: number,
-    id: string,
-    allowedMs: number,
-  ): Promise<void> | undefined {
+  // Reserves the tokens, then waits its turn for them.
+  async #take(ctx: DispatchContext, key: string, cost: number, id: string, allowedMs: number): Promise<void> {
     const { store, bucket } = this.#settings;
-    let grant: RateGrant | Promise<RateGrant>;
-    try {
-      grant = store.acquire(key, cost, bucket, { maxWaitMs: allowedMs, id });
-    } catch (error) {
-      return this.#storeFailed(error, key);
-    }
-    if (!isThenable(grant)) return this.#granted(ctx, key, cost, id, grant, allowedMs);
-    const answered = Promise.resolve(grant);
     const { signal } = ctx;
     let abandoned = false;
-    const leave = () => {
-      abandoned = true;
-      // Tokens granted to a caller who has left go back.
-      answered.then((late) => late.granted && this.#giveBack(key, cost, id), noop);
-      return cancelled(ctx, signal);
-    };
-    return raceAbort(answered, signal, leave).then(
-      (answer) => this.#granted(ctx, key, cost, id, answer, allowedMs),
-      (error: unknown) => (abandoned ? Promise.reject(error) : this.#storeFailed(error, key)),
-    );
-  }
-
-  #granted(
-    ctx: DispatchContext,
-    key: string,
-    cost: number,
-    id: string,
-    grant: RateGrant,
-    allowedMs: number,
-  ): Promise<void> | undefined {
+    let grant: RateGrant;
+    try {
+      const answer = Promise.resolve(store.acquire(key, cost, bucket, { maxWaitMs: allowedMs, id }));
+      grant = await raceAbort(answer, signal, () => {
+        abandoned = true;
+        // Tokens granted to a caller who has left go back.
+        answer.then((late) => {
+          if (late.granted) void this.#giveBack(key, cost, id);
+        }, noop);
+        return cancelled(ctx, signal);
+      });
+    } catch (error) {
+      if (abandoned) throw error;
+      return this.#storeFailed(error, key);
+    }
     if (!grant.granted) {
       throw refused(ctx, key, grant.retryAfterMs, `the wait of ${grant.retryAfterMs} ms is too long`);
     }
-    if (grant.waitMs === 0) return undefined;
-    return this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
+    if (grant.waitMs > 0)
+      await this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
+  }
+
+  // A backend's 429 (a `transient` failure with `retryAfterMs`) empties the key's bucket until then.
+  async #debit(ctx: DispatchContext, key: string, id: string, error: unknown): Promise<void> {
+    if (!isDispatchError(error) || error.kind !== 'transient') return;
+    const retryAfterMs = error.retryAfterMs;
+    if (retryAfterMs === undefined || !(retryAfterMs > 0)) return;
+    ctx.emit('rate_limit.debit', { key, retryAfterMs });
+    try {
+      await this.#settings.store.debit(key, retryAfterMs, this.#settings.bucket, id);
+    } catch {
+      // A debit that cannot be written leaves the bucket as it was: siblings may find the 429 too.
+    }
   }
 
   // Sleeps `waitMs`, then as long again as 429s seen meanwhile moved the bucket back.
@@ -361,7 +248,7 @@ class RateLimiter {
         waitMs = later;
       }
     } catch (error) {
-      this.#giveBack(key, cost, id);
+      void this.#giveBack(key, cost, id);
       throw error;
     }
   }
@@ -370,8 +257,7 @@ class RateLimiter {
   async #delayedSince(ctx: DispatchContext, key: string, mark: number): Promise<number> {
     const { signal } = ctx;
     try {
-      const later = this.#settings.store.delayedSince(key, mark);
-      if (!isThenable(later)) return later;
+      const later = Promise.resolve(this.#settings.store.delayedSince(key, mark));
       return await raceAbort(later, signal, () => cancelled(ctx, signal));
     } catch (error) {
       if (signal.aborted) throw error;
@@ -380,10 +266,9 @@ class RateLimiter {
     }
   }
 
-  #giveBack(key: string, cost: number, id: string): void {
+  async #giveBack(key: string, cost: number, id: string): Promise<void> {
     try {
-      const done = this.#settings.store.cancel(key, cost, this.#settings.bucket, id);
-      if (isThenable(done)) done.then(undefined, noop);
+      await this.#settings.store.cancel(key, cost, this.#settings.bucket, id);
     } catch {
       // The reservation lapses with the bucket's refill.
     }

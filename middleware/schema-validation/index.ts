@@ -26,66 +26,54 @@ const schemaValidationOptionKeys = optionKeys<SchemaValidationOptions>({ maxDept
  * createDispatcher([errorMapping(), toolLookup(registry), schemaValidation()]);
  */
 export function schemaValidation(options?: SchemaValidationOptions): Middleware {
-  return createSchemaValidation(options).layer;
-}
-
-/**
- * A schema layer and its check (which validates and replaces `ctx.args`, a promise only for an
- * asynchronous validator), for the default stack's fast runner.
- * @internal
- */
-export function createSchemaValidation(options?: SchemaValidationOptions): {
-  layer: Middleware;
-  check: (ctx: DispatchContext) => DispatchError | undefined | Promise<DispatchError | undefined>;
-} {
   const { maxDepth = 64 } = optionsObject('schemaValidation', options, schemaValidationOptionKeys);
   requireInteger('maxDepth', maxDepth, 1);
-
-  // Validates and replaces ctx.args: at once for a synchronous validator, with a promise only for
-  // an asynchronous one (which the default stack's runner leaves to the onion).
-  const check = (ctx: DispatchContext): DispatchError | undefined | Promise<DispatchError | undefined> => {
+  return trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
     const { tool } = ctx;
     if (tool === undefined) {
-      return new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()');
+      return Promise.reject(new DispatchError('internal', 'schemaValidation() must sit inside toolLookup()'));
     }
     const name = ctx.displayName;
+    const refused = parseJsonArgs(ctx) ?? readableShapeProblem(name, ctx.args, maxDepth);
+    if (refused !== undefined) return Promise.reject(refused);
     let validated: StandardSchemaV1.Result<unknown> | PromiseLike<StandardSchemaV1.Result<unknown>>;
-    let asynchronous: boolean;
     try {
-      const badJson = parseJsonArgs(ctx);
-      if (badJson !== undefined) return badJson;
-      const problem = readableShapeProblem(name, ctx.args, maxDepth);
-      if (problem !== undefined) return problem;
       validated = tool.inputSchema['~standard'].validate(ctx.args);
-      // A promise from another realm (a vm context, a polyfill) fails `instanceof Promise`:
-      // what makes a result asynchronous is being thenable.
-      asynchronous = isThenable(validated);
     } catch (error) {
-      return validatorFailed(name, error);
+      return Promise.reject(validatorFailed(name, error));
     }
-    if (!asynchronous) return accept(ctx, name, validated as StandardSchemaV1.Result<unknown>);
-    return new Promise<StandardSchemaV1.Result<unknown>>((resolve) => resolve(validated)).then(
-      (result) => accept(ctx, name, result),
-      (error: unknown) => validatorFailed(name, error),
-    );
-  };
-
-  const layer = trusted(function schemaValidation(ctx: DispatchContext, next: Next): Promise<void> {
-    const checked = check(ctx);
-    if (checked === undefined) return next();
-    if (!(checked instanceof Promise)) return Promise.reject(checked);
-    return checked.then((problem) => (problem === undefined ? next() : Promise.reject(problem)));
+    // A validator that answers at once lets the attempt start in the dispatch's own turn; a
+    // promise, from this realm or another (a vm context, a polyfill), is awaited.
+    if (isThenable(validated)) return validatedLater(ctx, name, validated, next);
+    const invalid = accept(ctx, name, validated);
+    return invalid === undefined ? next() : Promise.reject(invalid);
   });
-  return { layer, check };
+}
+
+async function validatedLater(
+  ctx: DispatchContext,
+  name: string,
+  validated: PromiseLike<StandardSchemaV1.Result<unknown>>,
+  next: Next,
+): Promise<void> {
+  let result: StandardSchemaV1.Result<unknown>;
+  try {
+    result = await validated;
+  } catch (error) {
+    throw validatorFailed(name, error);
+  }
+  const invalid = accept(ctx, name, result);
+  if (invalid !== undefined) throw invalid;
+  await next();
 }
 
 // Takes the parsed args, or describes every issue with its path.
 function accept(
   ctx: DispatchContext,
-  toolName: string,
+  name: string,
   result: StandardSchemaV1.Result<unknown>,
 ): DispatchError | undefined {
-  if (result.issues !== undefined) return invalidArgs(toolName, result.issues.map(describeIssue).join('; '));
+  if (result.issues !== undefined) return invalidArgs(name, result.issues.map(describeIssue).join('; '));
   ctx.args = result.value;
   return undefined;
 }

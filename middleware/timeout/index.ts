@@ -39,40 +39,17 @@ const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: t
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  return createTimeout(options).layer;
-}
-
-/** What the default stack's fast runner takes from a timeout layer. */
-export interface TimeoutParts {
-  /** The layer. */
-  readonly layer: Middleware;
-  /** The clock deadlines are measured on. */
-  readonly clock: DeadlineClock;
-  /**
-   * The attempt's deadline in milliseconds; beyond a timer's range it has none. `Infinity` for a
-   * deadline that progress moves (a tool's idle `timeout`), which the layer alone sets.
-   */
-  readonly deadlineMs: (ctx: DispatchContext) => number;
-}
-
-/**
- * A timeout layer and its parts, for the default stack's fast runner.
- * @internal
- */
-export function createTimeout(options?: TimeoutOptions): TimeoutParts {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
-
-  const fixedMs = (ctx: DispatchContext): number => ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs;
-  const deadlineMs = (ctx: DispatchContext): number =>
-    ctx.tool?.timeout === undefined ? fixedMs(ctx) : Infinity;
-
-  const layer = trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+  return trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const idle = ctx.tool?.timeout;
     const timeoutMs =
-      idle === undefined ? fixedMs(ctx) : Math.min(idle.totalMs, ctx.options.timeoutMs ?? Infinity);
-    if (timeoutMs > maxTimerDelayMs && idle === undefined) return next();
+      idle === undefined
+        ? (ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs)
+        : Math.min(idle.totalMs, ctx.options.timeoutMs ?? Infinity);
+    // Beyond a timer's range there is no fixed deadline.
+    if (timeoutMs > maxTimerDelayMs && idle === undefined) return await next();
     const restore = ctx.limit(
       idle === undefined ? { timeoutMs, clock } : { timeoutMs, idleMs: idle.idleMs, clock },
     );
@@ -84,5 +61,4 @@ export function createTimeout(options?: TimeoutOptions): TimeoutParts {
       restore();
     }
   });
-  return { layer, clock, deadlineMs };
 }

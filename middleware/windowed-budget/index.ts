@@ -13,7 +13,6 @@ import {
   attemptCost,
   cancelled,
   declareToolField,
-  isThenable,
   noop,
   optionKeys,
   optionsObject,
@@ -66,27 +65,12 @@ const windowedBudgetOptionKeys = optionKeys<WindowedBudgetOptions>({
   clock: true,
 });
 
-/** What a fast runner reserved in one budget for one attempt. */
-export interface WindowTicket {
+/** What one attempt reserved in a ledger. */
+interface WindowTicket {
   readonly key: string;
   readonly window: number;
   readonly units: number;
   readonly id: string;
-}
-
-/**
- * A `windowedBudget` layer's parts, for the default stack's fast runner.
- * @internal
- */
-export interface WindowedBudgetParts {
-  readonly layer: Middleware;
-  /**
-   * Reserves an attempt's units with no promise: a ticket, `null` when the call is not counted
-   * here, `undefined` when the runner must go through the layer (nothing reserved).
-   */
-  tryReserve(ctx: DispatchContext): WindowTicket | null | undefined;
-  /** The attempt holding `ticket` ended; `ran` says whether its handler started. */
-  ended(ctx: DispatchContext, ticket: WindowTicket, succeeded: boolean, ran: boolean): void;
 }
 
 /**
@@ -102,16 +86,6 @@ export interface WindowedBudgetParts {
  * windowedBudget({ key: (ctx) => ctx.options.tenant, limit: 10_000, windowMs: 86_400_000 });
  */
 export function windowedBudget(options: WindowedBudgetOptions): Middleware {
-  return createWindowedBudget(options).layer;
-}
-
-let budgets = 0;
-
-/**
- * A windowed-budget layer and its parts.
- * @internal
- */
-export function createWindowedBudget(options: WindowedBudgetOptions): WindowedBudgetParts {
   const given = optionsObject('windowedBudget', options, windowedBudgetOptionKeys);
   const { key, limit, windowMs, store, clock = systemClock } = given;
   if (key !== undefined) requireFunction('key', key);
@@ -121,16 +95,13 @@ export function createWindowedBudget(options: WindowedBudgetOptions): WindowedBu
   if (store !== undefined && (typeof store?.reserve !== 'function' || typeof store?.settle !== 'function')) {
     throw new TypeError('store must be a WindowStore (reserve, settle)');
   }
-  const ledger = new Ledger(key, limit, windowMs, store ?? new MemoryWindowStore(clock), store === undefined);
-  const layer = trusted(function windowedBudget(ctx: DispatchContext, next: Next): Promise<void> {
+  const ledger = new Ledger(key, limit, windowMs, store ?? new MemoryWindowStore(clock));
+  return trusted(function windowedBudget(ctx: DispatchContext, next: Next): Promise<void> {
     return ledger.run(ctx, next);
   });
-  return {
-    layer,
-    tryReserve: (ctx) => ledger.tryReserve(ctx),
-    ended: (ctx, t, ok, ran) => ledger.ended(ctx, t, ok, ran),
-  };
 }
+
+let budgets = 0;
 
 class Ledger {
   readonly #prefix = `w${++budgets}.${Math.random().toString(36).slice(2, 10)}.`;
@@ -141,77 +112,61 @@ class Ledger {
     readonly limit: number,
     readonly windowMs: number,
     readonly store: WindowStore,
-    readonly synchronous: boolean,
   ) {}
 
-  tryReserve(ctx: DispatchContext): WindowTicket | null | undefined {
-    if (!this.synchronous) return undefined;
-    let key: string | undefined;
-    let units: number;
-    try {
-      key = this.#key(ctx);
-      if (key === undefined) return null;
-      units = attemptCost(ctx);
-    } catch {
-      return undefined;
-    }
-    if (units > this.limit) return undefined;
+  async run(ctx: DispatchContext, next: Next): Promise<void> {
     const id = this.#prefix + ++this.#attempts;
-    const answer = this.store.reserve(key, units, {
-      limit: this.limit,
-      windowMs: this.windowMs,
-      id,
-    }) as WindowReservation;
-    return answer.ok ? { key, window: answer.window, units, id } : undefined;
-  }
-
-  run(ctx: DispatchContext, next: Next): Promise<void> {
-    let key: string | undefined;
-    let units: number;
-    let answer: WindowReservation | Promise<WindowReservation>;
-    const id = this.#prefix + ++this.#attempts;
-    try {
-      key = this.#key(ctx);
-      if (key === undefined) return next();
-      units = attemptCost(ctx);
-      // No window will ever hold it: refused as such, with no wait that would not help.
-      if (units > this.limit)
-        return Promise.reject(windowTooSmall(ctx, key, units, this.limit, this.windowMs));
-      answer = this.store.reserve(key, units, { limit: this.limit, windowMs: this.windowMs, id });
-    } catch (error) {
-      return Promise.reject(this.#unavailable(error, key));
-    }
-    const counted = key;
-    const go = (reserved: WindowReservation): Promise<void> => {
-      if (!reserved.ok) return Promise.reject(exceeded(ctx, counted, reserved.retryAfterMs));
-      const ticket: WindowTicket = { key: counted, window: reserved.window, units, id };
-      const before = ctx.attempt;
-      return next().then(
-        () => this.ended(ctx, ticket, true, true),
-        (error: unknown) => {
-          this.ended(ctx, ticket, false, ctx.attempt > before);
-          throw error;
-        },
-      );
-    };
-    if (!isThenable(answer)) return go(answer);
-    const answered = Promise.resolve(answer);
+    const asked = this.#reserve(ctx, id);
+    if (asked === undefined) return await next();
+    const { key: counted, units, answer } = asked;
     const { signal } = ctx;
     let abandoned = false;
-    const leave = () => {
-      abandoned = true;
-      // Units reserved for a caller who has left go back.
-      answered.then((late) => {
-        if (late.ok) this.ended(ctx, { key: counted, window: late.window, units, id }, false, false);
-      }, noop);
-      return cancelled(ctx, signal);
-    };
-    return raceAbort(answered, signal, leave).then(go, (error: unknown) => {
+    let reserved: WindowReservation;
+    try {
+      reserved = await raceAbort(answer, signal, () => {
+        abandoned = true;
+        // Units reserved for a caller who has left go back.
+        answer.then((late) => {
+          if (late.ok) this.#ended(ctx, { key: counted, window: late.window, units, id }, false, false);
+        }, noop);
+        return cancelled(ctx, signal);
+      });
+    } catch (error) {
       throw abandoned ? error : this.#unavailable(error, counted);
-    });
+    }
+    if (!reserved.ok) throw exceeded(ctx, counted, reserved.retryAfterMs);
+    const ticket: WindowTicket = { key: counted, window: reserved.window, units, id };
+    const before = ctx.attempt;
+    try {
+      await next();
+    } catch (error) {
+      this.#ended(ctx, ticket, false, ctx.attempt > before);
+      throw error;
+    }
+    this.#ended(ctx, ticket, true, true);
   }
 
-  ended(ctx: DispatchContext, ticket: WindowTicket, succeeded: boolean, ran: boolean): void {
+  // Asks the store for the attempt's units; undefined for a call this ledger does not count.
+  #reserve(
+    ctx: DispatchContext,
+    id: string,
+  ): { key: string; units: number; answer: Promise<WindowReservation> } | undefined {
+    let key: string | undefined;
+    try {
+      key = this.#key(ctx);
+      if (key === undefined) return undefined;
+      const units = attemptCost(ctx);
+      // No window will ever hold it: refused as such, with no wait that would not help.
+      if (units > this.limit) throw windowTooSmall(ctx, key, units, this.limit, this.windowMs);
+      const options = { limit: this.limit, windowMs: this.windowMs, id };
+      return { key, units, answer: Promise.resolve(this.store.reserve(key, units, options)) };
+    } catch (error) {
+      throw this.#unavailable(error, key);
+    }
+  }
+
+  // The attempt holding `ticket` ended; `ran` says whether its handler started.
+  #ended(ctx: DispatchContext, ticket: WindowTicket, succeeded: boolean, ran: boolean): void {
     let delta = 0;
     if (!succeeded) {
       // A failed attempt keeps its reservation: its handler may have spent it. One never started did not.
@@ -224,12 +179,12 @@ class Ledger {
       delta = actual - ticket.units;
       if (delta > 0) ctx.emit('budget.overrun', { key: ticket.key, units: delta });
     }
+    void this.#settle(ticket, delta);
+  }
+
+  async #settle(ticket: WindowTicket, delta: number): Promise<void> {
     try {
-      const done = this.store.settle(ticket.key, ticket.window, delta, {
-        windowMs: this.windowMs,
-        id: ticket.id,
-      });
-      if (isThenable(done)) done.then(undefined, noop);
+      await this.store.settle(ticket.key, ticket.window, delta, { windowMs: this.windowMs, id: ticket.id });
     } catch {
       // A settlement that cannot be written leaves the reservation standing: the safe side.
     }

@@ -19,8 +19,10 @@ import { cancelled, markDeadline } from './failures.js';
  * never calls `next`) would otherwise hold the call, and every slot outside it, for ever.
  */
 export function untilLimitEnds(ctx: DispatchContext, running: Promise<void>): Promise<void> {
-  const limit = (ctx as { currentLimit?: Limit }).currentLimit;
+  const { currentLimit: limit, attemptRun } = ctx as { currentLimit?: Limit; attemptRun?: Promise<void> };
   if (limit === undefined || (limit.ended && limit.error === undefined)) return running;
+  // The attempt step itself, right inside the limit: it ends with the limit by itself.
+  if (running === attemptRun) return running;
   return new Promise<void>((resolve, reject) => {
     let done = false;
     const settle = (failed: boolean, error?: unknown): void => {
@@ -53,11 +55,18 @@ export type AttemptEnd = (failed: boolean, error?: unknown) => void;
 
 /** An attempt under way beneath one or more limits; their cuts wait for it, as it ends on its own. */
 export class AttemptInFlight {
+  readonly #limit: Limit;
   #ended = false;
   #failed = false;
   #error: unknown = undefined;
   // Only a limit that ends while the attempt runs listens: most attempts never allocate this.
   #listeners: AttemptEnd[] | undefined = undefined;
+
+  /** Marks the attempt under way beneath `limit` and every limit outside it, until it ends. */
+  constructor(limit: Limit) {
+    this.#limit = limit;
+    for (let each: Limit | undefined = limit; each !== undefined; each = each.outer) each.attempt = this;
+  }
 
   /** Calls `listener` once the attempt has ended (at once when it has). */
   onEnd(listener: AttemptEnd): void {
@@ -65,8 +74,11 @@ export class AttemptInFlight {
     else (this.#listeners ??= []).push(listener);
   }
 
-  /** The attempt ended. */
+  /** The attempt ended: the limits no longer hold it, and whoever waits for it is told. */
   end(failed: boolean, error: unknown): void {
+    for (let each: Limit | undefined = this.#limit; each !== undefined; each = each.outer) {
+      if (each.attempt === this) each.attempt = undefined;
+    }
     this.#ended = true;
     this.#failed = failed;
     this.#error = error;
@@ -74,22 +86,6 @@ export class AttemptInFlight {
     this.#listeners = undefined;
     if (listeners !== undefined) for (const listener of listeners) listener(failed, error);
   }
-}
-
-/**
- * Marks an attempt under way beneath `limit` (and every limit outside it) until `settled` is
- * called; returns the `settled` to call instead.
- */
-export function trackAttempt(limit: Limit, settled: AttemptEnd): AttemptEnd {
-  const attempt = new AttemptInFlight();
-  for (let each: Limit | undefined = limit; each !== undefined; each = each.outer) each.attempt = attempt;
-  return (failed, error) => {
-    for (let each: Limit | undefined = limit; each !== undefined; each = each.outer) {
-      if (each.attempt === attempt) each.attempt = undefined;
-    }
-    settled(failed, error);
-    attempt.end(failed, error);
-  };
 }
 
 /**

@@ -169,31 +169,29 @@ export function unknownWindowOf(error: unknown): OutcomeWindow | undefined {
 }
 
 /**
- * Wraps an attempt's `settled` so that an unknown outcome (a timeout, an `OutcomeUnknownError`)
- * is reconciled before whoever ran the attempt sees it: `committed` settles it as a success
- * with `reconciled`; `not_committed` as the failure it was (a timeout stays a timeout, an
- * `OutcomeUnknownError` becomes `transient`: the request did not take effect), marked so that
- * no layer leaves it in doubt; anything else as `outcome_unknown`.
+ * Takes up an attempt's failure when its outcome is unknown (a timeout, an `OutcomeUnknownError`),
+ * before whoever ran the attempt sees it: resolves when `reconcile` found the action `committed`
+ * (`ctx.outcome` then holds the success, with `reconciled`); rejects with the failure it was when
+ * `not_committed` (a timeout stays a timeout, an `OutcomeUnknownError` becomes `transient`: the
+ * request did not take effect), marked so that no layer leaves it in doubt; with
+ * `outcome_unknown` otherwise. Any other failure is rethrown as it is.
  */
-export function reconcileFirst(
+export async function reconcileFailure(
   ctx: DispatchContext,
   tool: Tool,
   attempt: number,
-  settled: (failed: boolean, error?: unknown) => void,
-): (failed: boolean, error?: unknown) => void {
-  return (failed, error) => {
-    const window = failed ? unknownWindowOf(error) : undefined;
-    if (window === undefined) return settled(failed, error);
-    void reconcileOutcome(ctx, tool, attempt, window).then((found) => {
-      if (found.status === 'committed') {
-        ctx.outcome = { ok: true, result: found.result, attempts: attempt, reconciled: { window } };
-        return settled(false);
-      }
-      if (found.status === 'not_committed') return settled(true, notCommittedFailure(error as DispatchError));
-      const why = `${(error as DispatchError).message}; ${found.reason ?? 'reconcile answered unknown'}`;
-      settled(true, outcomeUnknown(ctx, window, why, error));
-    });
-  };
+  error: unknown,
+): Promise<void> {
+  const window = unknownWindowOf(error);
+  if (window === undefined) throw error;
+  const found = await reconcileOutcome(ctx, tool, attempt, window);
+  if (found.status === 'committed') {
+    ctx.outcome = { ok: true, result: found.result, attempts: attempt, reconciled: { window } };
+    return;
+  }
+  if (found.status === 'not_committed') throw notCommittedFailure(error as DispatchError);
+  const why = `${(error as DispatchError).message}; ${found.reason ?? 'reconcile answered unknown'}`;
+  throw outcomeUnknown(ctx, window, why, error);
 }
 
 // The failure an attempt was, once a reconcile found its action did not take effect.

@@ -14,3 +14,13 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
     typeof (value as { then?: unknown }).then === 'function'
   );
 }
+
+/**
+ * Drops a rejection of `value` when it is a promise: for the answer of a listener, or of a store
+ * write, that nobody waits for.
+ */
+export function ignoreRejection(value: unknown): void {
+  if (isThenable(value)) value.then(undefined, ignore);
+}
+
+function ignore(): void {}

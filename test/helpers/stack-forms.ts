@@ -1,6 +1,5 @@
-// One tool behind the default stack, run fused (as defaultStack() comes), as a fused tail (behind
-// a pass-through layer of the caller's own) or as an onion (the same layers, the first one wrapped
-// so that they no longer match the registered group): how the fused stack is compared.
+// One tool behind the default stack, as defaultStack() comes or behind a pass-through layer of the
+// caller's own: a layer in front must change nothing about how a call ends.
 
 import { z } from 'zod';
 import {
@@ -20,10 +19,8 @@ export type CalcArgs = z.infer<typeof calcSchema>;
 
 /** Options for `buildStack`. */
 export interface StackFormOptions {
-  /** Run the layers as an onion instead of fused. */
-  onion?: boolean;
-  /** Put a pass-through layer in front, so the default stack runs as a fused tail. */
-  tail?: boolean;
+  /** Put a pass-through layer of the caller's own in front of the default stack. */
+  behindLayer?: boolean;
   /** Options for the default stack's layers. */
   stack?: Omit<DefaultStackOptions, 'registry'>;
   idempotent?: boolean;
@@ -34,8 +31,7 @@ export interface StackFormOptions {
 /** A dispatcher for a `calc` tool, the events it emitted, listeners to add, and its slot load. */
 export function buildStack(handler: ToolHandler<CalcArgs>, options: StackFormOptions = {}) {
   const {
-    onion = false,
-    tail = false,
+    behindLayer = false,
     stack = {},
     idempotent = false,
     timeoutMs,
@@ -52,10 +48,7 @@ export function buildStack(handler: ToolHandler<CalcArgs>, options: StackFormOpt
   const listeners: Array<(event: DispatchEvent) => void> = [];
   const layers = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 }, ...stack });
   const passThrough: Middleware = (_ctx, next) => next();
-  const [first, ...rest] = layers as [Middleware, ...Middleware[]];
-  const unfused: Middleware = (ctx, next) => first(ctx, next);
-  const stackForm = onion ? [unfused, ...rest] : tail ? [passThrough, ...layers] : layers;
-  const dispatcher = createDispatcher(stackForm, {
+  const dispatcher = createDispatcher(behindLayer ? [passThrough, ...layers] : layers, {
     onEvent: (event) => {
       events.push(event);
       for (const listener of listeners) listener(event);

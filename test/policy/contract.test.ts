@@ -69,10 +69,10 @@ describe('outputSchema', () => {
       }),
     );
     expect(onion.kind).toBe('tool_contract');
-    const fused = failure(
+    const preset = failure(
       await createDispatcher(defaultStack({ registry })).dispatch('payments.refund', { amount: 1 }),
     );
-    expect([fused.kind, fused.message]).toEqual(['tool_contract', onion.message]);
+    expect([preset.kind, preset.message]).toEqual(['tool_contract', onion.message]);
   });
 
   it('is never retried, never opens the breaker, and a keyed call is not run again', async () => {

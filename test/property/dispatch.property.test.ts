@@ -330,26 +330,9 @@ function describeOutcome({ outcome, abortedAt, settledAt }: Call): string {
   return `${outcome.kind} ${outcome.attempts} ${outcome.message}`;
 }
 
-// The default stack as defaultStack() builds it: the dispatcher runs it fused.
+// The default stack as defaultStack() builds it.
 const defaultOrder = ({ registry, options }: StackParts): Middleware[] =>
   defaultStack({ registry, ...options });
-
-// The same, behind a pass-through layer of the caller's own: the default stack then runs fused as
-// the stack's tail, with the layer before it as an onion around it.
-const tailOrder = (parts: StackParts): Middleware[] => [(_ctx, next) => next(), ...defaultOrder(parts)];
-
-// The same layers built one by one: no preset registered them, so the dispatcher runs them as an
-// onion (middleware/default-stack/fused.ts is never involved).
-const onionOrder = ({ registry, idem, slots, retryLayer }: StackParts): Middleware[] => [
-  errorMapping(),
-  toolLookup(registry),
-  schemaValidation(),
-  budgetGuard(),
-  idem,
-  slots,
-  retryLayer,
-  timeout(),
-];
 
 async function runSchedule(
   schedule: Schedule,
@@ -926,7 +909,7 @@ function check(category: Category, weights?: Weights, makeStack?: (parts: StackP
     {
       numRuns,
       seed,
-      endOnFailure: makeStack !== undefined && makeStack !== onionOrder && makeStack !== tailOrder,
+      endOnFailure: makeStack !== undefined,
     },
   );
 }
@@ -958,37 +941,6 @@ describe('random schedules of faulty concurrent dispatches', () => {
 
   it('leaves no unhandled rejection, pending timer or caller abort listener behind', async () => {
     await check('cleanup');
-  });
-});
-
-// The default stack runs fused; the same layers built one by one run as an onion, which must keep
-// every invariant too; both, and the fused stack behind a layer, end every call alike.
-describe('the same schedules through the onion', () => {
-  const categories: Array<[Category, Weights | undefined]> = [
-    ['settle', undefined],
-    ['slots', { keyedPercent: 30, hang: true }],
-    ['idempotency', { keyedPercent: 90, hang: true }],
-    ['retry', undefined],
-    ['budget', undefined],
-    ['cleanup', undefined],
-  ];
-  for (const [category, weights] of categories) {
-    it(`keeps the ${category} invariants`, async () => {
-      await check(category, weights, onionOrder);
-    });
-  }
-
-  it('ends every call of a schedule as the fused default stack does', async () => {
-    await fc.assert(
-      fc.asyncProperty(scheduleArb({ keyedPercent: 30, hang: true }), async (schedule) => {
-        const fused = await runSchedule(schedule, defaultOrder);
-        const onion = await runSchedule(schedule, onionOrder);
-        const tail = await runSchedule(schedule, tailOrder);
-        expect(fused.outcomes).toEqual(onion.outcomes);
-        expect(tail.outcomes).toEqual(onion.outcomes);
-      }),
-      { numRuns, seed },
-    );
   });
 });
 

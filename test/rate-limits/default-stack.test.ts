@@ -31,7 +31,7 @@ function registryOf(fail: () => boolean = () => false) {
 }
 
 describe('defaultStack({ rateLimit, windowedBudget })', () => {
-  it('reserves and settles every windowed budget on the fast path', async () => {
+  it('reserves and settles every windowed budget', async () => {
     const a = memoryWindowStore() as ReturnType<typeof memoryWindowStore> & { used(key: string): number };
     const b = memoryWindowStore() as typeof a;
     const dispatcher = createDispatcher(

@@ -187,7 +187,7 @@ describe('createAnthropicToolkit: runToolUses', () => {
   });
 
   it('refuses calls past the budget, times out on our deadline and cancels on abort, each answered', async () => {
-    const { registry, dispatcher, log, clock } = toolsFixture();
+    const { registry, dispatcher, log, clock, events } = toolsFixture();
     const claude = createAnthropicToolkit({ registry, dispatcher });
     const twoCharges = {
       content: [toolUse('a', 'pay__charge', { amount: 1 }), toolUse('b', 'pay__charge', { amount: 2 })],
@@ -210,6 +210,10 @@ describe('createAnthropicToolkit: runToolUses', () => {
       { signal: controller.signal },
     );
     await vi.waitFor(() => expect(log.slowGates).toHaveLength(2));
+    // The caller aborts once the quick call has ended, while the slow one still runs.
+    const succeeded = () =>
+      events.filter((event) => event.type === 'dispatch.success').map((event) => event.tool);
+    await vi.waitFor(() => expect(succeeded()).toContain('time.now'));
     controller.abort();
     const aborted = await aborting;
     expect(aborted.outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual(['cancelled', 'ok']);

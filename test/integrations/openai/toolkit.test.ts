@@ -321,7 +321,7 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
   });
 
   it('ends the calls when the caller aborts, each answered as cancelled', async () => {
-    const { registry, dispatcher, log } = toolsFixture();
+    const { registry, dispatcher, log, events } = toolsFixture();
     const kit = createOpenAIToolkit({ registry, dispatcher });
     const controller = new AbortController();
     const running = kit.runChatToolCalls(
@@ -334,6 +334,10 @@ describe('createOpenAIToolkit: Chat Completions loop', () => {
       { signal: controller.signal },
     );
     await vi.waitFor(() => expect(log.slowGates).toHaveLength(1));
+    // The caller aborts once the quick call has ended, while the slow one still runs.
+    const succeeded = () =>
+      events.filter((event) => event.type === 'dispatch.success').map((event) => event.tool);
+    await vi.waitFor(() => expect(succeeded()).toContain('time.now'));
     controller.abort();
     const { messages, outcomes } = await running;
     expect(outcomes.map((o) => (o.ok ? 'ok' : o.kind))).toEqual(['cancelled', 'ok']);

@@ -1,4 +1,5 @@
-// Found in review: a handler promise whose own `then` calls back at once was reported twice.
+// Found in review: a handler promise whose own `then` calls back at once was reported twice
+// (by the default stack's hand-fused runner, since retired; the one engine must keep it right).
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Outcome } from '../../index.js';
@@ -10,10 +11,10 @@ afterEach(() => {
 });
 
 describe('a handler promise with a `then` of its own that calls back at once', () => {
-  // The fused stack attached its callbacks with the promise's own `then`, which called back
-  // before returning; the check for an attempt interrupted while starting then took the ended
-  // attempt for an interrupted one, so the call was reported twice and its slot released twice.
-  // The built-in `then` always calls back later.
+  // The runner attached its callbacks with the promise's own `then`, which called back before
+  // returning; the check for an attempt interrupted while starting then took the ended attempt
+  // for an interrupted one, so the call was reported twice and its slot released twice. A
+  // handler's promise is followed as `await` follows it, which always calls back later.
   it('releases its concurrency slot once: running never goes below 0', async () => {
     const { dispatcher, load } = build(
       ({ n }) => {
@@ -27,7 +28,7 @@ describe('a handler promise with a `then` of its own that calls back at once', (
     );
     expect(await dispatcher.dispatch('calc', { n: 1 })).toEqual({ ok: true, result: 1, attempts: 1 });
     await flush();
-    // Onion: { running: 0, queued: 0 }. Fused: { running: -1, queued: 0 }.
+    // The bug left { running: -1, queued: 0 }.
     expect(load()).toEqual({ running: 0, queued: 0 });
   });
 
@@ -49,7 +50,7 @@ describe('a handler promise with a `then` of its own that calls back at once', (
     const a = dispatcher.dispatch('calc', { n: 1 });
     const b = dispatcher.dispatch('calc', { n: 2 });
     await flush();
-    // SPEC §3.5: at most `max` handlers at once, the others queue. Fused: both run.
+    // SPEC §3.5: at most `max` handlers at once, the others queue. The bug ran both.
     expect(load()).toEqual({ running: 1, queued: 1 });
     held.open(10);
     expect(await a).toEqual({ ok: true, result: 11, attempts: 1 });
@@ -80,7 +81,7 @@ describe('a handler promise with a `then` of its own that calls back at once', (
       )
       .then((value) => (outcomes = value));
     await flush();
-    // Onion: still pending, call 1's handler has not answered. Fused: resolved, with call 0's
+    // Still pending: call 1's handler has not answered. The bug resolved it, with call 0's
     // outcome written into slot 1.
     expect(outcomes).toBeUndefined();
     held.open(11);

@@ -9,11 +9,11 @@ afterEach(() => {
 });
 
 describe('a call that ends while dispatch() runs', () => {
-  // The fused stack reported a synchronous handler's success, and emitted dispatch.success,
-  // while dispatch() was still running; the onion emits it from a promise callback. An onEvent
+  // The default stack's hand-fused runner (since retired) reported a synchronous handler's
+  // success, and emitted dispatch.success, while dispatch() was still running. An onEvent
   // listener that dispatches the next call of a work queue on each success therefore recursed,
   // a set of stack frames per call, until the stack overflowed and a dispatch() rejected with a
-  // RangeError (SPEC §3: dispatch never rejects). Such an outcome is now reported a microtask later.
+  // RangeError (SPEC §3: dispatch never rejects). Such an outcome is reported a microtask later.
   it('lets a listener chain thousands of calls without overflowing the stack', async () => {
     const total = 20_000;
     const { dispatcher, listeners } = build(({ n }) => n);

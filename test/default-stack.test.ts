@@ -1,5 +1,4 @@
-// The fused default stack (src/fused-stack.ts): the common path and every way it hands a call to
-// the onion, each checked against the same layers run as an onion (a caller layer in front).
+// The default stack as one onion: how its calls end, bare and behind a layer of the caller's own.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -14,7 +13,6 @@ import {
   type Outcome,
   type ToolHandler,
 } from '../index.js';
-import { stackRunner } from '../src/stack-runner.js';
 import { flush, gate } from './helpers/gate.js';
 import { buildStack, calcSchema, type CalcArgs, type StackFormOptions } from './helpers/stack-forms.js';
 
@@ -26,16 +24,15 @@ interface Run {
   events: string[];
 }
 
-// The same scenario through the fused default stack and through the onion.
+// The same scenario through the default stack, bare and behind a pass-through layer.
 function both(
   handler: ToolHandler<Args>,
   stack: Omit<DefaultStackOptions, 'registry'> = {},
   tool: Pick<StackFormOptions, 'idempotent' | 'timeoutMs' | 'inputSchema'> = {},
 ) {
   return {
-    fused: buildStack(handler, { stack, ...tool }),
-    onion: buildStack(handler, { onion: true, stack, ...tool }),
-    tail: buildStack(handler, { tail: true, stack, ...tool }),
+    bare: buildStack(handler, { stack, ...tool }),
+    behind: buildStack(handler, { behindLayer: true, stack, ...tool }),
   };
 }
 
@@ -49,7 +46,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('the fused default stack', () => {
+describe('the default stack', () => {
   it.each<[string, ToolHandler<Args>]>([
     ['an async success', async ({ n }) => n * 2],
     ['a sync success', ({ n }) => n * 2],
@@ -76,37 +73,35 @@ describe('the fused default stack', () => {
       'a thenable',
       ({ n }) => ({ then: (resolve: (value: number) => void) => resolve(n) }) as unknown as number,
     ],
-  ])('ends %s as the onion does, whole or as a fused tail', async (_label, handler) => {
+  ])('ends %s the same, bare or behind a layer of the caller', async (_label, handler) => {
     vi.useFakeTimers();
-    const { fused, onion, tail } = both(handler);
-    const a = await settle(fused.dispatcher.dispatch('calc', { n: 2 }), fused.events);
-    const b = await settle(onion.dispatcher.dispatch('calc', { n: 2 }), onion.events);
-    const c = await settle(tail.dispatcher.dispatch('calc', { n: 2 }), tail.events);
+    const { bare, behind } = both(handler);
+    const a = await settle(bare.dispatcher.dispatch('calc', { n: 2 }), bare.events);
+    const b = await settle(behind.dispatcher.dispatch('calc', { n: 2 }), behind.events);
     expect(a).toEqual(b);
-    expect(c).toEqual(b);
   });
 
-  it('ends not_found, schema and budget failures as the onion does, without an attempt', async () => {
-    const { fused, onion } = both(({ n }) => n);
+  it('ends not_found, schema and budget failures without an attempt, bare or behind a layer', async () => {
+    const { bare, behind } = both(({ n }) => n);
     for (const [name, args, options] of [
       ['nope', { n: 1 }, {}],
       ['calc', { n: 'one' }, {}],
       ['calc', { n: 1 }, { budget: 0 }],
     ] as const) {
-      const a = await fused.dispatcher.dispatch(name, args, options);
-      const b = await onion.dispatcher.dispatch(name, args, options);
+      const a = await bare.dispatcher.dispatch(name, args, options);
+      const b = await behind.dispatcher.dispatch(name, args, options);
       expect(a).toEqual(b);
       expect(a).toMatchObject({ ok: false, attempts: 0 });
     }
   });
 
-  it('times out a first attempt and retries an idempotent tool through the onion', async () => {
+  it('times out a first attempt and retries an idempotent tool', async () => {
     vi.useFakeTimers();
     const handler: ToolHandler<Args> = (_args, ctx) =>
       ctx.attempt === 1 ? new Promise<number>(() => {}) : Promise.resolve(7);
-    const { fused, onion } = both(handler, {}, { idempotent: true, timeoutMs: 50 });
-    const a = await settle(fused.dispatcher.dispatch('calc', { n: 1 }), fused.events);
-    const b = await settle(onion.dispatcher.dispatch('calc', { n: 1 }), onion.events);
+    const { bare, behind } = both(handler, {}, { idempotent: true, timeoutMs: 50 });
+    const a = await settle(bare.dispatcher.dispatch('calc', { n: 1 }), bare.events);
+    const b = await settle(behind.dispatcher.dispatch('calc', { n: 1 }), behind.events);
     expect(a).toEqual(b);
     expect(a.outcome).toEqual({ ok: true, result: 7, attempts: 2 });
     expect(a.events).toEqual([
@@ -140,42 +135,40 @@ describe('the fused default stack', () => {
     expect(outcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
   });
 
-  it('hands a call with an idempotency key, a queued call and an async validator to the onion', async () => {
+  it('runs a call with an idempotency key, a queued call and an async validator', async () => {
     const held = gate<number>();
     const asyncSchema = schema.refine(async () => true);
-    const { fused } = both(() => held.promise, { concurrency: { max: 1 } }, { inputSchema: asyncSchema });
-    const first = fused.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
-    const joined = fused.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
-    const queued = fused.dispatcher.dispatch('calc', { n: 2 });
+    const { bare } = both(() => held.promise, { concurrency: { max: 1 } }, { inputSchema: asyncSchema });
+    const first = bare.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
+    const joined = bare.dispatcher.dispatch('calc', { n: 1 }, { idempotencyKey: 'k' });
+    const queued = bare.dispatcher.dispatch('calc', { n: 2 });
     await flush();
-    expect(fused.events.map((event) => event.type)).toContain('concurrency.queued');
+    expect(bare.events.map((event) => event.type)).toContain('concurrency.queued');
     held.open(5);
     expect(await first).toEqual({ ok: true, result: 5, attempts: 1 });
     expect(await joined).toEqual({ ok: true, result: 5, attempts: 0 });
     expect(await queued).toEqual({ ok: true, result: 5, attempts: 1 });
-    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
-    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+    expect(bare.load()).toEqual({ running: 0, queued: 0 });
   });
 
   it('answers a caller abort at once, frees the slot and aborts the handler', async () => {
     const held = gate<number>();
     let handlerSignal: AbortSignal | undefined;
-    const { fused } = both((_args, ctx) => {
+    const { bare } = both((_args, ctx) => {
       handlerSignal = ctx.signal;
       return held.promise;
     });
     const controller = new AbortController();
-    const pending = fused.dispatcher.dispatch('calc', { n: 1 }, { signal: controller.signal });
+    const pending = bare.dispatcher.dispatch('calc', { n: 1 }, { signal: controller.signal });
     controller.abort(new Error('user gave up'));
     expect(await pending).toMatchObject({ ok: false, kind: 'cancelled', attempts: 1 });
     await flush();
     expect(handlerSignal?.aborted).toBe(true);
-    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
-    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+    expect(bare.load()).toEqual({ running: 0, queued: 0 });
     held.open(1);
   });
 
-  it('is used only for the default layers in the default order', async () => {
+  it('runs a layer spliced in among its layers', async () => {
     const seen: string[] = [];
     const registry = new ToolRegistry().register({
       name: 'calc',
@@ -275,7 +268,7 @@ describe('gatherBounded without a promise per call', () => {
   });
 });
 
-describe('hostile handler results in the fused stack', () => {
+describe('hostile handler results in the default stack', () => {
   it('frees the slot when the returned promise cannot even be read', async () => {
     const hostile = Promise.resolve(1);
     Object.defineProperty(hostile, 'constructor', {
@@ -283,14 +276,13 @@ describe('hostile handler results in the fused stack', () => {
         throw new Error('no constructor for you');
       },
     });
-    const { fused } = both(() => hostile as unknown as number);
-    expect(await fused.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({
+    const { bare } = both(() => hostile as unknown as number);
+    expect(await bare.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({
       ok: false,
       kind: 'internal',
       attempts: 1,
     });
-    const concurrency = fused.layers[5] as Middleware & { load(): unknown };
-    expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+    expect(bare.load()).toEqual({ running: 0, queued: 0 });
   });
 });
 
@@ -364,7 +356,7 @@ describe('a clock that breaks after the call started', () => {
 });
 
 describe('a handler that returns a hostile proxy', () => {
-  it('ends with an envelope and frees the slot, fused or not', async () => {
+  it('ends with an envelope and frees the slot, bare or behind a layer', async () => {
     const hostile = new Proxy(
       {},
       {
@@ -376,20 +368,19 @@ describe('a handler that returns a hostile proxy', () => {
         },
       },
     );
-    const { fused, onion } = both(() => hostile as unknown as number);
-    for (const form of [fused, onion]) {
+    const { bare, behind } = both(() => hostile as unknown as number);
+    for (const form of [bare, behind]) {
       expect(await form.dispatcher.dispatch('calc', { n: 1 })).toMatchObject({
         ok: false,
         kind: 'internal',
         attempts: 1,
       });
-      const concurrency = form.layers[5] as Middleware & { load(): unknown };
-      expect(concurrency.load()).toEqual({ running: 0, queued: 0 });
+      expect(form.load()).toEqual({ running: 0, queued: 0 });
     }
   });
 });
 
-describe('the default stack as a fused tail', () => {
+describe('the default stack behind a layer of the caller', () => {
   it('rejects an outer layer that calls next() again while the first call runs, as compose does', async () => {
     const registry = new ToolRegistry().register({
       name: 'calc',
@@ -438,7 +429,7 @@ describe('the default stack as a fused tail', () => {
     expect(deferredOutcome).toMatchObject({ ok: false, kind: 'timeout', attempts: 1 });
   });
 
-  it('lets an outer layer run the tail again once it has settled', async () => {
+  it('lets an outer layer run the stack again once it has settled', async () => {
     let runs = 0;
     const registry = new ToolRegistry().register({
       name: 'calc',
@@ -457,8 +448,6 @@ describe('the default stack as a fused tail', () => {
 });
 
 describe('a breaker given to defaultStack', () => {
-  const finish = (ctx: { outcome: Outcome | undefined }) => ctx.outcome as Outcome;
-
   // The MCP proxy's shape before the option: a breaker spliced in before the concurrency limit.
   function spliced(registry: ToolRegistry, breaker: Middleware): Middleware[] {
     const stack = defaultStack({ registry, retry: { random: () => 0, baseDelayMs: 10 } });
@@ -466,7 +455,7 @@ describe('a breaker given to defaultStack', () => {
     return stack;
   }
 
-  it('sits between idempotency and the concurrency limit, and the stack keeps its fast runner', () => {
+  it('sits between idempotency and the concurrency limit', () => {
     const registry = new ToolRegistry();
     const breaker = circuitBreaker();
     const stack = defaultStack({ registry, breaker });
@@ -481,13 +470,13 @@ describe('a breaker given to defaultStack', () => {
       'retry',
       'timeout',
     ]);
-    expect(stackRunner(stack, finish).name).toBe('runFusedStack');
-    expect(stackRunner([(_ctx, next) => next(), ...stack], finish).name).not.toBe('runFusedStack');
-    expect(stackRunner(spliced(registry, circuitBreaker()), finish).name).not.toBe('runFusedStack');
+    expect(spliced(registry, circuitBreaker()).map((layer) => layer.name)).toEqual(
+      stack.map((layer) => layer.name),
+    );
     expect(() => defaultStack({ registry, breaker: 'no' as unknown as Middleware })).toThrow(TypeError);
   });
 
-  it('opens, refuses and closes as the spliced onion does', async () => {
+  it('opens, refuses and closes as a breaker spliced in by hand does', async () => {
     vi.useFakeTimers();
     const runs: Run[][] = [];
     for (const form of ['option', 'spliced'] as const) {
@@ -519,8 +508,8 @@ describe('a breaker given to defaultStack', () => {
       }
       runs.push(seen);
     }
-    const [option, onion] = runs as [Run[], Run[]];
-    expect(option).toEqual(onion);
+    const [option, byHand] = runs as [Run[], Run[]];
+    expect(option).toEqual(byHand);
     expect(option.map((run) => (run.outcome as Outcome).ok)).toEqual([false, false, true, true]);
     expect(option[1]?.outcome).toMatchObject({ kind: 'circuit_open' });
     expect(option[2]?.events).toContain('circuit.close');

@@ -1,13 +1,13 @@
-// Found by the fused-versus-onion property: when a handler threw synchronously, the fused default
-// stack let retry decide at once, inside dispatch() itself, so a second attempt started (and took
-// a budget unit) before the caller could abort in the same turn. Through the onion, retry decides
-// a promise turn later and sees the abort.
+// Found by a property test: when a handler threw synchronously, the default stack's hand-fused
+// runner (since retired) let retry decide at once, inside dispatch() itself, so a second attempt
+// started (and took a budget unit) before the caller could abort in the same turn. Retry must
+// decide a promise turn later and see the abort.
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createBudget, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 
-describe('a synchronous handler failure in the fused stack', () => {
+describe('a synchronous handler failure in the default stack', () => {
   it('is retried only after the caller has had its turn to abort', async () => {
     let attempts = 0;
     const registry = new ToolRegistry().register({

@@ -1,4 +1,5 @@
-// Found in review: a handler promise whose own `then` throws leaked the fused stack's slot and deadline.
+// Found in review: a handler promise whose own `then` throws leaked its slot and deadline (in the
+// default stack's hand-fused runner, since retired; the one engine must keep it right).
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Outcome } from '../../index.js';
@@ -9,7 +10,7 @@ afterEach(() => {
 });
 
 describe('a handler promise with a `then` of its own that throws', () => {
-  // The fused stack called the promise's own `then` outside any try: the throw skipped the slot
+  // The runner called the promise's own `then` outside any try: the throw skipped the slot
   // release and the attempt's end, so a concurrency { max: 1 } dispatcher was stuck for good and
   // the deadline fired later for a finished call. A handler's promise is now followed as `await`
   // follows it, through the built-in `then`: its own `then` is never called.
