@@ -351,7 +351,9 @@ async function runBreaker(
   await fleet.finish(10_000);
   const entries = fleet.entries();
   const checks = entries.filter((e) => e.type === 'C');
-  const late = entries.filter((e) => e.type === 'X' && e.at > checkedAt);
+  // The breaker admits a call once and its retries run inside it: a retry of a call admitted
+  // before the circuit opened is not a call let through, so only first attempts count.
+  const late = entries.filter((e) => e.type === 'X' && e.value === '1' && e.at > checkedAt);
   const rejected = checks.filter((e) => e.value === 'circuit_open').length;
   console.log(
     `breaker   opened; ${rejected}/${workers} workers rejected a call 50 ms later; ${late.length} executions after that`,
@@ -360,7 +362,7 @@ async function runBreaker(
     problems.push(
       `only ${rejected} of ${workers} workers rejected within 50 ms: ${checks.map((e) => e.value).join(', ')}`,
     );
-  if (late.length > 0) problems.push(`${late.length} executions of the open circuit's tool after 50 ms`);
+  if (late.length > 0) problems.push(`${late.length} calls of the open circuit's tool started after 50 ms`);
   return problems;
 }
 

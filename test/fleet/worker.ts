@@ -103,8 +103,8 @@ async function main(): Promise<void> {
     name: 'flaky.backend',
     description: 'A backend that is down.',
     inputSchema: z.object({}),
-    handler: async () => {
-      line(`X - - ${config.id}`);
+    handler: async (_args, ctx) => {
+      line(`X - ${ctx.attempt} ${config.id}`);
       throw new TransientError('backend down');
     },
   });
