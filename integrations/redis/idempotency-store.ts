@@ -298,14 +298,17 @@ export function redisIdempotencyStore(
       case 'lead': {
         const before = text(reply, 4);
         const earlier = readReceipt(before);
+        const past = text(reply, 5);
         // A key with no receipt in a store that lost its past may have run before the restart.
-        const lostPast = text(reply, 5) === '1' && earlier === undefined;
+        const lostPast = past === '1' && earlier === undefined;
+        const receipt = lostPast ? resetReceipt(key, tool) : unsettled(earlier);
         const endsAt = sentAt + num(reply, 3);
-        return {
-          kind: 'lead',
-          lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, endsAt, before),
-          receipt: lostPast ? resetReceipt(key, tool) : unsettled(earlier),
-        };
+        const lease = new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, endsAt, before);
+        // A young epoch nobody marked may be a restart this process cannot see: a receipt store
+        // that outlives Redis is the one left to say whether the key ran.
+        return past === '?' && receipt === undefined
+          ? { kind: 'lead', lease, receipt, pastUnknown: true }
+          : { kind: 'lead', lease, receipt };
       }
       case 'follow':
         return { kind: 'follow', fence: num(reply, 2), leaseEndsInMs: Math.max(0, num(reply, 3)) };
