@@ -134,36 +134,64 @@ describe.runIf(enabled)('a worker that first meets Redis after it restarted empt
     });
   });
 
-  it('fails the call as store_unavailable, running nothing, while the receipt store cannot answer', async () => {
-    const prefix = `fresh-${randomUUID()}`;
-    const bank = new Map<string, string[]>();
+  // The receipt store of the workers, which fails every `get` while `down.now` is set.
+  function flakyReceipts(down: { now: boolean }): { receipts: ReceiptStore; kept: MemoryReceiptStore } {
     const kept = memoryReceiptStore();
-    let down = false;
     const receipts: ReceiptStore = {
       get: (key) => {
-        if (down) throw new Error('connection refused');
+        if (down.now) throw new Error('connection refused');
         return kept.get(key);
       },
       record: (receipt: Receipt) => kept.record(receipt),
       list: (query) => kept.list(query),
     };
+    return { receipts, kept };
+  }
+
+  it('asks reconcile when the receipt store cannot answer', async () => {
+    const prefix = `fresh-${randomUUID()}`;
+    const bank = new Map<string, string[]>();
+    const down = { now: false };
+    const { receipts } = flakyReceipts(down);
     const old = await worker(prefix, bank, receipts);
     expect(await old.call('order-1')).toMatchObject({ ok: true, result: 'ch_1' });
 
     await server.restart();
     const fresh = await worker(prefix, bank, receipts);
-    down = true;
-    expect(await fresh.call('order-1')).toMatchObject({ ok: false, kind: 'store_unavailable' });
-    expect(fresh.runs()).toBe(0);
-    // Nothing it wrote hides the earlier success.
-    expect(kept.get('order-1')).toMatchObject({ status: 'succeeded', attempts: 1 });
-    down = false;
-    expect(await fresh.call('order-1')).toMatchObject({
+    down.now = true;
+    expect(await fresh.call('order-1')).toEqual({
       ok: true,
       result: 'ch_1',
+      attempts: 0,
       reconciled: { window: 'store_reset' },
     });
+    expect(await fresh.call('order-2')).toMatchObject({ ok: true, result: 'ch_2', attempts: 1 });
     expect(bank.get('order-1')).toEqual(['ch_1']);
+  });
+
+  it('fails a tool without reconcile as store_unavailable, running nothing, while the receipt store cannot answer', async () => {
+    const prefix = `fresh-${randomUUID()}`;
+    const bank = new Map<string, string[]>();
+    const down = { now: false };
+    const { receipts, kept } = flakyReceipts(down);
+    const old = await worker(prefix, bank, receipts, { reconcile: false });
+    expect(await old.call('order-1')).toMatchObject({ ok: true, result: 'ch_1' });
+
+    await server.restart();
+    const fresh = await worker(prefix, bank, receipts, { reconcile: false });
+    down.now = true;
+    expect(await fresh.call('order-1')).toMatchObject({ ok: false, kind: 'store_unavailable' });
+    expect(fresh.runs()).toBe(0);
+    // Nothing it wrote hides the earlier success, and the key is looked up again.
+    expect(kept.get('order-1')).toMatchObject({ status: 'succeeded', attempts: 1 });
+    down.now = false;
+    expect(await fresh.call('order-1')).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      window: 'store_reset',
+    });
+    expect(bank.get('order-1')).toEqual(['ch_1']);
+    expect(fresh.runs()).toBe(0);
   });
 
   it('runs again a key whose receipt is older than its TTL (it may run again anyway)', async () => {
