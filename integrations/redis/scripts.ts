@@ -156,8 +156,9 @@ return 1
 
 /**
  * Frees a lead after a failure; its receipt is written too when the key is free (a lost lease
- * nobody took over). KEYS: record, receipt. ARGV: token, channel, fence, key, receipt JSON ('' for
- * none, '-' to delete the holder's receipt), receipt ttl ms. Reply: 1.
+ * nobody took over), unless only the holder may write it. KEYS: record, receipt. ARGV: token,
+ * channel, fence, key, receipt JSON ('' for none, '-' to delete the holder's receipt), receipt ttl
+ * ms, '1' when only the holder writes the receipt. Reply: 1.
  */
 export const releaseScript = defineScript(
   'idempotency release',
@@ -168,7 +169,7 @@ if rec[1] == 'R' and rec[2] == ARGV[1] then
   if ARGV[5] == '-' then redis.call('DEL', KEYS[2])
   elseif ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
   if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
-elseif not rec[1] and ARGV[5] ~= '' and ARGV[5] ~= '-' then
+elseif not rec[1] and ARGV[5] ~= '' and ARGV[5] ~= '-' and ARGV[7] ~= '1' then
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
 end
 return 1
