@@ -298,14 +298,17 @@ export function redisIdempotencyStore(
       case 'lead': {
         const before = text(reply, 4);
         const earlier = readReceipt(before);
+        const past = text(reply, 5);
         // A key with no receipt in a store that lost its past may have run before the restart.
-        const lostPast = text(reply, 5) === '1' && earlier === undefined;
+        const lostPast = past === '1' && earlier === undefined;
+        const receipt = lostPast ? resetReceipt(key, tool) : unsettled(earlier);
         const endsAt = sentAt + num(reply, 3);
-        return {
-          kind: 'lead',
-          lease: new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, endsAt, before),
-          receipt: lostPast ? resetReceipt(key, tool) : unsettled(earlier),
-        };
+        const lease = new RedisLease(key, token, num(reply, 2), leaseMs / 3, fingerprint, endsAt, before);
+        // A young epoch nobody marked may be a restart this process cannot see: a receipt store
+        // that outlives Redis is the one left to say whether the key ran.
+        return past === '?' && receipt === undefined
+          ? { kind: 'lead', lease, receipt, pastUnknown: true }
+          : { kind: 'lead', lease, receipt };
       }
       case 'follow':
         return { kind: 'follow', fence: num(reply, 2), leaseEndsInMs: Math.max(0, num(reply, 3)) };
@@ -348,8 +351,11 @@ export function redisIdempotencyStore(
       const lease = answer.lease as RedisLease;
       // Running the handler on a lead heard too late could run the key twice. The key's receipt
       // goes back to what it was: a running one nobody settles would look like a crashed leader.
+      // Only while the key is still this claim's: once its lease has lapsed, another leader may
+      // have left a newer receipt (in doubt) that the older one must not hide.
       if (renewableInTime(lease)) return answer;
-      await releaseWith(lease, lease.receiptBefore === '' ? forgetReceipt : lease.receiptBefore).catch(noop);
+      const before = lease.receiptBefore === '' ? forgetReceipt : lease.receiptBefore;
+      await releaseWith(lease, before, true).catch(noop);
       if (tries >= staleClaimTries)
         throw storeUnavailable(
           `Redis answered ${tries} claims of idempotency key "${key}" too late to keep their lease (leaseMs ${leaseMs})`,
@@ -469,12 +475,16 @@ export function redisIdempotencyStore(
     return Number(reply) === 1 ? 'stored' : 'exists';
   };
 
-  const releaseWith = async (lease: IdempotencyLease, receiptJson: string): Promise<void> => {
+  const releaseWith = async (
+    lease: IdempotencyLease,
+    receiptJson: string,
+    holderOnly = false,
+  ): Promise<void> => {
     await runScript(
       redis,
       releaseScript,
       [recordKey(lease.key), receiptKey(lease.key)],
-      [lease.token, channel, String(lease.fence), lease.key, receiptJson, receiptTtl],
+      [lease.token, channel, String(lease.fence), lease.key, receiptJson, receiptTtl, holderOnly ? '1' : ''],
       timeoutMs,
     );
   };

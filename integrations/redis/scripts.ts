@@ -17,8 +17,10 @@ local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
  * leaseMs, known epoch ('' if none), a fresh epoch id, reset window ms (0: never fail closed),
  * tool ('' for no running receipt), receipt ttl ms, key, '1' when the tool can reconcile.
  * Reply: {kind, epoch, a, b}: lead (fence, lease ms left, the earlier receipt, '1' when the key's
- * past was lost in a reset), follow (fence, ms left), hit (payload, ms left), unshareable (reason,
- * ms left), conflict, reset (ms left of the window), settling (ms until a lease has passed since the reset).
+ * past was lost in a reset, '?' when the epoch is younger than the reset window and no reset was
+ * marked: the store cannot tell whether it forgot the key's past), follow (fence, ms left), hit
+ * (payload, ms left), unshareable (reason, ms left), conflict, reset (ms left of the window),
+ * settling (ms until a lease has passed since the reset).
  */
 export const claimScript = defineScript(
   'idempotency claim',
@@ -53,6 +55,10 @@ if window > 0 then
       if settling > 0 then return {'settling', epoch, settling} end
       lostPast = '1'
     end
+  elseif (tonumber(string.match(epoch, ':(%d+)$')) or nowMs) + window > nowMs then
+    -- A young life nobody has said is a restart: a first deployment, or a restart whose first
+    -- caller never knew the earlier life. This store cannot vouch for what ran before it.
+    lostPast = '?'
   end
 end
 local rec = redis.call('HMGET', KEYS[1], 's', 'f', 't', 'g', 'r')
@@ -150,8 +156,9 @@ return 1
 
 /**
  * Frees a lead after a failure; its receipt is written too when the key is free (a lost lease
- * nobody took over). KEYS: record, receipt. ARGV: token, channel, fence, key, receipt JSON ('' for
- * none, '-' to delete the holder's receipt), receipt ttl ms. Reply: 1.
+ * nobody took over), unless only the holder may write it. KEYS: record, receipt. ARGV: token,
+ * channel, fence, key, receipt JSON ('' for none, '-' to delete the holder's receipt), receipt ttl
+ * ms, '1' when only the holder writes the receipt. Reply: 1.
  */
 export const releaseScript = defineScript(
   'idempotency release',
@@ -162,7 +169,7 @@ if rec[1] == 'R' and rec[2] == ARGV[1] then
   if ARGV[5] == '-' then redis.call('DEL', KEYS[2])
   elseif ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) end
   if rec[3] then redis.call('PUBLISH', ARGV[2], 'i|' .. ARGV[3] .. '|' .. ARGV[4]) end
-elseif not rec[1] and ARGV[5] ~= '' and ARGV[5] ~= '-' then
+elseif not rec[1] and ARGV[5] ~= '' and ARGV[5] ~= '-' and ARGV[7] ~= '1' then
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
 end
 return 1

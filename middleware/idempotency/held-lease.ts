@@ -69,6 +69,15 @@ export class HeldLease {
     return execution.signal;
   }
 
+  /**
+   * Whether a step that ran with the lease unrenewed for `unrenewedMs` (a reconcile, a receipt
+   * lookup) may have outlived it: past a renewal period it may have lapsed, and another process
+   * may have led the key and run it meanwhile. A lease that never lapses never has.
+   */
+  mayHaveLapsed(unrenewedMs: number): boolean {
+    return unrenewedMs >= this.lease.renewEveryMs;
+  }
+
   /** Stops the renewals and the watches `keepAlive` started. */
   stopKeepingAlive(): void {
     this.#stopKeepingAlive();

@@ -68,6 +68,11 @@ export function keptReceipt(earlier: Receipt, window: OutcomeWindow, ctx: Dispat
   return receipt;
 }
 
+/** `key` as a message names it: cut to 64 characters. */
+export function shortKey(key: string): string {
+  return key.length > 64 ? `${key.slice(0, 61)}...` : key;
+}
+
 /** Says that `receipt` could not be written: the call it describes stands. */
 export function receiptFailed(ctx: DispatchContext, receipt: Receipt, error: unknown): void {
   const kind = isDispatchError(error) ? error.kind : undefined;

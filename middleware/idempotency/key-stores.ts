@@ -59,11 +59,17 @@ export class KeyStores {
   }
 
   /**
-   * Releases `lease`, `receipt` riding with it, and records the receipt apart; settles when
-   * both are written or failed. Never rejects: the lease frees the key when it ends anyway.
+   * Releases `lease`, `receipt` riding with it, and records the receipt apart (unless `apart` is
+   * `false`: the attached store then keeps what it holds); settles when both are written or
+   * failed. Never rejects: the lease frees the key when it ends anyway.
    */
-  async release(ctx: DispatchContext, lease: IdempotencyLease, receipt?: Receipt): Promise<void> {
-    const recorded = receipt === undefined ? undefined : this.record(ctx, receipt);
+  async release(
+    ctx: DispatchContext,
+    lease: IdempotencyLease,
+    receipt?: Receipt,
+    apart = true,
+  ): Promise<void> {
+    const recorded = receipt === undefined || !apart ? undefined : this.record(ctx, receipt);
     try {
       await this.store.release(lease, receipt);
     } catch (error) {

@@ -20,7 +20,8 @@ import {
 } from '../kit.js';
 import { completeLead } from './completion.js';
 import { HeldLease } from './held-lease.js';
-import { executionReceipt, keptReceipt } from './key-receipts.js';
+import { executionReceipt, keptReceipt, shortKey } from './key-receipts.js';
+import { needsVouching, vouchForLead } from './receipt-vouching.js';
 import type { KeyStores } from './key-stores.js';
 
 /** How a walk of a key ends for its callers: a result (`hit` when stored before), or an error. */
@@ -96,7 +97,15 @@ export class KeyWalk {
             break;
           }
           case 'lead': {
-            const end = await this.#leadAfter(new HeldLease(claim.lease, ctx), claim.receipt);
+            const held = new HeldLease(claim.lease, ctx);
+            const since = stores.now();
+            let earlier = claim.receipt;
+            if (needsVouching(claim, this.tool, stores)) {
+              const vouched = await vouchForLead(stores, this, held.lease);
+              if (!vouched.ok) return failed(vouched.error);
+              earlier = vouched.earlier;
+            }
+            const end = await this.#leadAfter(held, earlier, since);
             if (end !== claimAgain) return end;
             break;
           }
@@ -128,13 +137,13 @@ export class KeyWalk {
 
   // An earlier leader's unsettled receipt says its action may have happened: that is settled
   // first (reconciled, or refused), never run over. Only an idempotent tool without `reconcile`
-  // runs again after a crashed leader, as it may after any failure.
-  async #leadAfter(held: HeldLease, earlier: Receipt | undefined): Promise<LeadEnd> {
+  // runs again after a crashed leader, as it may after any failure. The lease was granted at `since`.
+  async #leadAfter(held: HeldLease, earlier: Receipt | undefined, since: number): Promise<LeadEnd> {
     const { ctx, tool } = this;
     const crashed = earlier?.status === 'running';
     const inDoubt = earlier?.status === 'in_doubt' && !tool.idempotent;
     const settleFirst = inDoubt || (crashed && (tool.reconcile !== undefined || !tool.idempotent));
-    if (!settleFirst || earlier === undefined) return this.#lead(held);
+    if (!settleFirst || earlier === undefined) return this.#leadHeld(held, since);
     const window: OutcomeWindow = crashed ? 'leader_crashed' : (earlier.window ?? 'attempt_timeout');
     // The earlier execution's receipt is what the operator needs (when it was sent, how often):
     // a refusal keeps it, only marked in doubt where a crash left it running.
@@ -150,10 +159,28 @@ export class KeyWalk {
         ctx.outcome = { ok: true, result: found.result, attempts: ctx.attempt, reconciled: { window } };
         return this.#settleLead(held, false, undefined);
       case 'not_committed':
-        return this.#lead(held);
+        return this.#leadHeld(held, since);
       default:
         return this.#refuse(held, window, found.reason ?? 'unknown', keptReceipt(earlier, window, ctx));
     }
+  }
+
+  // Runs the key under a lease granted at `since`, renewed first when a step between (a
+  // reconcile, a receipt lookup) outlived a renewal period. A lease found gone runs nothing: the
+  // key is claimed again, and its holder's outcome (or a new lead) answers.
+  async #leadHeld(held: HeldLease, since: number): Promise<LeadEnd> {
+    const { ctx, stores } = this;
+    // Not awaited otherwise: a memory store's lead still runs in the dispatch's tick.
+    if (!held.mayHaveLapsed(stores.now() - since)) return this.#lead(held);
+    let kept: boolean;
+    try {
+      kept = await stores.store.renew(held.lease);
+    } catch (error) {
+      // Unreachable, it may have lapsed as well: freed without running, the caller may try again.
+      await stores.release(ctx, held.lease);
+      return failed(unavailable(error));
+    }
+    return kept ? this.#lead(held) : claimAgain;
   }
 
   // Runs the layers inside once under the lease; their signal aborts when every local caller
@@ -259,14 +286,14 @@ export class KeyWalk {
 export function conflict(key: string): DispatchError {
   return new DispatchError(
     'idempotency_conflict',
-    `Idempotency key "${shorten(key)}" was already used for a different tool or different args`,
+    `Idempotency key "${shortKey(key)}" was already used for a different tool or different args`,
   );
 }
 
 function unshareable(key: string, reason: string, expiresInMs: number): DispatchError {
   return new DispatchError(
     'idempotency_result_unavailable',
-    `Idempotency key "${shorten(key)}" already succeeded, but its result could not be shared (${reason}); it is not run again`,
+    `Idempotency key "${shortKey(key)}" already succeeded, but its result could not be shared (${reason}); it is not run again`,
     { retryAfterMs: expiresInMs },
   );
 }
@@ -294,8 +321,4 @@ function unavailable(error: unknown): DispatchError {
     `The idempotency store could not be reached: ${String((error as Error)?.message ?? error)}`,
     { cause: error },
   );
-}
-
-function shorten(key: string): string {
-  return key.length > 64 ? `${key.slice(0, 61)}...` : key;
 }

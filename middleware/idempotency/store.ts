@@ -31,6 +31,14 @@ export type IdempotencyClaim =
       readonly lease: IdempotencyLease;
       /** An earlier leader's unsettled receipt (present, even `undefined`, when the claim looked). */
       readonly receipt?: Receipt | undefined;
+      /**
+       * `true` when the store cannot vouch that it remembers the key's past, and holds no
+       * unsettled receipt of it: it may have lost its data lately (a Redis whose epoch is younger
+       * than its reset window, which no process has yet reported as a restart: a first
+       * deployment looks the same). The idempotency layer then asks its attached `receipts`,
+       * when they are not the store's own, before it runs a tool that is not idempotent.
+       */
+      readonly pastUnknown?: boolean;
     }
   /** A success is stored for this key and fingerprint; serve it without running the handler. */
   | {

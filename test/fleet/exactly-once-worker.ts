@@ -66,6 +66,8 @@ async function main(): Promise<void> {
     inputSchema: z.object({ amount: z.number() }),
     timeoutMs: config.timeoutMs,
     handler: async ({ amount }, { idempotencyKey, signal }) => {
+      // Who sent each charge: a key charged twice names both senders, even one killed before it answered.
+      line(`S ${idempotencyKey} - - - ${config.id}`);
       const response = await fetch(`${config.bankUrl}/charge/${encodeURIComponent(idempotencyKey ?? '')}`, {
         method: 'POST',
         body: JSON.stringify({ amount }),
@@ -95,6 +97,14 @@ async function main(): Promise<void> {
       idempotency: { store, receipts, ttlMs: config.resetWindowMs },
       retry: { maxAttempts: 1 },
     }),
+    {
+      // A receipt or a store write that failed is what a later double charge is read against.
+      onEvent: (event) => {
+        if (event.type !== 'receipt.failed' && event.type !== 'idempotency.store_error') return;
+        const what = String(event.receiptStatus ?? event.operation);
+        line(`E ${String(event.key)} ${event.type} ${what} - ${config.id}`);
+      },
+    },
   );
 
   const keys = shuffled(config.keys, rand);

@@ -248,6 +248,62 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
     store.close();
   });
 
+  it('puts the receipt back after a claim answered too late only while the key is still its own', async () => {
+    const prefix = `ow-${randomUUID()}`;
+    const print = fingerprint('payments.charge', { amount: 5 });
+    const other = await storeOf({ prefix });
+    // An earlier execution failed: the key's receipt says so.
+    await other.receipts.record({
+      key: 'k-late',
+      tool: 'payments.charge',
+      status: 'failed',
+      attempts: 1,
+      startedAt: Date.now() - 1_000,
+      endedAt: Date.now() - 900,
+    });
+    const { store: client } = await node();
+    let delayed = false;
+    // Redis answers the first claim after its whole lease has passed.
+    const slow = {
+      ...client,
+      evalScript: async (
+        script: Parameters<typeof client.evalScript>[0],
+        keys: readonly string[],
+        args: readonly string[],
+      ) => {
+        const reply = await client.evalScript(script, keys, args);
+        if (script.name === 'idempotency claim' && !delayed) {
+          delayed = true;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+        return reply;
+      },
+    };
+    const late = redisIdempotencyStore(slow, { prefix, leaseMs: 300, pollMs: 50 });
+    const claiming = late.claim('k-late', print, { tool: 'payments.charge', reconcilable: true });
+    // Meanwhile its lease lapses, another leader takes the key and leaves it in doubt.
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    const taken = await other.claim('k-late', print, { tool: 'payments.charge' });
+    if (taken.kind !== 'lead') throw new Error(`expected a lead, got ${taken.kind}`);
+    const inDoubt = {
+      key: 'k-late',
+      tool: 'payments.charge',
+      status: 'in_doubt' as const,
+      attempts: 1,
+      startedAt: Date.now(),
+      endedAt: Date.now(),
+      window: 'attempt_timeout' as const,
+    };
+    await other.release(taken.lease, inDoubt);
+    // The late claim's release finds the key free: the older receipt must not hide the doubt.
+    const claim = await claiming;
+    expect(delayed).toBe(true);
+    expect(claim).toMatchObject({ kind: 'lead', receipt: inDoubt });
+    expect(await other.receipts.get('k-late')).toMatchObject({ status: 'running' });
+    late.close();
+    other.close();
+  });
+
   it('answers outcome_unknown naming lease_lost for a tool without reconcile, and never runs it again', async () => {
     const prefix = `ow-${randomUUID()}`;
     const store = await storeOf({ prefix });
@@ -289,6 +345,29 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
     expect(withReconcile.counts).toEqual({ runs: 2, reconciles: ['store_reset', 'store_reset'] });
     expect(await store.receipts.get('before')).toMatchObject({ status: 'succeeded', window: 'store_reset' });
     store.close();
+  });
+
+  it('says a lead in an epoch younger than the reset window, and not marked as a restart, cannot vouch for the key', async () => {
+    const print = fingerprint('payments.charge', { amount: 5 });
+    const claimOf = async (store: ReturnType<typeof redisIdempotencyStore>, key: string) => {
+      const claim = await store.claim(key, print, { tool: 'payments.charge', reconcilable: true });
+      if (claim.kind !== 'lead') throw new Error(`expected a lead, got ${claim.kind}`);
+      await store.release(claim.lease);
+      return claim;
+    };
+    const prefix = `ow-${randomUUID()}`;
+    const young = await storeOf({ prefix, resetWindowMs: 400 });
+    expect(await claimOf(young, 'a')).toMatchObject({ pastUnknown: true, receipt: undefined });
+    // The key's running receipt (its release wrote none) is the crash the layer settles anyway.
+    expect(await claimOf(young, 'a')).not.toHaveProperty('pastUnknown');
+    // Once the epoch is older than the window, whatever ran before it may run again anyway.
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await claimOf(young, 'b')).not.toHaveProperty('pastUnknown');
+    // A store that carries on after a reset never fails closed, nor asks.
+    const carryOn = await storeOf({ prefix: `ow-${randomUUID()}`, onStoreReset: 'continue' });
+    expect(await claimOf(carryOn, 'a')).not.toHaveProperty('pastUnknown');
+    young.close();
+    carryOn.close();
   });
 
   it('after Redis restarts empty, answers outcome_unknown naming store_reset when reconcile cannot tell', async () => {
