@@ -100,6 +100,8 @@ export type HedgeDecision = 'started' | 'budget_spent' | 'would_start';
 
 /** Options for `runHedged`. */
 export interface RunHedgedOptions<T> {
+  /** The tool called: a tool that fails `hedgeEligible` runs its one attempt alone, whatever else is given. */
+  tool: HedgeableTool;
   /** Runs one attempt; it must end (resolve or reject) soon after `signal` aborts. */
   run: (signal: AbortSignal, role: HedgeRole) => Promise<T>;
   /** How long the primary may run before the hedge starts (the tool's live quantile); `Infinity` never hedges. */
@@ -131,16 +133,18 @@ export interface HedgedResult<T> {
 type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
 
 /**
- * Runs one attempt and, if it is still pending after `hedgeAfterMs` and `budget` allows, one hedge
- * beside it. The first success wins and the other attempt is aborted through its own signal. If
+ * Runs one attempt and, if it is still pending after `hedgeAfterMs`, `budget` allows and `tool`
+ * passes `hedgeEligible`, one hedge beside it. The first success wins and the other attempt is aborted through its own signal. If
  * the first to settle fails, the other is awaited; when both fail the primary's failure is the
  * answer (it is the attempt the call would have had without hedging, so hedging never changes a
  * failure's kind). A caller's abort aborts both and rejects at once with the signal's reason.
  * Every timer and listener is removed on every path, and a loser's late rejection is swallowed.
- * Only call it for tools that pass `hedgeEligible`.
+ * A tool that fails `hedgeEligible` is never hedged: its attempt runs alone. Bad options throw a `TypeError` at once; the
+ * attempts' failures (a `run` that throws included) come as a rejection.
  *
  * @example
  * const { value, hedged, winner } = await runHedged({
+ *   tool: ctx.tool,
  *   run: (signal) => fetchQuote(symbol, { signal }),
  *   hedgeAfterMs: stats.summary('quote')!.p95,
  *   clock: systemClock,
@@ -149,7 +153,8 @@ type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
  * });
  */
 export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult<T>> {
-  const { run, hedgeAfterMs, clock, budget, signal, succeeded = () => true, onHedge, shadow } = options;
+  const { tool, run, hedgeAfterMs, clock, budget, signal, succeeded = () => true, onHedge, shadow } = options;
+  if (typeof tool !== 'object' || tool === null) throw new TypeError('tool must be an object');
   if (typeof run !== 'function') throw new TypeError(`run must be a function, got ${typeof run}`);
   if (typeof hedgeAfterMs !== 'number' || Number.isNaN(hedgeAfterMs) || hedgeAfterMs < 0) {
     throw new TypeError(`hedgeAfterMs must be a number >= 0 or Infinity, got ${String(hedgeAfterMs)}`);
@@ -157,14 +162,18 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
   requireClock(clock, ['setTimeout', 'clearTimeout']);
   if (!(budget instanceof HedgeBudget)) throw new TypeError('budget must be a HedgeBudget');
   if (signal?.aborted) return Promise.reject(signal.reason);
-  budget.deposit();
+  const eligible = hedgeEligible(tool);
+  // A tool that may never be hedged pays nothing in: the budget is a share of hedgeable calls.
+  if (eligible) budget.deposit();
   // No hedge can start: the attempt runs exactly as it would without this layer.
-  if (hedgeAfterMs === Infinity) {
-    return run(signal ?? neverAborted, 'primary').then((value) => ({
-      value,
-      hedged: false,
-      winner: 'primary',
-    }));
+  if (!eligible || hedgeAfterMs === Infinity) {
+    let attempt: Promise<T>;
+    try {
+      attempt = run(signal ?? neverAborted, 'primary');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return attempt.then((value) => ({ value, hedged: false, winner: 'primary' }));
   }
   return new Promise<HedgedResult<T>>((resolve, reject) => {
     const controllers: Record<HedgeRole, AbortController> = {

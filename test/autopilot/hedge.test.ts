@@ -11,6 +11,8 @@ import {
   runHedged,
 } from '../../middleware/autopilot/hedge.js';
 
+const repeatable = { idempotent: true };
+
 /** A budget holding `tokens` hedges; each run deposits one more (maxExtraLoad 1). */
 function budgetWith(tokens: number): HedgeBudget {
   const budget = new HedgeBudget({ maxExtraLoad: 1, maxTokens: 10 });
@@ -77,7 +79,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 90 }, hedge: { ms: 10 } });
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(5) }),
+      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(5) }),
     );
     expect(result).toEqual({ value: 'primary answered', hedged: false, winner: 'primary' });
     expect(started).toEqual(['primary']);
@@ -90,7 +92,14 @@ describe('runHedged', () => {
     const decisions: HedgeDecision[] = [];
     const budget = budgetWith(5);
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget, onHedge: (d) => decisions.push(d) }),
+      runHedged({
+        tool: repeatable,
+        run,
+        hedgeAfterMs: 100,
+        clock,
+        budget,
+        onHedge: (d) => decisions.push(d),
+      }),
     );
     expect(result).toEqual({ value: 'hedge answered', hedged: true, winner: 'hedge' });
     expect(clock.now()).toBe(150);
@@ -104,7 +113,7 @@ describe('runHedged', () => {
   it('starts the hedge only after hedgeAfterMs, and never a second one', async () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10_000 } });
-    const pending = runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(5) });
+    const pending = runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(5) });
     await clock.runFor(99);
     expect(started).toEqual(['primary']);
     await clock.runFor(1);
@@ -122,6 +131,7 @@ describe('runHedged', () => {
     const decisions: HedgeDecision[] = [];
     const result = await clock.runUntilSettled(
       runHedged({
+        tool: repeatable,
         run,
         hedgeAfterMs: 100,
         clock,
@@ -140,7 +150,9 @@ describe('runHedged', () => {
     let hedges = 0;
     for (let call = 0; call < 400; call++) {
       const { run } = attempts(clock, { primary: { ms: 500 }, hedge: { ms: 500 } });
-      const result = await clock.runUntilSettled(runHedged({ run, hedgeAfterMs: 100, clock, budget }));
+      const result = await clock.runUntilSettled(
+        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget }),
+      );
       if (result.hedged) hedges++;
     }
     expect(hedges).toBe(20);
@@ -150,7 +162,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run } = attempts(clock, { primary: { ms: 150, fails: true }, hedge: { ms: 100 } });
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
+      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
     );
     expect(result).toEqual({ value: 'hedge answered', hedged: true, winner: 'hedge' });
     expect(clock.now()).toBe(200);
@@ -160,7 +172,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run } = attempts(clock, { primary: { ms: 400 }, hedge: { ms: 10, fails: true } });
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
+      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
     );
     expect(result).toEqual({ value: 'primary answered', hedged: true, winner: 'primary' });
   });
@@ -173,7 +185,9 @@ describe('runHedged', () => {
       const clock = new VirtualClock();
       const { run } = attempts(clock, plans);
       await expect(
-        clock.runUntilSettled(runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1) })),
+        clock.runUntilSettled(
+          runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
+        ),
       ).rejects.toThrow('primary failed');
       expect(clock.pending).toBe(0);
     }
@@ -183,7 +197,9 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 20, fails: true }, hedge: { ms: 10 } });
     await expect(
-      clock.runUntilSettled(runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1) })),
+      clock.runUntilSettled(
+        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
+      ),
     ).rejects.toThrow('primary failed');
     expect(started).toEqual(['primary']);
     expect(clock.now()).toBe(20);
@@ -197,7 +213,14 @@ describe('runHedged', () => {
       return { ok: false, from: role };
     };
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1), succeeded: (value) => value.ok }),
+      runHedged({
+        tool: repeatable,
+        run,
+        hedgeAfterMs: 100,
+        clock,
+        budget: budgetWith(1),
+        succeeded: (value) => value.ok,
+      }),
     );
     expect(result).toEqual({ value: { ok: false, from: 'primary' }, hedged: true, winner: 'primary' });
     expect(clock.now()).toBe(300);
@@ -208,6 +231,7 @@ describe('runHedged', () => {
     const { run, aborted } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10_000 } });
     const caller = new AbortController();
     const pending = runHedged({
+      tool: repeatable,
       run,
       hedgeAfterMs: 100,
       clock,
@@ -227,6 +251,7 @@ describe('runHedged', () => {
     const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10 } });
     const caller = new AbortController();
     const pending = runHedged({
+      tool: repeatable,
       run,
       hedgeAfterMs: 100,
       clock,
@@ -245,7 +270,14 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 10 }, hedge: { ms: 10 } });
     await expect(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1), signal: AbortSignal.abort('gone') }),
+      runHedged({
+        tool: repeatable,
+        run,
+        hedgeAfterMs: 100,
+        clock,
+        budget: budgetWith(1),
+        signal: AbortSignal.abort('gone'),
+      }),
     ).rejects.toBe('gone');
     expect(started).toEqual([]);
   });
@@ -272,7 +304,14 @@ describe('runHedged', () => {
       const { run } = attempts(clock, plans);
       await clock
         .runUntilSettled(
-          runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1), signal: caller.signal }),
+          runHedged({
+            tool: repeatable,
+            run,
+            hedgeAfterMs: 100,
+            clock,
+            budget: budgetWith(1),
+            signal: caller.signal,
+          }),
         )
         .catch(() => undefined);
       expect(listeners).toBe(0);
@@ -296,7 +335,7 @@ describe('runHedged', () => {
         throw new Error('late primary failure');
       };
       const result = await clock.runUntilSettled(
-        runHedged({ run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
+        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
       );
       expect(result.winner).toBe('hedge');
       await clock.run();
@@ -313,7 +352,15 @@ describe('runHedged', () => {
     const decisions: HedgeDecision[] = [];
     const budget = budgetWith(1);
     const result = await clock.runUntilSettled(
-      runHedged({ run, hedgeAfterMs: 100, clock, budget, shadow: true, onHedge: (d) => decisions.push(d) }),
+      runHedged({
+        tool: repeatable,
+        run,
+        hedgeAfterMs: 100,
+        clock,
+        budget,
+        shadow: true,
+        onHedge: (d) => decisions.push(d),
+      }),
     );
     expect(result).toEqual({ value: 'primary answered', hedged: false, winner: 'primary' });
     expect(started).toEqual(['primary']);
@@ -326,6 +373,7 @@ describe('runHedged', () => {
     let seen: AbortSignal | undefined;
     const result = await clock.runUntilSettled(
       runHedged({
+        tool: repeatable,
         run: async (signal) => {
           seen = signal;
           expect(clock.pending).toBe(0);
@@ -342,16 +390,62 @@ describe('runHedged', () => {
     expect(seen).toBe(caller.signal);
   });
 
-  it('rejects a bad hedgeAfterMs or budget with a TypeError naming it', () => {
+  it('never hedges a tool that is neither idempotent nor read-only, whatever the budget', async () => {
+    for (const tool of [{ idempotent: false }, { annotations: { readOnlyHint: false } }, {}]) {
+      const clock = new VirtualClock();
+      const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10 } });
+      const decisions: HedgeDecision[] = [];
+      const budget = budgetWith(10);
+      const pending = runHedged({
+        tool,
+        run,
+        hedgeAfterMs: 0,
+        clock,
+        budget,
+        onHedge: (d) => decisions.push(d),
+      });
+      // The only timer is the attempt's own: no hedge is even scheduled.
+      expect(clock.pending).toBe(1);
+      const result = await clock.runUntilSettled(pending);
+      expect(result).toEqual({ value: 'primary answered', hedged: false, winner: 'primary' });
+      expect(started).toEqual(['primary']);
+      expect(decisions).toEqual([]);
+      expect(budget.balance).toBe(10);
+    }
+  });
+
+  it('turns a run that throws at once into a rejection, with or without a hedge delay', async () => {
+    const clock = new VirtualClock();
+    const run = (): Promise<number> => {
+      throw new Error('threw at once');
+    };
+    for (const hedgeAfterMs of [Infinity, 100]) {
+      await expect(
+        clock.runUntilSettled(
+          runHedged({ tool: repeatable, run, hedgeAfterMs, clock, budget: budgetWith(1) }),
+        ),
+      ).rejects.toThrow('threw at once');
+      expect(clock.pending).toBe(0);
+    }
+  });
+
+  it('rejects a bad tool, hedgeAfterMs, budget or clock with a TypeError naming it', () => {
     const clock = new VirtualClock();
     const run = async () => 1;
-    expect(() => runHedged({ run, hedgeAfterMs: -1, clock, budget: budgetWith(1) })).toThrow(/hedgeAfterMs/);
-    expect(() => runHedged({ run, hedgeAfterMs: Number.NaN, clock, budget: budgetWith(1) })).toThrow(
-      /hedgeAfterMs/,
-    );
-    expect(() => runHedged({ run, hedgeAfterMs: 1, clock, budget: {} as HedgeBudget })).toThrow(/budget/);
     expect(() =>
-      runHedged({ run, hedgeAfterMs: 1, clock: {} as VirtualClock, budget: budgetWith(1) }),
+      runHedged({ tool: undefined as never, run, hedgeAfterMs: 1, clock, budget: budgetWith(1) }),
+    ).toThrow(/tool/);
+    expect(() =>
+      runHedged({ tool: repeatable, run, hedgeAfterMs: -1, clock, budget: budgetWith(1) }),
+    ).toThrow(/hedgeAfterMs/);
+    expect(() =>
+      runHedged({ tool: repeatable, run, hedgeAfterMs: Number.NaN, clock, budget: budgetWith(1) }),
+    ).toThrow(/hedgeAfterMs/);
+    expect(() =>
+      runHedged({ tool: repeatable, run, hedgeAfterMs: 1, clock, budget: {} as HedgeBudget }),
+    ).toThrow(/budget/);
+    expect(() =>
+      runHedged({ tool: repeatable, run, hedgeAfterMs: 1, clock: {} as VirtualClock, budget: budgetWith(1) }),
     ).toThrow(/clock/);
   });
 });
