@@ -139,6 +139,10 @@ type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
  * answer (it is the attempt the call would have had without hedging, so hedging never changes a
  * failure's kind). A caller's abort aborts both and rejects at once with the signal's reason.
  * Every timer and listener is removed on every path, and a loser's late rejection is swallowed.
+ * Feeding the sketch that gives `hedgeAfterMs`: record the primary's time even when the hedge won
+ * (its elapsed time at the abort, past `hedgeAfterMs`); leaving the losers out pulls the quantile
+ * down and spends the budget on calls that needed no hedge (on the steady trace, p99 −75 % instead
+ * of −90 % at the same 5 %).
  * A tool that fails `hedgeEligible` is never hedged: its attempt runs alone. Bad options throw a `TypeError` at once; the
  * attempts' failures (a `run` that throws included) come as a rejection.
  *
