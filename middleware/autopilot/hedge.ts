@@ -134,17 +134,21 @@ type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
 
 /**
  * Runs one attempt and, if it is still pending after `hedgeAfterMs`, `budget` allows and `tool`
- * passes `hedgeEligible`, one hedge beside it. The first success wins and the other attempt is aborted through its own signal. If
- * the first to settle fails, the other is awaited; when both fail the primary's failure is the
- * answer (it is the attempt the call would have had without hedging, so hedging never changes a
- * failure's kind). A caller's abort aborts both and rejects at once with the signal's reason.
- * Every timer and listener is removed on every path, and a loser's late rejection is swallowed.
+ * passes `hedgeEligible`, one hedge beside it. The first success wins and the other attempt is
+ * aborted through its own signal. If the first to settle fails, the other is awaited; when both
+ * fail the primary's failure is the answer (it is the attempt the call would have had without
+ * hedging, so hedging never changes a failure's kind). A caller's abort aborts both and rejects
+ * at once with the signal's reason. Every timer and listener is removed on every path, and a
+ * loser's late rejection is swallowed.
+ *
+ * A tool that fails `hedgeEligible`, or an `hedgeAfterMs` of `Infinity` (warm-up), runs the one
+ * attempt on the caller's own signal, with no timer: exactly as without hedging. Bad options throw
+ * a `TypeError` at once; the attempts' failures (a `run` that throws included) come as a rejection.
+ *
  * Feeding the sketch that gives `hedgeAfterMs`: record the primary's time even when the hedge won
  * (its elapsed time at the abort, past `hedgeAfterMs`); leaving the losers out pulls the quantile
  * down and spends the budget on calls that needed no hedge (on the steady trace, p99 −75 % instead
- * of −90 % at the same 5 %).
- * A tool that fails `hedgeEligible` is never hedged: its attempt runs alone. Bad options throw a `TypeError` at once; the
- * attempts' failures (a `run` that throws included) come as a rejection.
+ * of −90 % for the same 5 % of extra attempts).
  *
  * @example
  * const { value, hedged, winner } = await runHedged({
@@ -208,7 +212,13 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
     const onSettled = (role: HedgeRole, settled: Settled<T>): void => {
       if (done) return;
       results[role] = settled;
-      if (settled.ok && succeeded(settled.value)) return answer(role, settled);
+      let success: boolean;
+      try {
+        success = settled.ok && succeeded(settled.value);
+      } catch (error) {
+        return answer(role, { ok: false, error });
+      }
+      if (success) return answer(role, settled);
       const other: HedgeRole = role === 'primary' ? 'hedge' : 'primary';
       // A failure waits for the other attempt while it may still succeed.
       if (role === 'primary' && !hedged) return answer('primary', settled);

@@ -416,6 +416,21 @@ describe('runHedged', () => {
     }
   });
 
+  it('rejects with the error of a succeeded predicate that throws, and aborts the other attempt', async () => {
+    const clock = new VirtualClock();
+    const { run, aborted } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 50 } });
+    const succeeded = (): boolean => {
+      throw new Error('predicate broke');
+    };
+    await expect(
+      clock.runUntilSettled(
+        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1), succeeded }),
+      ),
+    ).rejects.toThrow('predicate broke');
+    expect(aborted).toEqual(['primary']);
+    expect(clock.pending).toBe(0);
+  });
+
   it('turns a run that throws at once into a rejection, with or without a hedge delay', async () => {
     const clock = new VirtualClock();
     const run = (): Promise<number> => {
