@@ -1,0 +1,95 @@
+/**
+ * Slots whose number follows a moving limit (a `GradientLimit`'s): first in, first out, every
+ * wait ending on its signal.
+ * @module
+ */
+
+import { neverAborted, noop, onAbort } from '../kit.js';
+
+interface Waiter {
+  readonly grant: () => void;
+}
+
+/**
+ * A counting semaphore whose capacity is read from `capacity()` each time a slot could be handed
+ * over. When the limit falls below the calls in flight, nobody new starts until enough have
+ * released; when it rises, the next release (or `admit()`) lets that many more waiters in.
+ * Waiters are served in arrival order, and a free slot is never taken past someone waiting.
+ *
+ * @example
+ * const slots = new LimitSemaphore(() => limit.limit);
+ * const release = await slots.acquire(ctx.signal);
+ * try { await next(); } finally { release(); }
+ */
+export class LimitSemaphore {
+  readonly #capacity: () => number;
+  // A Set keeps insertion order (FIFO) and drops an aborted waiter in O(1).
+  readonly #waiters = new Set<Waiter>();
+  #inFlight = 0;
+
+  constructor(capacity: () => number) {
+    if (typeof capacity !== 'function') {
+      throw new TypeError(`capacity must be a function, got ${typeof capacity}`);
+    }
+    this.#capacity = capacity;
+  }
+
+  /** Slots held now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Callers waiting for a slot now. */
+  get queued(): number {
+    return this.#waiters.size;
+  }
+
+  /**
+   * Waits for a slot and resolves with the function that gives it back (calling it again does
+   * nothing). Rejects with the signal's reason, leaving the queue, if `signal` aborts first; an
+   * already aborted signal takes no slot.
+   */
+  acquire(signal: AbortSignal = neverAborted): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.#waiters.size === 0 && this.#inFlight < this.#capacity()) {
+      this.#inFlight++;
+      return Promise.resolve(this.#releaser());
+    }
+    return new Promise<() => void>((resolve, reject) => {
+      let unsubscribe: () => void = noop;
+      const waiter: Waiter = {
+        grant: () => {
+          unsubscribe();
+          resolve(this.#releaser());
+        },
+      };
+      this.#waiters.add(waiter);
+      unsubscribe = onAbort(signal, () => {
+        if (!this.#waiters.delete(waiter)) return;
+        reject(signal.reason);
+        // The one who left may have been first in line while slots were free.
+        this.admit();
+      });
+    });
+  }
+
+  /** Hands free slots to waiters, in order: call it when the capacity has risen. */
+  admit(): void {
+    for (const waiter of this.#waiters) {
+      if (this.#inFlight >= this.#capacity()) return;
+      this.#waiters.delete(waiter);
+      this.#inFlight++;
+      waiter.grant();
+    }
+  }
+
+  #releaser(): () => void {
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.#inFlight--;
+      this.admit();
+    };
+  }
+}
