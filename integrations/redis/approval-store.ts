@@ -17,7 +17,6 @@ import type {
   ApprovalSettlement,
   ApprovalStore,
 } from '../../middleware/index.js';
-import { listStatusOf, pageLimitOf } from '../../middleware/approval-gate/store.js';
 import { num, runScript, text } from './call.js';
 import { defineScript, type StoreClient } from './client.js';
 import { hubFor } from './events.js';
@@ -569,4 +568,20 @@ function recordOf(token: string, reply: unknown, at: number): ApprovalRecord | u
     record[name] = kind === 'number' ? Number(item) : String(item);
   }
   return record as unknown as ApprovalRecord;
+}
+
+// A page's limit, checked as the contract says: an integer in 1..500, 100 when absent.
+function pageLimitOf(limit: unknown): number {
+  if (limit === undefined) return 100;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 500) {
+    throw new TypeError(`limit must be an integer from 1 to 500, got ${String(limit)}`);
+  }
+  return limit;
+}
+
+// Only pending requests are indexed, so only they can be listed.
+function listStatusOf(status: unknown): void {
+  if (status !== undefined && status !== 'pending') {
+    throw new TypeError(`status must be 'pending' (only pending requests are listed), got ${String(status)}`);
+  }
 }

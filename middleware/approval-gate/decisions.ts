@@ -10,7 +10,7 @@ import { rejectUnknownKeys } from '../kit.js';
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
 import { printOf, type ApprovalLoop, type GatePolicy, type ToolSource } from './gate.js';
 import { previewOf } from './preview.js';
-import type { ApprovalAuditRecord } from './store.js';
+import type { ApprovalAuditRecord, ApprovalRecord } from './store.js';
 
 /** Options for `gate.approve`. */
 export interface ApproveOptions {
@@ -77,7 +77,7 @@ export function decisionsOf(
   const local = new Set<(decided: ApprovalAuditRecord) => void>();
   const heardLocally = async (token: string, answered: boolean) => {
     if (!answered || local.size === 0 || typeof store.subscribe === 'function') return answered;
-    const decided = (await store.audit?.({ token }))?.items.at(-1);
+    const decided = (await store.audit?.({ token }))?.items.at(-1) ?? auditFromRecord(await store.get(token));
     if (decided !== undefined) for (const listener of [...local]) listenSafely(listener, decided);
     return answered;
   };
@@ -169,4 +169,20 @@ function describeIssue(issue: StandardSchemaV1.Issue): string {
     .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
     .join('');
   return `${where}: ${issue.message}`;
+}
+
+// A store that keeps no audit log: the decision as its record tells it.
+function auditFromRecord(record: ApprovalRecord | undefined): ApprovalAuditRecord | undefined {
+  if (record === undefined || record.status === 'pending') return undefined;
+  const denied = record.status === 'denied';
+  return {
+    token: record.token,
+    tool: record.tool,
+    decision: denied ? 'denied' : record.editedFrom === undefined ? 'approved' : 'edited',
+    by: denied ? 'a reviewer' : (record.approvedBy ?? 'a reviewer'),
+    channel: record.channel ?? 'api',
+    at: record.decidedAt ?? Date.now(),
+    fingerprint: record.fingerprint,
+    ...(denied && record.deniedReason !== undefined ? { reason: record.deniedReason } : {}),
+  };
 }

@@ -162,3 +162,27 @@ describe('the approval gate for a reviewer', () => {
     expect((await store.get(token))?.status).toBe('pending');
   });
 });
+
+describe('gate.subscribe over a store that publishes nothing', () => {
+  it('hears the decisions made through this gate', async () => {
+    const inner = memoryApprovalStore();
+    const plain = {
+      open: inner.open.bind(inner),
+      get: inner.get.bind(inner),
+      answer: inner.answer.bind(inner),
+    };
+    const registry = new ToolRegistry().register({
+      name: 't',
+      inputSchema: z.object({}),
+      requiresApproval: true,
+      handler: async () => 'ran',
+    });
+    const gate = approvalGate({ registry, store: plain });
+    const dispatcher = createDispatcher(defaultStack({ registry, approval: gate }));
+    const heard: ApprovalDecidedEvent[] = [];
+    gate.subscribe((decided) => heard.push(decided));
+    const token = tokenOf(await dispatcher.dispatch('t', {}));
+    expect(await gate.deny(token, 'no', { by: 'bo', channel: 'console' })).toBe(true);
+    expect(heard).toMatchObject([{ type: 'approval.decided', token, decision: 'denied', reason: 'no' }]);
+  });
+});
