@@ -70,6 +70,9 @@ export type {
   ApprovalGate,
   ApprovalGateOptions,
   ApprovalVerdict,
+  ApproveOptions,
+  ApprovalDecidedEvent,
+  DenyOptions,
   EvaluateOptions,
 } from './approval-gate/index.js';
 export type { ApprovalCall, ApprovalRequirement } from './approval-gate/tool-fields.js';
@@ -78,6 +81,12 @@ export { memoryApprovalStore } from './approval-gate/memory-store.js';
 export type { MemoryApprovalStoreOptions } from './approval-gate/memory-store.js';
 export type {
   ApprovalAnswer,
+  ApprovalAuditPage,
+  ApprovalAuditQuery,
+  ApprovalAuditRecord,
+  ApprovalDecisionKind,
+  ApprovalListQuery,
+  ApprovalPage,
   ApprovalRecord,
   ApprovalRedemption,
   ApprovalRequest,

@@ -644,8 +644,8 @@ async function settle(
   if (answer === 'dismissed') {
     return { answered: false, unasked: 'the user dismissed the question without an answer' };
   }
-  if (answer === 'approve') await approvals.approve(token, { by: 'mcp-client' });
-  else await approvals.deny(token, 'the user declined it');
+  if (answer === 'approve') await approvals.approve(token, { by: 'mcp-client', channel: 'mcp' });
+  else await approvals.deny(token, 'the user declined it', { by: 'mcp-client', channel: 'mcp' });
   return { answered: true };
 }
 

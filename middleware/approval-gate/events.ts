@@ -3,8 +3,16 @@
  * @module
  */
 
+import type { ApprovalAuditRecord } from './store.js';
+
 declare module '../../src/types.js' {
   interface DispatchEventDetails {
+    /**
+     * A request was decided, anywhere (any channel, any process sharing the store): approved,
+     * approved with edited args, denied, or expired. Heard through `gate.subscribe`, fed by the
+     * store's `subscribe` (Redis pub/sub across a fleet); its fields are the store's audit record.
+     */
+    'approval.decided': ApprovalAuditRecord;
     /** A call was paused for approval (once per token). */
     'approval.required': {
       /** The token a person approves or denies. */
@@ -27,5 +35,3 @@ declare module '../../src/types.js' {
     };
   }
 }
-
-export {};

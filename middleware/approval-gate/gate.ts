@@ -12,7 +12,9 @@ import type { ApprovalCall } from './tool-fields.js';
 import { hostDenialOf } from '../kit.js';
 import { fingerprint } from '../kit.js';
 import { isRedeemingStore, Redemption, TokenRuns, approvalStoreFailed } from './redemption.js';
-import type { ApprovalRecord, ApprovalStore } from './store.js';
+import type { ApprovalRecord, ApprovalRequest, ApprovalStore } from './store.js';
+import { createRedactor, type Redactor } from '../../src/redact.js';
+import { previewOf } from './preview.js';
 
 /** What a rule decides for a call. */
 export type ApprovalAction = 'allow' | 'deny' | 'require';
@@ -40,6 +42,10 @@ export interface GatePolicy {
   readonly overrides: ReadonlyMap<string, boolean>;
   readonly store: ApprovalStore;
   readonly ttlMs: number;
+  /** The longest preview of the args kept with a request; 0 keeps none. */
+  readonly previewChars: number;
+  /** The gate's own redactor, if given: else the dispatcher's, else the built-in patterns. */
+  readonly redactor: Redactor | undefined;
   readonly decide:
     | ((call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>)
     | undefined;
@@ -126,6 +132,11 @@ export class ApprovalLoop {
     return this.request(ctx, call, verdict, print);
   }
 
+  /** The redactor previews pass: the gate's own, else the dispatcher's, else the built-in patterns. */
+  redactorFor(ctx?: DispatchContext): Redactor {
+    return this.policy.redactor ?? ctx?.redactor ?? builtinRedactor();
+  }
+
   private byDefault(call: ApprovalCall): Sourced | Promise<Sourced> {
     const { tool } = call;
     const override = this.policy.overrides.get(tool.name);
@@ -180,6 +191,17 @@ export class ApprovalLoop {
       record.fingerprint !== print ||
       record.key !== (call.idempotencyKey ?? null)
     ) {
+      if (record.editedFrom === print && record.status === 'approved') {
+        emitDecision(
+          ctx,
+          { action: 'deny', source: 'token', reason: 'a reviewer approved edited args instead' },
+          true,
+        );
+        return new DispatchError(
+          'idempotency_conflict',
+          `A reviewer approved edited args instead of these (approved by ${record.approvedBy ?? 'a reviewer'}); these args do not run on this approval`,
+        );
+      }
       emitDecision(
         ctx,
         { action: 'deny', source: 'token', reason: 'the token is bound to another call' },
@@ -221,20 +243,24 @@ export class ApprovalLoop {
     const key = call.idempotencyKey ?? null;
     // Redacted before it is stored: a reviewer's screen and a shared store are sinks too.
     const given = verdict.reason ?? 'the tool needs approval';
-    const reason = ctx.redactor === undefined ? given : ctx.redactor.redact(given);
+    const reason = this.redactorFor(ctx).redact(given);
     const callKey = `${call.tool.name}\u0000${print}\u0000${key === null ? `call:${call.callId}` : `key:${key}`}`;
+    const preview = previewOf(call.args, this.redactorFor(ctx), this.policy.previewChars);
+    const asked: ApprovalRequest = {
+      token: newToken(),
+      callKey,
+      tool: call.tool.name,
+      fingerprint: print,
+      key,
+      callId: call.callId,
+      reason,
+      ttlMs: this.policy.ttlMs,
+      ...(call.tenant === undefined ? {} : { tenant: call.tenant }),
+      ...(preview === undefined ? {} : { preview }),
+    };
     let opened: { record: ApprovalRecord; created: boolean };
     try {
-      opened = await this.policy.store.open({
-        token: newToken(),
-        callKey,
-        tool: call.tool.name,
-        fingerprint: print,
-        key,
-        callId: call.callId,
-        reason,
-        ttlMs: this.policy.ttlMs,
-      });
+      opened = await this.policy.store.open(asked);
     } catch (error) {
       return approvalStoreFailed(error);
     }
@@ -256,6 +282,13 @@ export class ApprovalLoop {
 const tokenBytes = 18;
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
+
+let builtins: Redactor | undefined;
+// Made on first use: most gates never preview without a dispatcher's redactor.
+function builtinRedactor(): Redactor {
+  builtins ??= createRedactor();
+  return builtins;
+}
 
 /** A fresh token: 144 random bits, URL-safe. */
 export function newToken(): string {

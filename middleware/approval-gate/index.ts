@@ -5,7 +5,7 @@
 
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { declareToolField, optionKeys, optionsObject, requireNumber } from '../kit.js';
+import { declareToolField, optionKeys, optionsObject, requireInteger, requireNumber } from '../kit.js';
 import {
   ApprovalLoop,
   type ApprovalAction,
@@ -15,6 +15,13 @@ import {
   type ToolSource,
 } from './gate.js';
 import { memoryApprovalStore } from './memory-store.js';
+import {
+  decisionsOf,
+  type ApproveOptions,
+  type ApprovalDecidedEvent,
+  type DenyOptions,
+} from './decisions.js';
+import type { Redactor } from '../../src/redact.js';
 import type { ApprovalStore } from './store.js';
 import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
 
@@ -25,6 +32,7 @@ export type {} from './events.js';
 declareToolField(requiresApprovalField);
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
+export type { ApproveOptions, ApprovalDecidedEvent, DenyOptions } from './decisions.js';
 
 /** Options for `approvalGate`. */
 export interface ApprovalGateOptions {
@@ -62,6 +70,20 @@ export interface ApprovalGateOptions {
    * decide: (call, byDefault) => (call.tenant === 'internal' ? { action: 'allow' } : byDefault)
    */
   decide?: (call: ApprovalCall, byDefault: ApprovalVerdict) => ApprovalVerdict | Promise<ApprovalVerdict>;
+  /**
+   * The longest preview of a paused call's validated args kept with its request, in characters:
+   * their JSON text, redacted before it reaches the store, then cut. 0 keeps none.
+   * @default 2_000
+   */
+  previewChars?: number;
+  /**
+   * The redactor for what the gate stores (previews, reasons): default the dispatcher's
+   * (`createDispatcher(stack, { redact })`), else the built-in patterns (`createRedactor()`).
+   * Give the dispatcher's own here when it has patterns of yours: edited args approved outside a
+   * dispatch see only this one.
+   * @default the dispatcher's redactor, else createRedactor()
+   */
+  redact?: Redactor;
 }
 
 const approvalGateOptionKeys = optionKeys<ApprovalGateOptions>({
@@ -72,6 +94,8 @@ const approvalGateOptionKeys = optionKeys<ApprovalGateOptions>({
   store: true,
   ttlMs: true,
   decide: true,
+  previewChars: true,
+  redact: true,
 });
 
 /** Options for `gate.evaluate`. */
@@ -90,10 +114,30 @@ export interface ApprovalGate extends Middleware {
   readonly mode: 'enforce' | 'shadow';
   /** The decision the gate would make for a call, running nothing (needs `registry`). */
   evaluate(name: string, args: unknown, options?: EvaluateOptions): Promise<ApprovalDecision>;
-  /** Approves a pending token; `false` when unknown, expired or denied. */
-  approve(token: string, options?: { by?: string }): Promise<boolean>;
+  /** Where requests, answers and the audit log live: a console lists (`list`) and audits (`audit`) here. */
+  readonly store: ApprovalStore;
+  /**
+   * Approves a pending token, as asked or, with `args`, edited then approved (see
+   * `ApproveOptions.args`); `false` when unknown, expired, denied, or approved for other args.
+   * Sent again the same way, `true` (and no second audit record).
+   *
+   * @throws a `schema` envelope (`DispatchError`) for edited args that fail the tool's schema.
+   * @throws TypeError for `args` without a registry or on a store that takes no edits, a bad `channel` or an unknown option.
+   * @example
+   * await gate.approve(token, { by: 'ana', channel: 'console', args: { amount: 50 } });
+   */
+  approve(token: string, options?: ApproveOptions): Promise<boolean>;
   /** Denies a token for good; `false` when unknown, expired or already approved. */
-  deny(token: string, reason?: string): Promise<boolean>;
+  deny(token: string, reason?: string, options?: DenyOptions): Promise<boolean>;
+  /**
+   * Hears every decision (`approval.decided`) made anywhere the store reaches: through the store's
+   * `subscribe` (a fleet, over Redis), else the decisions made through this gate. Returns the
+   * unsubscribe function.
+   *
+   * @example
+   * const stop = gate.subscribe((decided) => console.log(decided.token, decided.decision, decided.by));
+   */
+  subscribe(listener: (decided: ApprovalDecidedEvent) => void): () => void;
 }
 
 /**
@@ -152,13 +196,8 @@ export function approvalGate(options?: ApprovalGateOptions): ApprovalGate {
     const { action, source, reason } = await loop.verdict(call);
     return reason === undefined ? { action, source, enforced } : { action, source, reason, enforced };
   };
-  const approve = async (token: string, by: { by?: string } = {}) =>
-    typeof token === 'string' &&
-    (await policy.store.answer(token, { action: 'approve', by: String(by.by ?? 'a reviewer') }));
-  const deny = async (token: string, reason = 'a reviewer denied it') =>
-    typeof token === 'string' &&
-    (await policy.store.answer(token, { action: 'deny', reason: String(reason) }));
-  return Object.assign(layer, { mode: policy.mode, evaluate, approve, deny });
+  const { approve, deny, subscribe } = decisionsOf(policy, loop, registry);
+  return Object.assign(layer, { mode: policy.mode, store: policy.store, evaluate, approve, deny, subscribe });
 }
 
 function policyOf(options: ApprovalGateOptions): GatePolicy {
@@ -169,7 +208,13 @@ function policyOf(options: ApprovalGateOptions): GatePolicy {
     store,
     ttlMs = 3_600_000,
     decide,
+    previewChars = 2_000,
+    redact,
   } = options;
+  requireInteger('previewChars', previewChars, 0);
+  if (redact !== undefined && typeof (redact as Partial<Redactor> | null)?.redactValue !== 'function') {
+    throw new TypeError(`redact must be a redactor from createRedactor(), got ${String(redact)}`);
+  }
   if (mode !== 'enforce' && mode !== 'shadow')
     throw new TypeError(`mode must be 'enforce' or 'shadow', got ${String(mode)}`);
   if (fallback !== 'require' && fallback !== 'allow' && fallback !== 'deny') {
@@ -204,5 +249,7 @@ function policyOf(options: ApprovalGateOptions): GatePolicy {
     store: store ?? memoryApprovalStore(),
     ttlMs,
     decide,
+    previewChars,
+    redactor: redact,
   };
 }

@@ -28,6 +28,13 @@ export interface ApprovalRequest {
   readonly reason: string;
   /** How long the token lives, in milliseconds. */
   readonly ttlMs: number;
+  /** Who the call is for (the dispatch's `tenant` option), if any. */
+  readonly tenant?: string;
+  /**
+   * The validated args as JSON text, redacted and capped by the gate before it reaches the store
+   * (a reviewer's screen and a shared store are sinks too); absent when previews are off.
+   */
+  readonly preview?: string;
 }
 
 /** A request as the store holds it. */
@@ -52,6 +59,94 @@ export interface ApprovalRecord {
   readonly approvedBy?: string;
   /** The reviewer's reason, once denied. */
   readonly deniedReason?: string;
+  /** Who the call is for, if the request said (absent in records stored before it was kept). */
+  readonly tenant?: string;
+  /** The redacted, capped JSON text of the args the token is bound to, if kept. */
+  readonly preview?: string;
+  /** When the request was opened, in milliseconds since the epoch on the store's clock. */
+  readonly createdAt?: number;
+  /** The fingerprint of the args first asked for, once a reviewer approved edited args instead. */
+  readonly editedFrom?: string;
+  /** Through which channel it was answered (`console`, `host`, `mcp`, `api`, …), once answered. */
+  readonly channel?: string;
+  /** When it was answered, in milliseconds since the epoch on the store's clock. */
+  readonly decidedAt?: number;
+}
+
+/** What `list` answers for: the status of the requests (`pending` by default), a page size and where to go on. */
+export interface ApprovalListQuery {
+  /**
+   * Which requests: only `pending` ones can be listed across a fleet in bounded time, so a store
+   * may refuse other statuses (the built-in ones list `pending` only).
+   * @default 'pending'
+   */
+  readonly status?: 'pending';
+  /**
+   * The most requests in a page, 1 to 500.
+   * @default 100
+   */
+  readonly limit?: number;
+  /** Where the previous page ended (its `cursor`); absent for the first page. */
+  readonly cursor?: string;
+}
+
+/** A page of `list`: requests oldest first, and the cursor of the next page when there is more. */
+export interface ApprovalPage {
+  /** The requests, oldest first (by `createdAt`, then token). */
+  readonly items: readonly ApprovalRecord[];
+  /** Pass it back for the next page; absent on the last one. */
+  readonly cursor?: string;
+}
+
+/** How a request was decided: approved as asked, approved with edited args, denied, or left to expire. */
+export type ApprovalDecisionKind = 'approved' | 'edited' | 'denied' | 'expired';
+
+/**
+ * One decision on a request, as the store's audit log keeps it (one per request at most: an
+ * answer sent again, or losing a race, writes nothing). Published to `subscribe`rs as it is written.
+ */
+export interface ApprovalAuditRecord {
+  /** The request's token. */
+  readonly token: string;
+  /** The tool it is bound to. */
+  readonly tool: string;
+  /** What was decided. */
+  readonly decision: ApprovalDecisionKind;
+  /** Who decided (a reviewer's name, `mcp-client`, or `store` for an expiry). */
+  readonly by: string;
+  /** Through which channel: `console`, `host`, `mcp`, `api` (the default), `store` for an expiry, … */
+  readonly channel: string;
+  /** When, in milliseconds since the epoch on the store's clock. */
+  readonly at: number;
+  /** The fingerprint the decision applies to: for `edited`, the edited args' (the one that may run). */
+  readonly fingerprint: string;
+  /** For `edited`, the fingerprint of the args first asked for (they can no longer run). */
+  readonly editedFrom?: string;
+  /** For `denied`, the reviewer's reason. */
+  readonly reason?: string;
+  /** Who the call was for, if known. */
+  readonly tenant?: string;
+}
+
+/** What `audit` answers for: one request's decisions, or the whole log from a cursor. */
+export interface ApprovalAuditQuery {
+  /** Only this request's decision(s). */
+  readonly token?: string;
+  /**
+   * The most records in a page, 1 to 500.
+   * @default 100
+   */
+  readonly limit?: number;
+  /** Where the previous page ended; absent for the oldest kept. */
+  readonly cursor?: string;
+}
+
+/** A page of the audit log, oldest first, and the cursor of the next page when there is more. */
+export interface ApprovalAuditPage {
+  /** The records, oldest first. */
+  readonly items: readonly ApprovalAuditRecord[];
+  /** Pass it back for the next page; absent on the last one. */
+  readonly cursor?: string;
 }
 
 /** A reviewer's answer. */
@@ -61,12 +156,29 @@ export type ApprovalAnswer =
       readonly action: 'approve';
       /** Who approved it. */
       readonly by: string;
+      /** Through which channel (kept in the record and its audit record). @default 'api' */
+      readonly channel?: string;
+      /**
+       * Approve edited args instead of the ones asked for: the token is bound to this fingerprint
+       * from now on (the original args can no longer run on it). Only a store whose `edits` is
+       * `true` honours it; the gate never sends it to another.
+       */
+      readonly edit?: {
+        /** The edited, validated args' fingerprint (base64url). */
+        readonly fingerprint: string;
+        /** Their redacted, capped JSON text, replacing the record's `preview`. */
+        readonly preview?: string;
+      };
     }
   | {
       /** Deny the request; final. */
       readonly action: 'deny';
       /** Why, as the reviewer gave it. */
       readonly reason: string;
+      /** Who denied it. @default 'a reviewer' */
+      readonly by?: string;
+      /** Through which channel. @default 'api' */
+      readonly channel?: string;
     };
 
 /**
@@ -162,4 +274,55 @@ export interface ApprovalStore {
    * await store.settle?.(token, claim, { state: 'succeeded', result });
    */
   settle?(token: string, claim: string, settlement: ApprovalSettlement): MaybePromise<void>;
+  /**
+   * `true` when `answer` honours an approve's `edit` (binds the token to the edited fingerprint in
+   * the same atomic step). A store without it cannot take edit-then-approve: the gate refuses it.
+   */
+  readonly edits?: boolean;
+  /**
+   * A page of requests, oldest first (optional: a console says "this store cannot list" without
+   * it). Expired requests are never listed (and are audited as `expired` when found).
+   *
+   * @throws TypeError for a `limit` outside 1..500, a status other than `pending`, or a cursor it did not give.
+   * @example
+   * const { items, cursor } = await store.list?.({ limit: 50 });
+   */
+  list?(query?: ApprovalListQuery): MaybePromise<ApprovalPage>;
+  /**
+   * A page of the audit log: every decision (approve, edit, deny, expiry), oldest first, or one
+   * request's with `token`.
+   *
+   * @example
+   * const { items } = await store.audit?.({ token });
+   */
+  audit?(query?: ApprovalAuditQuery): MaybePromise<ApprovalAuditPage>;
+  /**
+   * Hears every decision as it is written, made through any store on the same backing (in this
+   * process for the memory store, across the fleet over Redis pub/sub). Returns the unsubscribe
+   * function. A listener that throws is ignored.
+   *
+   * @example
+   * const stop = store.subscribe?.((decided) => console.log(decided.token, decided.decision));
+   */
+  subscribe?(listener: (decided: ApprovalAuditRecord) => void): () => void;
+}
+
+/** The largest `limit` of `list` and `audit`. */
+export const maxApprovalPage = 500;
+
+/** The `limit` of a `list` or `audit` query, checked: an integer in 1..500, 100 when absent. */
+export function pageLimitOf(limit: unknown): number {
+  if (limit === undefined) return 100;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxApprovalPage) {
+    throw new TypeError(`limit must be an integer from 1 to ${maxApprovalPage}, got ${String(limit)}`);
+  }
+  return limit;
+}
+
+/** The status of a `list` query, checked: only `pending` can be listed. */
+export function listStatusOf(status: unknown): 'pending' {
+  if (status !== undefined && status !== 'pending') {
+    throw new TypeError(`status must be 'pending' (only pending requests are listed), got ${String(status)}`);
+  }
+  return 'pending';
 }

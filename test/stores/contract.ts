@@ -548,6 +548,137 @@ export function storeContract(name: string, make: () => StoreSubject): void {
       });
     });
 
+    describe('ApprovalStore listing, audit and decisions', () => {
+      let runs = 0;
+      // Requests of one run, their tokens in the order they are opened (ties on the clock sort by token).
+      function requestsOf(count: number, extra: Partial<ApprovalRequest> = {}): ApprovalRequest[] {
+        const run = `run${++runs}-${Math.random().toString(36).slice(2, 8)}`;
+        return Array.from({ length: count }, (_, i) => {
+          const token = `${run}-${String(i).padStart(3, '0')}`;
+          return {
+            token,
+            callKey: `call-${token}`,
+            tool: 'payments.refund',
+            fingerprint: `fp-${i}`,
+            key: null,
+            callId: `c-${i}`,
+            reason: 'a refund',
+            ttlMs: 60_000,
+            tenant: 'acme',
+            preview: `{"amount":${i}}`,
+            ...extra,
+          };
+        });
+      }
+
+      it('lists pending requests oldest first, a page at a time, with every field a console shows', async () => {
+        const [a, b] = make().approvals();
+        const requests = requestsOf(7);
+        for (const request of requests) await a.open(request);
+        expect(await a.answer(requests[1]?.token as string, { action: 'approve', by: 'ana' })).toBe(true);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await (pages % 2 === 0 ? b : a).list?.({
+            limit: 2,
+            ...(cursor === undefined ? {} : { cursor }),
+          });
+          if (page === undefined) throw new Error('the store cannot list');
+          expect(page.items.length).toBeLessThanOrEqual(2);
+          seen.push(...page.items.map((record) => record.token));
+          cursor = page.cursor;
+          pages += 1;
+        } while (cursor !== undefined);
+        expect(seen).toEqual(requests.filter((_, i) => i !== 1).map((request) => request.token));
+        expect(pages).toBe(3);
+        const [first] = (await b.list?.({ limit: 1 }))?.items ?? [];
+        expect(first).toMatchObject({
+          token: requests[0]?.token,
+          tool: 'payments.refund',
+          callId: 'c-0',
+          reason: 'a refund',
+          tenant: 'acme',
+          preview: '{"amount":0}',
+          status: 'pending',
+        });
+        expect(first?.createdAt).toBeTypeOf('number');
+        expect((first?.expiresAt ?? 0) - (first?.createdAt ?? 0)).toBe(60_000);
+      });
+
+      it('validates the limit, the status and the cursor', async () => {
+        const [a] = make().approvals();
+        for (const limit of [0, 501, 1.5, '2']) {
+          await expect(async () => a.list?.({ limit: limit as number })).rejects.toThrow(TypeError);
+        }
+        await expect(async () => a.list?.({ status: 'approved' as 'pending' })).rejects.toThrow(TypeError);
+        await expect(async () => a.list?.({ cursor: 'not a cursor' })).rejects.toThrow(TypeError);
+        expect((await a.list?.({ limit: 500 }))?.items).toEqual([]);
+      });
+
+      it('audits each decision once, whichever view made it, and sends a repeat nowhere', async () => {
+        const [a, b] = make().approvals();
+        const [approved, denied, edited] = requestsOf(3);
+        for (const request of [approved, denied, edited]) await a.open(request as ApprovalRequest);
+        const heard: string[] = [];
+        const stop = b.subscribe?.((decided) => heard.push(`${decided.decision}:${decided.token}`));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const tokens = [approved, denied, edited].map((request) => request?.token as string);
+        const [t1, t2, t3] = tokens as [string, string, string];
+        expect(await a.answer(t1, { action: 'approve', by: 'ana', channel: 'console' })).toBe(true);
+        expect(await b.answer(t1, { action: 'approve', by: 'bo', channel: 'mcp' })).toBe(true);
+        expect(await b.answer(t2, { action: 'deny', reason: 'too much', by: 'bo', channel: 'host' })).toBe(
+          true,
+        );
+        expect(await a.answer(t2, { action: 'approve', by: 'ana' })).toBe(false);
+        const edit = { fingerprint: 'fp-edited', preview: '{"amount":1}' };
+        expect(await a.answer(t3, { action: 'approve', by: 'cy', channel: 'console', edit })).toBe(true);
+        // A plain approval sent after the edit does not stand for the original args.
+        expect(await b.answer(t3, { action: 'approve', by: 'cy' })).toBe(false);
+        expect(await b.answer(t3, { action: 'approve', by: 'cy', edit })).toBe(true);
+        expect(await b.get(t3)).toMatchObject({
+          status: 'approved',
+          fingerprint: 'fp-edited',
+          editedFrom: 'fp-2',
+          preview: '{"amount":1}',
+          channel: 'console',
+        });
+        const log = (await b.audit?.())?.items ?? [];
+        expect(log.map((record) => [record.token, record.decision, record.by, record.channel])).toEqual([
+          [t1, 'approved', 'ana', 'console'],
+          [t2, 'denied', 'bo', 'host'],
+          [t3, 'edited', 'cy', 'console'],
+        ]);
+        expect(log[1]).toMatchObject({ reason: 'too much', fingerprint: 'fp-1', tenant: 'acme' });
+        expect(log[2]).toMatchObject({ fingerprint: 'fp-edited', editedFrom: 'fp-2' });
+        expect(log.every((record) => typeof record.at === 'number')).toBe(true);
+        expect((await a.audit?.({ token: t2 }))?.items).toEqual([log[1]]);
+        const firstPage = await a.audit?.({ limit: 2 });
+        expect(firstPage?.items).toEqual(log.slice(0, 2));
+        expect((await a.audit?.({ limit: 2, cursor: firstPage?.cursor as string }))?.items).toEqual(
+          log.slice(2),
+        );
+        expect((await a.list?.())?.items).toEqual([]);
+        await until(() => heard.length === 3);
+        expect(heard).toEqual([`approved:${t1}`, `denied:${t2}`, `edited:${t3}`]);
+        stop?.();
+      });
+
+      it('drops an expired request from the list and audits it as expired', async () => {
+        const subject = make();
+        const [a, b] = subject.approvals();
+        const [short, long] = requestsOf(2);
+        await a.open({ ...(short as ApprovalRequest), ttlMs: 300 });
+        await a.open(long as ApprovalRequest);
+        expect((await b.list?.())?.items.map((record) => record.token)).toEqual([short?.token, long?.token]);
+        await subject.wait(450);
+        expect((await b.list?.())?.items.map((record) => record.token)).toEqual([long?.token]);
+        expect((await a.audit?.({ token: short?.token as string }))?.items).toMatchObject([
+          { token: short?.token, decision: 'expired', by: 'store', channel: 'store', fingerprint: 'fp-0' },
+        ]);
+      });
+    });
+
     describe('Budget', () => {
       it('never goes below zero however many attempts race for it', async () => {
         const budget = await make().budget({ limit: 3 });

@@ -5,7 +5,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { approvalGate, createDispatcher, defaultStack, ToolRegistry, type Outcome } from '../../../index.js';
-import { redisApprovalStore, redisIdempotencyStore } from '../../../integrations/redis/index.js';
+import {
+  defineScript,
+  redisApprovalStore,
+  redisIdempotencyStore,
+  type StoreClient,
+} from '../../../integrations/redis/index.js';
+import { secretCores, secrets } from '../../helpers/secrets.js';
 import { redisSuitesEnabled } from '../../helpers/redis-server.js';
 import { redisSuite } from '../../helpers/redis-suite.js';
 import { until } from '../../stores/contract.js';
@@ -21,7 +27,7 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
     const { store } = await connect();
     const registry = new ToolRegistry().register({
       name: 'payments.refund',
-      inputSchema: z.object({ amount: z.number() }),
+      inputSchema: z.object({ amount: z.number().max(1_000), note: z.string().optional() }),
       requiresApproval: true,
       handler: async ({ amount }) => {
         runs.push(name);
@@ -37,8 +43,28 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
         idempotency: { store: redisIdempotencyStore(store, { prefix }) },
       }),
     );
-    return { gate, dispatcher };
+    return { gate, dispatcher, client: store };
   }
+
+  // Every key of a namespace and what it holds, as Redis keeps it.
+  const dumpScript = defineScript(
+    'test dump',
+    `
+local out = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1] .. ':*')) do
+  local kind = redis.call('TYPE', key)['ok']
+  out[#out + 1] = key
+  if kind == 'hash' then out[#out + 1] = cjson.encode(redis.call('HGETALL', key))
+  elseif kind == 'string' then out[#out + 1] = redis.call('GET', key)
+  elseif kind == 'zset' then out[#out + 1] = cjson.encode(redis.call('ZRANGE', key, 0, -1))
+  elseif kind == 'stream' then out[#out + 1] = cjson.encode(redis.call('XRANGE', key, '-', '+'))
+  else out[#out + 1] = kind end
+end
+return out
+`,
+  );
+  const dump = async (client: StoreClient, prefix: string) =>
+    ((await client.evalScript(dumpScript, [], [prefix])) as string[]).join('\n');
 
   const tokenOf = (outcome: Outcome) => {
     if (outcome.ok || outcome.approval === undefined)
@@ -107,5 +133,68 @@ describe.runIf(enabled)('redisApprovalStore on a real server', () => {
     );
     expect(again).not.toBe(token);
     expect(runs).toEqual([]);
+  });
+
+  it('lists a request paused on one worker from another, with its args redacted in every key, and edits it from there', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const runs: string[] = [];
+    const a = await worker(prefix, runs, 'a');
+    const b = await worker(prefix, runs, 'b');
+    const heard: string[] = [];
+    const stop = a.gate.subscribe((decided) =>
+      heard.push(`${decided.decision}:${decided.channel}:${decided.by}`),
+    );
+    const note = `card via ${secrets.api_key}; ${secrets.private_key}; ${secrets.jwt}`;
+    const token = tokenOf(
+      await a.dispatcher.dispatch(
+        'payments.refund',
+        { amount: 900, note },
+        { tenant: 'acme', callId: 'c-9' },
+      ),
+    );
+    const page = await b.gate.store.list?.({ limit: 10 });
+    expect(page?.items).toHaveLength(1);
+    expect(page?.items[0]).toMatchObject({ token, tool: 'payments.refund', tenant: 'acme', callId: 'c-9' });
+    expect(page?.items[0]?.preview).toContain('[REDACTED:');
+    expect(JSON.parse(page?.items[0]?.preview as string)).toMatchObject({ amount: 900 });
+    // Edited on worker B against the tool's schema: invalid args are refused, valid ones approved.
+    await expect(
+      b.gate.approve(token, { by: 'ana', channel: 'console', args: { amount: 5_000 } }),
+    ).rejects.toMatchObject({
+      kind: 'schema',
+    });
+    const edited = { amount: 90, note: `refund less; ${secrets.github_token}` };
+    expect(await b.gate.approve(token, { by: 'ana', channel: 'console', args: edited })).toBe(true);
+    expect((await a.gate.store.list?.())?.items).toEqual([]);
+    // Worker A hears the decision made on B, through Redis.
+    await until(() => heard.length === 1);
+    expect(heard).toEqual(['edited:console:ana']);
+    stop();
+    // The original args no longer run on the token; the edited ones run once, wherever delivered.
+    const original = await a.dispatcher.dispatch(
+      'payments.refund',
+      { amount: 900, note },
+      { approval: token },
+    );
+    expect(original.ok ? 'ran' : original.kind).toBe('idempotency_conflict');
+    const first = await a.dispatcher.dispatch('payments.refund', edited, { approval: token });
+    expect(first).toMatchObject({ ok: true, result: { refunded: 90 }, attempts: 1 });
+    const second = await b.dispatcher.dispatch('payments.refund', edited, { approval: token });
+    expect(second).toMatchObject({ ok: true, result: { refunded: 90 }, attempts: 0 });
+    expect(runs).toEqual(['a']);
+    const audit = (await a.gate.store.audit?.())?.items ?? [];
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({
+      token,
+      decision: 'edited',
+      by: 'ana',
+      channel: 'console',
+      tenant: 'acme',
+    });
+    // No secret in any key of the namespace: records, indexes, the audit stream, per-token audit.
+    const raw = await dump(a.client, prefix);
+    expect(raw).toContain(':ap:audit');
+    expect(raw).toContain('[REDACTED:');
+    for (const core of secretCores) expect(raw).not.toContain(core);
   });
 });
