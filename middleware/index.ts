@@ -11,9 +11,15 @@ export { schemaValidation } from './schema-validation/index.js';
 export type { SchemaValidationOptions } from './schema-validation/index.js';
 export { budgetGuard } from './budget-guard.js';
 export { idempotency } from './idempotency/index.js';
-export type { IdempotencyMiddleware, IdempotencyOptions, IdempotencySize } from './idempotency/index.js';
+export type {
+  IdempotencyLayer,
+  IdempotencyMiddleware,
+  IdempotencyOptions,
+  IdempotencySize,
+} from './idempotency/index.js';
 export { concurrencyLimit } from './concurrency-limit/index.js';
 export type {
+  ConcurrencyLimitLayer,
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
   ConcurrencyLoad,
@@ -26,6 +32,7 @@ export { logging } from './logging.js';
 export type { LoggingOptions, Logger, LogLevel, LogRecord } from './logging.js';
 export { circuitBreaker, isCircuitFailure } from './circuit-breaker/index.js';
 export type {
+  CircuitBreakerLayer,
   CircuitBreakerMiddleware,
   CircuitBreakerOptions,
   CircuitSnapshot,
@@ -86,7 +93,7 @@ export type {
   ApprovalStore,
 } from './approval-gate/store.js';
 export { outputGuard } from './output-guard/index.js';
-export type { OutputGuardMiddleware, OutputGuardOptions } from './output-guard/index.js';
+export type { OutputGuardLayer, OutputGuardMiddleware, OutputGuardOptions } from './output-guard/index.js';
 export { memorySpillStore } from './output-guard/spill-store.js';
 export type { MemorySpillStoreOptions, SpillStore } from './output-guard/spill-store.js';
 export * from './kit.js';

@@ -122,12 +122,17 @@ describe('the import rules', () => {
 
   it('keeps each layer in its room: no layer imports another layer', () => {
     // A room is a folder of middleware/ or a file at its root. Beside the rooms: the face and the
-    // preset (which list every layer), the kit, and the helpers several rooms share (the swept
-    // map: three memory stores; the output contract: the lookup layer, and the preset until its
-    // fused runner goes).
+    // preset (which list every layer), the kit and the internal kit, and the helpers several rooms
+    // share (the swept map: three memory stores; the output contract: the lookup layer, and the
+    // preset until its fused runner goes).
     const face = 'middleware/index.ts';
     const preset = 'middleware/default-stack/';
-    const shared = new Set(['middleware/kit.ts', 'middleware/swept-map.ts', 'middleware/output-contract.ts']);
+    const shared = new Set([
+      'middleware/kit.ts',
+      'middleware/internal-kit.ts',
+      'middleware/swept-map.ts',
+      'middleware/output-contract.ts',
+    ]);
     const roomOf = (path: string) => {
       const [, name, rest] = path.split('/');
       return rest === undefined ? `middleware/${name}` : `middleware/${name}/`;
@@ -169,6 +174,8 @@ describe('the import rules', () => {
     const providerToolkits = new Set(['integrations/openai', 'integrations/anthropic']);
     // `mcp-proxy --redis-url` builds its fleet stores with tool-dispatcher/redis's public face.
     const fleetWiring = { from: 'integrations/mcp/fleet.ts', to: 'integrations/redis/index.js' };
+    // The one internal door: the helpers the layers and integrations share that no subpath exports.
+    const internalDoor = 'middleware/internal-kit.js';
     expect(
       violations('integrations', (file, specifier) => {
         if (!isRelative(specifier)) return false;
@@ -178,6 +185,7 @@ describe('the import rules', () => {
         if (providerToolkits.has(own) && to.startsWith('integrations/provider/')) return false;
         const from = relative(root, file).split(sep).join('/');
         if (from === fleetWiring.from && to === fleetWiring.to) return false;
+        if (to === internalDoor) return false;
         return !publicFaces.has(to) && to !== shared && !to.startsWith(`${own}/`);
       }),
     ).toEqual([]);
@@ -198,9 +206,9 @@ describe('the import rules', () => {
         const to = target(file, specifier);
         if (!to.startsWith('src/')) return false;
         const from = relative(root, file).split(sep).join('/');
-        // The kit is the one door from the layers into src/internal/, and it publishes the attempt
-        // step's two helpers for handlers that relay a call (the MCP client).
-        if (from === 'middleware/kit.ts') {
+        // The kit and the internal kit are the doors from the layers into src/internal/, and the kit
+        // publishes the attempt step's two helpers for handlers that relay a call (the MCP client).
+        if (from === 'middleware/kit.ts' || from === 'middleware/internal-kit.ts') {
           return !(to.startsWith('src/internal/') || publicCore.has(to) || to === 'src/attempt.js');
         }
         return !publicCore.has(to);
@@ -211,7 +219,10 @@ describe('the import rules', () => {
   it('names no layer anywhere in src/', () => {
     // The layers by their factories and memory stores, as tool-dispatcher/middleware exports them
     // (the kit aside), and the names the engine once knew them by.
-    const kit = new Set(valueExportsOf('middleware/kit.ts'));
+    const kit = new Set([
+      ...valueExportsOf('middleware/kit.ts'),
+      ...valueExportsOf('middleware/internal-kit.ts'),
+    ]);
     const layers = new Set([
       ...valueExportsOf('middleware/index.ts').filter((name) => !kit.has(name)),
       'errorMapping',
@@ -386,7 +397,14 @@ describe("the core's vocabulary", () => {
     const rooms = new Map<string, string[]>();
     for (const file of sourceFiles('middleware')) {
       const [, name, rest] = relative(root, file).split(sep);
-      if (name === 'default-stack' || name === 'index.ts' || name === 'kit.ts') continue;
+      if (
+        name === 'default-stack' ||
+        name === 'index.ts' ||
+        name === 'kit.ts' ||
+        name === 'internal-kit.ts'
+      ) {
+        continue;
+      }
       const room = rest === undefined ? `${name}` : `${name}/`;
       rooms.set(room, [...(rooms.get(room) ?? []), file]);
     }

@@ -10,10 +10,8 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from './store.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
-  attemptCost,
   cancelled,
   declareToolField,
-  noop,
   optionKeys,
   optionsObject,
   raceAbort,
@@ -21,8 +19,8 @@ import {
   requireFunction,
   requireNumber,
   storeUnavailable,
-  windowTooSmall,
 } from '../kit.js';
+import { attemptCost, noop, windowTooSmall } from '../internal-kit.js';
 import { MemoryWindowStore } from './memory-store.js';
 import { settledCost, settleField } from './tool-fields.js';
 
