@@ -3,6 +3,11 @@
  * @module tool-dispatcher/middleware
  */
 
+// The layers' tool fields, declared to the registry when these modules load: every entry of the
+// package reaches this face, and package.json lists them in sideEffects, so no bundler drops them.
+import './approval-gate/tool-fields.js';
+import './windowed-budget/tool-fields.js';
+
 export { defaultStack } from './default-stack/index.js';
 export type { DefaultStackOptions } from './default-stack/index.js';
 export { errorMapping } from './error-mapping.js';

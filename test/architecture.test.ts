@@ -416,3 +416,39 @@ describe("the core's vocabulary", () => {
     expect(oneLayers).toEqual([]);
   });
 });
+
+// A layer declares its tool fields when a module loads; package.json's `"sideEffects"` tells a
+// bundler which modules it may not drop, and the middleware face (which every entry reaches)
+// imports each one for that effect. A module left out would let a bundle's `register()` refuse
+// the field as unknown.
+describe('the modules that declare tool fields', () => {
+  const declaring = ['src', 'middleware', 'integrations']
+    .flatMap((folder) => sourceFiles(folder))
+    .filter((file) => /\bdeclareToolField\(/.test(codeOf(file)))
+    .map((file) => relative(root, file).split(sep).join('/'))
+    .filter((file) => file !== 'src/registry.ts');
+  const { sideEffects } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    sideEffects: unknown;
+  };
+
+  it('finds the built-in ones', () => {
+    expect(declaring).toContain('middleware/approval-gate/tool-fields.ts');
+    expect(declaring).toContain('middleware/windowed-budget/tool-fields.ts');
+  });
+
+  it('are the modules package.json lists in sideEffects, as built', () => {
+    expect(Array.isArray(sideEffects)).toBe(true);
+    const built = declaring.map((file) => `./dist/${file.replace(/\.ts$/, '.js')}`);
+    expect([...(sideEffects as string[])].sort()).toEqual(built.sort());
+  });
+
+  it('are each imported for effect by the middleware face', () => {
+    const face = readFileSync(join(root, 'middleware/index.ts'), 'utf8');
+    const forEffect = new Set(
+      [...face.matchAll(/^import\s+'([^']+)';/gm)].map(([, specifier]) =>
+        target(join(root, 'middleware/index.ts'), specifier as string).replace(/\.js$/, '.ts'),
+      ),
+    );
+    expect(declaring.filter((file) => !forEffect.has(file))).toEqual([]);
+  });
+});

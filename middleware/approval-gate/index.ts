@@ -5,7 +5,7 @@
 
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { declareToolField, optionKeys, optionsObject, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireNumber } from '../kit.js';
 import {
   ApprovalLoop,
   type ApprovalAction,
@@ -16,13 +16,12 @@ import {
 } from './gate.js';
 import { memoryApprovalStore } from './memory-store.js';
 import type { ApprovalStore } from './store.js';
-import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
+import type { ApprovalCall } from './tool-fields.js';
+// Loaded for its effect: it declares `requiresApproval` to the registry.
+import './tool-fields.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
 export type {} from './events.js';
-
-// Tools may carry their own approval rule (`requiresApproval`) once this layer is loaded.
-declareToolField(requiresApprovalField);
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
 

@@ -11,7 +11,6 @@ import type { WindowReservation, WindowStore } from './store.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,
-  declareToolField,
   optionKeys,
   optionsObject,
   raceAbort,
@@ -22,13 +21,10 @@ import {
 } from '../kit.js';
 import { attemptCost, noop, windowTooSmall } from '../internal-kit.js';
 import { MemoryWindowStore } from './memory-store.js';
-import { settledCost, settleField } from './tool-fields.js';
+import { settledCost } from './tool-fields.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
 export type {} from './events.js';
-
-// Tools may declare their actual cost (`settle`) once this layer is loaded.
-declareToolField(settleField);
 
 /** Options for `windowedBudget`. */
 export interface WindowedBudgetOptions {
