@@ -4,7 +4,9 @@
  */
 
 // The layers' tool fields, declared to the registry when these modules load: every entry of the
-// package reaches this face, and package.json lists them in sideEffects, so no bundler drops them.
+// package reaches this face, and package.json lists it and them in sideEffects, so no bundler
+// drops them (a bundler skips a side-effect-free face, effect imports and all, when it follows a
+// re-export straight to the module that declares the name).
 import './approval-gate/tool-fields.js';
 import './windowed-budget/tool-fields.js';
 
