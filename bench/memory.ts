@@ -9,7 +9,7 @@
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { loadLibrary, loadOptionsFromArgv, type Library } from './library.js';
-import type { Dispatcher, IdempotencyMiddleware } from '../index.js';
+import type { Dispatcher, IdempotencyLayer } from '../index.js';
 
 /** What this script reports. */
 export interface MemoryResult {
@@ -64,7 +64,7 @@ function build(
   lib: Library,
   maxEntries: number,
   now: () => number,
-): { dispatcher: Dispatcher; cache: IdempotencyMiddleware } {
+): { dispatcher: Dispatcher; cache: IdempotencyLayer } {
   const {
     ToolRegistry,
     budgetGuard,

@@ -3,6 +3,13 @@
  * @module tool-dispatcher/middleware
  */
 
+// The layers' tool fields, declared to the registry when these modules load: every entry of the
+// package reaches this face, and package.json lists it and them in sideEffects, so no bundler
+// drops them (a bundler skips a side-effect-free face, effect imports and all, when it follows a
+// re-export straight to the module that declares the name).
+import './approval-gate/tool-fields.js';
+import './windowed-budget/tool-fields.js';
+
 export { defaultStack } from './default-stack/index.js';
 export type { DefaultStackOptions } from './default-stack/index.js';
 export { errorMapping } from './error-mapping.js';
@@ -11,9 +18,15 @@ export { schemaValidation } from './schema-validation/index.js';
 export type { SchemaValidationOptions } from './schema-validation/index.js';
 export { budgetGuard } from './budget-guard.js';
 export { idempotency } from './idempotency/index.js';
-export type { IdempotencyMiddleware, IdempotencyOptions, IdempotencySize } from './idempotency/index.js';
+export type {
+  IdempotencyLayer,
+  IdempotencyMiddleware,
+  IdempotencyOptions,
+  IdempotencySize,
+} from './idempotency/index.js';
 export { concurrencyLimit } from './concurrency-limit/index.js';
 export type {
+  ConcurrencyLimitLayer,
   ConcurrencyLimitMiddleware,
   ConcurrencyLimitOptions,
   ConcurrencyLoad,
@@ -26,6 +39,7 @@ export { logging } from './logging.js';
 export type { LoggingOptions, Logger, LogLevel, LogRecord } from './logging.js';
 export { circuitBreaker, isCircuitFailure } from './circuit-breaker/index.js';
 export type {
+  CircuitBreakerLayer,
   CircuitBreakerMiddleware,
   CircuitBreakerOptions,
   CircuitSnapshot,
@@ -95,7 +109,7 @@ export type {
   ApprovalStore,
 } from './approval-gate/store.js';
 export { outputGuard } from './output-guard/index.js';
-export type { OutputGuardMiddleware, OutputGuardOptions } from './output-guard/index.js';
+export type { OutputGuardLayer, OutputGuardMiddleware, OutputGuardOptions } from './output-guard/index.js';
 export { memorySpillStore } from './output-guard/spill-store.js';
 export type { MemorySpillStoreOptions, SpillStore } from './output-guard/spill-store.js';
 export * from './kit.js';

@@ -1,10 +1,13 @@
 /**
- * The author kit: the helpers the built-in layers are made with, for a layer of your own.
+ * The author kit: what a layer of your own needs (the waits, the library's envelopes, the option
+ * checks, the store helpers, tool fields), the onion engine, and the helpers for a host bridge of
+ * your own. `tool-dispatcher/middleware` exports all of it; the helpers only the built-in layers
+ * and integrations share live in `./internal-kit.ts`, which no subpath exports.
  * @module
  */
 
-export { maxTimerDelayMs, neverAborted, noop, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
-export { budgetExceeded, cancelled, windowTooSmall } from '../src/internal/failures.js';
+export { maxTimerDelayMs, onAbort, raceAbort, sleep } from '../src/internal/abort.js';
+export { budgetExceeded, cancelled } from '../src/internal/failures.js';
 export {
   nearestName,
   optionKeys,
@@ -15,33 +18,18 @@ export {
   requireInteger,
   requireNumber,
 } from '../src/internal/options.js';
-export { isThenable } from '../src/internal/thenable.js';
-export { isJsonParseError, withoutStackFrames } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';
-export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
-// For a layer that judges approvals: the `approval_denied` of a call a person refused in the host.
-export { hostDenialOf } from '../src/internal/host-denial.js';
 // A call's fingerprint (its tool and canonical args), for a layer that binds something to the
 // args: an idempotency key's claim, an approval token.
 export { fingerprint } from '../src/fingerprint.js';
 export type { Fingerprint } from '../src/fingerprint.js';
 // For a layer that sets a limit: the layers inside end with it, even one that never settles.
 export { untilLimitEnds } from '../src/internal/limits.js';
-// What an attempt costs, for a layer that counts it (windowedBudget).
-export { attemptCost } from '../src/internal/cost.js';
 // For a layer that reads a tool field of its own: the registry then accepts and checks it.
 export { declareToolField } from '../src/registry.js';
 export type { ToolField } from '../src/registry.js';
-// For a layer that finds an action's outcome lost (the idempotency leader's lost lease, say).
-export {
-  foundNotCommitted,
-  outcomeUnknown,
-  reconcileFindingOf,
-  reconcileOutcome,
-} from '../src/internal/reconcile.js';
-export type { ReconcileFinding, Reconciled } from '../src/internal/reconcile.js';
 // The onion engine, for a stack of your own (`[audit, compose(defaultStack(…))]`), and the clock
 // every layer defaults to.
 export { compose } from '../src/compose.js';

@@ -4,7 +4,8 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { isJsonParseError, isThenable, noop, optionKeys, optionsObject, requireFunction } from './kit.js';
+import { optionKeys, optionsObject, requireFunction } from './kit.js';
+import { isJsonParseError, isThenable, noop } from './internal-kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 

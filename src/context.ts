@@ -99,6 +99,10 @@ export class CallContext {
 
   // A layer that sets the signal itself (and puts the old one back) still works: the attempt
   // step then watches that signal, under the same deadline.
+  /**
+   * Replaces the signal and drops the current limit.
+   * @deprecated Use `limit({ signal })`, which keeps the limits outside and returns the restore.
+   */
   set signal(signal: AbortSignal) {
     this.baseSignal = signal;
     this.currentLimit = undefined;

@@ -379,7 +379,12 @@ export interface DispatchContext {
   budget: Budget | undefined;
   /** Handler attempts made so far. */
   attempt: number;
-  /** The signal inner layers see: the caller's, ended early by any `limit`; built on first read. */
+  /**
+   * The signal inner layers see: the caller's, ended early by any `limit`; built on first read.
+   * To give the layers inside another signal, call `limit({ signal })` and restore it after.
+   * Assigning `ctx.signal` is deprecated: it drops the current limit (its deadline still holds),
+   * and it stays only for layers written before `limit`.
+   */
   signal: AbortSignal;
   /** When the current attempt must end, in ms on its deadline's clock; `Infinity` for none. */
   readonly deadline: number;

@@ -2,9 +2,12 @@
 // new contract, a name gone is a breaking change for the CHANGELOG), and the author kit stays in
 // `tool-dispatcher/middleware`.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as root from '../index.js';
 import * as kit from '../middleware/kit.js';
+import * as internalKit from '../middleware/internal-kit.js';
 import * as middleware from '../middleware/index.js';
 
 const rootNames = [
@@ -49,6 +52,44 @@ const rootNames = [
   'windowedBudget',
 ];
 
+// The author kit, pinned as the root is: what a layer of your own needs, the onion engine and the
+// helpers for a host bridge of your own. A name gone is a "Removed" line in the CHANGELOG.
+const kitNames = [
+  // Waits and the library's envelopes.
+  'sleep',
+  'raceAbort',
+  'onAbort',
+  'maxTimerDelayMs',
+  'cancelled',
+  'budgetExceeded',
+  // The option checks.
+  'optionsObject',
+  'optionKeys',
+  'rejectUnknownKeys',
+  'nearestName',
+  'requireClock',
+  'requireFunction',
+  'requireInteger',
+  'requireNumber',
+  // Stores, tool fields, limits, fingerprints and a relaying handler's questions.
+  'keepLeaseAlive',
+  'storeUnavailable',
+  'declareToolField',
+  'untilLimitEnds',
+  'fingerprint',
+  'hasProgressListener',
+  'signalEndsWithAttempt',
+  // The onion engine and the default clock.
+  'compose',
+  'systemClock',
+  // For a host bridge of your own.
+  'toJsonSafe',
+  'jsonRpcCodeFor',
+  'createNameMap',
+  'toObjectSchema',
+  'providerCallOptions',
+];
+
 const memoryStores = [
   'memoryCircuitStore',
   'memoryIdempotencyStore',
@@ -80,6 +121,32 @@ describe('the package root', () => {
     ];
     for (const name of moved) expect(kit, name).toHaveProperty(name);
     expect(Object.keys(root)).not.toContain('defaultToolTimeoutMs');
+  });
+
+  it('keeps the kit to its pinned names', () => {
+    expect(Object.keys(kit).sort()).toEqual([...kitNames].sort());
+  });
+
+  it('lists the kit in docs/writing-middleware.md as the code has it', () => {
+    const guide = readFileSync(join(import.meta.dirname, '../docs/writing-middleware.md'), 'utf8');
+    const section = guide.slice(
+      guide.indexOf('## The author kit'),
+      guide.indexOf('\n## ', guide.indexOf('## The author kit') + 1),
+    );
+    const documented = new Set<string>();
+    for (const [, cell] of section.matchAll(/^\| (.+?) \|/gm)) {
+      for (const [, name] of (cell as string).matchAll(/`([A-Za-z_$][\w$]*)/g))
+        documented.add(name as string);
+    }
+    expect(documented).toContain('sleep');
+    expect([...documented].filter((name) => !(name in middleware))).toEqual([]);
+    expect(kitNames.filter((name) => !documented.has(name))).toEqual([]);
+  });
+
+  it('publishes no name of the internal kit from any face', () => {
+    const internal = Object.keys(internalKit);
+    expect(internal).toContain('noop');
+    expect(internal.filter((name) => name in middleware || name in root)).toEqual([]);
   });
 
   it('leaves every kit name and memory store to tool-dispatcher/middleware', () => {

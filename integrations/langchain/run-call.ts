@@ -5,7 +5,8 @@
 
 import { ToolMessage } from '@langchain/core/messages';
 import { toolAnswer, type Outcome } from '../../index.js';
-import { providerCallOptions, refusedArgs } from '../../middleware/index.js';
+import { providerCallOptions } from '../../middleware/index.js';
+import { refusedArgs } from '../../middleware/internal-kit.js';
 import type { Review } from './approvals.js';
 import { rawArgumentsOf } from './invalid-calls.js';
 import type { LangChainScopeRuntime, Settings } from './options.js';

@@ -22,7 +22,8 @@ import {
   type ToolListing,
   type ToolRegistry,
 } from '../../index.js';
-import { toObjectSchema, optionKeys, refusedArgs, rejectUnknownKeys } from '../../middleware/index.js';
+import { toObjectSchema, optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
+import { refusedArgs } from '../../middleware/internal-kit.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {

@@ -14,7 +14,8 @@ import {
   type Observable,
 } from '@opentelemetry/api';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
-import { noop, optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
+import { noop } from '../../middleware/internal-kit.js';
 import { genAi, isTerminal, metricToolName, ours, scopeName, scopeVersion } from './attributes.js';
 
 /** Options for `otelMetrics`. */

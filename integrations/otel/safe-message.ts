@@ -4,7 +4,7 @@
  * @module
  */
 
-import { isJsonParseError } from '../../middleware/index.js';
+import { isJsonParseError } from '../../middleware/internal-kit.js';
 
 /** The parts of a failure its telemetry message is chosen from. */
 export interface Failure {

@@ -24,7 +24,8 @@ import {
   type Middleware,
   type Next,
 } from '../../index.js';
-import { noop, optionKeys, parseJsonArgs, rejectUnknownKeys } from '../../middleware/index.js';
+import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
+import { noop, parseJsonArgs } from '../../middleware/internal-kit.js';
 import {
   attributeText,
   genAi,

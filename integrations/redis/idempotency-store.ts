@@ -4,7 +4,8 @@
  */
 
 import { DispatchError } from '../../index.js';
-import { noop, optionKeys } from '../../middleware/index.js';
+import { optionKeys } from '../../middleware/index.js';
+import { noop } from '../../middleware/internal-kit.js';
 import type {
   IdempotencyClaim,
   IdempotencyCompletion,

@@ -4,7 +4,8 @@
  */
 
 import { DispatchError, isDispatchError } from '../../index.js';
-import { noop, optionKeys } from '../../middleware/index.js';
+import { optionKeys } from '../../middleware/index.js';
+import { noop } from '../../middleware/internal-kit.js';
 import type { SlotPermit, SlotStore, SlotWaiter } from '../../index.js';
 import { storeUnavailable } from '../../src/stores.js';
 import { num, renewableInTime, runScript } from './call.js';

@@ -9,7 +9,7 @@ import { DispatchError } from '../../src/errors.js';
 import type { ApprovalTicket } from '../../src/errors.js';
 import type { DispatchContext, DispatchOptions, Next, Tool } from '../../src/types.js';
 import type { ApprovalCall } from './tool-fields.js';
-import { hostDenialOf } from '../kit.js';
+import { hostDenialOf } from '../internal-kit.js';
 import { fingerprint } from '../kit.js';
 import { isRedeemingStore, Redemption, TokenRuns, approvalStoreFailed } from './redemption.js';
 import type { ApprovalRecord, ApprovalRequest, ApprovalStore } from './store.js';

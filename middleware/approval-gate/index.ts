@@ -5,7 +5,7 @@
 
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import { trusted } from '../../src/internal/trusted.js';
-import { declareToolField, optionKeys, optionsObject, requireInteger, requireNumber } from '../kit.js';
+import { optionKeys, optionsObject, requireInteger, requireNumber } from '../kit.js';
 import {
   ApprovalLoop,
   type ApprovalAction,
@@ -23,13 +23,12 @@ import {
 } from './decisions.js';
 import type { Redactor } from '../../src/redact.js';
 import type { ApprovalStore } from './store.js';
-import { requiresApprovalField, type ApprovalCall } from './tool-fields.js';
+import type { ApprovalCall } from './tool-fields.js';
+// Loaded for its effect: it declares `requiresApproval` to the registry.
+import './tool-fields.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
 export type {} from './events.js';
-
-// Tools may carry their own approval rule (`requiresApproval`) once this layer is loaded.
-declareToolField(requiresApprovalField);
 
 export type { ApprovalAction, ApprovalDecision, ApprovalVerdict } from './gate.js';
 export type { ApproveOptions, ApprovalDecidedEvent, DenyOptions } from './decisions.js';

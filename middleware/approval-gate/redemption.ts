@@ -6,7 +6,8 @@
 
 import { DispatchError, describeThrown, isDispatchError, toDispatchError } from '../../src/errors.js';
 import type { DispatchContext, Next, Tool } from '../../src/types.js';
-import { cancelled, outcomeUnknown, raceAbort, storeUnavailable } from '../kit.js';
+import { cancelled, raceAbort, storeUnavailable } from '../kit.js';
+import { outcomeUnknown } from '../internal-kit.js';
 import type { ApprovalRedemption, ApprovalSettlement, ApprovalStore } from './store.js';
 
 /** An approval store that records redemptions (`redeem` and `settle`). */

@@ -6,7 +6,7 @@
 
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
 import type { Tool } from '../../src/types.js';
-import type { ToolField } from '../kit.js';
+import { declareToolField, type ToolField } from '../kit.js';
 
 declare module '../../src/types.js' {
   interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
@@ -58,3 +58,8 @@ export const requiresApprovalField: ToolField = {
     }
   },
 };
+
+// Tools may carry their own approval rule (`requiresApproval`) once this module is loaded:
+// tool-dispatcher/middleware imports it for this effect, and package.json lists it in sideEffects
+// so that no bundler drops it.
+declareToolField(requiresApprovalField);

@@ -6,16 +6,8 @@
  */
 
 import type { Clock } from '../../src/clock.js';
-import {
-  maxTimerDelayMs,
-  neverAborted,
-  noop,
-  onAbort,
-  optionKeys,
-  optionsObject,
-  requireClock,
-  requireNumber,
-} from '../kit.js';
+import { neverAborted, noop } from '../internal-kit.js';
+import { maxTimerDelayMs, onAbort, optionKeys, optionsObject, requireClock, requireNumber } from '../kit.js';
 
 // Tokens in integer units, so that twenty deposits of 0.05 make exactly one hedge.
 const hedgeTokenUnit = 1_000_000;

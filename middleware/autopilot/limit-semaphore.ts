@@ -4,7 +4,8 @@
  * @module
  */
 
-import { neverAborted, noop, onAbort } from '../kit.js';
+import { neverAborted, noop } from '../internal-kit.js';
+import { onAbort } from '../kit.js';
 
 interface Waiter {
   readonly grant: () => void;

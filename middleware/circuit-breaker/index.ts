@@ -69,12 +69,15 @@ const circuitBreakerOptionKeys = optionKeys<CircuitBreakerOptions>({
 });
 
 /** The circuit breaker middleware, with a look at its circuits. */
-export interface CircuitBreakerMiddleware extends Middleware {
+export interface CircuitBreakerLayer extends Middleware {
   /** The state of the circuit for `key` (`closed` for a key never seen). */
   state(key: string): CircuitState;
   /** Every circuit that is not plainly closed (closed with no counted failures is left out), by key. */
   snapshot(): Record<string, CircuitSnapshot>;
 }
+
+/** @deprecated Use `CircuitBreakerLayer`. */
+export type CircuitBreakerMiddleware = CircuitBreakerLayer;
 
 const failureKinds: ReadonlySet<string> = new Set(['timeout', 'transient', 'internal']);
 
@@ -101,7 +104,7 @@ export function isCircuitFailure(error: DispatchError): boolean {
  *   retry(), timeout()]);
  * breaker.state('search.web'); // 'closed'
  */
-export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerMiddleware {
+export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerLayer {
   const {
     failureThreshold = 5,
     windowMs = 60_000,

@@ -6,7 +6,7 @@
 
 import type { MaybePromise } from '../../src/stores.js';
 import type { CircuitRecord, CircuitStore, CircuitView } from './store.js';
-import { isThenable, noop } from '../kit.js';
+import { isThenable, noop } from '../internal-kit.js';
 import type { MemoryCircuitStore } from './memory-store.js';
 
 /** Where a circuit stands: `closed` lets calls through, `open` turns them away, `half_open` lets probes through. */
@@ -50,7 +50,7 @@ function answerNow<T>(answer: MaybePromise<T>, later: (value: T) => unknown): T 
 
 const maxSeen = 10_000;
 
-/** A breaker's look at its circuits, for `CircuitBreakerMiddleware.state` and `.snapshot`. */
+/** A breaker's look at its circuits, for `CircuitBreakerLayer.state` and `.snapshot`. */
 export class CircuitViews {
   readonly #store: CircuitStore;
   readonly #local: MemoryCircuitStore;

@@ -8,7 +8,8 @@ import { DispatchError, isDispatchError } from '../../src/errors.js';
 import type { SlotPermit, SlotStore } from './store.js';
 import type { Clock } from '../../src/clock.js';
 import type { DispatchContext, Next } from '../../src/types.js';
-import { cancelled, keepLeaseAlive, noop, onAbort, storeUnavailable } from '../kit.js';
+import { cancelled, keepLeaseAlive, onAbort, storeUnavailable } from '../kit.js';
+import { noop } from '../internal-kit.js';
 import { SweptMap } from '../swept-map.js';
 import { MemorySlotStore } from './memory-store.js';
 

@@ -67,12 +67,15 @@ export interface ConcurrencyLoad {
 }
 
 /** The concurrency middleware, with a look at its load. */
-export interface ConcurrencyLimitMiddleware extends Middleware {
+export interface ConcurrencyLimitLayer extends Middleware {
   /** Calls running inside the layer and calls waiting for a slot, right now (every partition). */
   load(): ConcurrencyLoad;
   /** Keyed partitions kept right now: the busy ones, and idle ones not swept yet. */
   partitionCount(): number;
 }
+
+/** @deprecated Use `ConcurrencyLimitLayer`. */
+export type ConcurrencyLimitMiddleware = ConcurrencyLimitLayer;
 
 /**
  * Lets at most `max` calls run the layers inside it at once (per `key`); the others wait in FIFO
@@ -83,7 +86,7 @@ export interface ConcurrencyLimitMiddleware extends Middleware {
  * @example
  * concurrencyLimit({ max: 2, key: (ctx) => ctx.options.tenant, maxQueue: 16 });
  */
-export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitMiddleware {
+export function concurrencyLimit(options?: ConcurrencyLimitOptions): ConcurrencyLimitLayer {
   const {
     max = 8,
     key,

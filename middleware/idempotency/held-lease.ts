@@ -7,7 +7,8 @@
 import type { Clock } from '../../src/clock.js';
 import type { IdempotencyLease, IdempotencyStore } from './store.js';
 import type { DispatchContext } from '../../src/types.js';
-import { keepLeaseAlive, noop, onAbort } from '../kit.js';
+import { keepLeaseAlive, onAbort } from '../kit.js';
+import { noop } from '../internal-kit.js';
 
 /** The lease of one lead of a key, with its renewals and whether it was found lost. */
 export class HeldLease {

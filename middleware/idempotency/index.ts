@@ -76,10 +76,13 @@ export interface IdempotencySize {
 }
 
 /** The idempotency middleware, with a look at its cache. */
-export interface IdempotencyMiddleware extends Middleware {
+export interface IdempotencyLayer extends Middleware {
   /** How many successes are cached and how many keys are in flight right now. */
   size(): IdempotencySize;
 }
+
+/** @deprecated Use `IdempotencyLayer`. */
+export type IdempotencyMiddleware = IdempotencyLayer;
 
 /**
  * Deduplicates calls that carry the same `idempotencyKey` (the dispatcher never invents one).
@@ -94,7 +97,7 @@ export interface IdempotencyMiddleware extends Middleware {
  * createDispatcher([errorMapping(), toolLookup(registry), schemaValidation(),
  *   idempotency({ ttlMs: 5 * 60_000 }), concurrencyLimit(), retry(), timeout()]);
  */
-export function idempotency(options?: IdempotencyOptions): IdempotencyMiddleware {
+export function idempotency(options?: IdempotencyOptions): IdempotencyLayer {
   const {
     ttlMs = 60_000,
     maxEntries = 10_000,

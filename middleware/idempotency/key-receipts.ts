@@ -7,7 +7,7 @@
 import { describeThrown, isDispatchError, type OutcomeWindow } from '../../src/errors.js';
 import type { Receipt } from './store.js';
 import type { DispatchContext, Tool } from '../../src/types.js';
-import { reconcileFindingOf } from '../kit.js';
+import { reconcileFindingOf } from '../internal-kit.js';
 
 /** The execution a receipt describes: a walk of a key by this process. */
 export interface ReceiptSubject {

@@ -7,17 +7,15 @@
 import { DispatchError, isDispatchError, toDispatchError, type OutcomeWindow } from '../../src/errors.js';
 import type { IdempotencyClaim, Receipt } from './store.js';
 import type { DispatchContext, Next, Tool } from '../../src/types.js';
+import { cancelled, storeUnavailable, type Fingerprint } from '../kit.js';
 import {
-  cancelled,
   foundNotCommitted,
   isThenable,
   neverAborted,
   noop,
   outcomeUnknown,
   reconcileOutcome,
-  storeUnavailable,
-  type Fingerprint,
-} from '../kit.js';
+} from '../internal-kit.js';
 import { completeLead } from './completion.js';
 import { HeldLease } from './held-lease.js';
 import { executionReceipt, keptReceipt, shortKey } from './key-receipts.js';

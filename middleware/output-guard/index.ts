@@ -25,10 +25,13 @@ export interface OutputGuardOptions {
 const outputGuardOptionKeys = optionKeys<OutputGuardOptions>({ maxChars: true, spill: true });
 
 /** The output guard: a layer, and the longest model copy it makes. */
-export interface OutputGuardMiddleware extends Middleware {
+export interface OutputGuardLayer extends Middleware {
   /** The longest model copy, in characters. */
   readonly maxChars: number;
 }
+
+/** @deprecated Use `OutputGuardLayer`. */
+export type OutputGuardMiddleware = OutputGuardLayer;
 
 /**
  * Gives a success whose rendering (a string as it is, anything else as JSON) is longer than
@@ -44,7 +47,7 @@ export interface OutputGuardMiddleware extends Middleware {
  * const spill = memorySpillStore();
  * createDispatcher(defaultStack({ registry, output: outputGuard({ maxChars: 8_000, spill }) }));
  */
-export function outputGuard(options?: OutputGuardOptions): OutputGuardMiddleware {
+export function outputGuard(options?: OutputGuardOptions): OutputGuardLayer {
   const { maxChars = 8_000, spill } = optionsObject('outputGuard', options, outputGuardOptionKeys);
   if (
     typeof maxChars !== 'number' ||

@@ -11,7 +11,6 @@ import type { RateBucket, RateGrant, RateStore } from './store.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,
-  noop,
   optionKeys,
   optionsObject,
   raceAbort,
@@ -21,6 +20,7 @@ import {
   sleep,
   storeUnavailable,
 } from '../kit.js';
+import { noop } from '../internal-kit.js';
 import { MemoryRateStore } from './memory-store.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).

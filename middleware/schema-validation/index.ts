@@ -4,7 +4,8 @@
  */
 
 import { DispatchError, describeThrown } from '../../src/errors.js';
-import { isThenable, parseJsonArgs, optionKeys, optionsObject, requireInteger } from '../kit.js';
+import { optionKeys, optionsObject, requireInteger } from '../kit.js';
+import { isThenable, parseJsonArgs } from '../internal-kit.js';
 import { argsShapeProblem } from './args-shape.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';

@@ -10,10 +10,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from './store.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
-  attemptCost,
   cancelled,
-  declareToolField,
-  noop,
   optionKeys,
   optionsObject,
   raceAbort,
@@ -21,16 +18,13 @@ import {
   requireFunction,
   requireNumber,
   storeUnavailable,
-  windowTooSmall,
 } from '../kit.js';
+import { attemptCost, noop, windowTooSmall } from '../internal-kit.js';
 import { MemoryWindowStore } from './memory-store.js';
-import { settledCost, settleField } from './tool-fields.js';
+import { settledCost } from './tool-fields.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
 export type {} from './events.js';
-
-// Tools may declare their actual cost (`settle`) once this layer is loaded.
-declareToolField(settleField);
 
 /** Options for `windowedBudget`. */
 export interface WindowedBudgetOptions {

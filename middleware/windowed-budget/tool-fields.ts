@@ -6,7 +6,7 @@
 
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
 import type { DispatchContext } from '../../src/types.js';
-import type { ToolField } from '../kit.js';
+import { declareToolField, type ToolField } from '../kit.js';
 
 declare module '../../src/types.js' {
   interface ToolDefinition<Schema extends StandardSchemaV1 = StandardSchemaV1, Result = unknown> {
@@ -28,6 +28,11 @@ export const settleField: ToolField = {
     }
   },
 };
+
+// Tools may declare their actual cost (`settle`) once this module is loaded: tool-dispatcher/
+// middleware imports it for this effect, and package.json lists it in sideEffects so that no
+// bundler drops it.
+declareToolField(settleField);
 
 /**
  * The actual cost of the call's successful attempt, by the tool's `settle`; `undefined` when the
