@@ -17,6 +17,9 @@ export {
 } from '../src/internal/options.js';
 export { isThenable } from '../src/internal/thenable.js';
 export { isJsonParseError, withoutStackFrames } from '../src/errors.js';
+// For a layer that puts a field of its own on outcomes (autopilot's `policy`), or rewords an
+// envelope it passes on.
+export { declareOutcomeField, withMessage } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';

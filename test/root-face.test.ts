@@ -29,6 +29,8 @@ const rootNames = [
   'toToolMessage',
   // The layers and the default stack.
   'approvalGate',
+  'autopilot',
+  'retryBudget',
   'memoryApprovalStore',
   'memorySpillStore',
   'outputGuard',
@@ -50,6 +52,7 @@ const rootNames = [
 ];
 
 const memoryStores = [
+  'memoryAutopilotStore',
   'memoryCircuitStore',
   'memoryIdempotencyStore',
   'memoryRateStore',
