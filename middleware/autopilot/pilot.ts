@@ -198,7 +198,7 @@ export class Pilot {
     concurrency: number | undefined;
     budget: RetryBudget | undefined;
   } {
-    const summary = this.#settings.stats.summary(tool);
+    const summary = this.#settings.stats.summary(tool, true);
     const tuning = this.#tunings.get(tool);
     const timeout = this.#settings.timeout;
     let timeoutMs: number | undefined;
@@ -239,17 +239,21 @@ export class Pilot {
       record.source = "static: the tool's idle timeout";
       return undefined;
     }
-    const summary = this.#settings.stats.summary(tool.name);
-    const samples = summary?.samples ?? 0;
-    if (summary === undefined || samples < timeout.minSamples) {
+    const { stats } = this.#settings;
+    // The exact count gates; the summary (recomputed every few dozen calls) tunes.
+    const samples = stats.samples(tool.name);
+    if (samples < timeout.minSamples) {
       record.source = `static: ${samples} of ${timeout.minSamples} samples`;
       this.#announce(ctx, tuning, undefined, record.source);
       return undefined;
     }
+    let summary = stats.summary(tool.name) as ToolSummary;
+    // A summary from before the tool had its samples is no ground to tune on.
+    if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true) as ToolSummary;
     if (tuning.summary !== summary) {
       tuning.summary = summary;
       tuning.ms = adaptiveMs(summary, timeout);
-      tuning.source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(samples)} calls`;
+      tuning.source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
     }
     if (cap !== undefined && tuning.ms >= cap) {
       record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;

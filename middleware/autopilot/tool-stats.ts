@@ -125,14 +125,23 @@ export class ToolStats {
     entry.recordsSinceSummary++;
   }
 
-  /** `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle). */
-  summary(tool: string): ToolSummary | undefined {
+  /** Successful attempts in `tool`'s window now, counted exactly (0 for a tool not held); O(1). */
+  samples(tool: string): number {
+    return this.#entries.get(tool)?.window.samples(this.#clock.now()) ?? 0;
+  }
+
+  /**
+   * `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle);
+   * `fresh` computes it again even between refreshes.
+   */
+  summary(tool: string, fresh = false): ToolSummary | undefined {
     const entry = this.#entries.get(tool);
     if (entry === undefined) return undefined;
     const now = this.#clock.now();
     const window = entry.window;
     window.advance(now);
     if (
+      !fresh &&
       entry.summary !== undefined &&
       entry.summaryGeneration === window.generation &&
       entry.recordsSinceSummary < this.#refreshEvery
