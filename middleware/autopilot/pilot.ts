@@ -108,8 +108,8 @@ export class Pilot {
     const record = policyOf(ctx, this.#settings);
     record.retried = ctx.attempt > 0;
     const tuning = this.#tuningOf(tool.name);
-    const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record);
     const startedAt = clock.now();
+    const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
     const restore =
       timeoutMs === undefined || mode === 'shadow'
         ? undefined
@@ -118,17 +118,19 @@ export class Pilot {
       const running = this.#seams.hedger === undefined ? next() : this.#hedged(ctx, next, tool, record);
       await (restore === undefined ? running : untilLimitEnds(ctx, running));
     } catch (error) {
-      const latencyMs = clock.now() - startedAt;
+      const endedAt = clock.now();
+      const latencyMs = endedAt - startedAt;
       const kind = isDispatchError(error) ? error.kind : 'internal';
-      if (kind !== 'cancelled') stats.record(tool.name, classOf(kind));
+      if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
       if (timeoutMs !== undefined) this.#judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
       if (isDispatchError(error)) attachPolicy(error, record);
       throw error;
     } finally {
       restore?.();
     }
-    const latencyMs = clock.now() - startedAt;
-    stats.record(tool.name, 'success', latencyMs);
+    const endedAt = clock.now();
+    const latencyMs = endedAt - startedAt;
+    stats.record(tool.name, 'success', latencyMs, endedAt);
     if (timeoutMs !== undefined && mode === 'shadow')
       this.#judgeCut(ctx, record, timeoutMs, latencyMs, false);
     const outcome = ctx.outcome;
@@ -225,6 +227,7 @@ export class Pilot {
     tool: Tool,
     tuning: ToolTuning,
     record: PolicyRecord,
+    now: number,
   ): number | undefined {
     const timeout = this.#settings.timeout;
     const cap = ctx.options.timeoutMs ?? tool.timeoutMs;
@@ -241,7 +244,7 @@ export class Pilot {
     }
     const { stats } = this.#settings;
     // The exact count gates; the summary (recomputed every few dozen calls) tunes.
-    const samples = stats.samples(tool.name);
+    const samples = stats.samples(tool.name, now);
     if (samples < timeout.minSamples) {
       record.source = `static: ${samples} of ${timeout.minSamples} samples`;
       this.#announce(ctx, tuning, undefined, record.source);
