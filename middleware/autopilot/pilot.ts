@@ -260,7 +260,8 @@ export class Pilot {
     }
     if (cap !== undefined && tuning.ms >= cap) {
       record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;
-      this.#announce(ctx, tuning, undefined, record.source);
+      // A caller's own cap is this call's, not a move of the tool's knob.
+      if (ctx.options.timeoutMs === undefined) this.#announce(ctx, tuning, undefined, record.source);
       return undefined;
     }
     record.timeoutMs = tuning.ms;
