@@ -127,11 +127,16 @@ export type {
   ReceiptStore,
   WindowReservation,
   WindowStore,
+  AutopilotStore,
+  RetryBudgetStore,
+  RetryBudgetWindow,
 } from './middleware/index.js';
 
 // The layers and the default stack.
 export {
   approvalGate,
+  autopilot,
+  retryBudget,
   memoryApprovalStore,
   memorySpillStore,
   outputGuard,
@@ -193,6 +198,20 @@ export type {
   LogLevel,
   LogRecord,
   RetryOptions,
+  RetryBudgetLike,
   SchemaValidationOptions,
   TimeoutOptions,
+  Autopilot,
+  AutopilotConcurrencyOptions,
+  AutopilotHedgeOptions,
+  AutopilotKnob,
+  AutopilotOptions,
+  AutopilotRetryBudget,
+  AutopilotRetryBudgetOptions,
+  AutopilotSnapshot,
+  AutopilotTimeoutOptions,
+  OutcomePolicy,
+  PolicyBudgetState,
+  RetryBudget,
+  RetryBudgetOptions,
 } from './middleware/index.js';

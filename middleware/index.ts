@@ -32,7 +32,26 @@ export type {
   ConcurrencyLoad,
 } from './concurrency-limit/index.js';
 export { retry, isRetryable } from './retry.js';
-export type { RetryOptions } from './retry.js';
+export type { RetryBudgetLike, RetryOptions } from './retry.js';
+export { autopilot } from './autopilot/index.js';
+export type {
+  Autopilot,
+  AutopilotConcurrencyOptions,
+  AutopilotHedgeOptions,
+  AutopilotKnob,
+  AutopilotOptions,
+  AutopilotRetryBudget,
+  AutopilotRetryBudgetOptions,
+  AutopilotSnapshot,
+  AutopilotTimeoutOptions,
+  OutcomePolicy,
+  PolicyBudgetState,
+} from './autopilot/index.js';
+export { retryBudget } from './autopilot/retry-budget.js';
+export type { RetryBudget, RetryBudgetOptions } from './autopilot/retry-budget.js';
+export { memoryAutopilotStore } from './autopilot/memory-store.js';
+export type { MemoryAutopilotStore, MemoryAutopilotStoreOptions } from './autopilot/memory-store.js';
+export type { AutopilotStore, RetryBudgetStore, RetryBudgetWindow } from './autopilot/store.js';
 export { timeout } from './timeout/index.js';
 export type { TimeoutOptions } from './timeout/index.js';
 export { logging } from './logging.js';

@@ -18,6 +18,9 @@ export {
   requireInteger,
   requireNumber,
 } from '../src/internal/options.js';
+// For a layer that puts a field of its own on outcomes (autopilot's `policy`), or rewords an
+// envelope it passes on.
+export { declareOutcomeField, withMessage } from '../src/errors.js';
 export { keepLeaseAlive, storeUnavailable } from '../src/stores.js';
 // For a handler that relays its call to another service (as the MCP client does).
 export { hasProgressListener, signalEndsWithAttempt } from '../src/attempt.js';

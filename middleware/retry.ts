@@ -4,9 +4,16 @@
  */
 
 import { systemClock, type Clock } from '../src/clock.js';
-import { type DispatchError, type DispatchErrorKind, toDispatchError } from '../src/errors.js';
+import {
+  type DispatchError,
+  type DispatchErrorKind,
+  describeThrown,
+  toDispatchError,
+} from '../src/errors.js';
 import {
   sleep,
+  raceAbort,
+  withMessage,
   budgetExceeded,
   cancelled,
   optionKeys,
@@ -17,7 +24,22 @@ import {
   requireClock,
 } from './kit.js';
 import { trusted } from '../src/internal/trusted.js';
+import type { MaybePromise } from '../src/stores.js';
 import type { DispatchContext, Middleware, Next } from '../src/types.js';
+
+/**
+ * What `retry({ budget })` takes: a budget every first attempt pays into and every retry draws
+ * from (`retryBudget()` is one; a budget of your own needs only these two methods).
+ */
+export interface RetryBudgetLike {
+  /** Pays in for the call's first attempt; never waits. A throw is ignored (the static rules hold). */
+  deposit(ctx: DispatchContext): void;
+  /**
+   * Takes one retry's token, and says whether it did. A rejection (a store that cannot answer)
+   * lets the retry happen under the static rules, with a `retry.budget_unavailable` event.
+   */
+  tryWithdraw(ctx: DispatchContext): MaybePromise<boolean>;
+}
 
 /** Options for `retry`. */
 export interface RetryOptions {
@@ -37,6 +59,13 @@ export interface RetryOptions {
   clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /** Decides whether a failure is retried. @default isRetryable */
   shouldRetry?: (error: DispatchError, ctx: DispatchContext) => boolean;
+  /**
+   * A retry budget (`retryBudget({ ratio: 0.2, minPerSecond: 10 })`): a retry `shouldRetry`
+   * allows is made only if the budget holds a token; when it is spent the failure is the
+   * outcome, its message saying so, and `retry.budget_exhausted` fires.
+   * @default undefined (no budget: every retry the rules allow)
+   */
+  budget?: RetryBudgetLike;
 }
 
 const retryOptionKeys = optionKeys<RetryOptions>({
@@ -48,7 +77,11 @@ const retryOptionKeys = optionKeys<RetryOptions>({
   random: true,
   clock: true,
   shouldRetry: true,
+  budget: true,
 });
+
+/** The clause a failure's message ends with when the retry budget kept it from being retried. */
+const budgetSpentClause = '(not retried: the retry budget is spent)';
 
 // The retry layer's event, merged into the core's event map (the engine never emits it).
 declare module '../src/types.js' {
@@ -59,6 +92,18 @@ declare module '../src/types.js' {
       readonly delayMs: number;
       /** The kind of the failure being retried. */
       readonly kind: DispatchErrorKind;
+    };
+    /** A retry the rules allowed was not made: the retry budget is spent. */
+    'retry.budget_exhausted': {
+      /** The kind of the failure that was not retried (the outcome's kind). */
+      readonly kind: DispatchErrorKind;
+    };
+    /** The retry budget could not answer (its store failed): the retry went ahead under the static rules. */
+    'retry.budget_unavailable': {
+      /** The kind of the failure being retried. */
+      readonly kind: DispatchErrorKind;
+      /** What the budget failed with, in words. */
+      readonly reason: string;
     };
   }
 }
@@ -92,6 +137,7 @@ export function retry(options?: RetryOptions): Middleware {
     random = Math.random,
     clock = systemClock,
     shouldRetry = isRetryable,
+    budget: retryBudget,
   } = optionsObject('retry', options, retryOptionKeys);
   requireInteger('maxAttempts', maxAttempts, 1);
   requireNumber('baseDelayMs', baseDelayMs, 0);
@@ -101,6 +147,15 @@ export function retry(options?: RetryOptions): Middleware {
   requireFunction('random', random);
   requireFunction('shouldRetry', shouldRetry);
   requireClock(clock, ['setTimeout', 'clearTimeout']);
+  if (
+    retryBudget !== undefined &&
+    (typeof retryBudget !== 'object' ||
+      retryBudget === null ||
+      typeof retryBudget.deposit !== 'function' ||
+      typeof retryBudget.tryWithdraw !== 'function')
+  ) {
+    throw new TypeError('budget must be a retry budget with deposit() and tryWithdraw() (see retryBudget())');
+  }
 
   const delayBefore = (attempt: number, failure: DispatchError): number => {
     const computed = baseDelayMs * factor ** (attempt - 1) * (1 + random() * jitter);
@@ -108,6 +163,7 @@ export function retry(options?: RetryOptions): Middleware {
   };
 
   return trusted(async function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    if (retryBudget !== undefined) depositFor(retryBudget, ctx);
     for (let attempt = 1; ; attempt++) {
       try {
         await next();
@@ -118,10 +174,43 @@ export function retry(options?: RetryOptions): Middleware {
         const { signal, budget } = ctx;
         if (signal.aborted) throw cancelled(ctx, signal);
         if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+        // Asked last, so a retry that something else forbids never spends a token.
+        if (retryBudget !== undefined && !(await withdrawFor(retryBudget, ctx, failure))) {
+          ctx.emit('retry.budget_exhausted', { kind: failure.kind });
+          throw withMessage(failure, `${failure.message} ${budgetSpentClause}`);
+        }
         const delayMs = delayBefore(attempt, failure);
         ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
         if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
       }
     }
   });
+}
+
+// A budget that throws on a deposit costs that deposit, never the call.
+function depositFor(budget: RetryBudgetLike, ctx: DispatchContext): void {
+  try {
+    budget.deposit(ctx);
+  } catch {
+    // Ignored on purpose: the withdrawal that follows, if any, says what the budget can do.
+  }
+}
+
+// Whether the budget lets this retry happen; one that cannot answer lets it (the static rules).
+async function withdrawFor(
+  budget: RetryBudgetLike,
+  ctx: DispatchContext,
+  failure: DispatchError,
+): Promise<boolean> {
+  const { signal } = ctx;
+  try {
+    return (
+      (await raceAbort(Promise.resolve(budget.tryWithdraw(ctx)), signal, () => cancelled(ctx, signal))) ===
+      true
+    );
+  } catch (error) {
+    if (signal.aborted) throw cancelled(ctx, signal);
+    ctx.emit('retry.budget_unavailable', { kind: failure.kind, reason: describeThrown(error) });
+    return true;
+  }
 }

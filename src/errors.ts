@@ -214,8 +214,76 @@ export class DispatchError extends Error {
     if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs;
     if (this.window !== undefined) json.window = this.window;
     if (this.approval !== undefined) json.approval = this.approval;
+    for (const name of declaredOutcomeFields) {
+      const value = (this as unknown as Record<string, unknown>)[name];
+      if (value !== undefined) (json as unknown as Record<string, unknown>)[name] = value;
+    }
     return json;
   }
+}
+
+// The envelope's own fields, which no layer may declare again.
+const coreOutcomeFields: ReadonlySet<string> = new Set([
+  'ok',
+  'kind',
+  'message',
+  'attempts',
+  'jsonrpcCode',
+  'retryAfterMs',
+  'window',
+  'approval',
+  'name',
+  'stack',
+  'cause',
+  'result',
+  'reconciled',
+  'modelCopy',
+]);
+const declaredOutcomeFields = new Set<string>();
+
+/**
+ * Declares a field a layer puts on outcomes (`outcome.<name>`), when the layer's module loads: a
+ * `DispatchError`'s `toJSON` then carries it, and `withMessage` copies it. Merge the field's type
+ * into `DispatchSuccess`, `DispatchError` and `DispatchErrorJson` beside the call. A success is a
+ * plain object, so JSON carries its fields anyway.
+ *
+ * @example
+ * declare module 'tool-dispatcher' {
+ *   interface DispatchError { readonly servedBy?: string }
+ *   interface DispatchErrorJson { servedBy?: string }
+ * }
+ * declareOutcomeField('servedBy');
+ */
+export function declareOutcomeField(name: string): void {
+  if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+    throw new TypeError(`name must be an identifier, got ${String(name)}`);
+  }
+  if (coreOutcomeFields.has(name)) throw new TypeError(`name "${name}" is one of the envelope's own fields`);
+  declaredOutcomeFields.add(name);
+}
+
+/**
+ * A copy of `error` that says `message`: its kind, attempts, code, wait, window, approval, cause
+ * and every field a layer declared (`declareOutcomeField`) kept, for a layer that adds why it
+ * stopped (retry: "not retried: the retry budget is spent").
+ *
+ * @example
+ * throw withMessage(failure, `${failure.message} (not retried: the retry budget is spent)`);
+ */
+export function withMessage(error: DispatchError, message: string): DispatchError {
+  const copy = new DispatchError(error.kind, message, {
+    attempts: error.attempts,
+    jsonrpcCode: error.jsonrpcCode,
+    ...(error.cause === undefined ? {} : { cause: error.cause }),
+    ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    ...(error.window === undefined ? {} : { window: error.window }),
+    ...(error.approval === undefined ? {} : { approval: error.approval }),
+  });
+  for (const name of declaredOutcomeFields) {
+    const value = (error as unknown as Record<string, unknown>)[name];
+    if (value !== undefined) (copy as unknown as Record<string, unknown>)[name] = value;
+  }
+  return copy;
 }
 
 // A brand on the prototype lets two copies of the package recognise each other's envelopes.

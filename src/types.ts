@@ -437,6 +437,12 @@ export interface AttemptLimits {
   readonly idleMs?: number;
   /** The clock `timeoutMs` is measured and armed on. @default systemClock */
   readonly clock?: DeadlineClock;
+  /**
+   * Why the deadline is what it is, in one short clause the `timeout` envelope's message ends
+   * with when this limit's deadline is the one that passes (e.g. `'p99 × 2 of 800 calls'`).
+   * @default undefined (the message says only how long the attempt ran)
+   */
+  readonly explanation?: string;
   /** The signal that stops the layers inside, in place of the current one. */
   readonly signal?: AbortSignal;
 }

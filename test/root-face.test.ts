@@ -32,6 +32,8 @@ const rootNames = [
   'toToolMessage',
   // The layers and the default stack.
   'approvalGate',
+  'autopilot',
+  'retryBudget',
   'memoryApprovalStore',
   'memorySpillStore',
   'outputGuard',
@@ -76,6 +78,8 @@ const kitNames = [
   'storeUnavailable',
   'declareToolField',
   'untilLimitEnds',
+  'declareOutcomeField',
+  'withMessage',
   'fingerprint',
   'hasProgressListener',
   'signalEndsWithAttempt',
@@ -91,6 +95,7 @@ const kitNames = [
 ];
 
 const memoryStores = [
+  'memoryAutopilotStore',
   'memoryCircuitStore',
   'memoryIdempotencyStore',
   'memoryRateStore',

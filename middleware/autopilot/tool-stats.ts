@@ -105,9 +105,11 @@ export class ToolStats {
     return this.#entries.size;
   }
 
-  /** Counts one attempt of `tool`; a success's `latencyMs` goes into its latency sketch. */
-  record(tool: string, outcome: OutcomeClass, latencyMs?: number): void {
-    const now = this.#clock.now();
+  /**
+   * Counts one attempt of `tool`; a success's `latencyMs` goes into its latency sketch. `now` is
+   * the clock's reading, for a caller that has just taken it.
+   */
+  record(tool: string, outcome: OutcomeClass, latencyMs?: number, now = this.#clock.now()): void {
     if (now >= this.#sweepAt) this.#sweep(now);
     let entry = this.#entries.get(tool);
     if (entry === undefined) {
@@ -125,14 +127,23 @@ export class ToolStats {
     entry.recordsSinceSummary++;
   }
 
-  /** `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle). */
-  summary(tool: string): ToolSummary | undefined {
+  /** Successful attempts in `tool`'s window at `now`, counted exactly (0 for a tool not held); O(1). */
+  samples(tool: string, now = this.#clock.now()): number {
+    return this.#entries.get(tool)?.window.samples(now) ?? 0;
+  }
+
+  /**
+   * `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle);
+   * `fresh` computes it again even between refreshes.
+   */
+  summary(tool: string, fresh = false): ToolSummary | undefined {
     const entry = this.#entries.get(tool);
     if (entry === undefined) return undefined;
     const now = this.#clock.now();
     const window = entry.window;
     window.advance(now);
     if (
+      !fresh &&
       entry.summary !== undefined &&
       entry.summaryGeneration === window.generation &&
       entry.recordsSinceSummary < this.#refreshEvery

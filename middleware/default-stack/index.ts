@@ -5,6 +5,7 @@
 
 import type { ToolRegistry } from '../../src/registry.js';
 import type { Middleware } from '../../src/types.js';
+import type { Autopilot } from '../autopilot/index.js';
 import { budgetGuard } from '../budget-guard.js';
 import { concurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
 import { errorMapping } from '../error-mapping.js';
@@ -38,6 +39,11 @@ export interface DefaultStackOptions {
   /** Options for `timeout`. */
   timeout?: TimeoutOptions;
   /**
+   * An `autopilot()`, placed after the rate limits and windowed budgets, right outside `timeout`
+   * (inside `retry`, so it sees each attempt); its retry budget becomes `retry`'s `budget`.
+   */
+  autopilot?: Autopilot;
+  /**
    * An `approvalGate()`, placed after schema validation and before the budget guard: the spelling
    * every host bridge uses (`toAiSdkTools({ approvals })`, `createMcpServer({ approvals })`…).
    */
@@ -58,6 +64,7 @@ const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
   rateLimit: true,
   windowedBudget: true,
   timeout: true,
+  autopilot: true,
   approvals: true,
   approval: true,
   output: true,
@@ -66,7 +73,7 @@ const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
  * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
- * retry, (rate limits, windowed budgets), timeout. The slots only say where a layer goes: placed
+ * retry, (rate limits, windowed budgets), (autopilot), timeout. The slots only say where a layer goes: placed
  * by hand anywhere in an array, a layer runs the same.
  *
  * @example
@@ -77,6 +84,8 @@ const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
  * defaultStack({ registry, concurrency: { max: 4, key: (ctx) => ctx.options.tenant, maxQueue: 32 },
  *   rateLimit: { key: (ctx) => `search:${ctx.options.tenant}`, rate: 5, intervalMs: 1_000 },
  *   windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 10_000, windowMs: 86_400_000 } });
+ * @example
+ * defaultStack({ registry, autopilot: autopilot({ mode: 'shadow' }) });
  * @example
  * defaultStack({ registry, approvals: approvalGate({ registry }), output: outputGuard({ maxChars: 8_000 }) });
  * @example
@@ -99,6 +108,13 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
   if (output !== undefined && typeof (output as { maxChars?: unknown }).maxChars !== 'number') {
     throw new TypeError('defaultStack() output must be an outputGuard()');
   }
+  const pilot = options.autopilot;
+  if (
+    pilot !== undefined &&
+    (typeof pilot !== 'function' || typeof (pilot as { snapshot?: unknown }).snapshot !== 'function')
+  ) {
+    throw new TypeError('defaultStack() autopilot must be an autopilot()');
+  }
   return [
     errorMapping(),
     ...listOf(output),
@@ -109,11 +125,27 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
     idempotency(options.idempotency),
     ...listOf(breaker),
     concurrencyLimit(options.concurrency),
-    retry(options.retry),
+    retry(retryOptionsOf(options.retry, pilot)),
     ...listOf(options.rateLimit).map((given) => rateLimit(given)),
     ...listOf(options.windowedBudget).map((given) => windowedBudget(given)),
+    ...listOf(pilot),
     timeout(options.timeout),
   ];
+}
+
+// The autopilot's retry budget is retry's, unless the caller gave retry one (then it must choose).
+function retryOptionsOf(
+  given: RetryOptions | undefined,
+  pilot: Autopilot | undefined,
+): RetryOptions | undefined {
+  const budget = pilot?.retryBudget;
+  if (budget === undefined) return given;
+  if (given?.budget !== undefined) {
+    throw new TypeError(
+      'defaultStack() takes one retry budget: give it to autopilot({ retryBudget }) or to retry: { budget }, with autopilot({ retryBudget: false })',
+    );
+  }
+  return { ...given, budget };
 }
 
 // `approval` is the old spelling: before both were read, a bridge-style `approvals` here was silently ignored.

@@ -144,6 +144,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
   #idle: IdleDeadline | undefined = undefined;
   #unwatch: () => void = noop;
   #replacesSignal: boolean;
+  readonly #explanation: string | undefined;
   readonly #ctx: DispatchContext;
   readonly #outer: Limit | undefined;
 
@@ -157,6 +158,7 @@ export class Limit implements DeadlineNode, LimitWaiter {
     this.#ctx = ctx;
     this.#outer = outer;
     this.#replacesSignal = limits.signal !== undefined;
+    this.#explanation = limits.explanation;
     this.deadline = deadline;
     const { timeoutMs, idleMs } = limits;
     const clock = limits.clock ?? systemClock;
@@ -269,12 +271,13 @@ export class Limit implements DeadlineNode, LimitWaiter {
     if (this.ended) return;
     const ctx = this.#ctx;
     const idleMs = idle ? this.#idle?.idleMs : undefined;
+    const why = this.#explanation === undefined ? '' : `: ${this.#explanation}`;
     const error = markDeadline(
       new DispatchError(
         'timeout',
         idleMs === undefined
-          ? `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})`
-          : `"${ctx.displayName}" timed out: no progress for ${idleMs} ms (attempt ${ctx.attempt})`,
+          ? `"${ctx.displayName}" timed out after ${this.ms} ms (attempt ${ctx.attempt})${why}`
+          : `"${ctx.displayName}" timed out: no progress for ${idleMs} ms (attempt ${ctx.attempt})${why}`,
         { attempts: ctx.attempt },
       ),
     );

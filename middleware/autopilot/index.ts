@@ -1,0 +1,310 @@
+/**
+ * Autopilot: per-tool policies that tune themselves from what the tools do (a timeout from each
+ * tool's live latency quantile, a retry budget), and say on every outcome what they did.
+ * @module
+ */
+
+import { systemClock } from '../../src/clock.js';
+import { trusted } from '../../src/internal/trusted.js';
+import type { DeadlineClock, DispatchContext, Middleware, Next } from '../../src/types.js';
+import {
+  declareOutcomeField,
+  optionKeys,
+  optionsObject,
+  requireClock,
+  requireInteger,
+  requireNumber,
+} from '../kit.js';
+import { memoryAutopilotStore } from './memory-store.js';
+import { Pilot, type PilotSettings, type TimeoutSettings } from './pilot.js';
+import { type RetryBudget, type RetryBudgetOptions, retryBudget } from './retry-budget.js';
+import type { AutopilotStore } from './store.js';
+import { toolStats } from './tool-stats.js';
+
+export type { AutopilotKnob, OutcomePolicy, PolicyBudgetState } from './policy.js';
+
+declareOutcomeField('policy');
+
+/** The timeout knob: `clamp(factor × quantile, minMs, the tool's timeoutMs)` once a tool has `minSamples`. */
+export interface AutopilotTimeoutOptions {
+  /** The latency quantile of successful attempts the timeout follows, in (0, 1). @default 0.999 */
+  quantile?: number;
+  /** What the quantile is multiplied by; at least 1. @default 1.5 */
+  factor?: number;
+  /** The shortest timeout the autopilot sets, in milliseconds. @default 50 */
+  minMs?: number;
+  /** Successful attempts in a tool's window before its timeout follows them. @default 200 */
+  minSamples?: number;
+}
+
+/** The hedge knob (coming: rejected until hedging is wired in). */
+export interface AutopilotHedgeOptions {
+  /** The latency quantile past which a hedge starts, in (0, 1). @default 0.95 */
+  quantile?: number;
+  /** The most extra attempts hedges may add, as a share of calls, in [0, 1]. @default 0.05 */
+  maxExtraLoad?: number;
+  /** Successful attempts in a tool's window before it is hedged. @default 200 */
+  minSamples?: number;
+}
+
+/** The concurrency knob (coming: rejected until the gradient controller is wired in). */
+export interface AutopilotConcurrencyOptions {
+  /** The lowest limit. @default 1 */
+  min?: number;
+  /** The highest limit. @default 64 */
+  max?: number;
+}
+
+/** The retry budget's options when the autopilot makes it: one budget per tool, in the autopilot's store. */
+export type AutopilotRetryBudgetOptions = Pick<RetryBudgetOptions, 'ratio' | 'minPerSecond' | 'ttlMs'>;
+
+/** Options for `autopilot`. */
+export interface AutopilotOptions {
+  /** `enforce` acts; `shadow` decides and reports (events, `outcome.policy`) and changes nothing. @default 'enforce' */
+  mode?: 'enforce' | 'shadow';
+  /** The timeout knob, or `false` to leave every timeout static. @default {} (its defaults) */
+  timeout?: AutopilotTimeoutOptions | false;
+  /** Hedging: not available yet, so only `false` is taken. @default false */
+  hedge?: AutopilotHedgeOptions | false;
+  /** Adaptive concurrency: not available yet, so only `false` is taken. @default false */
+  concurrency?: AutopilotConcurrencyOptions | false;
+  /**
+   * The retry budget the preset's `retry` draws from: options (a budget per tool, kept in
+   * `store`), one `retryBudget()` shared by every tool, or `false`. @default { ratio: 0.2, minPerSecond: 10 }
+   */
+  retryBudget?: AutopilotRetryBudgetOptions | RetryBudget | false;
+  /** Where the per-tool retry budgets keep their ledgers (a fleet shares one). @default memoryAutopilotStore({ clock }) */
+  store?: AutopilotStore;
+  /** The time source and timers: latencies, windows and the timeouts it sets. @default systemClock */
+  clock?: DeadlineClock;
+}
+
+const autopilotOptionKeys = optionKeys<AutopilotOptions>({
+  mode: true,
+  timeout: true,
+  hedge: true,
+  concurrency: true,
+  retryBudget: true,
+  store: true,
+  clock: true,
+});
+const timeoutOptionKeys = optionKeys<AutopilotTimeoutOptions>({
+  quantile: true,
+  factor: true,
+  minMs: true,
+  minSamples: true,
+});
+const hedgeOptionKeys = optionKeys<AutopilotHedgeOptions>({
+  quantile: true,
+  maxExtraLoad: true,
+  minSamples: true,
+});
+const concurrencyOptionKeys = optionKeys<AutopilotConcurrencyOptions>({ min: true, max: true });
+const retryBudgetOptionKeys = optionKeys<AutopilotRetryBudgetOptions>({
+  ratio: true,
+  minPerSecond: true,
+  ttlMs: true,
+});
+
+/** What the autopilot knows of one tool now. */
+export interface AutopilotSnapshot {
+  /** Successful attempts in the tool's window. */
+  readonly samples: number;
+  /** Latency quantiles of those attempts, in milliseconds (NaN with none). */
+  readonly p50: number;
+  readonly p95: number;
+  readonly p99: number;
+  readonly p999: number;
+  /** The timeout the autopilot sets now, in ms; `undefined` while the tool is static (too few samples, or at its cap). */
+  readonly timeoutMs: number | undefined;
+  /** When a hedge would start, in ms (hedging is not available yet: `undefined`). */
+  readonly hedgeAfterMs: number | undefined;
+  /** The tool's concurrency limit (adaptive concurrency is not available yet: `undefined`). */
+  readonly concurrency: number | undefined;
+  /** The tool's retry budget, when there is one: retries it allows now (`undefined` while a remote store answers later). */
+  readonly retryBudget: { readonly balance: number | undefined } | undefined;
+}
+
+/** What the autopilot hands to `retry({ budget })`: its budget, told which call draws on it. */
+export interface AutopilotRetryBudget {
+  /** Pays in for a call's first attempt. */
+  deposit(ctx: DispatchContext): void;
+  /** Takes one retry's token for the call's tool; `false` when spent (enforce mode). */
+  tryWithdraw(ctx: DispatchContext): Promise<boolean>;
+}
+
+/**
+ * The autopilot layer (place it inside `retry`, after the rate limits, right outside `timeout`:
+ * `defaultStack({ autopilot })` does), with what it knows of each tool and the retry budget it
+ * hands to `retry`.
+ */
+export interface Autopilot extends Middleware {
+  /** `enforce` or `shadow`. */
+  readonly mode: 'enforce' | 'shadow';
+  /** The budget to give `retry({ budget })`, or `undefined` with `retryBudget: false`. */
+  readonly retryBudget: AutopilotRetryBudget | undefined;
+  /** What the autopilot knows of `tool` now. */
+  snapshot(tool: string): AutopilotSnapshot;
+}
+
+/**
+ * Makes the autopilot: per tool, a sliding window of successful attempt latencies (±1 %) and
+ * outcomes; from it, each attempt's timeout (`clamp(factor × quantile, minMs, cap)`, only ever
+ * tighter than the caller's or the tool's `timeoutMs`) and a retry budget (Finagle's: 20 % of
+ * calls plus 10 a second) for the preset's `retry`. Every outcome it saw carries `policy`; a knob
+ * that moves emits `autopilot.decision`; in `shadow` mode nothing changes and both say what would
+ * have. Hedging and adaptive concurrency are not available yet: `hedge`/`concurrency` take only `false`.
+ *
+ * @example
+ * const pilot = autopilot({ timeout: { quantile: 0.999, factor: 1.5, minMs: 50, minSamples: 200 } });
+ * const dispatcher = createDispatcher(defaultStack({ registry, autopilot: pilot }));
+ * pilot.snapshot('search.web'); // { samples, p50, …, timeoutMs, retryBudget: { balance } }
+ */
+export function autopilot(options?: AutopilotOptions): Autopilot {
+  const given = optionsObject('autopilot', options, autopilotOptionKeys);
+  const mode = given.mode ?? 'enforce';
+  if (mode !== 'enforce' && mode !== 'shadow') {
+    throw new TypeError(`mode must be 'enforce' or 'shadow', got ${String(mode)}`);
+  }
+  const clock = given.clock ?? systemClock;
+  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  const timeout = timeoutSettingsOf(given.timeout);
+  rejectComing('hedge', given.hedge, checkHedge);
+  rejectComing('concurrency', given.concurrency, checkConcurrency);
+  if (given.store !== undefined) requireStore(given.store);
+  const settings: PilotSettings = {
+    mode,
+    clock,
+    timeout,
+    stats: toolStats({ clock, quantiles: timeout === undefined ? [] : [timeout.quantile] }),
+    budget: budgetSettingsOf(given.retryBudget, given.store, clock),
+  };
+  const pilot = new Pilot(settings);
+  const layer = trusted(function autopilot(ctx: DispatchContext, next: Next): Promise<void> {
+    return pilot.run(ctx, next);
+  });
+  const budget: AutopilotRetryBudget | undefined =
+    settings.budget === undefined
+      ? undefined
+      : { deposit: (ctx) => pilot.deposit(ctx), tryWithdraw: (ctx) => pilot.tryWithdraw(ctx) };
+  return Object.assign(layer, {
+    mode,
+    retryBudget: budget,
+    snapshot: (tool: string): AutopilotSnapshot => {
+      const known = pilot.snapshot(tool);
+      const balance = known.budget?.balance();
+      return {
+        samples: known.samples,
+        p50: known.p50,
+        p95: known.p95,
+        p99: known.p99,
+        p999: known.p999,
+        timeoutMs: known.timeoutMs,
+        hedgeAfterMs: undefined,
+        concurrency: known.concurrency,
+        retryBudget:
+          known.budget === undefined
+            ? undefined
+            : { balance: typeof balance === 'number' ? balance : undefined },
+      };
+    },
+  });
+}
+
+function timeoutSettingsOf(given: AutopilotTimeoutOptions | false | undefined): TimeoutSettings | undefined {
+  if (given === false) return undefined;
+  const options = optionsObject('autopilot() timeout', given, timeoutOptionKeys);
+  const quantile = requireQuantile('timeout.quantile', options.quantile ?? 0.999);
+  const factor = requireNumber('timeout.factor', options.factor ?? 1.5, 1);
+  const minMs = requireNumber('timeout.minMs', options.minMs ?? 50, 0, { exclusive: true });
+  const minSamples = requireInteger('timeout.minSamples', options.minSamples ?? 200, 1);
+  return { quantile, factor, minMs, minSamples };
+}
+
+function requireQuantile(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value > 0 && value < 1)) {
+    throw new TypeError(`${name} must be a number in (0, 1), got ${String(value)}`);
+  }
+  return value;
+}
+
+function checkHedge(given: object): void {
+  const options = optionsObject('autopilot() hedge', given as AutopilotHedgeOptions, hedgeOptionKeys);
+  requireQuantile('hedge.quantile', options.quantile ?? 0.95);
+  const load = options.maxExtraLoad ?? 0.05;
+  if (typeof load !== 'number' || !(load >= 0 && load <= 1)) {
+    throw new TypeError(`hedge.maxExtraLoad must be a number in [0, 1], got ${String(load)}`);
+  }
+  requireInteger('hedge.minSamples', options.minSamples ?? 200, 1);
+}
+
+function checkConcurrency(given: object): void {
+  const options = optionsObject(
+    'autopilot() concurrency',
+    given as AutopilotConcurrencyOptions,
+    concurrencyOptionKeys,
+  );
+  const min = requireInteger('concurrency.min', options.min ?? 1, 1);
+  const max = requireInteger('concurrency.max', options.max ?? 64, 1);
+  if (min > max) throw new TypeError(`concurrency.min must be at most concurrency.max, got ${min} > ${max}`);
+}
+
+// An option that is taken but does nothing would be a lie: a good value is refused as not yet
+// available, after a bad one has been named as bad.
+function rejectComing(name: 'hedge' | 'concurrency', given: unknown, check: (given: object) => void): void {
+  if (given === undefined || given === false) return;
+  if (typeof given !== 'object' || given === null) {
+    throw new TypeError(`${name} must be an options object or false, got ${String(given)}`);
+  }
+  check(given);
+  throw new TypeError(`autopilot() ${name} is not available yet; leave it out or set ${name}: false`);
+}
+
+function requireStore(store: unknown): void {
+  for (const method of ['deposit', 'withdraw', 'balance'] as const) {
+    if (typeof (store as Record<string, unknown> | null)?.[method] !== 'function') {
+      throw new TypeError(`store must be an AutopilotStore (missing ${method})`);
+    }
+  }
+}
+
+function budgetSettingsOf(
+  given: AutopilotRetryBudgetOptions | RetryBudget | false | undefined,
+  store: AutopilotStore | undefined,
+  clock: DeadlineClock,
+): PilotSettings['budget'] {
+  if (given === false) return undefined;
+  if (typeof given === 'object' && given !== null && 'tryWithdraw' in given) {
+    for (const method of ['deposit', 'tryWithdraw', 'balance'] as const) {
+      if (typeof given[method] !== 'function') {
+        throw new TypeError(
+          `retryBudget must be retryBudget() options, a retryBudget() or false (missing ${method})`,
+        );
+      }
+    }
+    if (store !== undefined) {
+      throw new TypeError('store is for the budgets autopilot makes: give a retryBudget() its own store');
+    }
+    return { shared: given };
+  }
+  const options = optionsObject('autopilot() retryBudget', given, retryBudgetOptionKeys);
+  // Checked once here, so a bad value fails at autopilot(), not at a tool's first retry.
+  const check = {
+    ratio: options.ratio ?? 0.2,
+    minPerSecond: options.minPerSecond ?? 10,
+    ttlMs: options.ttlMs,
+  };
+  const ledger = store ?? memoryAutopilotStore({ clock });
+  retryBudget({ ...definedOf(check), store: ledger, key: 'retry' });
+  return { perTool: (tool) => retryBudget({ ...definedOf(check), store: ledger, key: `retry:${tool}` }) };
+}
+
+function definedOf(options: {
+  ratio: number;
+  minPerSecond: number;
+  ttlMs: number | undefined;
+}): RetryBudgetOptions {
+  return options.ttlMs === undefined
+    ? { ratio: options.ratio, minPerSecond: options.minPerSecond }
+    : { ratio: options.ratio, minPerSecond: options.minPerSecond, ttlMs: options.ttlMs };
+}

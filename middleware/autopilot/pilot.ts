@@ -1,0 +1,389 @@
+/**
+ * The autopilot's engine: per attempt, the timeout it chooses from the tool's latency window and
+ * the samples it records; per call, the policy it reports and the retry budget it hands to retry.
+ * @module
+ */
+
+import { type DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
+import type { DeadlineClock, DispatchContext, Next, Tool } from '../../src/types.js';
+import { untilLimitEnds } from '../kit.js';
+import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
+import type { RetryBudget } from './retry-budget.js';
+import type { ToolStats, ToolSummary } from './tool-stats.js';
+import type { OutcomeClass } from './windowed-sketch.js';
+
+/** The timeout knob's settings, checked. */
+export interface TimeoutSettings {
+  readonly quantile: number;
+  readonly factor: number;
+  readonly minMs: number;
+  readonly minSamples: number;
+}
+
+/** Everything a `Pilot` runs on, checked by `autopilot()`. */
+export interface PilotSettings {
+  readonly mode: 'enforce' | 'shadow';
+  readonly clock: DeadlineClock;
+  readonly stats: ToolStats;
+  /** `undefined`: the timeout knob is off. */
+  readonly timeout: TimeoutSettings | undefined;
+  /** One budget for every tool (a `retryBudget()` given), a budget per tool, or none. */
+  readonly budget:
+    | { readonly shared: RetryBudget }
+    | { readonly perTool: (tool: string) => RetryBudget }
+    | undefined;
+}
+
+/**
+ * Where the hedger and the concurrency controller (`hedge.ts`, `gradient.ts`, coming) plug in: the
+ * pilot runs an attempt through `hedger` when one is given, and `snapshot` reads `concurrency`.
+ * `autopilot()` rejects its `hedge` and `concurrency` options until they are wired to these.
+ */
+export interface PilotSeams {
+  /** Runs one attempt (`next`), starting a hedge beside it if it decides to; says whether it did. */
+  readonly hedger?: {
+    run(ctx: DispatchContext, next: Next, tool: Tool, summary: ToolSummary | undefined): Promise<boolean>;
+  };
+  /** The concurrency limit a tool's calls run under now. */
+  readonly concurrency?: { limitOf(tool: string): number };
+}
+
+// The call's policy as the autopilot fills it in: one object per call, attached by reference to
+// each attempt's outcome so the retry budget's word (given after the attempt failed) reaches the
+// envelope retry gives up with. Settled by the time the call's outcome is reported.
+interface PolicyRecord {
+  mode: 'enforce' | 'shadow';
+  timeoutMs: number | undefined;
+  source: string;
+  cutOff: boolean;
+  hedged: boolean;
+  retried: boolean;
+  budget: PolicyBudgetState;
+}
+
+// A tool's timeout as last computed, cached for the summary it came from.
+interface ToolTuning {
+  summary: ToolSummary | undefined;
+  ms: number;
+  source: string;
+  /** What `autopilot.decision` last said the timeout is (`undefined`: static). */
+  announced: number | undefined;
+  /** Whether the tool's retry budget was last found spent. */
+  budgetSpent: boolean;
+  /** The cap last seen for the tool (its own `timeoutMs`), for `snapshot`. */
+  cap: number | undefined;
+  budget: RetryBudget | undefined;
+}
+
+const stateKey = 'autopilot';
+// A timeout must move this much before `autopilot.decision` says so: a window refresh moves the
+// quantile by a little every few dozen calls, and that is not news.
+const announceShare = 0.05;
+
+/** What `Pilot.snapshot` reads of a tool; the factory's `AutopilotSnapshot` is built from it. */
+export interface PilotSnapshot {
+  samples: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  p999: number;
+  timeoutMs: number | undefined;
+  concurrency: number | undefined;
+  budget: RetryBudget | undefined;
+}
+
+/**
+ * The autopilot of one `autopilot()` layer: tool windows, per-tool tunings and budgets.
+ * @internal
+ */
+export class Pilot {
+  readonly #settings: PilotSettings;
+  readonly #tunings = new Map<string, ToolTuning>();
+
+  readonly #seams: PilotSeams;
+
+  constructor(settings: PilotSettings, seams: PilotSeams = {}) {
+    this.#settings = settings;
+    this.#seams = seams;
+  }
+
+  /** The mode the pilot runs in. */
+  get mode(): 'enforce' | 'shadow' {
+    return this.#settings.mode;
+  }
+
+  /** Runs one attempt: under the chosen timeout (enforce), timed, and its outcome told its policy. */
+  async run(ctx: DispatchContext, next: Next): Promise<void> {
+    const tool = ctx.tool;
+    if (tool === undefined) return await next();
+    const { clock, mode, stats } = this.#settings;
+    const record = policyOf(ctx, this.#settings);
+    record.retried = ctx.attempt > 0;
+    const tuning = this.#tuningOf(tool.name);
+    const startedAt = clock.now();
+    const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
+    const restore =
+      timeoutMs === undefined || mode === 'shadow'
+        ? undefined
+        : ctx.limit({ timeoutMs, clock, explanation: `cut off at the autopilot's ${tuning.source}` });
+    try {
+      const running = this.#seams.hedger === undefined ? next() : this.#hedged(ctx, next, tool, record);
+      await (restore === undefined ? running : untilLimitEnds(ctx, running));
+    } catch (error) {
+      const endedAt = clock.now();
+      const latencyMs = endedAt - startedAt;
+      const kind = isDispatchError(error) ? error.kind : 'internal';
+      if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
+      if (timeoutMs !== undefined) this.#judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
+      if (isDispatchError(error)) attachPolicy(error, record);
+      throw error;
+    } finally {
+      restore?.();
+    }
+    const endedAt = clock.now();
+    const latencyMs = endedAt - startedAt;
+    stats.record(tool.name, 'success', latencyMs, endedAt);
+    if (timeoutMs !== undefined && mode === 'shadow')
+      this.#judgeCut(ctx, record, timeoutMs, latencyMs, false);
+    const outcome = ctx.outcome;
+    if (outcome?.ok === true) ctx.outcome = { ...outcome, policy: record };
+  }
+
+  async #hedged(ctx: DispatchContext, next: Next, tool: Tool, record: PolicyRecord): Promise<void> {
+    const hedger = this.#seams.hedger as NonNullable<PilotSeams['hedger']>;
+    if (await hedger.run(ctx, next, tool, this.#settings.stats.summary(tool.name))) record.hedged = true;
+  }
+
+  /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
+  deposit(ctx: DispatchContext): void {
+    const budget = this.#budgetOf(ctx);
+    if (budget === undefined) return;
+    try {
+      budget.deposit();
+    } catch (error) {
+      ctx.emit('autopilot.fallback', { knob: 'retryBudget', reason: describeThrown(error) });
+    }
+  }
+
+  /**
+   * Whether the retry budget lets the call retry: a spent budget says no (in shadow, yes, and the
+   * policy says it would have said no); a store that fails says yes (the static rules) and an
+   * `autopilot.fallback` event says so.
+   */
+  async tryWithdraw(ctx: DispatchContext): Promise<boolean> {
+    const budget = this.#budgetOf(ctx);
+    if (budget === undefined) return true;
+    const record = policyOf(ctx, this.#settings);
+    let allowed: boolean;
+    try {
+      allowed = (await budget.tryWithdraw()) === true;
+    } catch (error) {
+      record.budget = 'unavailable';
+      ctx.emit('autopilot.fallback', { knob: 'retryBudget', reason: describeThrown(error) });
+      return true;
+    }
+    const tuning = this.#tuningOf(ctx.tool?.name ?? ctx.toolName);
+    const { mode } = this.#settings;
+    if (tuning.budgetSpent === allowed) {
+      tuning.budgetSpent = !allowed;
+      ctx.emit('autopilot.decision', {
+        knob: 'retryBudget',
+        mode,
+        from: allowed ? 'spent' : 'open',
+        to: allowed ? 'open' : 'spent',
+        source: allowed ? 'first attempts paid in again' : 'retries used up what first attempts paid in',
+      });
+    }
+    if (allowed) return true;
+    record.budget = 'spent';
+    if (mode === 'enforce') return false;
+    ctx.emit('autopilot.shadow', { knob: 'retryBudget', action: 'not_retried' });
+    return true;
+  }
+
+  /** What the autopilot knows of `tool` now (see `AutopilotSnapshot`). */
+  snapshot(tool: string): PilotSnapshot {
+    const summary = this.#settings.stats.summary(tool, true);
+    const tuning = this.#tunings.get(tool);
+    const timeout = this.#settings.timeout;
+    let timeoutMs: number | undefined;
+    if (timeout !== undefined && summary !== undefined && summary.samples >= timeout.minSamples) {
+      const ms = adaptiveMs(summary, timeout);
+      timeoutMs = tuning?.cap !== undefined && ms >= tuning.cap ? tuning.cap : ms;
+    }
+    return {
+      samples: summary?.samples ?? 0,
+      p50: summary?.p50 ?? Number.NaN,
+      p95: summary?.p95 ?? Number.NaN,
+      p99: summary?.p99 ?? Number.NaN,
+      p999: summary?.p999 ?? Number.NaN,
+      timeoutMs,
+      concurrency: this.#seams.concurrency?.limitOf(tool),
+      budget: this.#budgetFor(tool),
+    };
+  }
+
+  // The attempt's timeout: the autopilot's once the tool has `minSamples`, never above the cap
+  // (the caller's or the tool's `timeoutMs`); `undefined` leaves the timeout layer's own.
+  #chooseTimeout(
+    ctx: DispatchContext,
+    tool: Tool,
+    tuning: ToolTuning,
+    record: PolicyRecord,
+    now: number,
+  ): number | undefined {
+    const timeout = this.#settings.timeout;
+    const cap = ctx.options.timeoutMs ?? tool.timeoutMs;
+    tuning.cap = tool.timeoutMs;
+    record.timeoutMs = cap;
+    if (timeout === undefined) {
+      record.source = 'static: the autopilot timeout is off';
+      return undefined;
+    }
+    if (tool.timeout !== undefined) {
+      record.timeoutMs = tool.timeout.totalMs;
+      record.source = "static: the tool's idle timeout";
+      return undefined;
+    }
+    const { stats } = this.#settings;
+    // The exact count gates; the summary (recomputed every few dozen calls) tunes.
+    const samples = stats.samples(tool.name, now);
+    if (samples < timeout.minSamples) {
+      record.source = `static: ${samples} of ${timeout.minSamples} samples`;
+      this.#announce(ctx, tuning, undefined, record.source);
+      return undefined;
+    }
+    let summary = stats.summary(tool.name) as ToolSummary;
+    // A summary from before the tool had its samples is no ground to tune on.
+    if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true) as ToolSummary;
+    if (tuning.summary !== summary) {
+      tuning.summary = summary;
+      tuning.ms = adaptiveMs(summary, timeout);
+      tuning.source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
+    }
+    if (cap !== undefined && tuning.ms >= cap) {
+      record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;
+      // A caller's own cap is this call's, not a move of the tool's knob.
+      if (ctx.options.timeoutMs === undefined) this.#announce(ctx, tuning, undefined, record.source);
+      return undefined;
+    }
+    record.timeoutMs = tuning.ms;
+    record.source = tuning.source;
+    this.#announce(ctx, tuning, tuning.ms, tuning.source);
+    return tuning.ms;
+  }
+
+  // `autopilot.decision` when the tool's timeout moved enough to be news.
+  #announce(ctx: DispatchContext, tuning: ToolTuning, ms: number | undefined, source: string): void {
+    const before = tuning.announced;
+    if (ms === before) return;
+    if (ms !== undefined && before !== undefined && Math.abs(ms - before) < before * announceShare) return;
+    tuning.announced = ms;
+    ctx.emit('autopilot.decision', {
+      knob: 'timeout',
+      mode: this.#settings.mode,
+      from: before,
+      to: ms,
+      source,
+    });
+  }
+
+  // Whether the attempt was (enforce) or would have been (shadow) cut off by the chosen timeout.
+  #judgeCut(
+    ctx: DispatchContext,
+    record: PolicyRecord,
+    timeoutMs: number,
+    latencyMs: number,
+    timedOut: boolean,
+  ): void {
+    if (this.#settings.mode === 'enforce') {
+      if (timedOut && latencyMs >= timeoutMs) record.cutOff = true;
+      return;
+    }
+    if (latencyMs <= timeoutMs) return;
+    record.cutOff = true;
+    ctx.emit('autopilot.shadow', { knob: 'timeout', action: 'cut_off', timeoutMs, latencyMs });
+  }
+
+  #tuningOf(tool: string): ToolTuning {
+    let tuning = this.#tunings.get(tool);
+    if (tuning === undefined) {
+      // Tunings follow the tools the window holds: an idle tool's goes with its window.
+      if (this.#tunings.size >= 1_024 && this.#tunings.size % 1_024 === 0) this.#sweep();
+      tuning = {
+        summary: undefined,
+        ms: 0,
+        source: '',
+        announced: undefined,
+        budgetSpent: false,
+        cap: undefined,
+        budget: undefined,
+      };
+      this.#tunings.set(tool, tuning);
+    }
+    return tuning;
+  }
+
+  #sweep(): void {
+    const { stats } = this.#settings;
+    for (const [tool] of this.#tunings) if (stats.byteLength(tool) === 0) this.#tunings.delete(tool);
+  }
+
+  #budgetOf(ctx: DispatchContext): RetryBudget | undefined {
+    return this.#budgetFor(ctx.tool?.name ?? ctx.toolName);
+  }
+
+  #budgetFor(tool: string): RetryBudget | undefined {
+    const { budget } = this.#settings;
+    if (budget === undefined) return undefined;
+    if ('shared' in budget) return budget.shared;
+    const tuning = this.#tuningOf(tool);
+    return (tuning.budget ??= budget.perTool(tool));
+  }
+}
+
+// The call's policy record, made at its first look (a deposit, or its first attempt).
+function policyOf(ctx: DispatchContext, settings: PilotSettings): PolicyRecord {
+  const held = ctx.state[stateKey] as PolicyRecord | undefined;
+  if (held !== undefined) return held;
+  const record: PolicyRecord = {
+    mode: settings.mode,
+    timeoutMs: undefined,
+    source: 'static',
+    cutOff: false,
+    hedged: false,
+    retried: false,
+    budget: settings.budget === undefined ? 'off' : 'ok',
+  };
+  ctx.state[stateKey] = record;
+  return record;
+}
+
+// Envelopes are the layers' own objects; a frozen one (a user's) goes on without its policy.
+function attachPolicy(error: DispatchError, record: OutcomePolicy): void {
+  try {
+    (error as { policy?: OutcomePolicy }).policy = record;
+  } catch {
+    // Ignored on purpose: the call's outcome matters more than its explanation.
+  }
+}
+
+function classOf(kind: string): OutcomeClass {
+  if (kind === 'timeout') return 'timeout';
+  return kind === 'transient' || kind === 'store_unavailable' ? 'transient' : 'other';
+}
+
+function adaptiveMs(summary: ToolSummary, timeout: TimeoutSettings): number {
+  const latency = summary.quantiles[0] as number;
+  return Math.max(timeout.minMs, Math.ceil(timeout.factor * latency));
+}
+
+/** `0.999` → `p99.9`, `0.95` → `p95`. */
+export function quantileLabel(quantile: number): string {
+  return `p${Number((quantile * 100).toFixed(4))}`;
+}
+
+// 5000 → '5 000', as the issue writes counts.
+function groupDigits(count: number): string {
+  return String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+}
