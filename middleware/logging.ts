@@ -4,7 +4,8 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { isJsonParseError, isThenable, noop, optionKeys, optionsObject, requireFunction } from './kit.js';
+import { isJsonParseError, optionKeys, optionsObject, requireFunction } from './kit.js';
+import { ignoreRejection } from '../src/internal/thenable.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -150,8 +151,7 @@ export function logging(options: LoggingOptions): Middleware {
     const eventLevel = levelOf(event.type);
     if (rank[eventLevel] < threshold) return;
     try {
-      const returned: unknown = logger[eventLevel](toRecord(ctx, event, now, recordArguments));
-      if (isThenable(returned)) returned.then(undefined, noop);
+      ignoreRejection(logger[eventLevel](toRecord(ctx, event, now, recordArguments)));
     } catch {
       // A broken logger must never break the dispatch it observes.
     }

@@ -107,21 +107,27 @@ export function retry(options?: RetryOptions): Middleware {
     return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
   };
 
-  return trusted(async function retry(ctx: DispatchContext, next: Next): Promise<void> {
+  // A failure starts the loop: a call whose first attempt succeeds passes through one reaction.
+  const retryAfter = async (ctx: DispatchContext, next: Next, thrown: unknown): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
+      const failure = toDispatchError(thrown, ctx.attempt);
+      if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
+      const { signal, budget } = ctx;
+      if (signal.aborted) throw cancelled(ctx, signal);
+      if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+      const delayMs = delayBefore(attempt, failure);
+      ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
+      if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
       try {
         await next();
         return;
       } catch (error) {
-        const failure = toDispatchError(error, ctx.attempt);
-        if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
-        const { signal, budget } = ctx;
-        if (signal.aborted) throw cancelled(ctx, signal);
-        if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
-        const delayMs = delayBefore(attempt, failure);
-        ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
-        if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
+        thrown = error;
       }
     }
+  };
+
+  return trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    return next().then(undefined, (error: unknown) => retryAfter(ctx, next, error));
   });
 }
