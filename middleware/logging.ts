@@ -4,8 +4,7 @@
  */
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
-import { isJsonParseError, optionKeys, optionsObject, requireFunction } from './kit.js';
-import { ignoreRejection } from '../src/internal/thenable.js';
+import { isJsonParseError, isThenable, noop, optionKeys, optionsObject, requireFunction } from './kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -151,7 +150,8 @@ export function logging(options: LoggingOptions): Middleware {
     const eventLevel = levelOf(event.type);
     if (rank[eventLevel] < threshold) return;
     try {
-      ignoreRejection(logger[eventLevel](toRecord(ctx, event, now, recordArguments)));
+      const returned: unknown = logger[eventLevel](toRecord(ctx, event, now, recordArguments));
+      if (isThenable(returned)) returned.then(undefined, noop);
     } catch {
       // A broken logger must never break the dispatch it observes.
     }

@@ -60,7 +60,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
       running = untilLimitEnds(ctx, next());
     } catch (error) {
       restore();
-      throw error;
+      return Promise.reject(error);
     }
     // One reaction, not an async function's frame: the limit is put back as the call settles.
     return running.then(restore, (error: unknown) => {
