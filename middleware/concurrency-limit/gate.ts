@@ -77,7 +77,13 @@ export class SlotGate {
 
   /** Runs `next` holding a permit from every store, waiting for them in turn. */
   run(ctx: DispatchContext, next: Next): Promise<void> {
-    const entry = this.#enter(ctx);
+    let entry: Entry;
+    try {
+      entry = this.#enter(ctx);
+    } catch (error) {
+      // A key that fails still fails the call as a rejection, as from an async function.
+      return Promise.reject(error);
+    }
     // The local store answers at once: a call that finds no free slot queues in the same turn,
     // and one that finds one, with no fleet to ask, gives it back through one reaction.
     const permit = entry.partition.store.tryAcquire();
