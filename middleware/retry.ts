@@ -128,6 +128,13 @@ export function retry(options?: RetryOptions): Middleware {
   };
 
   return trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
-    return next().then(undefined, (error: unknown) => retryAfter(ctx, next, error));
+    let first: Promise<void>;
+    try {
+      first = next();
+    } catch (error) {
+      // A `next` that throws (never compose's) is a failed attempt, as it was to an async loop.
+      return retryAfter(ctx, next, error);
+    }
+    return first.then(undefined, (error: unknown) => retryAfter(ctx, next, error));
   });
 }
