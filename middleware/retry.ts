@@ -162,28 +162,41 @@ export function retry(options?: RetryOptions): Middleware {
     return Math.min(maxDelayMs, Math.max(computed, failure.retryAfterMs ?? 0));
   };
 
-  return trusted(async function retry(ctx: DispatchContext, next: Next): Promise<void> {
-    if (retryBudget !== undefined) depositFor(retryBudget, ctx);
+  // A failure starts the loop: a call whose first attempt succeeds passes through one reaction.
+  const retryAfter = async (ctx: DispatchContext, next: Next, thrown: unknown): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
+      const failure = toDispatchError(thrown, ctx.attempt);
+      if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
+      const { signal, budget } = ctx;
+      if (signal.aborted) throw cancelled(ctx, signal);
+      if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
+      // Asked last, so a retry that something else forbids never spends a token.
+      if (retryBudget !== undefined && !(await withdrawFor(retryBudget, ctx, failure))) {
+        ctx.emit('retry.budget_exhausted', { kind: failure.kind });
+        throw withMessage(failure, `${failure.message} ${budgetSpentClause}`);
+      }
+      const delayMs = delayBefore(attempt, failure);
+      ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
+      if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
       try {
         await next();
         return;
       } catch (error) {
-        const failure = toDispatchError(error, ctx.attempt);
-        if (attempt >= maxAttempts || !shouldRetry(failure, ctx)) throw failure;
-        const { signal, budget } = ctx;
-        if (signal.aborted) throw cancelled(ctx, signal);
-        if (budget !== undefined && !(budget.remaining >= 1)) throw budgetExceeded(ctx, failure);
-        // Asked last, so a retry that something else forbids never spends a token.
-        if (retryBudget !== undefined && !(await withdrawFor(retryBudget, ctx, failure))) {
-          ctx.emit('retry.budget_exhausted', { kind: failure.kind });
-          throw withMessage(failure, `${failure.message} ${budgetSpentClause}`);
-        }
-        const delayMs = delayBefore(attempt, failure);
-        ctx.emit('dispatch.retry', { delayMs, kind: failure.kind });
-        if (delayMs > 0) await sleep(delayMs, signal, clock, () => cancelled(ctx, signal));
+        thrown = error;
       }
     }
+  };
+
+  return trusted(function retry(ctx: DispatchContext, next: Next): Promise<void> {
+    if (retryBudget !== undefined) depositFor(retryBudget, ctx);
+    let first: Promise<void>;
+    try {
+      first = next();
+    } catch (error) {
+      // A `next` that throws (never compose's) is a failed attempt, as it was to an async loop.
+      return retryAfter(ctx, next, error);
+    }
+    return first.then(undefined, (error: unknown) => retryAfter(ctx, next, error));
   });
 }
 

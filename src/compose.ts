@@ -60,18 +60,21 @@ export function compose<Context>(middleware: ComposableStack<Context>): Composed
     const run = (index: number): Promise<unknown> => {
       const fn = index === layers.length ? last : layers[index];
       if (fn === undefined) return Promise.resolve();
-      if (watched[index] === false) {
-        try {
-          return Promise.resolve(fn(context, () => run(index + 1)));
-        } catch (error) {
-          return Promise.reject(error);
-        }
+      try {
+        return Promise.resolve(
+          fn(context, watched[index] === false ? () => run(index + 1) : watchedNext(index)),
+        );
+      } catch (error) {
+        return Promise.reject(error);
       }
+    };
+    // A `next` that refuses to run again while its previous run is still going.
+    const watchedNext = (index: number) => {
       let running = false;
       const settled = () => {
         running = false;
       };
-      const next = (): Promise<unknown> => {
+      return (): Promise<unknown> => {
         if (running) return Promise.reject(new Error('next() called multiple times'));
         running = true;
         const inner = run(index + 1);
@@ -79,11 +82,6 @@ export function compose<Context>(middleware: ComposableStack<Context>): Composed
         inner.then(settled, settled);
         return inner;
       };
-      try {
-        return Promise.resolve(fn(context, next));
-      } catch (error) {
-        return Promise.reject(error);
-      }
     };
     return run(0);
   };

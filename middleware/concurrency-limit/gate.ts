@@ -77,13 +77,37 @@ export class SlotGate {
   }
 
   /** Runs `next` holding a permit from every store, waiting for them in turn. */
-  async run(ctx: DispatchContext, next: Next): Promise<void> {
-    const entry = this.#enter(ctx);
+  run(ctx: DispatchContext, next: Next): Promise<void> {
+    let entry: Entry;
     try {
-      const { store } = entry.partition;
-      // The local store answers at once: a call that finds no free slot queues in the same turn.
-      const permit = store.tryAcquire();
-      if (permit === undefined) await this.#wait(ctx, entry, 0, store);
+      entry = this.#enter(ctx);
+    } catch (error) {
+      // A key that fails still fails the call as a rejection, as from an async function.
+      return Promise.reject(error);
+    }
+    // The local store answers at once: a call that finds no free slot queues in the same turn,
+    // and one that finds one, with no fleet to ask, gives it back through one reaction.
+    const permit = entry.partition.store.tryAcquire();
+    if (permit === undefined || this.#options.fleet !== undefined)
+      return this.#runHeld(ctx, next, entry, permit);
+    this.#hold(ctx, entry, permit);
+    return next().then(
+      () => entry.release(),
+      (error: unknown) => {
+        entry.release();
+        throw error;
+      },
+    );
+  }
+
+  async #runHeld(
+    ctx: DispatchContext,
+    next: Next,
+    entry: Entry,
+    permit: SlotPermit | undefined,
+  ): Promise<void> {
+    try {
+      if (permit === undefined) await this.#wait(ctx, entry, 0, entry.partition.store);
       else this.#hold(ctx, entry, permit);
       const { fleet } = this.#options;
       if (fleet !== undefined) await this.#acquireFleet(ctx, entry, fleet);

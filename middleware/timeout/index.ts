@@ -42,23 +42,30 @@ export function timeout(options?: TimeoutOptions): Middleware {
   const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
   requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
-  return trusted(async function timeout(ctx: DispatchContext, next: Next): Promise<void> {
+  return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const idle = ctx.tool?.timeout;
     const timeoutMs =
       idle === undefined
         ? (ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs)
         : Math.min(idle.totalMs, ctx.options.timeoutMs ?? Infinity);
     // Beyond a timer's range there is no fixed deadline.
-    if (timeoutMs > maxTimerDelayMs && idle === undefined) return await next();
+    if (timeoutMs > maxTimerDelayMs && idle === undefined) return next();
     const restore = ctx.limit(
       idle === undefined ? { timeoutMs, clock } : { timeoutMs, idleMs: idle.idleMs, clock },
     );
+    let running: Promise<void>;
     try {
       // The attempt ends at the deadline by itself; a layer of the user's between here and the
       // attempt may not, and would hold the call and its slots for ever.
-      await untilLimitEnds(ctx, next());
-    } finally {
+      running = untilLimitEnds(ctx, next());
+    } catch (error) {
       restore();
+      return Promise.reject(error);
     }
+    // One reaction, not an async function's frame: the limit is put back as the call settles.
+    return running.then(restore, (error: unknown) => {
+      restore();
+      throw error;
+    });
   });
 }
