@@ -128,6 +128,7 @@ export type {
   WindowReservation,
   WindowStore,
   AutopilotStore,
+  LatencySketchData,
   RetryBudgetStore,
   RetryBudgetWindow,
 } from './middleware/index.js';

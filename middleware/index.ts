@@ -52,6 +52,7 @@ export type { RetryBudget, RetryBudgetOptions } from './autopilot/retry-budget.j
 export { memoryAutopilotStore } from './autopilot/memory-store.js';
 export type { MemoryAutopilotStore, MemoryAutopilotStoreOptions } from './autopilot/memory-store.js';
 export type { AutopilotStore, RetryBudgetStore, RetryBudgetWindow } from './autopilot/store.js';
+export type { LatencySketchData } from './autopilot/latency-sketch.js';
 export { timeout } from './timeout/index.js';
 export type { TimeoutOptions } from './timeout/index.js';
 export { logging } from './logging.js';

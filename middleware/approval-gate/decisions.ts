@@ -53,6 +53,7 @@ export interface DenyOptions {
  * event (heard outside any dispatch, so without a call's id or attempt).
  */
 export type ApprovalDecidedEvent = {
+  /** Always `'approval.decided'`. */
   readonly type: 'approval.decided';
 } & DispatchEventDetails['approval.decided'];
 

@@ -112,8 +112,11 @@ export interface AutopilotSnapshot {
   readonly samples: number;
   /** Latency quantiles of those attempts, in milliseconds (NaN with none). */
   readonly p50: number;
+  /** The 95th percentile, in ms (NaN with none). */
   readonly p95: number;
+  /** The 99th percentile, in ms (NaN with none). */
   readonly p99: number;
+  /** The 99.9th percentile, in ms (NaN with none). */
   readonly p999: number;
   /** The timeout the autopilot sets now, in ms; `undefined` while the tool is static (too few samples, or at its cap). */
   readonly timeoutMs: number | undefined;
@@ -122,7 +125,12 @@ export interface AutopilotSnapshot {
   /** The tool's concurrency limit (adaptive concurrency is not available yet: `undefined`). */
   readonly concurrency: number | undefined;
   /** The tool's retry budget, when there is one: retries it allows now (`undefined` while a remote store answers later). */
-  readonly retryBudget: { readonly balance: number | undefined } | undefined;
+  readonly retryBudget:
+    | {
+        /** Retries the budget allows now, in tokens; `undefined` while a remote store answers later. */
+        readonly balance: number | undefined;
+      }
+    | undefined;
 }
 
 /** What the autopilot hands to `retry({ budget })`: its budget, told which call draws on it. */
