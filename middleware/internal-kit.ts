@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { StandardSchemaV1 } from '../src/standard-schema.js';
+
 export { neverAborted, noop } from '../src/internal/abort.js';
 export { isThenable } from '../src/internal/thenable.js';
 export { windowTooSmall } from '../src/internal/failures.js';
@@ -19,3 +21,19 @@ export {
   reconcileOutcome,
 } from '../src/internal/reconcile.js';
 export type { ReconcileFinding, Reconciled } from '../src/internal/reconcile.js';
+
+/**
+ * How an issue of a tool's schema reads in an envelope's message, for every check of args against
+ * it (the schema layer's, the approval gate's of edited args): `path: message`
+ * (`items[2].sku: Required`), or its message alone at the root.
+ */
+export function describeIssue(issue: StandardSchemaV1.Issue): string {
+  const path = (issue.path ?? []).map((segment) =>
+    typeof segment === 'object' && segment !== null ? segment.key : segment,
+  );
+  if (path.length === 0) return issue.message;
+  const where = path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
+    .join('');
+  return `${where}: ${issue.message}`;
+}

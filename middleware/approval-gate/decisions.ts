@@ -7,7 +7,7 @@
 import { DispatchError } from '../../src/errors.js';
 import type { DispatchEventDetails } from '../../src/types.js';
 import { rejectUnknownKeys } from '../kit.js';
-import type { StandardSchemaV1 } from '../../src/standard-schema.js';
+import { describeIssue } from '../internal-kit.js';
 import { printOf, type ApprovalLoop, type GatePolicy, type ToolSource } from './gate.js';
 import { previewOf } from './preview.js';
 import type { ApprovalAuditRecord, ApprovalRecord } from './store.js';
@@ -158,18 +158,6 @@ function listenSafely(listener: (decided: ApprovalAuditRecord) => void, decided:
   } catch {
     // A listener's failure is its own; the decision stands.
   }
-}
-
-// As the schema layer words an issue (that layer is another room): its path, then its message.
-function describeIssue(issue: StandardSchemaV1.Issue): string {
-  const path = (issue.path ?? []).map((segment) =>
-    typeof segment === 'object' && segment !== null ? segment.key : segment,
-  );
-  if (path.length === 0) return issue.message;
-  const where = path
-    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
-    .join('');
-  return `${where}: ${issue.message}`;
 }
 
 // A store that keeps no audit log: the decision as its record tells it.

@@ -5,7 +5,7 @@
 
 import { DispatchError, describeThrown } from '../../src/errors.js';
 import { optionKeys, optionsObject, requireInteger } from '../kit.js';
-import { isThenable, parseJsonArgs } from '../internal-kit.js';
+import { describeIssue, isThenable, parseJsonArgs } from '../internal-kit.js';
 import { argsShapeProblem } from './args-shape.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { StandardSchemaV1 } from '../../src/standard-schema.js';
@@ -95,15 +95,4 @@ function validatorFailed(toolName: string, error: unknown): DispatchError {
 
 function invalidArgs(toolName: string, detail: string, cause?: unknown): DispatchError {
   return new DispatchError('schema', `Invalid args for "${toolName}": ${detail}`, { cause });
-}
-
-function describeIssue(issue: StandardSchemaV1.Issue): string {
-  const path = (issue.path ?? []).map((segment) =>
-    typeof segment === 'object' && segment !== null ? segment.key : segment,
-  );
-  if (path.length === 0) return issue.message;
-  const where = path
-    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
-    .join('');
-  return `${where}: ${issue.message}`;
 }
