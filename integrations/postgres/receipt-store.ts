@@ -206,8 +206,9 @@ class RecordBatch {
 }
 
 // The PostgreSQL errors that mean the table already exists, raised when two processes run the
-// migration at once: the other one won, which is what this one wanted.
-const createdConcurrently = new Set(['42P07', '23505']);
+// migration at once: the other one won, which is what this one wanted. 42710 is the table's row
+// type, which the other CREATE TABLE made a moment before the table.
+const createdConcurrently = new Set(['42P07', '23505', '42710']);
 
 /** Runs statements on the pool, the migration first when asked, failures as `store_unavailable`. */
 class StatementRunner {
