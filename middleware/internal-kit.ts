@@ -5,7 +5,9 @@
  * @module
  */
 
+import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../src/internal/deadlines.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
+import type { DeadlineClock } from '../src/types.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
 export { isThenable } from '../src/internal/thenable.js';
@@ -36,4 +38,138 @@ export function describeIssue(issue: StandardSchemaV1.Issue): string {
     .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
     .join('');
   return `${where}: ${issue.message}`;
+}
+
+/**
+ * A `setTimeout`/`clearTimeout` pair on `clock` that coalesces timers of one duration into one
+ * real timer (the scheduler behind `ctx.limit`'s deadlines): for a layer that sets a timer on
+ * nearly every call and clears nearly all of them, as the autopilot's hedge does. Setting one costs
+ * a node in a list, and clearing it unlinks the node.
+ *
+ * @example
+ * const timers = coalescedTimers(systemClock);
+ * const handle = timers.setTimeout(() => startHedge(), 120);
+ * timers.clearTimeout(handle);
+ */
+export function coalescedTimers(clock: DeadlineClock): DeadlineClock {
+  const scheduler = new DeadlineScheduler(clock);
+  return {
+    now: () => clock.now(),
+    setTimeout(callback: () => void, ms: number): unknown {
+      const node = new TimerNode(ms, clock.now() + ms, callback);
+      scheduler.schedule(node);
+      return node;
+    },
+    clearTimeout(handle: unknown): void {
+      if (handle instanceof TimerNode) scheduler.cancel(handle);
+    },
+  };
+}
+
+// One timer of `coalescedTimers`: its own node in the scheduler's list of its duration.
+class TimerNode implements DeadlineNode {
+  cancelled = false;
+  list: DeadlineList | undefined = undefined;
+  previous: DeadlineNode | undefined = undefined;
+  next: DeadlineNode | undefined = undefined;
+
+  constructor(
+    readonly ms: number,
+    readonly at: number,
+    readonly callback: () => void,
+  ) {}
+
+  expire(): void {
+    this.callback();
+  }
+}
+
+interface SemaphoreWaiter {
+  grant: () => void;
+  queued: boolean;
+  previous: SemaphoreWaiter | undefined;
+  next: SemaphoreWaiter | undefined;
+}
+
+/**
+ * A counting semaphore whose waiters queue first in, first out and can leave the queue at once
+ * (async-mutex's cannot drop one waiter, nor take a free slot without a promise). Its capacity is
+ * a number, or a function read each time a slot could be handed over (a limit that moves: when it
+ * falls below the slots held, nobody new starts until enough are released; when it rises,
+ * `admit()` lets that many more waiters in). Shared by the concurrency layer and the autopilot.
+ *
+ * @example
+ * const slots = new FifoSemaphore(4);
+ * if (!slots.tryAcquire()) slots.enqueue(() => start());
+ * slots.release();
+ */
+export class FifoSemaphore {
+  running = 0;
+  queued = 0;
+  #head: SemaphoreWaiter | undefined = undefined;
+  #tail: SemaphoreWaiter | undefined = undefined;
+  readonly #capacity: number | (() => number);
+
+  constructor(capacity: number | (() => number)) {
+    this.#capacity = capacity;
+  }
+
+  /** The capacity now. */
+  get max(): number {
+    const capacity = this.#capacity;
+    return typeof capacity === 'number' ? capacity : capacity();
+  }
+
+  /** Takes a slot if one is free and nobody is waiting. */
+  tryAcquire(): boolean {
+    if (this.queued > 0 || this.running >= this.max) return false;
+    this.running += 1;
+    return true;
+  }
+
+  /**
+   * Queues for a slot: `grant` is called once one is handed over. Returns a function that
+   * removes the waiter from the queue (a no-op once granted).
+   */
+  enqueue(grant: () => void): () => void {
+    const waiter: SemaphoreWaiter = { grant, queued: true, previous: this.#tail, next: undefined };
+    if (this.#tail === undefined) this.#head = waiter;
+    else this.#tail.next = waiter;
+    this.#tail = waiter;
+    this.queued += 1;
+    return () => {
+      if (waiter.queued) this.#unlink(waiter);
+    };
+  }
+
+  /** Frees a slot, handing it straight to the first waiter if the capacity allows. */
+  release(): void {
+    const waiter = this.#head;
+    if (waiter === undefined || this.running > this.max) {
+      this.running -= 1;
+      return;
+    }
+    this.#unlink(waiter);
+    waiter.grant();
+  }
+
+  /** Hands free slots to waiters, in order: call it when the capacity has risen. */
+  admit(): void {
+    for (let waiter = this.#head; waiter !== undefined && this.running < this.max; waiter = this.#head) {
+      this.#unlink(waiter);
+      this.running += 1;
+      waiter.grant();
+    }
+  }
+
+  #unlink(waiter: SemaphoreWaiter): void {
+    if (waiter.previous === undefined) this.#head = waiter.next;
+    else waiter.previous.next = waiter.next;
+    if (waiter.next === undefined) this.#tail = waiter.previous;
+    else waiter.next.previous = waiter.previous;
+    waiter.previous = undefined;
+    waiter.next = undefined;
+    waiter.queued = false;
+    this.queued -= 1;
+  }
 }
