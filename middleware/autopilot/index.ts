@@ -205,6 +205,8 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
     snapshot: (tool: string): AutopilotSnapshot => {
       const known = pilot.snapshot(tool);
       const balance = known.budget?.balance();
+      // A remote store's answer comes later and is not waited for: its failure is nobody's.
+      if (typeof balance === 'object') balance.catch(() => undefined);
       return {
         samples: known.samples,
         p50: known.p50,
