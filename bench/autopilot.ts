@@ -109,13 +109,13 @@ export function autopilotChecks(
 /** The rows as a Markdown table, for docs/autopilot.md and docs/benchmarks.md. */
 export function autopilotMarkdown(result: AutopilotBenchResult | undefined): string {
   if (result === undefined) return 'Not measured in this run.';
-  const escape = (text: string) => text.replaceAll('|', '\\|');
+  const cell = (text: string) => text.replaceAll('|', '\\|');
   return [
     '| trace | measure | static defaults | autopilot | measured | target | verdict |',
     '| --- | --- | ---: | ---: | ---: | ---: | --- |',
     ...result.rows.map(
       (row) =>
-        `| ${escape(row.trace)} | ${escape(row.measure)} | ${row.static} | ${row.autopilot} | ${row.measured} | ${row.target} | ${row.verdict} |`,
+        `| ${cell(row.trace)} | ${cell(row.measure)} | ${row.static} | ${row.autopilot} | ${row.measured} | ${row.target} | ${row.verdict} |`,
     ),
   ].join('\n');
 }
