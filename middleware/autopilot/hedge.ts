@@ -99,7 +99,7 @@ export interface RunHedgedOptions<T> {
   /** How long the primary may run before the hedge starts (the tool's live quantile); `Infinity` never hedges. */
   hedgeAfterMs: number;
   /** The time source and timers. */
-  clock: Clock;
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /** The hedge budget: `runHedged` deposits once per call and withdraws once per hedge. */
   budget: HedgeBudget;
   /** The caller's signal: its abort ends both attempts. @default a signal that never aborts */

@@ -12,13 +12,16 @@ import {
   optionKeys,
   optionsObject,
   requireClock,
+  requireFunction,
   requireInteger,
   requireNumber,
 } from '../kit.js';
+import { ToolHedging } from './hedger.js';
 import { memoryAutopilotStore } from './memory-store.js';
-import { Pilot, type PilotSettings, type TimeoutSettings } from './pilot.js';
+import { type HedgeSettings, Pilot, type PilotSettings, type TimeoutSettings } from './pilot.js';
 import { type RetryBudget, type RetryBudgetOptions, retryBudget } from './retry-budget.js';
 import type { AutopilotStore } from './store.js';
+import { type ConcurrencySettings, ToolSlots } from './tool-slots.js';
 import { toolStats } from './tool-stats.js';
 
 export type { AutopilotKnob, OutcomePolicy, PolicyBudgetState } from './policy.js';
@@ -37,7 +40,10 @@ export interface AutopilotTimeoutOptions {
   minSamples?: number;
 }
 
-/** The hedge knob (coming: rejected until hedging is wired in). */
+/**
+ * The hedge knob: for a tool declared `idempotent` or `readOnlyHint: true` (never any other), one
+ * more attempt beside an attempt that has run past the tool's live `quantile`, within a budget.
+ */
 export interface AutopilotHedgeOptions {
   /** The latency quantile past which a hedge starts, in (0, 1). @default 0.95 */
   quantile?: number;
@@ -47,11 +53,11 @@ export interface AutopilotHedgeOptions {
   minSamples?: number;
 }
 
-/** The concurrency knob (coming: rejected until the gradient controller is wired in). */
+/** The concurrency knob: a gradient controller per tool moves its limit between `min` and `max`. */
 export interface AutopilotConcurrencyOptions {
-  /** The lowest limit. @default 1 */
+  /** The lowest limit, an integer ≥ 1. @default 1 */
   min?: number;
-  /** The highest limit. @default 64 */
+  /** The highest limit, an integer ≥ `min`. @default 64 */
   max?: number;
 }
 
@@ -64,9 +70,9 @@ export interface AutopilotOptions {
   mode?: 'enforce' | 'shadow';
   /** The timeout knob, or `false` to leave every timeout static. @default {} (its defaults) */
   timeout?: AutopilotTimeoutOptions | false;
-  /** Hedging: not available yet, so only `false` is taken. @default false */
+  /** Hedging of repeatable tools, or `false`. @default false */
   hedge?: AutopilotHedgeOptions | false;
-  /** Adaptive concurrency: not available yet, so only `false` is taken. @default false */
+  /** Adaptive concurrency per tool, or `false`. @default false */
   concurrency?: AutopilotConcurrencyOptions | false;
   /**
    * The retry budget the preset's `retry` draws from: options (a budget per tool, kept in
@@ -77,6 +83,8 @@ export interface AutopilotOptions {
   store?: AutopilotStore;
   /** The time source and timers: latencies, windows and the timeouts it sets. @default systemClock */
   clock?: DeadlineClock;
+  /** Random numbers in [0, 1): the jitter of the concurrency probes. @default Math.random */
+  random?: () => number;
 }
 
 const autopilotOptionKeys = optionKeys<AutopilotOptions>({
@@ -87,6 +95,7 @@ const autopilotOptionKeys = optionKeys<AutopilotOptions>({
   retryBudget: true,
   store: true,
   clock: true,
+  random: true,
 });
 const timeoutOptionKeys = optionKeys<AutopilotTimeoutOptions>({
   quantile: true,
@@ -120,9 +129,9 @@ export interface AutopilotSnapshot {
   readonly p999: number;
   /** The timeout the autopilot sets now, in ms; `undefined` while the tool is static (too few samples, or at its cap). */
   readonly timeoutMs: number | undefined;
-  /** When a hedge would start, in ms (hedging is not available yet: `undefined`). */
+  /** When a hedge starts beside an attempt, in ms; `undefined` with hedging off, before `minSamples`, or for a tool that may not be hedged. */
   readonly hedgeAfterMs: number | undefined;
-  /** The tool's concurrency limit (adaptive concurrency is not available yet: `undefined`). */
+  /** The tool's concurrency limit now; `undefined` with the concurrency knob off or a tool not seen. */
   readonly concurrency: number | undefined;
   /** The tool's retry budget, when there is one: retries it allows now (`undefined` while a remote store answers later). */
   readonly retryBudget:
@@ -161,10 +170,16 @@ export interface Autopilot extends Middleware {
  * tighter than the caller's or the tool's `timeoutMs`) and a retry budget (Finagle's: 20 % of
  * calls plus 10 a second) for the preset's `retry`. Every outcome it saw carries `policy`; a knob
  * that moves emits `autopilot.decision`; in `shadow` mode nothing changes and both say what would
- * have. Hedging and adaptive concurrency are not available yet: `hedge`/`concurrency` take only `false`.
+ * have. With `hedge`, an attempt of an idempotent or read-only tool that outlives the tool's live
+ * quantile gets one more attempt beside it (the first success wins, within `maxExtraLoad` of
+ * calls); with `concurrency`, each tool's calls in flight follow a gradient controller's limit.
  *
  * @example
- * const pilot = autopilot({ timeout: { quantile: 0.999, factor: 1.5, minMs: 50, minSamples: 200 } });
+ * const pilot = autopilot({
+ *   timeout: { quantile: 0.999, factor: 1.5, minMs: 50, minSamples: 200 },
+ *   hedge: { quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200 },
+ *   concurrency: { min: 1, max: 64 },
+ * });
  * const dispatcher = createDispatcher(defaultStack({ registry, autopilot: pilot }));
  * pilot.snapshot('search.web'); // { samples, p50, …, timeoutMs, retryBudget: { balance } }
  */
@@ -176,18 +191,26 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
   }
   const clock = given.clock ?? systemClock;
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  const random = requireFunction('random', given.random ?? Math.random);
   const timeout = timeoutSettingsOf(given.timeout);
-  rejectComing('hedge', given.hedge, checkHedge);
-  rejectComing('concurrency', given.concurrency, checkConcurrency);
+  const hedge = hedgeSettingsOf(given.hedge, timeout === undefined ? 0 : 1);
+  const concurrency = concurrencySettingsOf(given.concurrency);
   if (given.store !== undefined) requireStore(given.store);
+  const quantiles: number[] = [];
+  if (timeout !== undefined) quantiles.push(timeout.quantile);
+  if (hedge !== undefined) quantiles.push(hedge.quantile);
   const settings: PilotSettings = {
     mode,
     clock,
     timeout,
-    stats: toolStats({ clock, quantiles: timeout === undefined ? [] : [timeout.quantile] }),
+    hedge,
+    stats: toolStats({ clock, quantiles }),
     budget: budgetSettingsOf(given.retryBudget, given.store, clock),
   };
-  const pilot = new Pilot(settings);
+  const pilot = new Pilot(settings, {
+    ...(hedge === undefined ? {} : { hedging: new ToolHedging(hedge, settings.stats, mode, clock) }),
+    ...(concurrency === undefined ? {} : { concurrency: new ToolSlots(concurrency, clock, random) }),
+  });
   const layer = trusted(function autopilot(ctx: DispatchContext, next: Next): Promise<void> {
     return pilot.run(ctx, next);
   });
@@ -208,7 +231,7 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
         p99: known.p99,
         p999: known.p999,
         timeoutMs: known.timeoutMs,
-        hedgeAfterMs: undefined,
+        hedgeAfterMs: known.hedgeAfterMs,
         concurrency: known.concurrency,
         retryBudget:
           known.budget === undefined
@@ -236,36 +259,36 @@ function requireQuantile(name: string, value: unknown): number {
   return value;
 }
 
-function checkHedge(given: object): void {
-  const options = optionsObject('autopilot() hedge', given as AutopilotHedgeOptions, hedgeOptionKeys);
-  requireQuantile('hedge.quantile', options.quantile ?? 0.95);
-  const load = options.maxExtraLoad ?? 0.05;
-  if (typeof load !== 'number' || !(load >= 0 && load <= 1)) {
-    throw new TypeError(`hedge.maxExtraLoad must be a number in [0, 1], got ${String(load)}`);
+function hedgeSettingsOf(
+  given: AutopilotHedgeOptions | false | undefined,
+  at: number,
+): HedgeSettings | undefined {
+  if (given === undefined || given === false) return undefined;
+  if (typeof given !== 'object' || given === null) {
+    throw new TypeError(`hedge must be an options object or false, got ${String(given)}`);
   }
-  requireInteger('hedge.minSamples', options.minSamples ?? 200, 1);
+  const options = optionsObject('autopilot() hedge', given, hedgeOptionKeys);
+  const quantile = requireQuantile('hedge.quantile', options.quantile ?? 0.95);
+  const maxExtraLoad = options.maxExtraLoad ?? 0.05;
+  if (typeof maxExtraLoad !== 'number' || !(maxExtraLoad >= 0 && maxExtraLoad <= 1)) {
+    throw new TypeError(`hedge.maxExtraLoad must be a number in [0, 1], got ${String(maxExtraLoad)}`);
+  }
+  const minSamples = requireInteger('hedge.minSamples', options.minSamples ?? 200, 1);
+  return { quantile, maxExtraLoad, minSamples, at };
 }
 
-function checkConcurrency(given: object): void {
-  const options = optionsObject(
-    'autopilot() concurrency',
-    given as AutopilotConcurrencyOptions,
-    concurrencyOptionKeys,
-  );
+function concurrencySettingsOf(
+  given: AutopilotConcurrencyOptions | false | undefined,
+): ConcurrencySettings | undefined {
+  if (given === undefined || given === false) return undefined;
+  if (typeof given !== 'object' || given === null) {
+    throw new TypeError(`concurrency must be an options object or false, got ${String(given)}`);
+  }
+  const options = optionsObject('autopilot() concurrency', given, concurrencyOptionKeys);
   const min = requireInteger('concurrency.min', options.min ?? 1, 1);
   const max = requireInteger('concurrency.max', options.max ?? 64, 1);
   if (min > max) throw new TypeError(`concurrency.min must be at most concurrency.max, got ${min} > ${max}`);
-}
-
-// An option that is taken but does nothing would be a lie: a good value is refused as not yet
-// available, after a bad one has been named as bad.
-function rejectComing(name: 'hedge' | 'concurrency', given: unknown, check: (given: object) => void): void {
-  if (given === undefined || given === false) return;
-  if (typeof given !== 'object' || given === null) {
-    throw new TypeError(`${name} must be an options object or false, got ${String(given)}`);
-  }
-  check(given);
-  throw new TypeError(`autopilot() ${name} is not available yet; leave it out or set ${name}: false`);
+  return { min, max };
 }
 
 function requireStore(store: unknown): void {

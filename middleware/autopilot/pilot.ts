@@ -7,8 +7,10 @@
 import { type DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
 import type { DeadlineClock, DispatchContext, Next, Tool } from '../../src/types.js';
 import { untilLimitEnds } from '../kit.js';
+import type { ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
 import type { RetryBudget } from './retry-budget.js';
+import type { ToolSlots } from './tool-slots.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 import type { OutcomeClass } from './windowed-sketch.js';
 
@@ -20,6 +22,15 @@ export interface TimeoutSettings {
   readonly minSamples: number;
 }
 
+/** The hedge knob's settings, checked. */
+export interface HedgeSettings {
+  readonly quantile: number;
+  readonly maxExtraLoad: number;
+  readonly minSamples: number;
+  /** Where the hedge quantile sits in the summaries' `quantiles`. */
+  readonly at: number;
+}
+
 /** Everything a `Pilot` runs on, checked by `autopilot()`. */
 export interface PilotSettings {
   readonly mode: 'enforce' | 'shadow';
@@ -27,6 +38,8 @@ export interface PilotSettings {
   readonly stats: ToolStats;
   /** `undefined`: the timeout knob is off. */
   readonly timeout: TimeoutSettings | undefined;
+  /** `undefined`: hedging is off. */
+  readonly hedge: HedgeSettings | undefined;
   /** One budget for every tool (a `retryBudget()` given), a budget per tool, or none. */
   readonly budget:
     | { readonly shared: RetryBudget }
@@ -34,18 +47,12 @@ export interface PilotSettings {
     | undefined;
 }
 
-/**
- * Where the hedger and the concurrency controller (`hedge.ts`, `gradient.ts`, coming) plug in: the
- * pilot runs an attempt through `hedger` when one is given, and `snapshot` reads `concurrency`.
- * `autopilot()` rejects its `hedge` and `concurrency` options until they are wired to these.
- */
+/** Where hedging and the concurrency controller plug in; each `undefined` when its knob is off. */
 export interface PilotSeams {
-  /** Runs one attempt (`next`), starting a hedge beside it if it decides to; says whether it did. */
-  readonly hedger?: {
-    run(ctx: DispatchContext, next: Next, tool: Tool, summary: ToolSummary | undefined): Promise<boolean>;
-  };
-  /** The concurrency limit a tool's calls run under now. */
-  readonly concurrency?: { limitOf(tool: string): number };
+  /** Hedges of repeatable tools (`hedger.ts`). */
+  readonly hedging?: ToolHedging;
+  /** Per-tool adaptive limits and slots (`tool-slots.ts`). */
+  readonly concurrency?: ToolSlots;
 }
 
 // The call's policy as the autopilot fills it in: one object per call, attached by reference to
@@ -78,7 +85,7 @@ interface ToolTuning {
 const stateKey = 'autopilot';
 // A timeout must move this much before `autopilot.decision` says so: a window refresh moves the
 // quantile by a little every few dozen calls, and that is not news.
-const announceShare = 0.05;
+export const announceShare = 0.05;
 
 /** What `Pilot.snapshot` reads of a tool; the factory's `AutopilotSnapshot` is built from it. */
 export interface PilotSnapshot {
@@ -88,6 +95,7 @@ export interface PilotSnapshot {
   p99: number;
   p999: number;
   timeoutMs: number | undefined;
+  hedgeAfterMs: number | undefined;
   concurrency: number | undefined;
   budget: RetryBudget | undefined;
 }
@@ -112,46 +120,63 @@ export class Pilot {
     return this.#settings.mode;
   }
 
-  /** Runs one attempt: under the chosen timeout (enforce), timed, and its outcome told its policy. */
+  /**
+   * Runs one attempt: in one of the tool's slots (enforce, with the concurrency knob), under the
+   * chosen timeout (enforce), hedged when the tool is repeatable and slow, timed, and its outcome
+   * told its policy.
+   */
   async run(ctx: DispatchContext, next: Next): Promise<void> {
     const tool = ctx.tool;
     if (tool === undefined) return await next();
+    const slots = this.#seams.concurrency;
+    if (slots === undefined) return await this.#attempt(ctx, next, tool);
+    return await slots.run(ctx, tool.name, this.#settings.mode, () => this.#attempt(ctx, next, tool));
+  }
+
+  async #attempt(ctx: DispatchContext, next: Next, tool: Tool): Promise<void> {
     const { clock, mode, stats } = this.#settings;
     const record = policyOf(ctx, this.#settings);
     record.retried = ctx.attempt > 0;
     const tuning = this.#tuningOf(tool.name);
     const startedAt = clock.now();
     const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
+    const { hedging, concurrency } = this.#seams;
+    const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt);
     const restore =
       timeoutMs === undefined || mode === 'shadow'
         ? undefined
         : ctx.limit({ timeoutMs, clock, explanation: `cut off at the autopilot's ${tuning.source}` });
     try {
-      const running = this.#seams.hedger === undefined ? next() : this.#hedged(ctx, next, tool, record);
-      await (restore === undefined ? running : untilLimitEnds(ctx, running));
+      if (hedgeAfterMs === undefined) {
+        const running = next();
+        await (restore === undefined ? running : untilLimitEnds(ctx, running));
+      } else {
+        // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both.
+        await (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, record);
+      }
     } catch (error) {
       const endedAt = clock.now();
       const latencyMs = endedAt - startedAt;
       const kind = isDispatchError(error) ? error.kind : 'internal';
       if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
-      if (timeoutMs !== undefined) this.#judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
+      if (timeoutMs !== undefined) judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
       if (isDispatchError(error)) attachPolicy(error, record);
       throw error;
     } finally {
       restore?.();
     }
     const endedAt = clock.now();
+    // The call's time, whoever answered: when a hedge won, this is the first attempt's time at its
+    // abort (past the hedge delay: a lower bound of its own latency), not the hedge's own time.
+    // The hedge's time is a sample taken only when it beat a slow attempt, so it is biased fast;
+    // and leaving the slow first attempt out would pull the quantile down, hedge more calls that
+    // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
     const latencyMs = endedAt - startedAt;
     stats.record(tool.name, 'success', latencyMs, endedAt);
-    if (timeoutMs !== undefined && mode === 'shadow')
-      this.#judgeCut(ctx, record, timeoutMs, latencyMs, false);
+    concurrency?.record(ctx, tool.name, latencyMs, mode);
+    if (timeoutMs !== undefined && mode === 'shadow') judgeCut(ctx, record, timeoutMs, latencyMs, false);
     const outcome = ctx.outcome;
     if (outcome?.ok === true) ctx.outcome = { ...outcome, policy: record };
-  }
-
-  async #hedged(ctx: DispatchContext, next: Next, tool: Tool, record: PolicyRecord): Promise<void> {
-    const hedger = this.#seams.hedger as NonNullable<PilotSeams['hedger']>;
-    if (await hedger.run(ctx, next, tool, this.#settings.stats.summary(tool.name))) record.hedged = true;
   }
 
   /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
@@ -218,6 +243,7 @@ export class Pilot {
       p99: summary?.p99 ?? Number.NaN,
       p999: summary?.p999 ?? Number.NaN,
       timeoutMs,
+      hedgeAfterMs: summary === undefined ? undefined : this.#seams.hedging?.delayOf(tool, summary),
       concurrency: this.#seams.concurrency?.limitOf(tool),
       budget: this.#budgetFor(tool),
     };
@@ -250,7 +276,7 @@ export class Pilot {
     const samples = stats.samples(tool.name, now);
     if (samples < timeout.minSamples) {
       record.source = `static: ${samples} of ${timeout.minSamples} samples`;
-      this.#announce(ctx, tuning, undefined, record.source);
+      announce(ctx, this.#settings.mode, tuning, undefined, record.source);
       return undefined;
     }
     let summary = stats.summary(tool.name) as ToolSummary;
@@ -264,45 +290,14 @@ export class Pilot {
     if (cap !== undefined && tuning.ms >= cap) {
       record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;
       // A caller's own cap is this call's, not a move of the tool's knob.
-      if (ctx.options.timeoutMs === undefined) this.#announce(ctx, tuning, undefined, record.source);
+      if (ctx.options.timeoutMs === undefined)
+        announce(ctx, this.#settings.mode, tuning, undefined, record.source);
       return undefined;
     }
     record.timeoutMs = tuning.ms;
     record.source = tuning.source;
-    this.#announce(ctx, tuning, tuning.ms, tuning.source);
+    announce(ctx, this.#settings.mode, tuning, tuning.ms, tuning.source);
     return tuning.ms;
-  }
-
-  // `autopilot.decision` when the tool's timeout moved enough to be news.
-  #announce(ctx: DispatchContext, tuning: ToolTuning, ms: number | undefined, source: string): void {
-    const before = tuning.announced;
-    if (ms === before) return;
-    if (ms !== undefined && before !== undefined && Math.abs(ms - before) < before * announceShare) return;
-    tuning.announced = ms;
-    ctx.emit('autopilot.decision', {
-      knob: 'timeout',
-      mode: this.#settings.mode,
-      from: before,
-      to: ms,
-      source,
-    });
-  }
-
-  // Whether the attempt was (enforce) or would have been (shadow) cut off by the chosen timeout.
-  #judgeCut(
-    ctx: DispatchContext,
-    record: PolicyRecord,
-    timeoutMs: number,
-    latencyMs: number,
-    timedOut: boolean,
-  ): void {
-    if (this.#settings.mode === 'enforce') {
-      if (timedOut && latencyMs >= timeoutMs) record.cutOff = true;
-      return;
-    }
-    if (latencyMs <= timeoutMs) return;
-    record.cutOff = true;
-    ctx.emit('autopilot.shadow', { knob: 'timeout', action: 'cut_off', timeoutMs, latencyMs });
   }
 
   #tuningOf(tool: string): ToolTuning {
@@ -326,7 +321,12 @@ export class Pilot {
 
   #sweep(): void {
     const { stats } = this.#settings;
-    for (const [tool] of this.#tunings) if (stats.byteLength(tool) === 0) this.#tunings.delete(tool);
+    for (const [tool] of this.#tunings) {
+      if (stats.byteLength(tool) !== 0) continue;
+      this.#tunings.delete(tool);
+      this.#seams.concurrency?.forget(tool);
+      this.#seams.hedging?.forget(tool);
+    }
   }
 
   #budgetOf(ctx: DispatchContext): RetryBudget | undefined {
@@ -359,6 +359,38 @@ function policyOf(ctx: DispatchContext, settings: PilotSettings): PolicyRecord {
   return record;
 }
 
+// `autopilot.decision` when the tool's timeout moved enough to be news.
+function announce(
+  ctx: DispatchContext,
+  mode: 'enforce' | 'shadow',
+  tuning: ToolTuning,
+  ms: number | undefined,
+  source: string,
+): void {
+  const before = tuning.announced;
+  if (ms === before) return;
+  if (ms !== undefined && before !== undefined && Math.abs(ms - before) < before * announceShare) return;
+  tuning.announced = ms;
+  ctx.emit('autopilot.decision', { knob: 'timeout', mode, from: before, to: ms, source });
+}
+
+// Whether the attempt was (enforce) or would have been (shadow) cut off by the chosen timeout.
+function judgeCut(
+  ctx: DispatchContext,
+  record: PolicyRecord,
+  timeoutMs: number,
+  latencyMs: number,
+  timedOut: boolean,
+): void {
+  if (record.mode === 'enforce') {
+    if (timedOut && latencyMs >= timeoutMs) record.cutOff = true;
+    return;
+  }
+  if (latencyMs <= timeoutMs) return;
+  record.cutOff = true;
+  ctx.emit('autopilot.shadow', { knob: 'timeout', action: 'cut_off', timeoutMs, latencyMs });
+}
+
 // Envelopes are the layers' own objects; a frozen one (a user's) goes on without its policy.
 function attachPolicy(error: DispatchError, record: OutcomePolicy): void {
   try {
@@ -383,7 +415,7 @@ export function quantileLabel(quantile: number): string {
   return `p${Number((quantile * 100).toFixed(4))}`;
 }
 
-// 5000 → '5 000', as the issue writes counts.
-function groupDigits(count: number): string {
+/** 5000 → '5 000', as the issue writes counts. */
+export function groupDigits(count: number): string {
   return String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }

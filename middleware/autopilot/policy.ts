@@ -24,7 +24,7 @@ export interface OutcomePolicy {
   readonly source: string;
   /** An attempt was cut off by the autopilot's timeout (in shadow: ran past it, so would have been). */
   readonly cutOff: boolean;
-  /** A hedge attempt was started (hedging is not available yet: always `false`). */
+  /** A hedge attempt was started beside a slow one (in shadow: one would have been). */
   readonly hedged: boolean;
   /** The call made more than one attempt. */
   readonly retried: boolean;
@@ -33,7 +33,7 @@ export interface OutcomePolicy {
 }
 
 /** The knobs an `autopilot.decision` event can be about. */
-export type AutopilotKnob = 'timeout' | 'retryBudget';
+export type AutopilotKnob = 'timeout' | 'retryBudget' | 'hedge' | 'concurrency';
 
 declare module '../../src/types.js' {
   interface DispatchSuccess {
@@ -42,15 +42,16 @@ declare module '../../src/types.js' {
   }
   interface DispatchEventDetails {
     /**
-     * A knob of the autopilot moved for a tool: its timeout changed (by 5 % or more, or to or from
-     * the static one), or its retry budget was spent or holds tokens again.
+     * A knob of the autopilot moved for a tool: its timeout or its hedge delay changed (by 5 % or
+     * more, or to or from none), its concurrency limit moved, or its retry budget was spent or
+     * holds tokens again.
      */
     'autopilot.decision': {
       /** Which knob. */
       readonly knob: AutopilotKnob;
       /** `shadow`: the change is only reported. */
       readonly mode: 'enforce' | 'shadow';
-      /** The value before: milliseconds (`undefined` for the static timeout), or `open`/`spent`. */
+      /** The value before: milliseconds (`undefined` for the static timeout or no hedging), a limit, or `open`/`spent`. */
       readonly from: number | string | undefined;
       /** The value now. */
       readonly to: number | string | undefined;
@@ -61,12 +62,30 @@ declare module '../../src/types.js' {
     'autopilot.shadow': {
       /** Which knob would have acted. */
       readonly knob: AutopilotKnob;
-      /** `cut_off`: the attempt ran past the timeout the autopilot chose; `not_retried`: the budget was spent. */
-      readonly action: 'cut_off' | 'not_retried';
+      /**
+       * `cut_off`: the attempt ran past the timeout the autopilot chose; `not_retried`: the budget
+       * was spent; `hedged`: a hedge would have started beside it; `queued`: it would have waited
+       * for a slot under the tool's concurrency limit.
+       */
+      readonly action: 'cut_off' | 'not_retried' | 'hedged' | 'queued';
       /** For `cut_off`: the timeout the autopilot chose, in milliseconds. */
       readonly timeoutMs?: number;
       /** For `cut_off`: how long the attempt ran, in milliseconds. */
       readonly latencyMs?: number;
+      /** For `hedged`: how long the attempt had run when the hedge would have started, in milliseconds. */
+      readonly hedgeAfterMs?: number;
+      /** For `queued`: the tool's concurrency limit. */
+      readonly limit?: number;
+    };
+    /**
+     * An attempt of a repeatable tool outlived its hedge delay: a hedge `started` beside it, or
+     * the hedge budget was `budget_spent` and none did. Both attempts count in `dispatch.attempt`.
+     */
+    'autopilot.hedge': {
+      /** What was decided. */
+      readonly decision: 'started' | 'budget_spent';
+      /** How long the first attempt had run, in milliseconds (the tool's live hedge quantile). */
+      readonly hedgeAfterMs: number;
     };
     /** The autopilot's store failed: this call ran on the static policy for that knob. */
     'autopilot.fallback': {

@@ -298,9 +298,23 @@ describe('autopilot: bad input', () => {
     expect(() => autopilot(options as AutopilotOptions)).toThrow(message);
   });
 
-  it('refuses hedge and concurrency as not available yet, rather than take and ignore them', () => {
-    expect(() => autopilot({ hedge: { quantile: 0.95 } })).toThrow(/hedge is not available yet/);
-    expect(() => autopilot({ concurrency: { min: 1, max: 64 } })).toThrow(/concurrency is not available yet/);
+  it.each([
+    [
+      { hedge: { quantile: 0.95, maxExtra: 0.1 } },
+      /unknown option "maxExtra"; did you mean "maxExtraLoad"\?/,
+    ],
+    [{ hedge: true }, /hedge must be an options object or false/],
+    [{ concurrency: { min: 1, maxi: 8 } }, /unknown option "maxi"; did you mean "max"\?/],
+    [{ concurrency: { min: 0 } }, /concurrency\.min/],
+    [{ concurrency: { max: 2.5 } }, /concurrency\.max/],
+    [{ random: 4 }, /random/],
+  ])('throws a TypeError naming the hedge or concurrency option for %j', (options, message) => {
+    expect(() => autopilot(options as AutopilotOptions)).toThrow(TypeError);
+    expect(() => autopilot(options as AutopilotOptions)).toThrow(message);
+  });
+
+  it('takes hedge and concurrency, or false', () => {
+    expect(() => autopilot({ hedge: { quantile: 0.95 }, concurrency: { min: 1, max: 64 } })).not.toThrow();
     expect(() => autopilot({ hedge: false, concurrency: false })).not.toThrow();
   });
 });

@@ -1,0 +1,271 @@
+// Hedging and adaptive concurrency wired into the autopilot layer, through the real default stack
+// on fake timers: the hedge starts past the live quantile, the first success wins, the loser is
+// aborted, and only repeatable tools are ever hedged.
+
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import {
+  type AutopilotOptions,
+  autopilot,
+  createDispatcher,
+  type DispatchEvent,
+  defaultStack,
+  type Outcome,
+  ToolRegistry,
+  TransientError,
+} from '../../index.js';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+interface Plan {
+  readonly ms: number;
+  readonly fails?: boolean;
+}
+
+interface Setup {
+  pilot?: AutopilotOptions;
+  idempotent?: boolean;
+  readOnly?: boolean;
+  maxAttempts?: number;
+  idempotencyKeyed?: boolean;
+}
+
+const hedgeQuick = { quantile: 0.9, maxExtraLoad: 1, minSamples: 20 };
+
+// A tool whose attempts play `plans` in order (then `fallbackMs`), each ending on its signal.
+function setup({
+  pilot: options = { hedge: hedgeQuick },
+  idempotent = true,
+  readOnly,
+  maxAttempts = 1,
+}: Setup = {}) {
+  const events: DispatchEvent[] = [];
+  const plans: Plan[] = [];
+  let fallbackMs = 100;
+  const runs = { started: 0, aborted: 0, finished: 0 };
+  const registry = new ToolRegistry().register({
+    name: 'quote',
+    inputSchema: z.object({}),
+    timeoutMs: 10_000,
+    idempotent,
+    ...(readOnly === undefined ? {} : { annotations: { readOnlyHint: readOnly } }),
+    handler: async (_args, { signal }) => {
+      runs.started++;
+      const plan = plans.shift() ?? { ms: fallbackMs };
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, plan.ms);
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            runs.aborted++;
+            reject(signal.reason);
+          },
+          { once: true },
+        );
+      });
+      runs.finished++;
+      if (plan.fails === true) throw new TransientError('backend busy');
+      return `answered after ${plan.ms} ms`;
+    },
+  });
+  const pilot = autopilot({ timeout: false, retryBudget: false, ...options });
+  const dispatcher = createDispatcher(
+    defaultStack({ registry, autopilot: pilot, retry: { maxAttempts, random: () => 0, baseDelayMs: 10 } }),
+    { onEvent: (event) => events.push(event) },
+  );
+  const call = async (options: { idempotencyKey?: string } = {}): Promise<Outcome> => {
+    const pending = dispatcher.dispatch('quote', {}, options);
+    await vi.advanceTimersByTimeAsync(6_000);
+    return await pending;
+  };
+  // One call at a time, each given just its time: the window (5 min) holds them all.
+  const warmUp = async (count: number, ms: number) => {
+    fallbackMs = ms;
+    for (let i = 0; i < count; i++) {
+      const pending = dispatcher.dispatch('quote', {});
+      await vi.advanceTimersByTimeAsync(ms);
+      expect((await pending).ok).toBe(true);
+    }
+  };
+  return { pilot, dispatcher, events, plans, runs, call, warmUp };
+}
+
+describe('autopilot: hedging', () => {
+  it('starts one hedge past the live quantile; the first success wins and the other is aborted', async () => {
+    const { dispatcher, warmUp, plans, runs, events, pilot } = setup();
+    await warmUp(20, 100);
+    const hedgeAfterMs = pilot.snapshot('quote').hedgeAfterMs as number;
+    expect(hedgeAfterMs).toBeGreaterThanOrEqual(99);
+    expect(hedgeAfterMs).toBeLessThanOrEqual(102);
+    events.length = 0;
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    let outcome: Outcome | undefined;
+    void dispatcher.dispatch('quote', {}).then((answered) => {
+      outcome = answered;
+    });
+    // The hedge delay plus the hedge's own 100 ms, not the straggler's 5 s.
+    await vi.advanceTimersByTimeAsync(hedgeAfterMs + 100);
+    expect(outcome).toMatchObject({ ok: true, result: 'answered after 100 ms', policy: { hedged: true } });
+    expect(runs).toMatchObject({ started: 2, aborted: 1 });
+    expect(events.filter((event) => event.type === 'dispatch.attempt')).toHaveLength(2);
+    expect(events.find((event) => event.type === 'autopilot.hedge')).toMatchObject({
+      decision: 'started',
+      hedgeAfterMs,
+    });
+    expect(vi.getTimerCount()).toBe(0);
+    // One sample for the call: the first attempt's time at its abort, never the aborted one as fast.
+    expect(pilot.snapshot('quote').samples).toBe(21);
+  });
+
+  it('keeps the first attempt when it answers first, and aborts the hedge', async () => {
+    const { call, warmUp, plans, runs } = setup();
+    await warmUp(20, 100);
+    runs.aborted = 0;
+    plans.push({ ms: 150 }, { ms: 1_000 });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 150 ms',
+      policy: { hedged: true },
+    });
+    expect(runs.aborted).toBe(1);
+  });
+
+  it('answers the first attempt’s failure when both fail, and a success when either succeeds', async () => {
+    const { call, warmUp, plans } = setup();
+    await warmUp(20, 100);
+    plans.push({ ms: 300, fails: true }, { ms: 300, fails: true });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
+    plans.push({ ms: 150, fails: true }, { ms: 300 });
+    expect(await call()).toMatchObject({ ok: true, result: 'answered after 300 ms' });
+  });
+
+  it('never hedges a tool that is neither idempotent nor read-only, whatever the options', async () => {
+    const { call, warmUp, plans, runs, pilot } = setup({
+      idempotent: false,
+      pilot: { hedge: { quantile: 0.5, maxExtraLoad: 1, minSamples: 1 } },
+    });
+    await warmUp(30, 100);
+    runs.started = 0;
+    plans.push({ ms: 5_000 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeUndefined();
+  });
+
+  it('hedges a read-only tool', async () => {
+    const { call, warmUp, plans, runs } = setup({ idempotent: false, readOnly: true });
+    await warmUp(20, 100);
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: true } });
+    expect(runs.started).toBe(2);
+  });
+
+  it('hedges no more than the budget allows', async () => {
+    const { call, warmUp, plans, runs, events } = setup({
+      pilot: { hedge: { quantile: 0.9, maxExtraLoad: 0, minSamples: 20 } },
+    });
+    await warmUp(20, 100);
+    runs.started = 0;
+    plans.push({ ms: 500 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(events.find((event) => event.type === 'autopilot.hedge')).toMatchObject({
+      decision: 'budget_spent',
+    });
+  });
+
+  it('starts no hedge in shadow mode, and says one would have started', async () => {
+    const { call, warmUp, plans, runs, events } = setup({ pilot: { mode: 'shadow', hedge: hedgeQuick } });
+    await warmUp(20, 100);
+    runs.started = 0;
+    plans.push({ ms: 500 });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 500 ms',
+      policy: { mode: 'shadow', hedged: true },
+    });
+    expect(runs.started).toBe(1);
+    expect(events.find((event) => event.type === 'autopilot.shadow')).toMatchObject({
+      knob: 'hedge',
+      action: 'hedged',
+    });
+  });
+
+  it('announces the hedge delay when it first applies and when it moves', async () => {
+    const { warmUp, events } = setup();
+    await warmUp(20, 100);
+    await warmUp(1, 100);
+    await warmUp(200, 400);
+    const decisions = events.filter((event) => event.type === 'autopilot.decision' && event.knob === 'hedge');
+    expect(decisions[0]).toMatchObject({ from: undefined, to: expect.any(Number) });
+    expect(decisions.length).toBeGreaterThanOrEqual(2);
+    expect(decisions.at(-1)?.to).toBeGreaterThan(300);
+  });
+
+  it('ends both attempts when the caller cancels, and leaves the call as cancelled', async () => {
+    const { dispatcher, warmUp, plans, runs } = setup();
+    await warmUp(20, 100);
+    runs.aborted = 0;
+    plans.push({ ms: 5_000 }, { ms: 5_000 });
+    const controller = new AbortController();
+    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(300);
+    controller.abort(new Error('user left'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(runs.aborted).toBe(2);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('autopilot: adaptive concurrency', () => {
+  it('holds a tool to its limit, and reports it', async () => {
+    const { dispatcher, pilot, runs } = setup({
+      pilot: { hedge: false, concurrency: { min: 2, max: 2 } },
+    });
+    const pending = Array.from({ length: 5 }, () => dispatcher.dispatch('quote', {}));
+    await vi.advanceTimersByTimeAsync(50);
+    expect(runs.started).toBe(2);
+    expect(pilot.snapshot('quote').concurrency).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    for (const outcome of await Promise.all(pending)) expect(outcome.ok).toBe(true);
+  });
+
+  it('ends a wait for a slot when the caller cancels', async () => {
+    const { dispatcher, runs } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 1 } } });
+    const first = dispatcher.dispatch('quote', {});
+    const controller = new AbortController();
+    const second = dispatcher.dispatch('quote', {}, { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    controller.abort();
+    expect(await second).toMatchObject({ ok: false, kind: 'cancelled' });
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await first).toMatchObject({ ok: true });
+    expect(runs.started).toBe(1);
+    const third = dispatcher.dispatch('quote', {});
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await third).toMatchObject({ ok: true });
+  });
+
+  it('only counts in shadow mode, and says an attempt would have waited', async () => {
+    const { dispatcher, runs, events } = setup({
+      pilot: { mode: 'shadow', hedge: false, concurrency: { min: 1, max: 1 } },
+    });
+    const pending = Array.from({ length: 3 }, () => dispatcher.dispatch('quote', {}));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(runs.started).toBe(3);
+    await vi.advanceTimersByTimeAsync(200);
+    await Promise.all(pending);
+    expect(
+      events.filter((event) => event.type === 'autopilot.shadow' && event.knob === 'concurrency'),
+    ).toHaveLength(2);
+  });
+});
