@@ -41,3 +41,8 @@ export { redisCircuitStore, type RedisCircuitStoreOptions } from './circuit-stor
 export { redisBudget, type RedisBudgetOptions } from './budget.js';
 export { redisRateStore, redisWindowStore, type RedisLimitStoreOptions } from './rate-store.js';
 export { redisApprovalStore, type RedisApprovalStoreOptions } from './approval-store.js';
+export {
+  redisAutopilotStore,
+  type RedisAutopilotStore,
+  type RedisAutopilotStoreOptions,
+} from './autopilot-store.js';

@@ -62,7 +62,10 @@ export interface AutopilotConcurrencyOptions {
 }
 
 /** The retry budget's options when the autopilot makes it: one budget per tool, in the autopilot's store. */
-export type AutopilotRetryBudgetOptions = Pick<RetryBudgetOptions, 'ratio' | 'minPerSecond' | 'ttlMs'>;
+export type AutopilotRetryBudgetOptions = Pick<
+  RetryBudgetOptions,
+  'ratio' | 'minPerSecond' | 'ttlMs' | 'throttle'
+>;
 
 /** Options for `autopilot`. */
 export interface AutopilotOptions {
@@ -113,6 +116,7 @@ const retryBudgetOptionKeys = optionKeys<AutopilotRetryBudgetOptions>({
   ratio: true,
   minPerSecond: true,
   ttlMs: true,
+  throttle: true,
 });
 
 /** What the autopilot knows of one tool now. */
@@ -224,6 +228,8 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
     snapshot: (tool: string): AutopilotSnapshot => {
       const known = pilot.snapshot(tool);
       const balance = known.budget?.balance();
+      // A remote store's answer comes later and is not waited for: its failure is nobody's.
+      if (typeof balance === 'object') balance.catch(() => undefined);
       return {
         samples: known.samples,
         p50: known.p50,
@@ -319,23 +325,17 @@ function budgetSettingsOf(
     return { shared: given };
   }
   const options = optionsObject('autopilot() retryBudget', given, retryBudgetOptionKeys);
-  // Checked once here, so a bad value fails at autopilot(), not at a tool's first retry.
-  const check = {
+  const ledger = store ?? memoryAutopilotStore({ clock });
+  // The autopilot's clock times each budget's throttle window (and the memory ledger's).
+  const shape: RetryBudgetOptions = {
+    clock,
+    store: ledger,
     ratio: options.ratio ?? 0.2,
     minPerSecond: options.minPerSecond ?? 10,
-    ttlMs: options.ttlMs,
   };
-  const ledger = store ?? memoryAutopilotStore({ clock });
-  retryBudget({ ...definedOf(check), store: ledger, key: 'retry' });
-  return { perTool: (tool) => retryBudget({ ...definedOf(check), store: ledger, key: `retry:${tool}` }) };
-}
-
-function definedOf(options: {
-  ratio: number;
-  minPerSecond: number;
-  ttlMs: number | undefined;
-}): RetryBudgetOptions {
-  return options.ttlMs === undefined
-    ? { ratio: options.ratio, minPerSecond: options.minPerSecond }
-    : { ratio: options.ratio, minPerSecond: options.minPerSecond, ttlMs: options.ttlMs };
+  if (options.ttlMs !== undefined) shape.ttlMs = options.ttlMs;
+  if (options.throttle !== undefined) shape.throttle = options.throttle;
+  // Checked once here, so a bad value fails at autopilot(), not at a tool's first retry.
+  retryBudget({ ...shape, key: 'retry' });
+  return { perTool: (tool) => retryBudget({ ...shape, key: `retry:${tool}` }) };
 }

@@ -25,7 +25,7 @@ function drain(budget: ReturnType<typeof retryBudget>): number {
 
 describe('retryBudget', () => {
   it('starts with minPerSecond × ttl seconds of retries in reserve', () => {
-    const budget = retryBudget({ clock: manualTime().clock });
+    const budget = retryBudget({ throttle: false, clock: manualTime().clock });
     expect(budget.balance()).toBe(100);
     expect(drain(budget)).toBe(100);
     expect(budget.balance()).toBe(0);
@@ -44,7 +44,13 @@ describe('retryBudget', () => {
 
   it('forgets deposits and withdrawals after ttlMs', () => {
     const time = manualTime(0);
-    const budget = retryBudget({ ratio: 1, minPerSecond: 1, ttlMs: 10_000, clock: time.clock });
+    const budget = retryBudget({
+      ratio: 1,
+      minPerSecond: 1,
+      ttlMs: 10_000,
+      throttle: false,
+      clock: time.clock,
+    });
     for (let i = 0; i < 50; i++) budget.deposit();
     expect(budget.balance()).toBe(60);
     expect(drain(budget)).toBe(60);
@@ -55,9 +61,9 @@ describe('retryBudget', () => {
     expect(budget.balance()).toBe(10);
   });
 
-  it('holds a brownout to about ratio retries per call plus minPerSecond', () => {
+  it('holds a brownout to about ratio retries per call plus minPerSecond (throttle off)', () => {
     const time = manualTime(0);
-    const budget = retryBudget({ ratio: 0.2, minPerSecond: 10, clock: time.clock });
+    const budget = retryBudget({ ratio: 0.2, minPerSecond: 10, throttle: false, clock: time.clock });
     let calls = 0;
     let attempts = 0;
     // 1 000 calls a second for 60 s, every first attempt failing: each call asks for two retries.
@@ -75,11 +81,59 @@ describe('retryBudget', () => {
     expect(attempts / calls).toBeLessThan(1.22);
   });
 
+  it('stops every retry, the reserve too, while failures outrun ratio of the successes by the tolerance', () => {
+    const time = manualTime(0);
+    const budget = retryBudget({ ratio: 0.2, minPerSecond: 10, clock: time.clock });
+    // Sixteen first attempts earn 3.2; a failure that is retried nets −1 (−1.2, then +0.2 as
+    // the retry starts): the ninth failure takes the score to −6, past the tolerance of 5.
+    for (let i = 0; i < 16; i++) budget.deposit();
+    let granted = 0;
+    while (budget.tryWithdraw() === true) granted++;
+    expect(granted).toBe(8);
+    // The reserve's 92 tokens are there, unused.
+    expect(budget.balance()).toBe(0);
+    // Successes earn their way back.
+    for (let i = 0; i < 15; i++) budget.deposit();
+    expect(budget.tryWithdraw()).toBe(true);
+  });
+
+  it('opens again once the failures have left the window, whatever the traffic', () => {
+    const time = manualTime(0);
+    const budget = retryBudget({ clock: time.clock });
+    for (let i = 0; i < 20; i++) budget.tryWithdraw();
+    expect(budget.tryWithdraw()).toBe(false);
+    time.advance(9_000);
+    expect(budget.tryWithdraw()).toBe(false);
+    // A quiet tool: no call in between, and its next failure is retried.
+    time.advance(10_000);
+    expect(budget.tryWithdraw()).toBe(true);
+  });
+
+  it('retries every failure while they are rare (5 % of attempts) and none at 30 %', () => {
+    const time = manualTime(0);
+    const at = (fails: (call: number) => boolean) => {
+      const budget = retryBudget({ ratio: 0.2, minPerSecond: 0, clock: time.clock });
+      let failures = 0;
+      let retried = 0;
+      for (let call = 0; call < 10_000; call++) {
+        budget.deposit();
+        if (fails(call)) {
+          failures++;
+          if (budget.tryWithdraw() === true) retried++;
+        }
+        time.advance(1);
+      }
+      return retried / failures;
+    };
+    expect(at((call) => call % 20 === 10)).toBe(1);
+    expect(at((call) => call % 10 < 3)).toBeLessThan(0.01);
+  });
+
   it('shares one ledger between budgets of one store and key, and none across keys', () => {
     const store = memoryAutopilotStore({ clock: manualTime().clock });
-    const first = retryBudget({ store, minPerSecond: 1 });
-    const second = retryBudget({ store, minPerSecond: 1 });
-    const other = retryBudget({ store, minPerSecond: 1, key: 'other' });
+    const first = retryBudget({ store, minPerSecond: 1, throttle: false });
+    const second = retryBudget({ store, minPerSecond: 1, throttle: false });
+    const other = retryBudget({ store, minPerSecond: 1, key: 'other', throttle: false });
     expect(drain(first)).toBe(10);
     expect(second.tryWithdraw()).toBe(false);
     expect(other.balance()).toBe(10);
@@ -132,8 +186,14 @@ describe('retryBudget', () => {
     );
     expect(() => retryBudget({ ttlMs: 0 })).toThrow(/ttlMs must be a finite number > 0/);
     expect(() => retryBudget({ key: '' })).toThrow(/key must be a non-empty string/);
-    expect(() => retryBudget({ store: memoryAutopilotStore(), clock: manualTime().clock })).toThrow(
-      /clock is the default memory store's/,
+    expect(() => retryBudget({ throttle: { tolerance: -1 } })).toThrow(
+      /throttle.tolerance must be a finite number >= 0/,
+    );
+    expect(() => retryBudget({ throttle: true as never })).toThrow(
+      /throttle must be an options object or false/,
+    );
+    expect(() => retryBudget({ throttle: { tolerence: 1 } as never })).toThrow(
+      /unknown option "tolerence"; did you mean "tolerance"\?/,
     );
     expect(() => retryBudget({ store: {} as RetryBudgetStore })).toThrow(
       /store must have a deposit\(\) method/,
