@@ -103,8 +103,10 @@ export async function replay(trace: Trace, setup: ReplaySetup = {}): Promise<Rep
     ...(setup.toolTimeoutMs === undefined ? {} : { timeoutMs: setup.toolTimeoutMs }),
     handler,
   });
-  const pilot = setup.autopilot === undefined ? undefined : autopilot({ ...setup.autopilot, clock });
   const jitter = seededRandom(mixSeeds(0x6a697474, trace.calls));
+  const probes = seededRandom(mixSeeds(0x70726f62, trace.calls));
+  const pilot =
+    setup.autopilot === undefined ? undefined : autopilot({ random: probes.next, ...setup.autopilot, clock });
   const dispatcher = createDispatcher(
     defaultStack({
       registry,
