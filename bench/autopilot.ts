@@ -8,6 +8,7 @@
  *   npx tsx bench/autopilot.ts             200 000 calls a trace; writes docs/charts/autopilot-*.svg
  *   npx tsx bench/autopilot.ts --quick     20 000 calls a trace, 1 000 tools; writes nothing
  *   --calls N (calls a trace), --seed N, --no-write, --markdown (print the docs table),
+ *   --only tails,degrading,brownout,capacity,micro (some rows only; writes nothing),
  *   --source / --prebuilt / --library path (the micro rows' library, see bench/library.ts)
  * @module
  */
@@ -35,7 +36,8 @@ export interface AutopilotBenchResult {
   readonly wired: PilotConfig['wired'];
   readonly rows: AutopilotRow[];
   readonly figures: TraceFigures[];
-  readonly micro: Omit<MicroResults, 'rows'>;
+  /** Empty when `only` left the micro rows out. */
+  readonly micro: Partial<Omit<MicroResults, 'rows'>>;
 }
 
 /** How `runAutopilotBench` runs. */
@@ -48,6 +50,8 @@ export interface AutopilotBenchOptions {
   readonly calls?: number;
   /** The traces' seed. @default 34 */
   readonly seed?: number;
+  /** Only these row groups (`tails`, `degrading`, `brownout`, `capacity`, `micro`). @default all */
+  readonly only?: readonly string[];
 }
 
 /** The traces' calls in a full run, and in `--quick`. */
@@ -70,12 +74,16 @@ export async function runAutopilotBench(options: AutopilotBenchOptions): Promise
       `static = 30 s timeout, 3 attempts, max 8; autopilot = the issue's options` +
       (missing.length === 0 ? '' : ` less ${missing.join(' and ')} (not wired in this build)`),
   );
-  const scenarios = await runScenarios({ calls, seed, config, log: (line) => log(line) });
-  const micro = await runMicro({ lib: options.library.lib, config, quick });
-  const rows = [...scenarios.rows, ...micro.rows];
+  const only = options.only;
+  const scenarios = await runScenarios({ calls, seed, config, log: (line) => log(line), only });
+  const micro =
+    only === undefined || only.includes('micro')
+      ? await runMicro({ lib: options.library.lib, config, quick })
+      : undefined;
+  const rows = [...scenarios.rows, ...(micro?.rows ?? [])];
   log();
   log(consoleRows(rows));
-  const { rows: _microRows, ...microFigures } = micro;
+  const { rows: _microRows, ...microFigures } = micro ?? { rows: [] };
   return { calls, seed, wired: config.wired, rows, figures: scenarios.figures, micro: microFigures };
 }
 
@@ -192,9 +200,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     quick,
     ...(flag('--calls') === undefined ? {} : { calls: flag('--calls') as number }),
     ...(flag('--seed') === undefined ? {} : { seed: flag('--seed') as number }),
+    ...(argv.includes('--only') ? { only: (argv[argv.indexOf('--only') + 1] ?? '').split(',') } : {}),
   });
   if (argv.includes('--markdown')) console.log(`\n${autopilotMarkdown(result)}`);
-  if (!quick && !argv.includes('--no-write')) {
+  if (!quick && !argv.includes('--no-write') && !argv.includes('--only')) {
     writeAutopilotCharts(result, fileURLToPath(new URL('..', import.meta.url)));
     console.log('Wrote docs/charts/autopilot-p99.svg and docs/charts/autopilot-load.svg');
   }

@@ -6,7 +6,7 @@
  */
 
 import { type AutopilotOptions, autopilot } from '../../index.js';
-import { quantileOf, type ReplayResult, replay } from './replay.js';
+import { quantileOf, type ReplayResult, type ReplaySetup, replay } from './replay.js';
 import { makeTrace, type Trace, type TraceName, traceParameters } from './traces.js';
 
 /** A row's verdict; `n/a (not wired)` when a knob it needs is not available in this build. */
@@ -82,6 +82,8 @@ export interface ScenarioSettings {
   readonly seed: number;
   readonly config: PilotConfig;
   readonly log: (line: string) => void;
+  /** Only these groups of rows (`tails`, `degrading`, `brownout`, `capacity`). @default all */
+  readonly only?: readonly string[] | undefined;
 }
 
 /** Every trace row, and the figures the charts draw. */
@@ -94,7 +96,14 @@ export interface ScenarioResults {
 export async function runScenarios(settings: ScenarioSettings): Promise<ScenarioResults> {
   const rows: AutopilotRow[] = [];
   const figures: TraceFigures[] = [];
-  for (const run of [tailRows, degradingRows, brownoutRows, capacityRows]) {
+  const groups = {
+    tails: tailRows,
+    degrading: degradingRows,
+    brownout: brownoutRows,
+    capacity: capacityRows,
+  };
+  for (const [group, run] of Object.entries(groups)) {
+    if (settings.only !== undefined && !settings.only.includes(group)) continue;
     const result = await run(settings);
     rows.push(...result.rows);
     figures.push(...result.figures);
@@ -128,12 +137,24 @@ function figuresOf(trace: Trace, fixed: ReplayResult, pilot: ReplayResult): Trac
   };
 }
 
+/**
+ * The autopilot's replay setup: its options and, once its concurrency knob is wired, the static
+ * `concurrencyLimit` raised to the knob's `max`, so the autopilot's per-tool limit is what binds
+ * (under the static 8, a 10× brownout at 5 calls a second would queue past its end).
+ */
+function pilotSetup(settings: ScenarioSettings): ReplaySetup {
+  const { options, wired } = settings.config;
+  return wired.concurrency
+    ? { autopilot: options, concurrencyMax: issueOptions.concurrency.max }
+    : { autopilot: options };
+}
+
 async function replayPair(
   trace: Trace,
   settings: ScenarioSettings,
 ): Promise<{ fixed: ReplayResult; pilot: ReplayResult }> {
   const fixed = await replay(trace, {});
-  const pilot = await replay(trace, { autopilot: settings.config.options });
+  const pilot = await replay(trace, pilotSetup(settings));
   settings.log(
     `   ${trace.name}: replayed ${trace.calls} calls twice in ${((fixed.wallMs + pilot.wallMs) / 1_000).toFixed(1)} s`,
   );
@@ -241,7 +262,7 @@ async function brownoutRows(settings: ScenarioSettings): Promise<ScenarioResults
   const fixed = await replay(trace, {});
   const samples: PilotSample[] = [];
   const pilot = await replay(trace, {
-    autopilot: settings.config.options,
+    ...pilotSetup(settings),
     onSettled: (_call, _outcome, at, view) => {
       if (samples.length > 0 && at - (samples.at(-1)?.at ?? 0) < 1_000) return;
       const snapshot = view.snapshot();
@@ -313,14 +334,21 @@ function windowsUntil(
   return Number.isNaN(recoveredAt) ? Number.POSITIVE_INFINITY : (recoveredAt - endMs) / autopilotWindowMs;
 }
 
-// The autopilot's recovery after the brownout: its timeout back within 10 % of where it stood
-// before the brownout, and its retry budget holding a token again.
+// The autopilot's recovery after the brownout: its timeout back within 10 % of the highest it
+// stood in the window before the brownout, and its retry budget holding a token again.
 function recoveryWindows(
   samples: readonly PilotSample[],
   startMs: number,
   endMs: number,
 ): { timeout: number; budget: number } {
-  const before = samples.filter((sample) => sample.at < startMs).at(-1)?.timeoutMs;
+  // The highest it stood in the window before the brownout: a p99.9 of a window's samples moves
+  // by more than 10 % on its own, and the brownout's end should not be held to a lucky low.
+  let before: number | undefined;
+  for (const sample of samples) {
+    if (sample.at < startMs - autopilotWindowMs || sample.at >= startMs || sample.timeoutMs === undefined)
+      continue;
+    before = Math.max(before ?? 0, sample.timeoutMs);
+  }
   return {
     timeout:
       before === undefined
@@ -366,12 +394,7 @@ async function capacityRows(settings: ScenarioSettings): Promise<ScenarioResults
   const started = performance.now();
   const statics = new Map<number, ReplayResult>();
   for (const max of hindsightMaxes) statics.set(max, await replay(trace, { concurrencyMax: max }));
-  // The static layer must not cap what the autopilot's own limit allows.
-  const wired = settings.config.wired.concurrency;
-  const pilot = await replay(trace, {
-    autopilot: settings.config.options,
-    ...(wired ? { concurrencyMax: issueOptions.concurrency.max } : {}),
-  });
+  const pilot = await replay(trace, pilotSetup(settings));
   settings.log(
     `   capacity: replayed ${trace.calls} calls ${hindsightMaxes.length + 1} times in ${((performance.now() - started) / 1_000).toFixed(1)} s`,
   );
