@@ -45,6 +45,13 @@ export const ours = {
   circuitCooldownMs: 'tool_dispatcher.circuit.cooldown_ms',
   budgetRemaining: 'tool_dispatcher.budget.remaining',
   errorMessage: 'tool_dispatcher.error.message',
+  policyMode: 'tool_dispatcher.policy.mode',
+  policyTimeoutMs: 'tool_dispatcher.policy.timeout_ms',
+  policySource: 'tool_dispatcher.policy.source',
+  policyCutOff: 'tool_dispatcher.policy.cut_off',
+  policyHedged: 'tool_dispatcher.policy.hedged',
+  policyRetried: 'tool_dispatcher.policy.retried',
+  policyBudget: 'tool_dispatcher.policy.budget',
 } as const;
 
 /** The name metrics use for a tool the registry does not know, so invented names add no series. */

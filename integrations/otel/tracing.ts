@@ -23,6 +23,7 @@ import {
   type DispatchEvent,
   type Middleware,
   type Next,
+  type OutcomePolicy,
 } from '../../index.js';
 import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { noop, parseJsonArgs } from '../../middleware/internal-kit.js';
@@ -232,6 +233,7 @@ class TracedDispatch {
   private queueWaitMs: number | undefined = undefined;
   private idempotencySource: string | undefined = undefined;
   private circuitState: string | undefined = undefined;
+  private thrownPolicy: OutcomePolicy | undefined = undefined;
   private unsubscribe: () => void = noop;
 
   constructor(
@@ -353,6 +355,7 @@ class TracedDispatch {
     // A layer outside errorMapping may throw an envelope: its kind decides what is recorded.
     if (isDispatchError(error)) {
       const { kind, message, cause } = error;
+      this.thrownPolicy = error.policy;
       this.end({ ok: false, kind, message, cause, attempts: this.ctx.attempt });
       return;
     }
@@ -425,8 +428,22 @@ class TracedDispatch {
     const remaining = ctx.budget?.remaining;
     if (typeof remaining === 'number' && Number.isFinite(remaining))
       attributes[ours.budgetRemaining] = remaining;
+    addPolicy(attributes, this.thrownPolicy ?? ctx.outcome?.policy);
     return attributes;
   }
+}
+
+// How the autopilot ran the call (`outcome.policy`), when an `autopilot()` layer saw it: on the
+// span as on the outcome, success or failure.
+function addPolicy(attributes: Attributes, policy: OutcomePolicy | undefined): void {
+  if (typeof policy !== 'object' || policy === null) return;
+  attributes[ours.policyMode] = policy.mode;
+  if (typeof policy.timeoutMs === 'number') attributes[ours.policyTimeoutMs] = policy.timeoutMs;
+  attributes[ours.policySource] = policy.source;
+  attributes[ours.policyCutOff] = policy.cutOff;
+  attributes[ours.policyHedged] = policy.hedged;
+  attributes[ours.policyRetried] = policy.retried;
+  attributes[ours.policyBudget] = policy.budget;
 }
 
 /** How a dispatch ended, as far as its span needs to know. */

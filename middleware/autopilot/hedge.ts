@@ -94,8 +94,15 @@ export type HedgeDecision = 'started' | 'budget_spent' | 'would_start';
 export interface RunHedgedOptions<T> {
   /** The tool called: a tool that fails `hedgeEligible` runs its one attempt alone, whatever else is given. */
   tool: HedgeableTool;
-  /** Runs one attempt; it must end (resolve or reject) soon after `signal` aborts. */
+  /** Runs one attempt; it must end (resolve or reject) soon after `signal` aborts (or `cancel` is called for it). */
   run: (signal: AbortSignal, role: HedgeRole) => Promise<T>;
+  /**
+   * Ends an attempt that lost, in place of aborting its signal: when given, `runHedged` makes no
+   * `AbortController` and `run` is handed a signal that never aborts (a caller with a cheaper way
+   * to stop its attempts, such as the autopilot's per-attempt limits, saves two per call).
+   * @default aborting the loser's own signal
+   */
+  cancel?: (role: HedgeRole, reason: unknown) => void;
   /** How long the primary may run before the hedge starts (the tool's live quantile); `Infinity` never hedges. */
   hedgeAfterMs: number;
   /** The time source and timers. */
@@ -153,9 +160,23 @@ type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
  * });
  */
 export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult<T>> {
-  const { tool, run, hedgeAfterMs, clock, budget, signal, succeeded = () => true, onHedge, shadow } = options;
+  const {
+    tool,
+    run,
+    hedgeAfterMs,
+    clock,
+    budget,
+    signal,
+    succeeded = () => true,
+    onHedge,
+    shadow,
+    cancel,
+  } = options;
   if (typeof tool !== 'object' || tool === null) throw new TypeError('tool must be an object');
   if (typeof run !== 'function') throw new TypeError(`run must be a function, got ${typeof run}`);
+  if (cancel !== undefined && typeof cancel !== 'function') {
+    throw new TypeError(`cancel must be a function, got ${typeof cancel}`);
+  }
   if (typeof hedgeAfterMs !== 'number' || Number.isNaN(hedgeAfterMs) || hedgeAfterMs < 0) {
     throw new TypeError(`hedgeAfterMs must be a number >= 0 or Infinity, got ${String(hedgeAfterMs)}`);
   }
@@ -176,9 +197,13 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
     return attempt.then((value) => ({ value, hedged: false, winner: 'primary' }));
   }
   return new Promise<HedgedResult<T>>((resolve, reject) => {
-    const controllers: Record<HedgeRole, AbortController> = {
-      primary: new AbortController(),
-      hedge: new AbortController(),
+    // Made on first use: a caller with `cancel` never needs one.
+    const controllers: Partial<Record<HedgeRole, AbortController>> = {};
+    const signalOf = (role: HedgeRole): AbortSignal =>
+      cancel === undefined ? (controllers[role] ??= new AbortController()).signal : neverAborted;
+    const stop = (role: HedgeRole, reason: unknown): void => {
+      if (cancel !== undefined) cancel(role, reason);
+      else (controllers[role] ??= new AbortController()).abort(reason);
     };
     const results: Partial<Record<HedgeRole, Settled<T>>> = {};
     let hedged = false;
@@ -191,9 +216,7 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
       if (timer !== undefined) clock.clearTimeout(timer);
       unsubscribe();
       if (loser !== undefined && hedged) {
-        controllers[loser].abort(
-          new DOMException('the other attempt of a hedged call answered first', 'AbortError'),
-        );
+        stop(loser, new DOMException('the other attempt of a hedged call answered first', 'AbortError'));
       }
     };
     const answer = (winner: HedgeRole, settled: Settled<T>): void => {
@@ -220,7 +243,7 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
     const start = (role: HedgeRole): void => {
       let attempt: Promise<T>;
       try {
-        attempt = run(controllers[role].signal, role);
+        attempt = run(signalOf(role), role);
       } catch (error) {
         attempt = Promise.reject(error);
       }
@@ -244,8 +267,8 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
       unsubscribe = onAbort(signal, () => {
         if (done) return;
         finish(undefined);
-        controllers.primary.abort(signal.reason);
-        controllers.hedge.abort(signal.reason);
+        stop('primary', signal.reason);
+        if (hedged) stop('hedge', signal.reason);
         reject(signal.reason);
       });
     }

@@ -5,11 +5,18 @@
  */
 
 import type { Clock } from '../../src/clock.js';
-import { isDispatchError } from '../../src/errors.js';
+import { DispatchError } from '../../src/errors.js';
 import type { DeadlineClock, DispatchContext, Next, Outcome, Tool } from '../../src/types.js';
-import { neverAborted } from '../internal-kit.js';
-import { HedgeBudget, type HedgeDecision, type HedgedResult, hedgeEligible, runHedged } from './hedge.js';
+import {
+  HedgeBudget,
+  type HedgeDecision,
+  type HedgedResult,
+  type HedgeRole,
+  hedgeEligible,
+  runHedged,
+} from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
+import { coalescedTimers } from '../internal-kit.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 
 /** What one hedged attempt runs on, chosen by the pilot for the tool. */
@@ -35,6 +42,12 @@ interface StackFields {
   deadline: number;
 }
 
+// A limit as the core makes it: told by its outer limit that it ended, it ends the layers inside
+// it (the attempt fails at once with `error`, and the handler's signal aborts with `reason`).
+interface EndableLimit {
+  limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void;
+}
+
 function isDispatcherContext(ctx: DispatchContext): ctx is DispatchContext & StackFields {
   return 'currentLimit' in ctx && 'baseSignal' in ctx;
 }
@@ -49,13 +62,23 @@ function putBack(ctx: StackFields, stack: StackFields): void {
   ctx.deadline = stack.deadline;
 }
 
+function isEndable(limit: unknown): limit is EndableLimit {
+  return typeof (limit as Partial<EndableLimit> | undefined)?.limitEnded === 'function';
+}
+
 /**
  * Runs the layers inside (`next`) as one attempt of a repeatable `tool` and, if it is still
  * running after `plan.hedgeAfterMs` and the budget allows, a second one beside it: the first
- * success is the call's outcome, the other attempt is aborted, and this resolves (whether a hedge
- * started) only once both have settled, so nothing of the loser outlives the layer. When both
- * fail, the first attempt's failure is the answer. In shadow (or on a context the dispatcher did
- * not make) the one attempt runs exactly as without hedging; only the decision is made.
+ * success is the call's outcome, the other attempt is ended as `cancelled` (its handler's signal
+ * aborts), and this resolves (whether a hedge started) only once both have settled, so nothing of
+ * the loser outlives the layer. When both fail, the first attempt's failure is the answer. In
+ * shadow (or on a context the dispatcher did not make) the one attempt runs exactly as without
+ * hedging; only the decision is made.
+ *
+ * Each attempt runs under a limit of its own with no deadline and no signal of its own: it ends
+ * with the limits outside it (the caller's cancel, the autopilot's and the call's deadlines) as a
+ * lone attempt does, and the loser's is ended directly. Nothing is allocated for a hedge that
+ * never starts but that limit and `runHedged`'s one timer: no `AbortController`, no listener.
  */
 export async function runHedgedAttempt(
   ctx: DispatchContext,
@@ -69,10 +92,11 @@ export async function runHedgedAttempt(
     return false;
   }
   const entry = stackOf(ctx);
-  const entrySignal = ctx.signal;
   const attempts: Promise<Outcome | undefined>[] = [];
-  const attempt = (signal: AbortSignal): Promise<Outcome | undefined> => {
-    const restore = ctx.limit({ signal });
+  const limits: Partial<Record<HedgeRole, unknown>> = {};
+  const attempt = (_signal: AbortSignal, role: HedgeRole): Promise<Outcome | undefined> => {
+    const restore = ctx.limit({});
+    limits[role] = ctx.currentLimit;
     let running: Promise<void>;
     try {
       running = next();
@@ -98,35 +122,26 @@ export async function runHedgedAttempt(
     attempts.push(settled);
     return settled;
   };
+  const cancel = (role: HedgeRole, reason: unknown): void => {
+    const limit = limits[role];
+    if (!isEndable(limit)) return;
+    const error = new DispatchError('cancelled', `"${ctx.displayName}" was cancelled: ${hedgeLost}`, {
+      attempts: ctx.attempt,
+    });
+    limit.limitEnded(error, reason, false);
+  };
   let result: HedgedResult<Outcome | undefined>;
   try {
-    result = await runHedged({
-      tool,
-      run: attempt,
-      hedgeAfterMs,
-      clock,
-      budget,
-      onHedge,
-      ...(entrySignal === neverAborted ? {} : { signal: entrySignal }),
-    });
-  } catch (error) {
+    result = await runHedged({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
+  } finally {
+    // Each attempt put the stack back as it settled; the last to settle leaves it as it was entered.
     await Promise.allSettled(attempts);
-    // A cancelled call rejects `runHedged` with the signal's reason: the attempt's own envelope
-    // says it in the library's words.
-    if (!isDispatchError(error) && attempts[0] !== undefined) {
-      const own = await attempts[0].then(
-        () => undefined,
-        (failure: unknown) => failure,
-      );
-      if (own !== undefined) throw own;
-    }
-    throw error;
   }
-  // Each attempt put the stack back as it settled; the last to settle leaves it as it was entered.
-  await Promise.allSettled(attempts);
   ctx.outcome = result.value;
   return result.hedged;
 }
+
+const hedgeLost = 'the other attempt of a hedged call answered first';
 
 // One tool's hedging: its delay as last computed (and from which summary), what was last
 // announced, whether it may be hedged, and its budget.
@@ -154,7 +169,8 @@ export class ToolHedging {
     this.#settings = settings;
     this.#stats = stats;
     this.#mode = mode;
-    this.#clock = clock;
+    // Nearly every hedged call sets its timer and clears it: one real timer per delay, not per call.
+    this.#clock = coalescedTimers(clock);
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 
 import { type DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
-import type { DeadlineClock, DispatchContext, Next, Tool } from '../../src/types.js';
+import type { DeadlineClock, DispatchContext, DispatchSuccess, Next, Tool } from '../../src/types.js';
 import { untilLimitEnds } from '../kit.js';
 import type { ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
@@ -109,10 +109,12 @@ export class Pilot {
   readonly #tunings = new Map<string, ToolTuning>();
 
   readonly #seams: PilotSeams;
+  readonly #warmUpSource: string;
 
   constructor(settings: PilotSettings, seams: PilotSeams = {}) {
     this.#settings = settings;
     this.#seams = seams;
+    this.#warmUpSource = `static: under ${settings.timeout?.minSamples} samples`;
   }
 
   /** The mode the pilot runs in. */
@@ -125,12 +127,13 @@ export class Pilot {
    * chosen timeout (enforce), hedged when the tool is repeatable and slow, timed, and its outcome
    * told its policy.
    */
-  async run(ctx: DispatchContext, next: Next): Promise<void> {
+  // Not async itself: the attempt's frame is the one frame the layer adds to a dispatch.
+  run(ctx: DispatchContext, next: Next): Promise<void> {
     const tool = ctx.tool;
-    if (tool === undefined) return await next();
+    if (tool === undefined) return next();
     const slots = this.#seams.concurrency;
-    if (slots === undefined) return await this.#attempt(ctx, next, tool);
-    return await slots.run(ctx, tool.name, this.#settings.mode, () => this.#attempt(ctx, next, tool));
+    if (slots === undefined) return this.#attempt(ctx, next, tool);
+    return slots.run(ctx, tool.name, this.#settings.mode, () => this.#attempt(ctx, next, tool));
   }
 
   async #attempt(ctx: DispatchContext, next: Next, tool: Tool): Promise<void> {
@@ -176,7 +179,7 @@ export class Pilot {
     concurrency?.record(ctx, tool.name, latencyMs, mode);
     if (timeoutMs !== undefined && mode === 'shadow') judgeCut(ctx, record, timeoutMs, latencyMs, false);
     const outcome = ctx.outcome;
-    if (outcome?.ok === true) ctx.outcome = { ...outcome, policy: record };
+    if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, record);
   }
 
   /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
@@ -275,7 +278,8 @@ export class Pilot {
     // The exact count gates; the summary (recomputed every few dozen calls) tunes.
     const samples = stats.samples(tool.name, now);
     if (samples < timeout.minSamples) {
-      record.source = `static: ${samples} of ${timeout.minSamples} samples`;
+      // One string per pilot, not one per call: formatting the count cost a tenth of a dispatch.
+      record.source = this.#warmUpSource;
       announce(ctx, this.#settings.mode, tuning, undefined, record.source);
       return undefined;
     }
@@ -389,6 +393,14 @@ function judgeCut(
   if (latencyMs <= timeoutMs) return;
   record.cutOff = true;
   ctx.emit('autopilot.shadow', { knob: 'timeout', action: 'cut_off', timeoutMs, latencyMs });
+}
+
+// The attempt step's success is a fresh object of its own: the policy is added to it in place (a
+// spread of it cost as much as the rest of the layer). One a layer froze is copied instead.
+function withPolicy(outcome: DispatchSuccess, record: OutcomePolicy): DispatchSuccess {
+  if (!Object.isExtensible(outcome)) return { ...outcome, policy: record };
+  (outcome as { policy?: OutcomePolicy }).policy = record;
+  return outcome;
 }
 
 // Envelopes are the layers' own objects; a frozen one (a user's) goes on without its policy.

@@ -15,6 +15,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  autopilot,
   circuitBreaker,
   createBudget,
   createDispatcher,
@@ -203,6 +204,58 @@ describe('otelTracing: a successful call', () => {
     await dispatcher.dispatch('kv.get', { q: 'a' }, { budget: createBudget(5) });
     const tool = onlySpan(telemetry.finished(), 'execute_tool kv.get');
     expect(tool.attributes['tool_dispatcher.budget.remaining']).toBe(4);
+  });
+});
+
+describe('otelTracing: the autopilot', () => {
+  it('puts outcome.policy on the span of a success and of a failure', async () => {
+    let fail = false;
+    const pilot = autopilot({ timeout: { minSamples: 2 }, retryBudget: false });
+    const { dispatcher } = setup(
+      (registry) =>
+        registry.register({
+          name: 'kv.get',
+          inputSchema: query,
+          timeoutMs: 5_000,
+          handler: () => {
+            if (fail) throw new TransientError('backend busy');
+            return 1;
+          },
+        }),
+      {},
+      { autopilot: pilot, retry: { maxAttempts: 2, baseDelayMs: 1, random: () => 0 } },
+    );
+    const first = await dispatcher.dispatch('kv.get', { q: 'a' });
+    expect(first.ok).toBe(true);
+    const ok = onlySpan(telemetry.finished(), 'execute_tool kv.get');
+    expect(ok.attributes).toMatchObject({
+      'tool_dispatcher.policy.mode': 'enforce',
+      'tool_dispatcher.policy.timeout_ms': 5_000,
+      'tool_dispatcher.policy.source': 'static: under 2 samples',
+      'tool_dispatcher.policy.cut_off': false,
+      'tool_dispatcher.policy.hedged': false,
+      'tool_dispatcher.policy.retried': false,
+      'tool_dispatcher.policy.budget': 'off',
+    });
+    telemetry.reset();
+    fail = true;
+    const failed = await dispatcher.dispatch('kv.get', { q: 'b' });
+    expect(failed).toMatchObject({ ok: false, kind: 'transient', policy: { retried: true } });
+    const bad = onlySpan(telemetry.finished(), 'execute_tool kv.get');
+    expect(bad.attributes).toMatchObject({
+      'error.type': 'transient',
+      'tool_dispatcher.policy.retried': true,
+      'tool_dispatcher.policy.source': 'static: under 2 samples',
+    });
+  });
+
+  it('puts no policy attributes on a call no autopilot saw', async () => {
+    const { dispatcher } = setup((registry) =>
+      registry.register({ name: 'kv.get', inputSchema: query, handler: () => 1 }),
+    );
+    await dispatcher.dispatch('kv.get', { q: 'a' });
+    const tool = onlySpan(telemetry.finished(), 'execute_tool kv.get');
+    expect(Object.keys(tool.attributes).filter((name) => name.includes('.policy.'))).toEqual([]);
   });
 });
 
