@@ -56,6 +56,12 @@ const redisAutopilotStoreOptionKeys = optionKeys<RedisAutopilotStoreOptions>({
 export interface RedisAutopilotStore extends AutopilotStore {
   /** Sends every deposit held in this process now (at shutdown, say); never rejects. */
   flush(): Promise<void>;
+  /** Sends this process's counts for `tool` and answers the fleet's window (see `AutopilotStore`). */
+  exchangeSketch(
+    tool: string,
+    delta: LatencySketchData,
+    window: { readonly windowMs: number; readonly subWindows: number },
+  ): Promise<LatencySketchData>;
 }
 
 // Deposits of one budget key not sent yet.

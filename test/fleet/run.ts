@@ -11,6 +11,7 @@ import { redisSlotStore } from '../../integrations/redis/index.js';
 import { redisSuitesEnabled, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { connectIoredis, reconnected, type Connected } from '../integrations/redis/clients.js';
 import { FaultProxy } from '../integrations/redis/fault-proxy.js';
+import { runBrownoutFleet } from './brownout-scenario.js';
 import { runExactlyOnce } from './exactly-once-scenario.js';
 import { check, parseLog, type Entry } from './invariants.js';
 import { runRateLimitFleet } from './rate-limit-scenario.js';
@@ -32,7 +33,8 @@ type Scenario =
   | 'wedge'
   | 'restart'
   | 'exactly-once'
-  | 'rate-limit';
+  | 'rate-limit'
+  | 'brownout';
 const scenarios: Scenario[] = (process.env.TD_FLEET_SCENARIOS?.split(',') as Scenario[] | undefined) ?? [
   'none',
   'latency',
@@ -43,8 +45,12 @@ const scenarios: Scenario[] = (process.env.TD_FLEET_SCENARIOS?.split(',') as Sce
   'restart',
   'exactly-once',
   'rate-limit',
+  'brownout',
 ];
 const rateLimitScenario = scenarios.includes('rate-limit');
+const brownoutScenario = scenarios.includes('brownout');
+// The scenarios with servers of their own: named alone, the shared fleet's checks are skipped.
+const ownServerScenarios: readonly Scenario[] = ['rate-limit', 'brownout'];
 
 interface Running {
   id: string;
@@ -379,16 +385,20 @@ async function main(): Promise<void> {
   );
   const problems: string[] = [];
   try {
-    for (const scenario of scenarios.filter((name) => name !== 'rate-limit')) {
+    for (const scenario of scenarios.filter((name) => !ownServerScenarios.includes(name))) {
       const run =
         scenario === 'exactly-once'
           ? runExactlyOnce(server, dir, () => reconnected(sampler))
           : runKeys(server, proxies, dir, scenario, sampler);
       for (const problem of await run) problems.push(`${scenario}: ${problem}`);
     }
-    for (const problem of await runBudget(server, proxies, dir)) problems.push(`budget: ${problem}`);
-    for (const problem of await runBreaker(server, proxies, dir, sampler))
-      problems.push(`breaker: ${problem}`);
+    if (!scenarios.every((name) => ownServerScenarios.includes(name))) {
+      for (const problem of await runBudget(server, proxies, dir)) problems.push(`budget: ${problem}`);
+      for (const problem of await runBreaker(server, proxies, dir, sampler))
+        problems.push(`breaker: ${problem}`);
+    }
+    if (brownoutScenario)
+      for (const problem of await runBrownoutFleet()) problems.push(`brownout: ${problem}`);
     if (rateLimitScenario)
       for (const problem of await runRateLimitFleet()) problems.push(`rate-limit: ${problem}`);
   } finally {

@@ -26,6 +26,7 @@ import { otelMetrics, otelTracing } from '../../integrations/otel/index.js';
 import { postgresReceiptStore } from '../../integrations/postgres/index.js';
 import {
   redisApprovalStore,
+  redisAutopilotStore,
   redisBudget,
   redisCircuitStore,
   redisIdempotencyStore,
@@ -256,6 +257,11 @@ const nearMisses: ReadonlyArray<readonly [string, () => unknown, string]> = [
   ['redisRateStore', () => redisRateStore(redis, untyped({ prefx: 'x' })), 'prefix'],
   ['redisWindowStore', () => redisWindowStore(redis, untyped({ prefx: 'x' })), 'prefix'],
   ['redisBudget', () => redisBudget(redis, untyped({ id: 'run', limit: 5, ttl: 5 })), 'ttlMs'],
+  [
+    'redisAutopilotStore',
+    () => redisAutopilotStore(untyped({ client: redis, flushEvery: 5 })),
+    'flushEveryMs',
+  ],
   ['postgresReceiptStore', () => postgresReceiptStore(pool, untyped({ createTables: true })), 'createTable'],
   [
     'restateRun',
