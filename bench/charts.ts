@@ -28,6 +28,8 @@ export interface Chart {
   readonly title: string;
   /** `log` for ratios an order of magnitude apart (a log10 axis); `linear` otherwise. */
   readonly scale: 'linear' | 'log';
+  /** The line under the bars saying what they are. @default per-round medians, their IQR and the target */
+  readonly legend?: string;
   readonly bars: readonly ChartBar[];
 }
 
@@ -69,7 +71,7 @@ export function chartSvg(chart: Chart): string {
     parts.push(...barSvg(bar, top + index * rowHeight, axis.position));
   });
   parts.push(
-    `<text x="12" y="${height - 10}" font-size="11" fill="${colours.axis}">bar: median of per-round ratios · whisker: interquartile range · dashed: target${chart.scale === 'log' ? ' · log scale' : ''}</text>`,
+    `<text x="12" y="${height - 10}" font-size="11" fill="${colours.axis}">${escapeXml(chart.legend ?? 'bar: median of per-round ratios · whisker: interquartile range · dashed: target')}${chart.scale === 'log' ? ' · log scale' : ''}</text>`,
     '</svg>',
     '',
   );

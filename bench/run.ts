@@ -9,7 +9,9 @@
 //                                   call, default stack and cockatiel stack only, writes nothing,
 //                                   exits 1 when the default stack is slower per dispatch than the
 //                                   cockatiel stack in the same run; then section 8 (exactly-once)
-//                                   in a few seconds, its rows printed, a miss never failing it
+//                                   in a few seconds, its rows printed, a miss never failing it;
+//                                   then section 10 (autopilot, bench/autopilot.ts) on 5 000 calls
+//                                   a trace, likewise never failing it
 //
 // Other flags: --skip-memory (no child process), --keys N (memory run size), --no-write,
 // --render (measure nothing: rewrite docs/benchmarks.md and docs/charts/*.svg from
@@ -72,6 +74,13 @@ import {
   runPolicyBench,
   type PolicyRatios,
 } from './policy.js';
+import {
+  type AutopilotBenchResult,
+  autopilotChecks,
+  autopilotMarkdown,
+  runAutopilotBench,
+  writeAutopilotCharts,
+} from './autopilot.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -253,6 +262,7 @@ async function main(): Promise<void> {
     );
     process.exitCode = failed ? 1 : 0;
     await exactlyOnceSection(library, true);
+    await autopilotSection(library, true);
     return;
   }
 
@@ -403,6 +413,8 @@ async function main(): Promise<void> {
   log('9. Policy layers (issue 21)');
   const policy = await runPolicyBench(library, log);
   checks.push(...policyChecks(policy));
+  const autopilot = await autopilotSection(library, false);
+  if (autopilot !== undefined) checks.push(...autopilotChecks(autopilot));
   log('Targets');
   for (const check of checks) {
     const verdict = check.met === undefined ? 'n/a ' : check.met ? 'MET ' : 'MISS';
@@ -436,6 +448,7 @@ async function main(): Promise<void> {
       rateLimits,
       exactlyOnce,
       policy,
+      autopilot,
     };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     writeDocs(results);
@@ -458,6 +471,7 @@ interface Results {
   rateLimits?: RateLimitBenchResult | undefined;
   exactlyOnce?: ExactlyOnceBenchResult | undefined;
   policy?: PolicyRatios | undefined;
+  autopilot?: AutopilotBenchResult | undefined;
 }
 
 // Section 8, issue 24's targets; in the --quick guard too, where a miss or a failure to run is
@@ -470,6 +484,24 @@ async function exactlyOnceSection(
   log(`8. Exactly-once (issue 24)${quick ? ', --quick: reported, never failing the guard' : ''}`);
   try {
     return await runExactlyOnceBench(library, log, quick);
+  } catch (error) {
+    log(`   not measured: ${(error as Error)?.message ?? String(error)}`);
+    return undefined;
+  }
+}
+
+// Section 10, issue 34's rows: in the --quick guard on 5 000 calls a trace, printed and never
+// changing the exit code (a FAIL there is a finding, not a regression of the dispatch path).
+async function autopilotSection(
+  library: LoadedLibrary,
+  quick: boolean,
+): Promise<AutopilotBenchResult | undefined> {
+  log();
+  log(
+    `10. Autopilot (issue 34)${quick ? ', --quick: 5 000 calls a trace, reported, never failing the guard' : ''}`,
+  );
+  try {
+    return await runAutopilotBench({ library, log, quick, ...(quick ? { calls: 5_000 } : {}) });
   } catch (error) {
     log(`   not measured: ${(error as Error)?.message ?? String(error)}`);
     return undefined;
@@ -493,6 +525,7 @@ function writeDocs(results: Results): void {
   for (const chart of headlineCharts(results.ratios, results.mcpProxy)) {
     writeFileSync(`${root}docs/charts/${chart.file}`, chartSvg(chart));
   }
+  if (results.autopilot !== undefined) writeAutopilotCharts(results.autopilot, root);
   writeFileSync(
     `${root}docs/benchmarks.md`,
     markdown({
@@ -506,6 +539,7 @@ function writeDocs(results: Results): void {
       rateLimits: results.rateLimits,
       exactlyOnce: results.exactlyOnce,
       policy: results.policy,
+      autopilot: results.autopilot,
       openai: results.openAIToolkit,
       mcp: results.mcpProxy,
       overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
@@ -614,6 +648,7 @@ interface MarkdownInput {
   rateLimits: RateLimitBenchResult | undefined;
   exactlyOnce: ExactlyOnceBenchResult | undefined;
   policy: PolicyRatios | undefined;
+  autopilot: AutopilotBenchResult | undefined;
   openai: OpenAIToolkitBenchResult;
   mcp: McpProxyBenchResult | undefined;
   overheadVsCockatiel: number;
@@ -858,6 +893,15 @@ ${exactlyOnceMarkdown(input.exactlyOnce)}
 ## 9. Policy layers
 
 ${policyMarkdown(input.policy)}
+
+## 10. Autopilot
+
+Issue 34's rows (\`bench/autopilot.ts\`): seeded traces replayed through the real default stack on
+a virtual clock against a simulated tool, static defaults (30 s timeout, 3 attempts, \`max\` 8)
+beside \`autopilot()\`; then its cost per dispatch and memory per tool. See
+[autopilot.md](autopilot.md#measured) for what each row means.
+
+${autopilotMarkdown(input.autopilot)}${input.autopilot === undefined ? '' : '\n\n![p99 per trace: autopilot / static defaults](charts/autopilot-p99.svg)\n\n![tool calls per trace: autopilot / static defaults](charts/autopilot-load.svg)'}
 
 ## Method
 

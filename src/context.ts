@@ -33,6 +33,10 @@ const processCallPrefix = Buffer.from(globalThis.crypto.getRandomValues(new Uint
 );
 let nextCallNumber = 0;
 
+// Limits a layer outside restored over while their own layer was still running: their restore is
+// then a no-op.
+const overtaken = new WeakSet<Limit>();
+
 export class CallContext {
   // Assigned in the constructor, in the order the positional version had them, so every context
   // keeps the same property order (what a spread or JSON.stringify of it shows).
@@ -115,6 +119,15 @@ export class CallContext {
     this.deadline = limit.deadline;
     return () => {
       limit.dispose();
+      if (overtaken.has(limit)) return;
+      // A layer inside may still be settling when this one returns at its deadline: its restore,
+      // run afterwards, must not put back this limit, which has ended (retry would read its
+      // aborted signal as the call's and give up on a retryable timeout).
+      let inner = this.currentLimit;
+      while (inner !== undefined && inner !== limit) inner = inner.outer;
+      if (inner === limit) {
+        for (let over = this.currentLimit; over !== limit; over = over?.outer) overtaken.add(over as Limit);
+      }
       this.baseSignal = baseSignal;
       this.currentLimit = currentLimit;
       this.deadline = deadline;

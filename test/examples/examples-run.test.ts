@@ -30,6 +30,18 @@ describe('examples', () => {
     expect(stdout).toContain('cards charged: 1');
   });
 
+  it('autopilot.ts prints the p99 of a straggling tool before and after the autopilot', async () => {
+    const { code, stderr, stdout } = await runExample('examples/autopilot.ts');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^\s+p50\s+p99\s+p99\.9\s+tool calls$/m);
+    expect(stdout).toMatch(/^static defaults\s+\d+ ms\s+\d+ ms\s+\d+ ms\s+600$/m);
+    expect(stdout).toMatch(/^autopilot\s+\d+ ms\s+\d+ ms\s+\d+ ms\s+6\d\d$/m);
+    expect(stdout).toMatch(
+      /autopilot hedges after [\d.]+ ms \(p90 of \d+ calls\); p99 -?\d+ % lower for \d+ more tool calls/,
+    );
+  });
+
   it('custom-middleware.ts runs its own layer inside the default stack', async () => {
     const { code, stderr, stdout } = await runExample('examples/custom-middleware.ts');
     expect(stderr).toBe('');
