@@ -66,6 +66,14 @@ export interface ToolHealthOptions {
   clock?: Clock;
   /** Redacts tool names and budget keys before a report shows them. @default createRedactor() */
   redact?: Redactor;
+  /**
+   * When the aggregator listens to its dispatchers: `always`, or only while `watched` (someone
+   * subscribed, or a report was asked within the last window), so that a console nobody looks at
+   * costs the dispatcher nothing; its window then fills from the moment someone looks. Not with
+   * `share`, whose workers publish whether or not they are watched.
+   * @default 'always'
+   */
+  listen?: 'always' | 'watched';
 }
 
 const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
@@ -78,6 +86,7 @@ const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
   processId: true,
   clock: true,
   redact: true,
+  listen: true,
 });
 
 /** The tool-health aggregator: a `HealthSource`, and the listener that feeds it. */
@@ -119,7 +128,16 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
     processId = `p-${Math.random().toString(36).slice(2, 12)}`,
     clock = systemClock,
     redact = createRedactor(),
+    listen = 'always',
   } = given;
+  if (listen !== 'always' && listen !== 'watched') {
+    throw new TypeError(`listen must be 'always' or 'watched', got ${String(listen)}`);
+  }
+  if (listen === 'watched' && share !== undefined) {
+    throw new TypeError(
+      "listen must be 'always' with share: a worker publishes whether or not it is watched",
+    );
+  }
   if (typeof redact?.redact !== 'function') {
     throw new TypeError('redact must be a redactor from createRedactor()');
   }
@@ -142,7 +160,14 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
   }
   if (dispatcher !== undefined) requireSubscribable(dispatcher);
   const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock, redact });
-  const desk = new HealthDesk(aggregator, { reportEveryMs, share, processId, clock });
+  const desk = new HealthDesk(aggregator, {
+    reportEveryMs,
+    share,
+    processId,
+    clock,
+    watchedOnly: listen === 'watched',
+    windowMs,
+  });
   if (dispatcher !== undefined) desk.attach(dispatcher);
   return {
     report: () => desk.report(),
@@ -303,35 +328,41 @@ interface DeskSettings {
   readonly share: HealthShare | undefined;
   readonly processId: string;
   readonly clock: Clock;
+  /** Listen to the dispatchers only while watched. */
+  readonly watchedOnly: boolean;
+  /** How long a report keeps the aggregator listening, in `watchedOnly` mode. */
+  readonly windowMs: number;
 }
+
+type Subscribable = { subscribe(listener: EventListener): () => void };
 
 /** Reports and publishes: the timer runs while anyone listens, or while a share needs feeding. */
 class HealthDesk {
   readonly #listeners = new Set<(report: HealthReport) => void>();
-  readonly #detaches = new Set<() => void>();
+  // Each attached dispatcher, and its unsubscribe while the desk hears it.
+  readonly #sources = new Map<Subscribable, (() => void) | undefined>();
   #timer: unknown;
   #ticking = false;
   #closed = false;
+  #reportedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly aggregator: HealthAggregator,
     private readonly settings: DeskSettings,
   ) {}
 
-  attach(dispatcher: { subscribe(listener: EventListener): () => void }): () => void {
+  attach(dispatcher: Subscribable): () => void {
     if (this.#closed) throw new Error('toolHealth is closed');
-    const unsubscribe = dispatcher.subscribe((event) => this.aggregator.record(event));
-    let attached = true;
-    const detach = () => {
-      if (!attached) return;
-      attached = false;
-      this.#detaches.delete(detach);
-      unsubscribe();
+    if (this.#sources.has(dispatcher)) throw new Error('this dispatcher is attached already');
+    this.#sources.set(dispatcher, undefined);
+    if (this.#watched()) this.#hear(dispatcher);
+    this.#schedule();
+    return () => {
+      if (!this.#sources.has(dispatcher)) return;
+      this.#sources.get(dispatcher)?.();
+      this.#sources.delete(dispatcher);
       this.#schedule();
     };
-    this.#detaches.add(detach);
-    this.#schedule();
-    return detach;
   }
 
   subscribe(listener: (report: HealthReport) => void): () => void {
@@ -339,6 +370,7 @@ class HealthDesk {
     // A fresh wrapper per call: the same function subscribed twice is two subscriptions.
     const wrapped = (report: HealthReport) => listener(report);
     this.#listeners.add(wrapped);
+    this.#wake();
     this.#schedule();
     return () => {
       if (!this.#listeners.delete(wrapped)) return;
@@ -346,7 +378,51 @@ class HealthDesk {
     };
   }
 
+  #hear(dispatcher: Subscribable): void {
+    if (this.#sources.get(dispatcher) !== undefined) return;
+    this.#sources.set(
+      dispatcher,
+      dispatcher.subscribe((event) => this.aggregator.record(event)),
+    );
+  }
+
+  // Whether the dispatchers should be heard now.
+  #watched(): boolean {
+    if (!this.settings.watchedOnly) return true;
+    const sinceReport = this.settings.clock.now() - this.#reportedAt;
+    return this.#listeners.size > 0 || sinceReport < this.settings.windowMs;
+  }
+
+  #wake(): void {
+    if (this.#closed) return;
+    for (const dispatcher of this.#sources.keys()) this.#hear(dispatcher);
+  }
+
+  // Nobody looked for a whole window: the dispatchers go back to costing nothing.
+  #sleepIfUnwatched(): void {
+    if (this.#watched()) return;
+    for (const [dispatcher, unsubscribe] of this.#sources) {
+      unsubscribe?.();
+      this.#sources.set(dispatcher, undefined);
+    }
+  }
+
+  #hearing(): boolean {
+    for (const unsubscribe of this.#sources.values()) if (unsubscribe !== undefined) return true;
+    return false;
+  }
+
   report(): HealthReport | Promise<HealthReport> {
+    if (this.settings.watchedOnly && !this.#closed) {
+      this.#reportedAt = this.settings.clock.now();
+      this.#wake();
+      this.#schedule();
+    }
+    return this.#reportUnwatched();
+  }
+
+  // The report, without counting as someone looking (the timer's own reports).
+  #reportUnwatched(): HealthReport | Promise<HealthReport> {
     const own = this.aggregator.snapshot(this.settings.processId);
     const { share } = this.settings;
     if (share === undefined) return reportOf([own], this.aggregator.windowMs, own.at);
@@ -377,7 +453,10 @@ class HealthDesk {
   // The timer runs only while it has work: listeners to feed, or a fleet to publish to.
   #needsTimer(): boolean {
     if (this.#closed) return false;
-    return this.#listeners.size > 0 || (this.settings.share !== undefined && this.#detaches.size > 0);
+    if (this.#listeners.size > 0) return true;
+    if (this.settings.share !== undefined && this.#sources.size > 0) return true;
+    // Awake without listeners: the timer puts the desk back to sleep after a window.
+    return this.settings.watchedOnly && this.#hearing();
   }
 
   #schedule(): void {
@@ -400,7 +479,8 @@ class HealthDesk {
     this.#ticking = true;
     try {
       await this.#publish();
-      if (this.#listeners.size > 0) this.#deliver(await this.report());
+      if (this.#listeners.size > 0) this.#deliver(await this.#reportUnwatched());
+      this.#sleepIfUnwatched();
     } catch {
       // A failed round is skipped; the next one tries again.
     } finally {
@@ -411,7 +491,7 @@ class HealthDesk {
 
   async #publish(): Promise<void> {
     const { share, processId } = this.settings;
-    if (share === undefined || this.#detaches.size === 0) return;
+    if (share === undefined || this.#sources.size === 0) return;
     try {
       await share.publish(processId, this.aggregator.snapshot(processId), this.#ttlMs());
     } catch {
@@ -431,7 +511,8 @@ class HealthDesk {
 
   close(): void {
     this.#closed = true;
-    for (const detach of [...this.#detaches]) detach();
+    for (const unsubscribe of this.#sources.values()) unsubscribe?.();
+    this.#sources.clear();
     this.#listeners.clear();
     this.#schedule();
   }

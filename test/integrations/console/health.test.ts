@@ -207,6 +207,54 @@ describe('toolHealth: fed by a dispatcher', () => {
   });
 });
 
+describe("toolHealth: listen 'watched'", () => {
+  function echoDispatcher() {
+    const registry = new ToolRegistry().register({
+      name: 'echo',
+      description: 'echoes',
+      inputSchema: z.object({}),
+      handler: () => 'ok',
+    });
+    return createDispatcher([errorMapping(), toolLookup(registry)]);
+  }
+
+  it('hears the dispatcher only from the first look until a window passes with nobody looking', async () => {
+    const dispatcher = echoDispatcher();
+    const health = toolHealth({ clock, dispatcher, listen: 'watched' });
+    await dispatcher.dispatch('echo', {});
+    expect((await health.report()).tools).toEqual([]);
+    await dispatcher.dispatch('echo', {});
+    expect(rowOf(await health.report(), 'echo').calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(61_000);
+    expect(vi.getTimerCount()).toBe(0);
+    await dispatcher.dispatch('echo', {});
+    // Asleep when that call ran: the report wakes the desk, but the call was not heard.
+    expect((await health.report()).tools).toEqual([]);
+    health.close();
+  });
+
+  it('keeps hearing while a listener is subscribed', async () => {
+    const dispatcher = echoDispatcher();
+    const health = toolHealth({ clock, dispatcher, listen: 'watched' });
+    const reports: HealthReport[] = [];
+    const unsubscribe = health.subscribe((report) => reports.push(report));
+    await vi.advanceTimersByTimeAsync(120_000);
+    await dispatcher.dispatch('echo', {});
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(reports.at(-1)?.tools[0]?.calls).toBe(1);
+    unsubscribe();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(vi.getTimerCount()).toBe(0);
+    health.close();
+  });
+
+  it("refuses 'watched' with share, and any other value, naming listen", () => {
+    const share = { publish: () => undefined, readAll: () => [] };
+    expect(() => toolHealth({ listen: 'watched', share })).toThrow(/listen/);
+    expect(() => toolHealth({ listen: 'sometimes' as never })).toThrow(/listen/);
+  });
+});
+
 describe('toolHealth: subscribe', () => {
   it('reports about once a second while anyone listens, and stops its timer when nobody does', async () => {
     const health = toolHealth({ clock });
