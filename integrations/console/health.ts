@@ -125,7 +125,7 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
     maxTools = 500,
     maxTenants = 100,
     share,
-    processId = `p-${Math.random().toString(36).slice(2, 12)}`,
+    processId = `p-${globalThis.crypto.randomUUID()}`,
     clock = systemClock,
     redact = createRedactor(),
     listen = 'always',
@@ -156,7 +156,7 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
       typeof share.publish !== 'function' ||
       typeof share.readAll !== 'function')
   ) {
-    throw new TypeError('share must be a HealthShare (publish, readAll), e.g. redisHealthShare({ client })');
+    throw new TypeError('share must be a HealthShare (publish, readAll), e.g. redisHealthShare(redis)');
   }
   if (dispatcher !== undefined) requireSubscribable(dispatcher);
   const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock, redact });
