@@ -63,9 +63,10 @@ export class ConsoleRouter {
       return sendProblem(res, new HttpProblem(404, 'not_found', 'nothing here'), redact);
     }
     secureHeaders(res);
-    this.#route(req, res, path.slice(basePath.length), url.searchParams).catch((error: unknown) =>
-      this.#fail(res, error),
-    );
+    this.#route(req, res, path.slice(basePath.length), url.searchParams)
+      .catch((error: unknown) => this.#fail(res, error))
+      // Even the error answer failed (a redactor that throws): the connection is cut, never left hanging.
+      .catch(() => res.destroy());
   }
 
   #fail(res: ServerResponse, error: unknown): void {
