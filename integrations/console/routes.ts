@@ -190,10 +190,11 @@ export class ConsoleRouter {
     const approval = approvalAction.exec(rest);
     if (approval !== null) {
       const token = segment(approval[1] as string);
+      const approvals = deskOf(desk);
       const { value } = await readBody(req);
       if (approval[2] === 'approve') {
         const args = { given: Object.hasOwn(value, 'args'), value: value['args'] };
-        return sendJson(res, 200, await deskOf(desk).approve(token, caller.name, args), redact);
+        return sendJson(res, 200, await approvals.approve(token, caller.name, args), redact);
       }
       const reason = value['reason'];
       if (typeof reason !== 'string' || reason.trim() === '') {
@@ -201,7 +202,7 @@ export class ConsoleRouter {
       }
       if (reason.length > 2_000)
         throw new HttpProblem(400, 'bad_request', 'the reason is longer than 2000 characters');
-      return sendJson(res, 200, await deskOf(desk).deny(token, caller.name, reason.trim()), redact);
+      return sendJson(res, 200, await approvals.deny(token, caller.name, reason.trim()), redact);
     }
     const action = inDoubtAction.exec(rest);
     if (action !== null) {
