@@ -6,7 +6,7 @@
  */
 
 import { isDispatchError, type ApprovalGate, type ApprovalRecord } from '../../index.js';
-import type { ApprovalAuditPage } from '../../middleware/index.js';
+import type { ApprovalAuditPage, ApprovalStore } from '../../middleware/index.js';
 import { HttpProblem } from './http.js';
 
 /** One pending request as the approvals pane and `GET /api/approvals` show it. */
@@ -107,14 +107,34 @@ export class ApprovalDesk {
         if (items.length === query.limit) {
           const more = i < read.items.length - 1 || read.cursor !== undefined;
           if (!more) return { items };
-          const at = record.createdAt ?? 0;
-          const next: ListCursor = { ...(page === undefined ? {} : { page }), after: record.token, at };
+          const resumeAt = await this.#pageAfter(page, i, read, record.token);
+          const next: ListCursor = {
+            ...(resumeAt === undefined ? {} : { page: resumeAt }),
+            after: record.token,
+            at: record.createdAt ?? 0,
+          };
           return { items, cursor: Buffer.from(JSON.stringify(next)).toString('base64url') };
         }
       }
       if (read.cursor === undefined) return { items };
       page = read.cursor;
     }
+  }
+
+  // The store's own cursor just after item `index` of the page read at `page`: exact, so a request
+  // decided before the next page is read shifts nothing. Mid-page it takes one more read, of the
+  // page up to that item, kept only when it still ends there (else the page is read again and
+  // walked from the token on).
+  async #pageAfter(
+    page: string | undefined,
+    index: number,
+    read: { readonly items: readonly ApprovalRecord[]; readonly cursor?: string },
+    token: string,
+  ): Promise<string | undefined> {
+    if (index === read.items.length - 1) return read.cursor;
+    const list = this.gate.store.list?.bind(this.gate.store) as NonNullable<ApprovalStore['list']>;
+    const upTo = await list({ limit: index + 1, ...(page === undefined ? {} : { cursor: page }) });
+    return upTo.items.at(-1)?.token === token && upTo.cursor !== undefined ? upTo.cursor : page;
   }
 
   /** Every pending request (all pages), for the stream's diff. */

@@ -3,6 +3,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { z } from 'zod';
 import {
   approvalGate,
@@ -121,4 +122,62 @@ export async function serve(
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
   return { room, server, origin, bodies, call, login, sessionPost, stop };
+}
+
+export interface Received {
+  readonly event: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read the events' fields freely
+  readonly data: any;
+}
+
+/** An open stream: the events as they come, a wait for the next of a type, and the close. */
+export async function stream(served: Served) {
+  const abort = new AbortController();
+  const response = await fetch(`${served.origin}/console/api/events`, {
+    headers: bearer,
+    signal: abort.signal,
+  });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const received: Received[] = [];
+  let raw = '';
+  let buffer = '';
+  let ended = false;
+  const pump = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+      if (done) break;
+      const text = decoder.decode(value, { stream: true });
+      raw += text;
+      buffer += text;
+      let end = buffer.indexOf('\n\n');
+      while (end !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event !== undefined && data !== undefined) received.push({ event, data: JSON.parse(data) });
+        end = buffer.indexOf('\n\n');
+      }
+    }
+    ended = true;
+  })();
+  const next = async (event: string, from = 0): Promise<Received> => {
+    for (;;) {
+      const found = received.slice(from).find((item) => item.event === event);
+      if (found !== undefined) return found;
+      if (ended) throw new Error(`the stream ended before ${event}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  return {
+    received,
+    next,
+    raw: () => raw,
+    ended: () => ended,
+    pump,
+    close: () => abort.abort(),
+  };
 }
