@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { approvalGate, createDispatcher, createRedactor, defaultStack, ToolRegistry } from '../../index.js';
+import { toolHealth } from '../../integrations/console/health.js';
 import { controlRoom } from '../../integrations/console/index.js';
 import { circuitBreaker, memoryReceiptStore } from '../../middleware/index.js';
 
@@ -66,7 +67,9 @@ export function consoleRegistry(runs: ToolRuns): ToolRegistry {
       reconcile: (_args, { idempotencyKey }) => {
         if (!runs.bankAnswers) return 'unknown';
         const charge = ledger.get(idempotencyKey ?? '');
-        return charge === undefined ? 'not_committed' : { status: 'committed', evidence: { chargeId: charge } };
+        return charge === undefined
+          ? 'not_committed'
+          : { status: 'committed', evidence: { chargeId: charge } };
       },
     })
     .register({
@@ -94,7 +97,8 @@ export async function startConsole(runs: ToolRuns) {
     }),
     { redact },
   );
-  const room = controlRoom({ token: consoleToken, gate, dispatcher, receipts, registry, redact });
+  const health = toolHealth({ dispatcher });
+  const room = controlRoom({ token: consoleToken, gate, dispatcher, receipts, registry, redact, health });
   const server = http.createServer(room.handler);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -109,6 +113,7 @@ export async function startConsole(runs: ToolRuns) {
     url: `${origin}/console`,
     async close() {
       await room.close();
+      health.close();
       server.closeAllConnections();
       server.close();
       await once(server, 'close');

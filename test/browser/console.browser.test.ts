@@ -25,7 +25,8 @@ let profile: string;
 const tokens = new Map<string, string>();
 
 function tokenOf(outcome: Outcome): string {
-  if (outcome.ok || outcome.approval === undefined) throw new Error(`expected a pause, got ${JSON.stringify(outcome)}`);
+  if (outcome.ok || outcome.approval === undefined)
+    throw new Error(`expected a pause, got ${JSON.stringify(outcome)}`);
   return outcome.approval.token;
 }
 
@@ -84,7 +85,8 @@ describe('the console page in Chromium', () => {
     // A refused request (the 401s of the first session check and the wrong token) is logged by the
     // browser as a failed resource: those are answers, not errors of the page.
     page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(message.text());
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+        errors.push(message.text());
     });
     await page.goto(fixture.url);
     await shoot('login');
@@ -123,10 +125,14 @@ describe('the console page in Chromium', () => {
     const token = tokens.get('call-approve') as string;
     const posts: string[] = [];
     page.on('request', (request) => request.method() === 'POST' && posts.push(request.url()));
-    await rowOf('call-approve').getByRole('button', { name: /^Approve/ }).dblclick();
+    await rowOf('call-approve')
+      .getByRole('button', { name: /^Approve/ })
+      .dblclick();
     await rowOf('call-approve').waitFor({ state: 'detached', ...soon });
     expect(posts.filter((url) => url.endsWith(`/approvals/${token}/approve`))).toHaveLength(1);
-    await expect.poll(() => page.locator('#panel-approvals [role=status]').textContent(), soon).toContain('call-approve');
+    await expect
+      .poll(() => page.locator('#panel-approvals [role=status]').textContent(), soon)
+      .toContain('call-approve');
     const args = { orderId: 'o-1', amount: 250, note: `customer key ${liveKey}` };
     const delivered = await Promise.all([
       fixture.dispatcher.dispatch('payments.refund', args, { callId: 'call-approve', approval: token }),
@@ -135,7 +141,9 @@ describe('the console page in Chromium', () => {
     expect(delivered.map((outcome) => outcome.ok)).toEqual([true, true]);
     expect(runs.refunds).toEqual(['o-1']);
     const audit = (await (
-      await fetch(`${fixture.url}/api/audit?token=${token}`, { headers: { authorization: `Bearer ${consoleToken}` } })
+      await fetch(`${fixture.url}/api/audit?token=${token}`, {
+        headers: { authorization: `Bearer ${consoleToken}` },
+      })
     ).json()) as { items: { decision: string; by: string }[] };
     expect(audit.items).toMatchObject([{ decision: 'approved', by: 'ana' }]);
   });
@@ -168,7 +176,10 @@ describe('the console page in Chromium', () => {
     await row.waitFor({ state: 'detached', ...soon });
     const edited = { orderId: 'o-3', amount: 125, note: 'half' };
     const token = tokens.get('call-edit') as string;
-    const outcome = await fixture.dispatcher.dispatch('payments.refund', edited, { callId: 'call-edit', approval: token });
+    const outcome = await fixture.dispatcher.dispatch('payments.refund', edited, {
+      callId: 'call-edit',
+      approval: token,
+    });
     expect(outcome.ok).toBe(true);
     expect(runs.refunds).toEqual(['o-1', 'o-3']);
     expect(await page.getByText('Nothing awaits approval.').count()).toBe(1);
@@ -176,7 +187,9 @@ describe('the console page in Chromium', () => {
 
   it('shows tool health after a burst of calls and a tripped breaker', async () => {
     await Promise.all(
-      Array.from({ length: 20 }, (_, i) => fixture.dispatcher.dispatch('orders.lookup', { orderId: `o-${i}` })),
+      Array.from({ length: 20 }, (_, i) =>
+        fixture.dispatcher.dispatch('orders.lookup', { orderId: `o-${i}` }),
+      ),
     );
     for (let i = 0; i < 4; i++) await fixture.dispatcher.dispatch('search.web', { q: `query ${i}` });
     await page.getByRole('tab', { name: /Tool health/ }).click();
@@ -187,8 +200,16 @@ describe('the console page in Chromium', () => {
   });
 
   it('reconciles a charge in doubt, and marks a payout without reconcile resolved with a note', async () => {
-    const charge = await fixture.dispatcher.dispatch('payments.charge', { amount: 25 }, { idempotencyKey: 'order-1042' });
-    const payout = await fixture.dispatcher.dispatch('payments.payout', { amount: 40 }, { idempotencyKey: 'payout-77' });
+    const charge = await fixture.dispatcher.dispatch(
+      'payments.charge',
+      { amount: 25 },
+      { idempotencyKey: 'order-1042' },
+    );
+    const payout = await fixture.dispatcher.dispatch(
+      'payments.payout',
+      { amount: 40 },
+      { idempotencyKey: 'payout-77' },
+    );
     expect([charge.ok, payout.ok]).toEqual([false, false]);
     await page.getByRole('tab', { name: /In doubt/ }).click();
     await rowOf('order-1042').waitFor(soon);
@@ -196,7 +217,9 @@ describe('the console page in Chromium', () => {
     await showsNoSecret();
     await shoot('in-doubt');
     runs.bankAnswers = true;
-    await rowOf('order-1042').getByRole('button', { name: /^Reconcile/ }).click();
+    await rowOf('order-1042')
+      .getByRole('button', { name: /^Reconcile/ })
+      .click();
     await rowOf('order-1042').waitFor({ state: 'detached', ...soon });
     const status = page.locator('#panel-in-doubt [role=status]');
     await expect.poll(() => status.textContent(), soon).toContain('committed, now succeeded');
