@@ -47,6 +47,7 @@ export function consoleRegistry(runs: ToolRuns): ToolRegistry {
     .register({
       name: 'orders.lookup',
       inputSchema: z.object({ orderId: z.string() }),
+      cost: 2,
       annotations: { readOnlyHint: true },
       handler: ({ orderId }) => ({ orderId, status: 'delivered' }),
     })
@@ -94,6 +95,9 @@ export async function startConsole(runs: ToolRuns) {
       idempotency: { receipts },
       breaker: circuitBreaker({ failureThreshold: 3, cooldownMs: 600_000 }),
       retry: { baseDelayMs: 5, jitter: 0 },
+      // A burst of 20 takes the 10 in the bucket, waits for a few more and is refused the rest.
+      rateLimit: { rate: 10, burst: 10, maxWaitMs: 250 },
+      windowedBudget: { key: (ctx) => ctx.options.tenant, limit: 1_000, windowMs: 600_000 },
     }),
     { redact },
   );

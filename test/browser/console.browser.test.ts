@@ -188,12 +188,21 @@ describe('the console page in Chromium', () => {
   it('shows tool health after a burst of calls and a tripped breaker', async () => {
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        fixture.dispatcher.dispatch('orders.lookup', { orderId: `o-${i}` }),
+        fixture.dispatcher.dispatch(
+          'orders.lookup',
+          { orderId: `o-${i}` },
+          { tenant: i % 2 ? 'globex' : 'acme' },
+        ),
       ),
     );
     for (let i = 0; i < 4; i++) await fixture.dispatcher.dispatch('search.web', { q: `query ${i}` });
     await page.getByRole('tab', { name: /Tool health/ }).click();
-    await expect.poll(() => rowOf('orders.lookup').textContent(), soon).toContain('ok 20');
+    const lookups = rowOf('orders.lookup');
+    await expect.poll(() => lookups.locator('td').nth(1).textContent(), soon).toBe('20');
+    expect(await lookups.textContent()).toMatch(/ok 1\d/);
+    expect(await lookups.textContent()).toMatch(/rate_limited \d/);
+    expect(await lookups.textContent()).toMatch(/\d+ waits, [1-9]\d* refused/);
+    expect(await lookups.textContent()).toMatch(/acme: \d+ spent/);
     await expect.poll(() => rowOf('search.web').locator('.badge').textContent(), soon).toBe('open');
     await showsNoSecret();
     await shoot('health');
