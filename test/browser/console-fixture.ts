@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { approvalGate, createDispatcher, createRedactor, defaultStack, ToolRegistry } from '../../index.js';
 import { toolHealth } from '../../integrations/console/health.js';
+import { inDoubtDesk } from '../../integrations/console/in-doubt.js';
 import { controlRoom } from '../../integrations/console/index.js';
 import { circuitBreaker, memoryReceiptStore } from '../../middleware/index.js';
 
@@ -101,8 +102,20 @@ export async function startConsole(runs: ToolRuns) {
     }),
     { redact },
   );
+  // The panes' sources, given explicitly (the same ones controlRoom builds from `dispatcher`,
+  // `receipts` and `registry`).
   const health = toolHealth({ dispatcher });
-  const room = controlRoom({ token: consoleToken, gate, dispatcher, receipts, registry, redact, health });
+  const inDoubt = inDoubtDesk({ receipts, registry, redact });
+  const room = controlRoom({
+    token: consoleToken,
+    gate,
+    dispatcher,
+    receipts,
+    registry,
+    redact,
+    health,
+    inDoubt,
+  });
   const server = http.createServer(room.handler);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -235,7 +235,7 @@ describe('the console page in Chromium', () => {
     const payoutRow = rowOf('payout-77');
     await payoutRow.getByRole('button', { name: /^Mark/ }).click();
     await payoutRow.getByLabel('Note (what you checked)').fill('no payout in the bank statement');
-    await payoutRow.getByRole('button', { name: 'Resolve' }).click();
+    await payoutRow.getByRole('button', { name: 'Resolve', exact: true }).click();
     await payoutRow.waitFor({ state: 'detached', ...soon });
     await expect.poll(() => status.textContent(), soon).toContain('resolved');
     expect((await fixture.receipts.get('order-1042'))?.status).toBe('succeeded');
