@@ -128,6 +128,10 @@ export async function startConsole(runs: ToolRuns) {
     dispatcher,
     origin,
     url: `${origin}/console`,
+    /** Cuts every open connection (the page's event stream among them), as a proxy restart would. */
+    dropConnections() {
+      server.closeAllConnections();
+    },
     async close() {
       await room.close();
       health.close();

@@ -121,6 +121,19 @@ describe('the console page in Chromium', () => {
     await shoot('approvals');
   });
 
+  it('says it is reconnecting when the stream drops, and shows what paused meanwhile once back', async () => {
+    const live = page.locator('.live');
+    fixture.dropConnections();
+    await expect.poll(() => live.textContent(), soon).toBe('Reconnecting…');
+    await pauseRefund('call-while-away', 'o-9');
+    await expect.poll(() => live.textContent(), soon).toBe('Live');
+    await rowOf('call-while-away').waitFor(soon);
+    await rowOf('call-while-away').getByRole('button', { name: /^Deny/ }).click();
+    await rowOf('call-while-away').getByLabel('Reason for denying').fill('duplicate of o-1');
+    await rowOf('call-while-away').getByRole('button', { name: 'Send denial' }).click();
+    await rowOf('call-while-away').waitFor({ state: 'detached', ...soon });
+  });
+
   it('approves a refund once on a double click, and the approved call runs the tool once', async () => {
     const token = tokens.get('call-approve') as string;
     const posts: string[] = [];
@@ -239,5 +252,14 @@ describe('the console page in Chromium', () => {
     await payoutRow.waitFor({ state: 'detached', ...soon });
     await expect.poll(() => status.textContent(), soon).toContain('resolved');
     expect((await fixture.receipts.get('order-1042'))?.status).toBe('succeeded');
+  });
+
+  it('signs out: the login form again, also after a reload', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Console token').waitFor(soon);
+    expect(await page.getByText('Signed in as ana').count()).toBe(0);
+    await page.reload();
+    await page.getByLabel('Console token').waitFor(soon);
+    expect(await page.locator('#app').textContent()).toBe('');
   });
 });
