@@ -37,6 +37,8 @@ export class ApprovalsPane {
   readonly #empty: HTMLTableRowElement;
   readonly #status: HTMLParagraphElement;
   readonly #decidedHere = new Set<string>();
+  /** Tokens decided since the page opened: a list read before the decision must not bring them back. */
+  readonly #gone = new Set<string>();
 
   /**
    * @param api the console's API
@@ -87,12 +89,12 @@ export class ApprovalsPane {
     const listed = new Set(answer.body.map((item) => item.token));
     for (const [token, row] of this.#rows)
       if (!listed.has(token) && !row.actions.engaged) this.#remove(token);
-    for (const item of answer.body) if (!this.#rows.has(item.token)) this.opened(item);
+    for (const item of answer.body) this.opened(item);
   }
 
   /** Adds a request opened anywhere (the `approval.opened` event). */
   opened(item: ApprovalItem): void {
-    if (this.#rows.has(item.token)) return;
+    if (this.#rows.has(item.token) || this.#gone.has(item.token)) return;
     const now = Date.now();
     // The server's clock may differ from this one: age and expiry are kept on this clock, placed
     // by the age the server measured.
@@ -148,6 +150,7 @@ export class ApprovalsPane {
 
   /** Removes a request decided anywhere (the `approval.decided` event). */
   decided(record: ApprovalDecided): void {
+    this.#forget(record.token);
     const row = this.#rows.get(record.token);
     if (this.#decidedHere.delete(record.token) || row === undefined) return;
     this.#remove(record.token);
@@ -213,6 +216,7 @@ export class ApprovalsPane {
   #settle(row: Row, answer: Answer<unknown>, done: string): string | undefined {
     if (answer.ok) {
       this.#decidedHere.add(row.item.token);
+      this.#forget(row.item.token);
       this.#remove(row.item.token);
       this.#status.textContent = `${done}: ${row.item.tool} (call ${row.item.callId}).`;
       return undefined;
@@ -227,6 +231,12 @@ export class ApprovalsPane {
       default:
         return answer.message;
     }
+  }
+
+  #forget(token: string): void {
+    this.#gone.add(token);
+    // Bounded: a list is stale for a moment, so the oldest decisions need not be remembered.
+    if (this.#gone.size > 1_000) this.#gone.delete(this.#gone.values().next().value as string);
   }
 
   #remove(token: string): void {

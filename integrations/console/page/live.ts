@@ -53,7 +53,7 @@ export class LiveFeed {
     source.addEventListener('open', () => {
       this.#delay = 1000;
       this.#paint('live', 'Live');
-      // The first open follows the panes' own load; a later one may have missed events.
+      // The panes load their lists as the stream first opens; a later open may have missed events.
       if (this.#opened) this.handlers.resync();
       this.#opened = true;
     });

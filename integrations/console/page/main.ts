@@ -72,7 +72,10 @@ class SignedIn {
     app.replaceChildren(header, tabs.list, ...tabs.panels);
     tabs.select('approvals');
     this.#clock = window.setInterval(() => this.#approvals.tick(), 1000);
-    void this.#load(panes).then(() => this.#feed.start());
+    // The stream first, then the lists: a request opened in between arrives as an event, and
+    // the panes drop duplicates.
+    this.#feed.start();
+    void this.#load(panes);
   }
 
   /** Stops the feed and the clock and empties the page. */
