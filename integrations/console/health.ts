@@ -5,7 +5,13 @@
  * @module
  */
 
-import type { Clock, DispatchEvent, EventListener } from '../../index.js';
+import {
+  createRedactor,
+  type Clock,
+  type DispatchEvent,
+  type EventListener,
+  type Redactor,
+} from '../../index.js';
 import {
   optionKeys,
   optionsObject,
@@ -58,6 +64,8 @@ export interface ToolHealthOptions {
   processId?: string;
   /** The clock windows, reports and the timer run on. @default systemClock */
   clock?: Clock;
+  /** Redacts tool names and budget keys before a report shows them. @default createRedactor() */
+  redact?: Redactor;
 }
 
 const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
@@ -69,6 +77,7 @@ const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
   share: true,
   processId: true,
   clock: true,
+  redact: true,
 });
 
 /** The tool-health aggregator: a `HealthSource`, and the listener that feeds it. */
@@ -109,7 +118,11 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
     share,
     processId = `p-${Math.random().toString(36).slice(2, 12)}`,
     clock = systemClock,
+    redact = createRedactor(),
   } = given;
+  if (typeof redact?.redact !== 'function') {
+    throw new TypeError('redact must be a redactor from createRedactor()');
+  }
   requireNumber('windowMs', windowMs, slicesPerWindow, {});
   requireNumber('reportEveryMs', reportEveryMs, 10, {});
   requireInteger('maxTools', maxTools, 1);
@@ -128,7 +141,7 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
     throw new TypeError('share must be a HealthShare (publish, readAll), e.g. redisHealthShare({ client })');
   }
   if (dispatcher !== undefined) requireSubscribable(dispatcher);
-  const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock });
+  const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock, redact });
   const desk = new HealthDesk(aggregator, { reportEveryMs, share, processId, clock });
   if (dispatcher !== undefined) desk.attach(dispatcher);
   return {
@@ -156,6 +169,7 @@ interface AggregatorSettings {
   readonly maxTools: number;
   readonly maxTenants: number;
   readonly clock: Pick<Clock, 'now'>;
+  readonly redact: Redactor;
 }
 
 /** Every tool's window in this process, fed one event at a time. */
@@ -229,7 +243,8 @@ class HealthAggregator {
 
   #burn(tool: string, key: unknown, units: number, refusals: number): void {
     if (!Number.isFinite(units)) return;
-    this.#window(tool).budget(this.#stamp(), typeof key === 'string' ? key : '', units, refusals);
+    const tenant = typeof key === 'string' ? this.settings.redact.redact(key) : '';
+    this.#window(tool).budget(this.#stamp(), tenant, units, refusals);
   }
 
   #stamp(): number {
@@ -251,7 +266,9 @@ class HealthAggregator {
     const kept = this.#tools.size >= room ? '_OTHER' : name;
     window = this.#tools.get(kept);
     if (window === undefined) {
-      window = new ToolWindow(kept, { slices: slicesPerWindow, maxTenants: this.settings.maxTenants });
+      // Redacted once, when the tool is first seen: a name is what a report shows.
+      const shown = kept === '_OTHER' ? kept : this.settings.redact.redact(kept);
+      window = new ToolWindow(shown, { slices: slicesPerWindow, maxTenants: this.settings.maxTenants });
       this.#tools.set(kept, window);
     }
     return window;

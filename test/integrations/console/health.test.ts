@@ -117,6 +117,17 @@ describe('toolHealth: counting events', () => {
     health.close();
   });
 
+  it('redacts tool names and budget keys before a report shows them', async () => {
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123';
+    const health = toolHealth({ clock });
+    health.record(event('dispatch.failure', `tool ${secret}`, { kind: 'not_found', durationMs: 0 }));
+    health.record(event('budget.charged', 'pay', { key: `tenant ${secret}`, units: 1 }));
+    const report = JSON.stringify(await health.report());
+    expect(report).not.toContain('AbCdEfGhIjKlMnOpQrStUvWx');
+    expect(report).toContain('REDACTED');
+    health.close();
+  });
+
   it('ignores an event with fields of the wrong type without throwing', () => {
     const health = toolHealth({ clock });
     expect(() =>
