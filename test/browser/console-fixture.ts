@@ -102,8 +102,8 @@ export async function startConsole(runs: ToolRuns) {
     }),
     { redact },
   );
-  // The panes' sources, given explicitly (the same ones controlRoom builds from `dispatcher`,
-  // `receipts` and `registry`).
+  // The panes' sources over the same dispatcher, receipts and registry, given explicitly so the
+  // test does not depend on which sources controlRoom builds by itself.
   const health = toolHealth({ dispatcher });
   const inDoubt = inDoubtDesk({ receipts, registry, redact });
   const room = controlRoom({
