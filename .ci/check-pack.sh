@@ -21,6 +21,12 @@ tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
   || { cat "$work/publint.log"; echo 'pack check: publint found problems'; exit 1; }
 grep -q 'All good' "$work/publint.log" || { cat "$work/publint.log"; echo 'pack check: publint did not say "All good"'; exit 1; }
 echo 'pack check: arethetypeswrong and publint report nothing on the tarball'
+# The console serves its page from the package: the built script and styles must be packed.
+for asset in app.js app.css; do
+  tar -tzf "$work/$tarball" | grep -qx "package/dist/console-page/$asset" \
+    || { echo "pack check: dist/console-page/$asset is not in the tarball (npm run build builds it)"; exit 1; }
+done
+echo 'pack check: the console page (dist/console-page/app.js, app.css) is packed'
 tsc="$root/node_modules/typescript/bin/tsc"
 version() { node -p "require('$root/package.json').devDependencies['$1'].replace(/^[~^]/, '')"; }
 own_version=$(node -p "require('$root/package.json').version")
