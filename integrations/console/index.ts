@@ -18,6 +18,10 @@ export { controlRoom } from './server.js';
 export type { ControlRoom, ControlRoomOptions } from './server.js';
 export type { ApprovalItem } from './approvals.js';
 export { InDoubtActionError } from './panes.js';
+export { toolHealth } from './health.js';
+export type { HealthShare, HealthSnapshot, ToolHealth, ToolHealthOptions } from './health.js';
+export { inDoubtDesk } from './in-doubt.js';
+export type { InDoubtDeskOptions } from './in-doubt.js';
 export type {
   HealthReport,
   HealthSource,

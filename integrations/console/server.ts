@@ -17,6 +17,8 @@ import {
 import { optionKeys, optionsObject } from '../../middleware/index.js';
 import { ApprovalDesk } from './approvals.js';
 import { Doorkeeper } from './auth.js';
+import { toolHealth } from './health.js';
+import { inDoubtDesk } from './in-doubt.js';
 import type { HealthSource, InDoubtSource } from './panes.js';
 import { ConsoleRouter } from './routes.js';
 import { EventHub } from './sse.js';
@@ -36,9 +38,9 @@ export interface ControlRoomOptions {
   dispatcher?: Dispatcher;
   /** The registry "reconcile now" finds a tool's `reconcile` in. @default undefined */
   registry?: ToolRegistry;
-  /** What feeds the tool-health pane, instead of the built-in aggregator. @default undefined (no pane) */
+  /** What feeds the tool-health pane, instead of the built-in aggregator. @default `toolHealth({ dispatcher, listen: 'watched' })` when `dispatcher` is given, else no pane */
   health?: HealthSource;
-  /** What feeds the in-doubt pane, instead of the built-in source. @default undefined (no pane) */
+  /** What feeds the in-doubt pane, instead of the built-in source. @default `inDoubtDesk({ receipts, registry })` when `receipts` is given, else no pane */
   inDoubt?: InDoubtSource;
   /**
    * The redactor everything the console sends passes (answers, events, error messages).
@@ -110,7 +112,7 @@ export function controlRoom(options: ControlRoomOptions): ControlRoom {
   requireMethods('gate', gate, ['approve', 'deny', 'subscribe']);
   if (gate !== undefined) requireMethods('gate.store', gate.store, ['get', 'answer']);
   requireMethods('receipts', receipts, ['get', 'list']);
-  requireMethods('dispatcher', dispatcher, ['dispatch']);
+  requireMethods('dispatcher', dispatcher, ['dispatch', 'subscribe']);
   requireMethods('registry', registry, ['get']);
   requireMethods('health', health, ['report', 'subscribe']);
   requireMethods('inDoubt', inDoubt, ['list', 'reconcile', 'resolve']);
@@ -126,9 +128,20 @@ export function controlRoom(options: ControlRoomOptions): ControlRoom {
       `basePath must be a path such as '/console' (segments of letters, digits, . _ ~ -, no trailing slash), got ${String(basePath)}`,
     );
   }
-  // The built-in health and in-doubt sources (over `dispatcher`, `receipts` and `registry`) plug in
-  // here when they land; until then a pane shows only when its source is given.
-  const sources = { health, inDoubt };
+  // The built-in aggregator listens only while someone looks, so a console nobody watches costs a
+  // dispatch nothing (the pane's window fills from the moment it is opened).
+  const ownHealth =
+    health === undefined && dispatcher !== undefined
+      ? toolHealth({ dispatcher, redact, listen: 'watched' })
+      : undefined;
+  const sources = {
+    health: health ?? ownHealth,
+    inDoubt:
+      inDoubt ??
+      (receipts === undefined
+        ? undefined
+        : inDoubtDesk({ receipts, redact, ...(registry === undefined ? {} : { registry }) })),
+  };
   const desk = gate === undefined ? undefined : new ApprovalDesk(gate, now);
   const hub = new EventHub({ gate, desk, health: sources.health, inDoubt: sources.inDoubt, redact, now });
   const router = new ConsoleRouter({
@@ -146,6 +159,7 @@ export function controlRoom(options: ControlRoomOptions): ControlRoom {
     close: async () => {
       router.close();
       hub.closeAll();
+      ownHealth?.close();
     },
   };
 }
