@@ -188,7 +188,14 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
     mode,
     clock,
     timeout,
-    stats: toolStats({ clock, quantiles: timeout === undefined ? [] : [timeout.quantile] }),
+    stats: toolStats({
+      clock,
+      quantiles: timeout === undefined ? [] : [timeout.quantile],
+      // A fleet's store merges tools' windows: every worker tunes on every worker's calls.
+      ...(given.store?.exchangeSketch === undefined
+        ? {}
+        : { exchange: given.store.exchangeSketch.bind(given.store) }),
+    }),
     budget: budgetSettingsOf(given.retryBudget, given.store, clock),
   };
   const pilot = new Pilot(settings);
