@@ -134,8 +134,9 @@ export async function runHedgedAttempt(
   try {
     result = await runHedged({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
   } finally {
-    // Each attempt put the stack back as it settled; the last to settle leaves it as it was entered.
-    await Promise.allSettled(attempts);
+    // Each attempt put the stack back as it settled; the last to settle leaves it as it was
+    // entered. A lone attempt has settled by now: no wait for it.
+    if (attempts.length > 1) await Promise.allSettled(attempts);
   }
   ctx.outcome = result.value;
   return result.hedged;
@@ -211,20 +212,20 @@ export class ToolHedging {
    * Runs the attempt hedged after `hedgeAfterMs` (see `runHedgedAttempt`); `record.hedged` says a
    * hedge started (in shadow: would have), and the events say what was decided.
    */
-  async run(
+  run(
     ctx: DispatchContext,
     next: Next,
     tool: Tool,
     hedgeAfterMs: number,
     record: { hedged: boolean },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const onHedge = (decision: HedgeDecision): void => {
       if (decision !== 'budget_spent') record.hedged = true;
       if (decision === 'would_start')
         ctx.emit('autopilot.shadow', { knob: 'hedge', action: 'hedged', hedgeAfterMs });
       else ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
     };
-    await runHedgedAttempt(ctx, next, tool, {
+    return runHedgedAttempt(ctx, next, tool, {
       hedgeAfterMs,
       budget: this.#of(tool.name).budget,
       shadow: this.#mode === 'shadow',
