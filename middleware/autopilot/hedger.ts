@@ -191,8 +191,8 @@ export class ToolHedging {
       state.budget.deposit();
       return undefined;
     }
-    let summary = this.#stats.summary(tool.name) as ToolSummary;
-    if (summary.samples < minSamples) summary = this.#stats.summary(tool.name, true) as ToolSummary;
+    let summary = this.#stats.summary(tool.name, false, now) as ToolSummary;
+    if (summary.samples < minSamples) summary = this.#stats.summary(tool.name, true, now) as ToolSummary;
     if (state.summary !== summary) {
       state.summary = summary;
       state.ms = this.#delayOf(summary);
