@@ -79,6 +79,11 @@ function isEndable(limit: unknown): limit is EndableLimit {
  * with the limits outside it (the caller's cancel, the autopilot's and the call's deadlines) as a
  * lone attempt does, and the loser's is ended directly. Nothing is allocated for a hedge that
  * never starts but that limit and `runHedged`'s one timer: no `AbortController`, no listener.
+ *
+ * @example
+ * const hedged = await runHedgedAttempt(ctx, next, ctx.tool, {
+ *   hedgeAfterMs: 120, budget, shadow: false, clock: systemClock, onHedge: () => {},
+ * });
  */
 export async function runHedgedAttempt(
   ctx: DispatchContext,
@@ -157,6 +162,11 @@ interface ToolHedge {
 /**
  * The autopilot's hedging: per tool, the delay (its live hedge quantile once it has
  * `minSamples`), the budget every hedge-eligible attempt pays into, and the hedged run.
+ *
+ * @example
+ * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
+ * const after = hedging.delayFor(ctx, tool, clock.now());
+ * if (after !== undefined) await hedging.run(ctx, next, tool, after, record);
  * @internal
  */
 export class ToolHedging {
