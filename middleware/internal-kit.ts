@@ -144,15 +144,10 @@ export class FifoSemaphore {
     };
   }
 
-  /** Frees a slot, handing it straight to the first waiter if the capacity allows. */
+  /** Frees a slot, handing free slots straight to the first waiters as the capacity allows. */
   release(): void {
-    const waiter = this.#head;
-    if (waiter === undefined || this.running > this.max) {
-      this.running -= 1;
-      return;
-    }
-    this.#unlink(waiter);
-    waiter.grant();
+    this.running -= 1;
+    if (this.#head !== undefined) this.admit();
   }
 
   /** Hands free slots to waiters, in order: call it when the capacity has risen. */

@@ -221,12 +221,13 @@ export class ToolStats {
 
   /**
    * `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle);
-   * `fresh` computes it again even between refreshes.
+   * `fresh` computes it again even between refreshes. `now` is the clock's reading, for a caller
+   * that has just taken it.
    */
-  summary(tool: string, fresh = false): ToolSummary | undefined {
+  summary(tool: string, fresh = false, now?: number): ToolSummary | undefined {
     const entry = this.#entries.get(tool);
     if (entry === undefined) return undefined;
-    const now = this.#clock.now();
+    now ??= this.#clock.now();
     const window = entry.window;
     window.advance(now);
     if (
