@@ -109,19 +109,21 @@ if (layers.some((f) => typeof f !== 'function') || typeof TransientError !== 'fu
 console.log('pack check: the installed package works without any host SDK');
 TS
 # The OpenAI and Anthropic subpaths only use their SDKs' types, /redis and /postgres take any client
-# through an adapter, and /durable is engine-neutral: they load without the SDKs.
+# through an adapter, /durable is engine-neutral and /console needs only node:http: they load
+# without the SDKs.
 cat > providers.mjs <<'JS'
 const openai = await import('tool-dispatcher/openai');
 const anthropic = await import('tool-dispatcher/anthropic');
 const redis = await import('tool-dispatcher/redis');
 const postgres = await import('tool-dispatcher/postgres');
 const durable = await import('tool-dispatcher/durable');
+const console_ = await import('tool-dispatcher/console');
 if (typeof openai.createOpenAIToolkit !== 'function' || typeof anthropic.createAnthropicToolkit !== 'function'
   || typeof redis.fromNodeRedis !== 'function' || typeof postgres.postgresReceiptStore !== 'function'
-  || typeof durable.engineVerdict !== 'function') {
+  || typeof durable.engineVerdict !== 'function' || typeof console_.controlRoom !== 'function') {
   throw new Error('SDK-free subpaths');
 }
-console.log('pack check: tool-dispatcher/openai, /anthropic, /redis, /postgres and /durable load without their SDKs');
+console.log('pack check: tool-dispatcher/openai, /anthropic, /redis, /postgres, /durable and /console load without their SDKs');
 JS
 # A subpath that needs a missing peer fails its import with one line; caught, it is an error whose
 # stack is that line, with the code Node's resolver uses.
@@ -202,11 +204,12 @@ import { postgresReceiptStore, receiptTableSql } from 'tool-dispatcher/postgres'
 import { engineVerdict } from 'tool-dispatcher/durable';
 import { restateRun } from 'tool-dispatcher/restate';
 import { dbosStep } from 'tool-dispatcher/dbos';
+import { controlRoom } from 'tool-dispatcher/console';
 
 const all = [createOpenAIToolkit, createAnthropicToolkit, toAiSdkTools, ToolCallFailed, dispatcherMiddleware,
   toLangChainTools, toAgentsTools, createMcpServer, registerMcpTools, importMcpTools, otelTracing, otelMetrics,
   fromNodeRedis, fromIoredis, redisIdempotencyStore, redisSlotStore, redisCircuitStore, redisBudget,
-  postgresReceiptStore, receiptTableSql, engineVerdict, restateRun, dbosStep];
+  postgresReceiptStore, receiptTableSql, engineVerdict, restateRun, dbosStep, controlRoom];
 if (all.some((f) => typeof f !== 'function')) throw new Error('a subpath export is missing');
 console.log('pack check: every subpath resolves, with types, beside its peer');
 TS

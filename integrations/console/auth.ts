@@ -72,7 +72,7 @@ export class Doorkeeper {
   /** A fresh random id or token: 32 bytes, base64url. */
   fresh(): string {
     const bytes = this.random(32);
-    if (!(bytes instanceof Uint8Array) || bytes.length < 16) {
+    if (!(bytes instanceof Uint8Array) || bytes.length < 32) {
       throw new TypeError('random(bytes) must return a Uint8Array of that many bytes');
     }
     return Buffer.from(bytes).toString('base64url');

@@ -9,9 +9,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redactor } from '../../index.js';
 import type { ApprovalDesk } from './approvals.js';
 import { sendAsset } from './assets.js';
-import { type Caller, checkOrigin, cookieName, cookieOf, type Doorkeeper, sessionCookie } from './auth.js';
-import { HttpProblem, isSecure, oneLine, readBody, secureHeaders, sendJson, sendProblem } from './http.js';
-import { pageShell, type ShellNotice } from './page-shell.js';
+import type { Caller, Doorkeeper } from './auth.js';
+import { HttpProblem, oneLine, readBody, secureHeaders, sendJson, sendProblem } from './http.js';
+import { answerLogin, answerLogout, sendPage } from './login.js';
 import { InDoubtActionError, type HealthSource, type InDoubtSource } from './panes.js';
 import type { EventHub } from './sse.js';
 
@@ -97,7 +97,7 @@ export class ConsoleRouter {
     const read = method === 'GET' || method === 'HEAD';
     if (rest === '' || rest === '/') {
       allow(method, ['GET', 'HEAD']);
-      return this.#sendPage(res, 200, 'none', method === 'HEAD');
+      return sendPage(res, basePath, 200, 'none', method === 'HEAD');
     }
     if (rest.startsWith('/assets/')) {
       allow(method, ['GET', 'HEAD']);
@@ -105,18 +105,11 @@ export class ConsoleRouter {
     }
     if (rest === '/login') {
       allow(method, ['POST']);
-      return this.#login(req, res);
+      return answerLogin(this.parts, req, res);
     }
     if (rest === '/logout') {
       allow(method, ['POST']);
-      if (cookieOf(req, cookieName) !== undefined) {
-        checkOrigin(req);
-        this.parts.doorkeeper.end(cookieOf(req, cookieName) as string);
-      }
-      res.setHeader('Set-Cookie', sessionCookie('', basePath, isSecure(req)));
-      res.statusCode = 204;
-      res.end();
-      return;
+      return answerLogout(this.parts, req, res);
     }
     const caller = this.parts.doorkeeper.caller(req);
     if (read) return this.#read(req, res, rest, query, caller);
@@ -246,49 +239,6 @@ export class ConsoleRouter {
     }
     throw new HttpProblem(404, 'not_found', 'no such route in the console API');
   }
-
-  async #login(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { doorkeeper, basePath, redact } = this.parts;
-    const form = (req.headers['content-type'] ?? '')
-      .toLowerCase()
-      .startsWith('application/x-www-form-urlencoded');
-    const address = req.socket.remoteAddress ?? 'unknown';
-    try {
-      checkOrigin(req, false);
-      doorkeeper.checkLoginAllowed(address);
-    } catch (error) {
-      if (form && error instanceof HttpProblem && error.status === 429) {
-        for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-        return this.#sendPage(res, 429, 'too_many_attempts', false);
-      }
-      throw error;
-    }
-    const { value } = await readBody(req, true);
-    if (!doorkeeper.isToken(value['token'])) {
-      doorkeeper.loginFailed(address);
-      if (form) return this.#sendPage(res, 401, 'wrong_token', false);
-      return sendProblem(res, new HttpProblem(401, 'unauthorized', ''), redact);
-    }
-    const name = nameOf(value['name']);
-    const { id, session } = doorkeeper.open(name);
-    res.setHeader('Set-Cookie', sessionCookie(id, basePath, isSecure(req)));
-    if (form) {
-      // A form without JavaScript: back to the page, now with the cookie.
-      res.statusCode = 303;
-      res.setHeader('Location', `${basePath}/`);
-      res.end();
-      return;
-    }
-    sendJson(res, 200, { csrf: session.csrf, name }, redact);
-  }
-
-  #sendPage(res: ServerResponse, status: number, notice: ShellNotice, head: boolean): void {
-    const html = pageShell(this.parts.basePath, notice);
-    res.statusCode = status;
-    res.setHeader('Content-Type', 'text/html; charset=utf-8');
-    res.setHeader('Content-Length', Buffer.byteLength(html));
-    res.end(head ? undefined : html);
-  }
 }
 
 function allow(method: string, methods: readonly string[]): void {
@@ -345,14 +295,4 @@ function limitParam(query: URLSearchParams): number {
     throw new HttpProblem(400, 'bad_request', 'limit must be an integer from 1 to 500');
   }
   return limit;
-}
-
-// The name a person gave at login, as the audit log keeps it: one line, at most 64 characters.
-function nameOf(given: unknown): string {
-  if (typeof given !== 'string') return 'a reviewer';
-  const name = given
-    .replace(/\p{Cc}/gu, ' ')
-    .trim()
-    .slice(0, 64);
-  return name === '' ? 'a reviewer' : name;
 }

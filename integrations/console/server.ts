@@ -117,7 +117,11 @@ export function controlRoom(options: ControlRoomOptions): ControlRoom {
   requireMethods('redact', redact, ['redact', 'redactValue']);
   if (typeof now !== 'function') throw new TypeError(`now must be a function, got ${typeof now}`);
   if (typeof random !== 'function') throw new TypeError(`random must be a function, got ${typeof random}`);
-  if (typeof basePath !== 'string' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(basePath)) {
+  if (
+    typeof basePath !== 'string' ||
+    !/^(\/[A-Za-z0-9._~-]+)+$/.test(basePath) ||
+    basePath.split('/').some((part) => part === '.' || part === '..')
+  ) {
     throw new TypeError(
       `basePath must be a path such as '/console' (segments of letters, digits, . _ ~ -, no trailing slash), got ${String(basePath)}`,
     );

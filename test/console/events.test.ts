@@ -2,7 +2,7 @@
 // anywhere, health reports and in-doubt changes; every stream and source released on client close
 // and on room.close().
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type {
   HealthReport,
   HealthSource,
@@ -135,6 +135,24 @@ describe('the console event stream', () => {
     const late = tokenOf(await dispatcher.dispatch('payments.refund', { amount: 3 }));
     expect(late).toEqual(expect.any(String));
     served = undefined;
+  });
+
+  it('sends a ping comment every 15 s, and stops when the stream closes', async () => {
+    // Only the interval is faked: the server, the client and the polls run on real timers.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      served = await serve();
+      const events = await stream(served);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(15_000);
+      vi.advanceTimersByTime(15_000);
+      await waitFor(() => events.raw().split(': ping\n\n').length === 3);
+      events.close();
+      await events.pump;
+      await waitFor(() => vi.getTimerCount() === 0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('answers 503 once closed', async () => {
