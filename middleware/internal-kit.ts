@@ -5,6 +5,8 @@
  * @module
  */
 
+import { toJsonSafe } from '../src/json-safe.js';
+import { createRedactor, type Redactor } from '../src/redact.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
@@ -36,4 +38,29 @@ export function describeIssue(issue: StandardSchemaV1.Issue): string {
     .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
     .join('');
   return `${where}: ${issue.message}`;
+}
+
+/** The marker a capped args preview ends with. */
+export const previewCut = '…[truncated]';
+
+let builtins: Redactor | undefined;
+
+/** The redactor with the built-in patterns alone, made once: for a call with no redactor of its own. */
+export function builtinRedactor(): Redactor {
+  builtins ??= createRedactor();
+  return builtins;
+}
+
+/**
+ * A call's args as a person may see them (an approval's reviewer, an in-doubt receipt's
+ * operator): redacted as values (so a secret in a string is found whatever JSON would escape in
+ * it), as JSON text, redacted again as text, and cut to `maxChars`. `undefined` when `maxChars`
+ * is 0 (previews off).
+ */
+export function previewOf(args: unknown, redactor: Redactor, maxChars: number): string | undefined {
+  if (maxChars === 0) return undefined;
+  const text = redactor.redact(JSON.stringify(toJsonSafe(redactor.redactValue(args))) ?? 'null');
+  if (text.length <= maxChars) return text;
+  // Cut after redaction: a cut never splits a secret into pieces the patterns no longer match.
+  return `${text.slice(0, Math.max(0, maxChars - previewCut.length))}${previewCut}`;
 }

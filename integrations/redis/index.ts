@@ -41,3 +41,8 @@ export { redisCircuitStore, type RedisCircuitStoreOptions } from './circuit-stor
 export { redisBudget, type RedisBudgetOptions } from './budget.js';
 export { redisRateStore, redisWindowStore, type RedisLimitStoreOptions } from './rate-store.js';
 export { redisApprovalStore, type RedisApprovalStoreOptions } from './approval-store.js';
+export {
+  redisHealthShare,
+  type RedisHealthShare,
+  type RedisHealthShareOptions,
+} from './health-share.js';
