@@ -72,6 +72,7 @@ import {
   runPolicyBench,
   type PolicyRatios,
 } from './policy.js';
+import { consoleChecks, consoleMarkdown, runConsoleBench, type ConsoleBenchResult } from './console.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -403,6 +404,8 @@ async function main(): Promise<void> {
   log('9. Policy layers (issue 21)');
   const policy = await runPolicyBench(library, log);
   checks.push(...policyChecks(policy));
+  const consoleResult = await consoleSection();
+  if (consoleResult !== undefined) checks.push(...consoleChecks(consoleResult));
   log('Targets');
   for (const check of checks) {
     const verdict = check.met === undefined ? 'n/a ' : check.met ? 'MET ' : 'MISS';
@@ -436,6 +439,7 @@ async function main(): Promise<void> {
       rateLimits,
       exactlyOnce,
       policy,
+      console: consoleResult,
     };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     writeDocs(results);
@@ -458,6 +462,20 @@ interface Results {
   rateLimits?: RateLimitBenchResult | undefined;
   exactlyOnce?: ExactlyOnceBenchResult | undefined;
   policy?: PolicyRatios | undefined;
+  console?: ConsoleBenchResult | undefined;
+}
+
+// Section 10, issue 35's console targets (on the TypeScript source; its Redis rows start a
+// redis-server of their own); a failure to run is printed, never fatal.
+async function consoleSection(): Promise<ConsoleBenchResult | undefined> {
+  log();
+  log('10. Console (issue 35)');
+  try {
+    return await runConsoleBench(log, false);
+  } catch (error) {
+    log(`   not measured: ${(error as Error)?.message ?? String(error)}`);
+    return undefined;
+  }
 }
 
 // Section 8, issue 24's targets; in the --quick guard too, where a miss or a failure to run is
@@ -506,6 +524,7 @@ function writeDocs(results: Results): void {
       rateLimits: results.rateLimits,
       exactlyOnce: results.exactlyOnce,
       policy: results.policy,
+      console: results.console,
       openai: results.openAIToolkit,
       mcp: results.mcpProxy,
       overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
@@ -614,6 +633,7 @@ interface MarkdownInput {
   rateLimits: RateLimitBenchResult | undefined;
   exactlyOnce: ExactlyOnceBenchResult | undefined;
   policy: PolicyRatios | undefined;
+  console: ConsoleBenchResult | undefined;
   openai: OpenAIToolkitBenchResult;
   mcp: McpProxyBenchResult | undefined;
   overheadVsCockatiel: number;
@@ -858,6 +878,10 @@ ${exactlyOnceMarkdown(input.exactlyOnce)}
 ## 9. Policy layers
 
 ${policyMarkdown(input.policy)}
+
+## 10. Console
+
+${consoleMarkdown(input.console)}
 
 ## Method
 
