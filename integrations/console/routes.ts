@@ -63,9 +63,10 @@ export class ConsoleRouter {
       return sendProblem(res, new HttpProblem(404, 'not_found', 'nothing here'), redact);
     }
     secureHeaders(res);
-    this.#route(req, res, path.slice(basePath.length), url.searchParams).catch((error: unknown) =>
-      this.#fail(res, error),
-    );
+    this.#route(req, res, path.slice(basePath.length), url.searchParams)
+      .catch((error: unknown) => this.#fail(res, error))
+      // Even the error answer failed (a redactor that throws): the connection is cut, never left hanging.
+      .catch(() => res.destroy());
   }
 
   #fail(res: ServerResponse, error: unknown): void {
@@ -189,10 +190,11 @@ export class ConsoleRouter {
     const approval = approvalAction.exec(rest);
     if (approval !== null) {
       const token = segment(approval[1] as string);
+      const approvals = deskOf(desk);
       const { value } = await readBody(req);
       if (approval[2] === 'approve') {
         const args = { given: Object.hasOwn(value, 'args'), value: value['args'] };
-        return sendJson(res, 200, await deskOf(desk).approve(token, caller.name, args), redact);
+        return sendJson(res, 200, await approvals.approve(token, caller.name, args), redact);
       }
       const reason = value['reason'];
       if (typeof reason !== 'string' || reason.trim() === '') {
@@ -200,7 +202,7 @@ export class ConsoleRouter {
       }
       if (reason.length > 2_000)
         throw new HttpProblem(400, 'bad_request', 'the reason is longer than 2000 characters');
-      return sendJson(res, 200, await deskOf(desk).deny(token, caller.name, reason.trim()), redact);
+      return sendJson(res, 200, await approvals.deny(token, caller.name, reason.trim()), redact);
     }
     const action = inDoubtAction.exec(rest);
     if (action !== null) {

@@ -52,6 +52,8 @@ export class EventHub {
 
   /** Starts a stream on `res`; it ends when the client goes or `closeAll` runs. */
   open(res: ServerResponse): void {
+    // A client already gone would never be heard closing: nothing to start for it.
+    if (res.destroyed || res.socket === null || res.socket.destroyed) return;
     res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Connection', 'keep-alive');

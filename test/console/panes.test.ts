@@ -124,6 +124,22 @@ describe('the tool-health and in-doubt routes', () => {
     expect((await post('/console/api/in-doubt/k/resolve', { note: 'n' })).status).toBe(501);
   });
 
+  it('answer a source that fails 500 with its first line, redacted', async () => {
+    const failing: HealthSource = {
+      report: () => {
+        throw new Error(`store down: ${secrets.api_key}\n    at somewhere`);
+      },
+      subscribe: () => () => {},
+    };
+    served = await serve({ health: failing });
+    const answer = await served.call('/console/api/health', { headers: bearer });
+    expect(answer.status).toBe(500);
+    expect(answer.json).toEqual({
+      error: 'internal',
+      message: 'the console could not answer: store down: [REDACTED:api_key]',
+    });
+  });
+
   it('answer a wrong method 405 with Allow', async () => {
     served = await serve();
     const answer = await post('/console/api/health');
