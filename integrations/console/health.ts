@@ -5,7 +5,13 @@
  * @module
  */
 
-import type { Clock, DispatchEvent, EventListener } from '../../index.js';
+import {
+  createRedactor,
+  type Clock,
+  type DispatchEvent,
+  type EventListener,
+  type Redactor,
+} from '../../index.js';
 import {
   optionKeys,
   optionsObject,
@@ -58,6 +64,16 @@ export interface ToolHealthOptions {
   processId?: string;
   /** The clock windows, reports and the timer run on. @default systemClock */
   clock?: Clock;
+  /** Redacts tool names and budget keys before a report shows them. @default createRedactor() */
+  redact?: Redactor;
+  /**
+   * When the aggregator listens to its dispatchers: `always`, or only while `watched` (someone
+   * subscribed, or a report was asked within the last window), so that a console nobody looks at
+   * costs the dispatcher nothing; its window then fills from the moment someone looks. Not with
+   * `share`, whose workers publish whether or not they are watched.
+   * @default 'always'
+   */
+  listen?: 'always' | 'watched';
 }
 
 const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
@@ -69,6 +85,8 @@ const toolHealthOptionKeys = optionKeys<ToolHealthOptions>({
   share: true,
   processId: true,
   clock: true,
+  redact: true,
+  listen: true,
 });
 
 /** The tool-health aggregator: a `HealthSource`, and the listener that feeds it. */
@@ -107,9 +125,22 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
     maxTools = 500,
     maxTenants = 100,
     share,
-    processId = `p-${Math.random().toString(36).slice(2, 12)}`,
+    processId = `p-${globalThis.crypto.randomUUID()}`,
     clock = systemClock,
+    redact = createRedactor(),
+    listen = 'always',
   } = given;
+  if (listen !== 'always' && listen !== 'watched') {
+    throw new TypeError(`listen must be 'always' or 'watched', got ${String(listen)}`);
+  }
+  if (listen === 'watched' && share !== undefined) {
+    throw new TypeError(
+      "listen must be 'always' with share: a worker publishes whether or not it is watched",
+    );
+  }
+  if (typeof redact?.redact !== 'function') {
+    throw new TypeError('redact must be a redactor from createRedactor()');
+  }
   requireNumber('windowMs', windowMs, slicesPerWindow, {});
   requireNumber('reportEveryMs', reportEveryMs, 10, {});
   requireInteger('maxTools', maxTools, 1);
@@ -125,11 +156,18 @@ export function toolHealth(options: ToolHealthOptions = {}): ToolHealth {
       typeof share.publish !== 'function' ||
       typeof share.readAll !== 'function')
   ) {
-    throw new TypeError('share must be a HealthShare (publish, readAll), e.g. redisHealthShare({ client })');
+    throw new TypeError('share must be a HealthShare (publish, readAll), e.g. redisHealthShare(redis)');
   }
   if (dispatcher !== undefined) requireSubscribable(dispatcher);
-  const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock });
-  const desk = new HealthDesk(aggregator, { reportEveryMs, share, processId, clock });
+  const aggregator = new HealthAggregator({ windowMs, maxTools, maxTenants, clock, redact });
+  const desk = new HealthDesk(aggregator, {
+    reportEveryMs,
+    share,
+    processId,
+    clock,
+    watchedOnly: listen === 'watched',
+    windowMs,
+  });
   if (dispatcher !== undefined) desk.attach(dispatcher);
   return {
     report: () => desk.report(),
@@ -156,6 +194,7 @@ interface AggregatorSettings {
   readonly maxTools: number;
   readonly maxTenants: number;
   readonly clock: Pick<Clock, 'now'>;
+  readonly redact: Redactor;
 }
 
 /** Every tool's window in this process, fed one event at a time. */
@@ -229,7 +268,8 @@ class HealthAggregator {
 
   #burn(tool: string, key: unknown, units: number, refusals: number): void {
     if (!Number.isFinite(units)) return;
-    this.#window(tool).budget(this.#stamp(), typeof key === 'string' ? key : '', units, refusals);
+    const tenant = typeof key === 'string' ? this.settings.redact.redact(key) : '';
+    this.#window(tool).budget(this.#stamp(), tenant, units, refusals);
   }
 
   #stamp(): number {
@@ -251,7 +291,9 @@ class HealthAggregator {
     const kept = this.#tools.size >= room ? '_OTHER' : name;
     window = this.#tools.get(kept);
     if (window === undefined) {
-      window = new ToolWindow(kept, { slices: slicesPerWindow, maxTenants: this.settings.maxTenants });
+      // Redacted once, when the tool is first seen: a name is what a report shows.
+      const shown = kept === '_OTHER' ? kept : this.settings.redact.redact(kept);
+      window = new ToolWindow(shown, { slices: slicesPerWindow, maxTenants: this.settings.maxTenants });
       this.#tools.set(kept, window);
     }
     return window;
@@ -286,35 +328,41 @@ interface DeskSettings {
   readonly share: HealthShare | undefined;
   readonly processId: string;
   readonly clock: Clock;
+  /** Listen to the dispatchers only while watched. */
+  readonly watchedOnly: boolean;
+  /** How long a report keeps the aggregator listening, in `watchedOnly` mode. */
+  readonly windowMs: number;
 }
+
+type Subscribable = { subscribe(listener: EventListener): () => void };
 
 /** Reports and publishes: the timer runs while anyone listens, or while a share needs feeding. */
 class HealthDesk {
   readonly #listeners = new Set<(report: HealthReport) => void>();
-  readonly #detaches = new Set<() => void>();
+  // Each attached dispatcher, and its unsubscribe while the desk hears it.
+  readonly #sources = new Map<Subscribable, (() => void) | undefined>();
   #timer: unknown;
   #ticking = false;
   #closed = false;
+  #reportedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly aggregator: HealthAggregator,
     private readonly settings: DeskSettings,
   ) {}
 
-  attach(dispatcher: { subscribe(listener: EventListener): () => void }): () => void {
+  attach(dispatcher: Subscribable): () => void {
     if (this.#closed) throw new Error('toolHealth is closed');
-    const unsubscribe = dispatcher.subscribe((event) => this.aggregator.record(event));
-    let attached = true;
-    const detach = () => {
-      if (!attached) return;
-      attached = false;
-      this.#detaches.delete(detach);
-      unsubscribe();
+    if (this.#sources.has(dispatcher)) throw new Error('this dispatcher is attached already');
+    this.#sources.set(dispatcher, undefined);
+    if (this.#watched()) this.#hear(dispatcher);
+    this.#schedule();
+    return () => {
+      if (!this.#sources.has(dispatcher)) return;
+      this.#sources.get(dispatcher)?.();
+      this.#sources.delete(dispatcher);
       this.#schedule();
     };
-    this.#detaches.add(detach);
-    this.#schedule();
-    return detach;
   }
 
   subscribe(listener: (report: HealthReport) => void): () => void {
@@ -322,6 +370,7 @@ class HealthDesk {
     // A fresh wrapper per call: the same function subscribed twice is two subscriptions.
     const wrapped = (report: HealthReport) => listener(report);
     this.#listeners.add(wrapped);
+    this.#wake();
     this.#schedule();
     return () => {
       if (!this.#listeners.delete(wrapped)) return;
@@ -329,7 +378,51 @@ class HealthDesk {
     };
   }
 
+  #hear(dispatcher: Subscribable): void {
+    if (this.#sources.get(dispatcher) !== undefined) return;
+    this.#sources.set(
+      dispatcher,
+      dispatcher.subscribe((event) => this.aggregator.record(event)),
+    );
+  }
+
+  // Whether the dispatchers should be heard now.
+  #watched(): boolean {
+    if (!this.settings.watchedOnly) return true;
+    const sinceReport = this.settings.clock.now() - this.#reportedAt;
+    return this.#listeners.size > 0 || sinceReport < this.settings.windowMs;
+  }
+
+  #wake(): void {
+    if (this.#closed) return;
+    for (const dispatcher of this.#sources.keys()) this.#hear(dispatcher);
+  }
+
+  // Nobody looked for a whole window: the dispatchers go back to costing nothing.
+  #sleepIfUnwatched(): void {
+    if (this.#watched()) return;
+    for (const [dispatcher, unsubscribe] of this.#sources) {
+      unsubscribe?.();
+      this.#sources.set(dispatcher, undefined);
+    }
+  }
+
+  #hearing(): boolean {
+    for (const unsubscribe of this.#sources.values()) if (unsubscribe !== undefined) return true;
+    return false;
+  }
+
   report(): HealthReport | Promise<HealthReport> {
+    if (this.settings.watchedOnly && !this.#closed) {
+      this.#reportedAt = this.settings.clock.now();
+      this.#wake();
+      this.#schedule();
+    }
+    return this.#reportUnwatched();
+  }
+
+  // The report, without counting as someone looking (the timer's own reports).
+  #reportUnwatched(): HealthReport | Promise<HealthReport> {
     const own = this.aggregator.snapshot(this.settings.processId);
     const { share } = this.settings;
     if (share === undefined) return reportOf([own], this.aggregator.windowMs, own.at);
@@ -360,7 +453,10 @@ class HealthDesk {
   // The timer runs only while it has work: listeners to feed, or a fleet to publish to.
   #needsTimer(): boolean {
     if (this.#closed) return false;
-    return this.#listeners.size > 0 || (this.settings.share !== undefined && this.#detaches.size > 0);
+    if (this.#listeners.size > 0) return true;
+    if (this.settings.share !== undefined && this.#sources.size > 0) return true;
+    // Awake without listeners: the timer puts the desk back to sleep after a window.
+    return this.settings.watchedOnly && this.#hearing();
   }
 
   #schedule(): void {
@@ -383,7 +479,8 @@ class HealthDesk {
     this.#ticking = true;
     try {
       await this.#publish();
-      if (this.#listeners.size > 0) this.#deliver(await this.report());
+      if (this.#listeners.size > 0) this.#deliver(await this.#reportUnwatched());
+      this.#sleepIfUnwatched();
     } catch {
       // A failed round is skipped; the next one tries again.
     } finally {
@@ -394,7 +491,7 @@ class HealthDesk {
 
   async #publish(): Promise<void> {
     const { share, processId } = this.settings;
-    if (share === undefined || this.#detaches.size === 0) return;
+    if (share === undefined || this.#sources.size === 0) return;
     try {
       await share.publish(processId, this.aggregator.snapshot(processId), this.#ttlMs());
     } catch {
@@ -414,7 +511,8 @@ class HealthDesk {
 
   close(): void {
     this.#closed = true;
-    for (const detach of [...this.#detaches]) detach();
+    for (const unsubscribe of this.#sources.values()) unsubscribe?.();
+    this.#sources.clear();
     this.#listeners.clear();
     this.#schedule();
   }

@@ -117,6 +117,17 @@ describe('toolHealth: counting events', () => {
     health.close();
   });
 
+  it('redacts tool names and budget keys before a report shows them', async () => {
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123';
+    const health = toolHealth({ clock });
+    health.record(event('dispatch.failure', `tool ${secret}`, { kind: 'not_found', durationMs: 0 }));
+    health.record(event('budget.charged', 'pay', { key: `tenant ${secret}`, units: 1 }));
+    const report = JSON.stringify(await health.report());
+    expect(report).not.toContain('AbCdEfGhIjKlMnOpQrStUvWx');
+    expect(report).toContain('REDACTED');
+    health.close();
+  });
+
   it('ignores an event with fields of the wrong type without throwing', () => {
     const health = toolHealth({ clock });
     expect(() =>
@@ -193,6 +204,54 @@ describe('toolHealth: fed by a dispatcher', () => {
     health.close();
     await dispatcher.dispatch('echo', {});
     expect(rowOf(await health.report(), 'echo').calls).toBe(1);
+  });
+});
+
+describe("toolHealth: listen 'watched'", () => {
+  function echoDispatcher() {
+    const registry = new ToolRegistry().register({
+      name: 'echo',
+      description: 'echoes',
+      inputSchema: z.object({}),
+      handler: () => 'ok',
+    });
+    return createDispatcher([errorMapping(), toolLookup(registry)]);
+  }
+
+  it('hears the dispatcher only from the first look until a window passes with nobody looking', async () => {
+    const dispatcher = echoDispatcher();
+    const health = toolHealth({ clock, dispatcher, listen: 'watched' });
+    await dispatcher.dispatch('echo', {});
+    expect((await health.report()).tools).toEqual([]);
+    await dispatcher.dispatch('echo', {});
+    expect(rowOf(await health.report(), 'echo').calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(61_000);
+    expect(vi.getTimerCount()).toBe(0);
+    await dispatcher.dispatch('echo', {});
+    // Asleep when that call ran: the report wakes the desk, but the call was not heard.
+    expect((await health.report()).tools).toEqual([]);
+    health.close();
+  });
+
+  it('keeps hearing while a listener is subscribed', async () => {
+    const dispatcher = echoDispatcher();
+    const health = toolHealth({ clock, dispatcher, listen: 'watched' });
+    const reports: HealthReport[] = [];
+    const unsubscribe = health.subscribe((report) => reports.push(report));
+    await vi.advanceTimersByTimeAsync(120_000);
+    await dispatcher.dispatch('echo', {});
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(reports.at(-1)?.tools[0]?.calls).toBe(1);
+    unsubscribe();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(vi.getTimerCount()).toBe(0);
+    health.close();
+  });
+
+  it("refuses 'watched' with share, and any other value, naming listen", () => {
+    const share = { publish: () => undefined, readAll: () => [] };
+    expect(() => toolHealth({ listen: 'watched', share })).toThrow(/listen/);
+    expect(() => toolHealth({ listen: 'sometimes' as never })).toThrow(/listen/);
   });
 });
 
