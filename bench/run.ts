@@ -81,6 +81,7 @@ import {
   runAutopilotBench,
   writeAutopilotCharts,
 } from './autopilot.js';
+import { consoleChecks, consoleMarkdown, runConsoleBench, type ConsoleBenchResult } from './console.js';
 import { createStacks } from './stacks.js';
 import { failureCases, fanOutCalls, fanOutCases, fanOutConcurrency, perDispatchCases } from './suites.js';
 
@@ -415,6 +416,8 @@ async function main(): Promise<void> {
   checks.push(...policyChecks(policy));
   const autopilot = await autopilotSection(library, false);
   if (autopilot !== undefined) checks.push(...autopilotChecks(autopilot));
+  const consoleResult = await consoleSection();
+  if (consoleResult !== undefined) checks.push(...consoleChecks(consoleResult));
   log('Targets');
   for (const check of checks) {
     const verdict = check.met === undefined ? 'n/a ' : check.met ? 'MET ' : 'MISS';
@@ -449,6 +452,7 @@ async function main(): Promise<void> {
       exactlyOnce,
       policy,
       autopilot,
+      console: consoleResult,
     };
     writeFileSync(`${root}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
     writeDocs(results);
@@ -472,6 +476,20 @@ interface Results {
   exactlyOnce?: ExactlyOnceBenchResult | undefined;
   policy?: PolicyRatios | undefined;
   autopilot?: AutopilotBenchResult | undefined;
+  console?: ConsoleBenchResult | undefined;
+}
+
+// Section 11, issue 35's console targets (on the TypeScript source; its Redis rows start a
+// redis-server of their own); a failure to run is printed, never fatal.
+async function consoleSection(): Promise<ConsoleBenchResult | undefined> {
+  log();
+  log('11. Console (issue 35)');
+  try {
+    return await runConsoleBench(log, false);
+  } catch (error) {
+    log(`   not measured: ${(error as Error)?.message ?? String(error)}`);
+    return undefined;
+  }
 }
 
 // Section 8, issue 24's targets; in the --quick guard too, where a miss or a failure to run is
@@ -540,6 +558,7 @@ function writeDocs(results: Results): void {
       exactlyOnce: results.exactlyOnce,
       policy: results.policy,
       autopilot: results.autopilot,
+      console: results.console,
       openai: results.openAIToolkit,
       mcp: results.mcpProxy,
       overheadVsCockatiel: overheadRatio(perDispatch, 'ours', 'cockatiel', 'direct'),
@@ -649,6 +668,7 @@ interface MarkdownInput {
   exactlyOnce: ExactlyOnceBenchResult | undefined;
   policy: PolicyRatios | undefined;
   autopilot: AutopilotBenchResult | undefined;
+  console: ConsoleBenchResult | undefined;
   openai: OpenAIToolkitBenchResult;
   mcp: McpProxyBenchResult | undefined;
   overheadVsCockatiel: number;
@@ -902,6 +922,9 @@ beside \`autopilot()\`; then its cost per dispatch and memory per tool. See
 [autopilot.md](autopilot.md#measured) for what each row means.
 
 ${autopilotMarkdown(input.autopilot)}${input.autopilot === undefined ? '' : '\n\n![p99 per trace: autopilot / static defaults](charts/autopilot-p99.svg)\n\n![tool calls per trace: autopilot / static defaults](charts/autopilot-load.svg)'}
+## 11. Console
+
+${consoleMarkdown(input.console)}
 
 ## Method
 

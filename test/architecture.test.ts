@@ -174,6 +174,8 @@ describe('the import rules', () => {
     const providerToolkits = new Set(['integrations/openai', 'integrations/anthropic']);
     // `mcp-proxy --redis-url` builds its fleet stores with tool-dispatcher/redis's public face.
     const fleetWiring = { from: 'integrations/mcp/fleet.ts', to: 'integrations/redis/index.js' };
+    // `mcp-proxy --console` serves tool-dispatcher/console's control room through its public face.
+    const consoleWiring = { from: 'integrations/mcp/proxy-console.ts', to: 'integrations/console/index.js' };
     // The one internal door: the helpers the layers and integrations share that no subpath exports.
     const internalDoor = 'middleware/internal-kit.js';
     expect(
@@ -185,6 +187,7 @@ describe('the import rules', () => {
         if (providerToolkits.has(own) && to.startsWith('integrations/provider/')) return false;
         const from = relative(root, file).split(sep).join('/');
         if (from === fleetWiring.from && to === fleetWiring.to) return false;
+        if (from === consoleWiring.from && to === consoleWiring.to) return false;
         if (to === internalDoor) return false;
         return !publicFaces.has(to) && to !== shared && !to.startsWith(`${own}/`);
       }),

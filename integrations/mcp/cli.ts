@@ -10,9 +10,9 @@ import { packageVersion } from '../peers.js';
 import { HelpRequested, nearest, parseProxyArgs, usage, VersionRequested } from './proxy-args.js';
 
 async function runProxy(argv: readonly string[]): Promise<void> {
-  const { upstream, config, logLevel, logFormat, listen, redis } = parseProxyArgs(argv);
+  const { upstream, config, logLevel, logFormat, listen, redis, console: consoleFlag } = parseProxyArgs(argv);
   // Loaded only now: --help, --version and a bad command line answer without the MCP SDK.
-  const [{ createMcpProxy }, { serveStdio }, { listenMcp }] = await Promise.all([
+  const [{ createMcpProxy }, { serveStdio }, { listenMcp, isLoopback }] = await Promise.all([
     import('./proxy.js'),
     import('@modelcontextprotocol/server/stdio'),
     import('./listener.js'),
@@ -50,15 +50,28 @@ async function runProxy(argv: readonly string[]): Promise<void> {
       .finally(() => process.exit(code));
   };
   if (listen !== undefined) {
+    // Loaded only with --console: the console's modules stay out of a proxy that does not serve it.
+    const room =
+      consoleFlag === undefined
+        ? undefined
+        : (await import('./proxy-console.js')).proxyConsole(proxy, consoleFlag.token);
     let listener: Awaited<ReturnType<typeof listenMcp>>;
     try {
-      listener = await listenMcp(proxy.serverFactory, { url: listen, bus: proxy.events });
+      listener = await listenMcp(proxy.serverFactory, {
+        url: listen,
+        bus: proxy.events,
+        ...(room === undefined ? {} : { mounts: [{ path: room.basePath, handler: room.handler }] }),
+      });
     } catch (error) {
+      await room?.close();
       await proxy.close();
       await fleet?.close();
       throw error;
     }
-    closeListener = () => listener.close();
+    closeListener = async () => {
+      await room?.close();
+      await listener.close();
+    };
     process.once('SIGINT', () => stop(0));
     process.once('SIGTERM', () => stop(0));
     // The readiness line is a record like the others under --log-format json.
@@ -67,6 +80,10 @@ async function runProxy(argv: readonly string[]): Promise<void> {
         ? `${JSON.stringify({ level: 30, time: Date.now(), msg: 'proxy.listening', url: listener.url })}\n`
         : `mcp-proxy listening on ${listener.url}\n`,
     );
+    if (room !== undefined) {
+      const at = new URL(room.basePath, listener.url);
+      process.stderr.write(consoleLine(at, logFormat, isLoopback(at.hostname)));
+    }
     return;
   }
   // The host closing our input means stop, whatever the transport makes of it.
@@ -76,6 +93,16 @@ async function runProxy(argv: readonly string[]): Promise<void> {
   process.once('SIGTERM', () => stop(0));
   // Both revisions on one stdio: the opening exchange picks 2025-11-25 or 2026-07-28.
   serveStdio(proxy.serverFactory);
+}
+
+// Where the console is; a listener other machines can reach is said so (the token is all that
+// stands between them and the approvals).
+function consoleLine(url: URL, logFormat: 'text' | 'json', loopback: boolean): string {
+  const warning = 'not a loopback address: reachable from other machines, put TLS in front of it';
+  if (logFormat === 'json') {
+    return `${JSON.stringify({ level: loopback ? 30 : 40, time: Date.now(), msg: 'proxy.console', url: url.href, loopback })}\n`;
+  }
+  return `mcp-proxy console at ${url.href}${loopback ? '' : ` (${warning})`}\n`;
 }
 
 async function main(argv: readonly string[]): Promise<void> {

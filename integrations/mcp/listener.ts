@@ -17,6 +17,7 @@ import {
   type McpHttpHandler,
   type McpServerFactory,
   type ServerEventBus,
+  validateHostHeader,
 } from '@modelcontextprotocol/server';
 import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { listenUrl } from './listen-url.js';
@@ -42,6 +43,21 @@ export interface ListenMcpOptions {
    * @default a bus of the listener's own, that nothing publishes to
    */
   bus?: ServerEventBus;
+  /**
+   * Node request handlers served on the same listener under paths of their own (the control room
+   * at `/console`): a request whose path is `path` or under `path/` goes to `handler` after the same
+   * Host check as MCP (against DNS rebinding); Origin and everything else are the handler's to check.
+   * @default []
+   */
+  mounts?: readonly ListenerMount[];
+}
+
+/** A Node request handler served beside MCP on the listener, under its own path. */
+export interface ListenerMount {
+  /** The path it answers under, such as `/console` (no trailing slash). */
+  path: string;
+  /** Answers every request under `path`; must never throw. */
+  handler: (request: IncomingMessage, response: ServerResponse) => void;
 }
 
 const listenMcpOptionKeys = optionKeys<ListenMcpOptions>({
@@ -49,6 +65,7 @@ const listenMcpOptionKeys = optionKeys<ListenMcpOptions>({
   allowedOrigins: true,
   onError: true,
   bus: true,
+  mounts: true,
 });
 
 /** A running listener. */
@@ -81,12 +98,18 @@ export async function listenMcp(factory: McpServerFactory, options: ListenMcpOpt
   // The Host check guards against DNS rebinding: a loopback listener answers the localhost names
   // and the address it is bound to (127.0.0.2 is loopback too, and the URL it prints names it).
   const hosts = loopback ? [...new Set([...localhostAllowedHostnames(), url.hostname])] : undefined;
+  const mounts = mountsOf(options.mounts, url.pathname);
   const handler = createMcpHandler(factory, {
     onerror: onError,
     ...(options.bus === undefined ? {} : { bus: options.bus }),
   });
   const http = createServer((request, response) => {
-    serve(handler, url, origins, hosts, request, response).catch((error: unknown) => {
+    const mount = mountOf(mounts, request.url);
+    const served =
+      mount === undefined
+        ? serve(handler, url, origins, hosts, request, response)
+        : serveMount(mount, hosts, request, response);
+    served.catch((error: unknown) => {
       onError(error instanceof Error ? error : new Error(String(error)));
       if (!response.headersSent) response.writeHead(500);
       response.end();
@@ -113,7 +136,55 @@ export async function listenMcp(factory: McpServerFactory, options: ListenMcpOpt
   };
 }
 
-function isLoopback(hostname: string): boolean {
+function mountsOf(given: unknown, mcpPath: string): readonly ListenerMount[] {
+  if (given === undefined) return [];
+  if (!Array.isArray(given)) throw new TypeError('listenMcp() mounts must be an array of { path, handler }');
+  return given.map((mount: Partial<ListenerMount> | null, at) => {
+    const { path, handler } = mount ?? {};
+    if (typeof path !== 'string' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(path)) {
+      throw new TypeError(
+        `listenMcp() mounts[${at}].path must be a path such as '/console', got ${String(path)}`,
+      );
+    }
+    if (path === mcpPath || path === '/healthz') {
+      throw new TypeError(`listenMcp() mounts[${at}].path ${path} is the listener's own`);
+    }
+    if (typeof handler !== 'function') {
+      throw new TypeError(`listenMcp() mounts[${at}].handler must be a function`);
+    }
+    return { path, handler };
+  });
+}
+
+function mountOf(mounts: readonly ListenerMount[], target: string | undefined): ListenerMount | undefined {
+  if (mounts.length === 0) return undefined;
+  const path = (target ?? '/').split('?')[0] as string;
+  return mounts.find((mount) => path === mount.path || path.startsWith(`${mount.path}/`));
+}
+
+// A mounted handler gets the request as Node gave it, once the Host check has passed.
+async function serveMount(
+  mount: ListenerMount,
+  hosts: string[] | undefined,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+): Promise<void> {
+  const host = hosts === undefined ? { ok: true } : validateHostHeader(incoming.headers.host, hosts);
+  if (!host.ok) {
+    outgoing.writeHead(403, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    outgoing.end('{"error":"forbidden","message":"the Host header names no address this listener serves"}\n');
+    return;
+  }
+  mount.handler(incoming, outgoing);
+}
+
+/**
+ * Whether a URL's hostname is a loopback address (only this machine can reach it).
+ *
+ * @example
+ * isLoopback('127.0.0.1'); // true
+ */
+export function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 

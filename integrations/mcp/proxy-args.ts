@@ -33,6 +33,11 @@ Options (each wins over the same setting in --config):
                                      port; stdin is not read; SIGTERM stops); once ready, one stderr
                                      line: "mcp-proxy listening on <url>"; GET /healthz
                                      answers 200 {"status":"ok"}
+  --console                          serve the control room (pending approvals, tool health) at
+                                     /console on the --listen listener; its token comes from the
+                                     TD_CONSOLE_TOKEN environment variable (16+ characters) and is
+                                     never printed; once ready, one stderr line: "mcp-proxy console
+                                     at <url>"
   --redis-url redis://<host>:<port>  keep dedupe, MCP Tasks and breaker state on Redis, shared by
                                      every proxy given the same URL and prefix (a fleet); needs the
                                      "redis" (or "ioredis") package
@@ -63,6 +68,7 @@ const proxyFlags = {
   header: { type: 'string', multiple: true },
   server: { type: 'string' },
   listen: { type: 'string' },
+  console: { type: 'boolean' },
   'redis-url': { type: 'string' },
   'redis-prefix': { type: 'string' },
   'timeout-ms': { type: 'string' },
@@ -95,12 +101,17 @@ export interface ProxyCommand {
   listen?: string;
   /** The Redis a fleet shares, when given. */
   redis?: { url: string; prefix: string };
+  /** The console on the listener (`--console`), with its token from `TD_CONSOLE_TOKEN`; never printed. */
+  console?: { token: string };
 }
+
+/** The environment variable `--console` reads its token from. */
+export const consoleTokenVariable = 'TD_CONSOLE_TOKEN';
 
 /**
  * Parses `mcp-proxy`'s arguments (without the subcommand); a flag wins over the same setting of
- * the `--config` file. `env` supplies `REDIS_URL` (when `--redis-url` is absent) and the
- * `${VAR}` values of `--header`.
+ * the `--config` file. `env` supplies `REDIS_URL` (when `--redis-url` is absent), the
+ * `${VAR}` values of `--header` and `TD_CONSOLE_TOKEN` (for `--console`).
  *
  * @throws TypeError with a message fit for the user on a bad flag, file or setting.
  * @example
@@ -196,6 +207,7 @@ export function parseProxyArgs(
   const listen = values.listen;
   if (listen !== undefined) listenUrl(listen);
   const redis = redisFlags(values['redis-url'], values['redis-prefix'], env);
+  const consoleToken = values.console === true ? consoleFlag(listen, env) : undefined;
   return {
     upstream,
     config,
@@ -203,7 +215,26 @@ export function parseProxyArgs(
     logFormat,
     ...(listen === undefined ? {} : { listen }),
     ...(redis === undefined ? {} : { redis }),
+    ...(consoleToken === undefined ? {} : { console: { token: consoleToken } }),
   };
+}
+
+// The console's token, from the environment only: a flag's value would sit in `ps` and shell
+// history. Each message names the variable and what is wrong, never the value.
+function consoleFlag(listen: string | undefined, env: Readonly<Record<string, string | undefined>>): string {
+  if (listen === undefined) {
+    throw new TypeError('--console needs --listen: the console is served at /console on that listener');
+  }
+  const token = env[consoleTokenVariable];
+  if (token === undefined || token === '') {
+    throw new TypeError(`--console needs a token in the ${consoleTokenVariable} environment variable`);
+  }
+  if (token.length < 16 || /\s/.test(token)) {
+    throw new TypeError(
+      `${consoleTokenVariable} must be at least 16 characters with no whitespace (value not shown)`,
+    );
+  }
+  return token;
 }
 
 function parseFlags(own: string[]) {

@@ -151,6 +151,8 @@ export interface McpProxy {
   readonly registry: ToolRegistry;
   /** The dispatcher every call goes through. */
   readonly dispatcher: Dispatcher;
+  /** The approval gate of `config.requireApproval` (`undefined` when it is `none`). */
+  readonly approvals: ApprovalGate | undefined;
   /**
    * Change events for `createMcpHandler(serverFactory, { bus: proxy.events })`: a changed
    * upstream tool list reaches 2026-07-28 clients listening over HTTP (`subscriptions/listen`),
@@ -286,6 +288,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     serverFactory: (context: McpRequestContext | undefined) => serve(context?.requestInfo !== undefined),
     registry,
     dispatcher,
+    approvals,
     events,
     imported: face,
     close: async () => {
