@@ -7,7 +7,7 @@
 
 import { importBesidePeers } from '../peers.js';
 
-export const { otelTracing, otelMetrics } = await importBesidePeers(
+export const { otelTracing, otelMetrics, metricNames } = await importBesidePeers(
   'tool-dispatcher/otel',
   ['@opentelemetry/api'],
   () => import('./index.js'),

@@ -55,8 +55,13 @@ describe('a leader that crashed or lost its lease', () => {
     await vi.advanceTimersByTimeAsync(301);
     expect(await pending).toMatchObject({ ok: false, kind: 'outcome_unknown', window: 'leader_crashed' });
     expect(charge.runs()).toBe(0);
-    // When the crashed leader started is kept.
-    expect(store.receipts.get('order-1')).toEqual({ ...sent, status: 'in_doubt', window: 'leader_crashed' });
+    // When the crashed leader started is kept; the call that found it in doubt adds the args' preview.
+    expect(store.receipts.get('order-1')).toEqual({
+      ...sent,
+      status: 'in_doubt',
+      window: 'leader_crashed',
+      preview: '{"amount":5}',
+    });
     expect(await charge.call()).toMatchObject({ kind: 'outcome_unknown', window: 'leader_crashed' });
     expect(charge.runs()).toBe(0);
   });

@@ -216,6 +216,7 @@ describe.runIf(enabled)('outcome windows on a real redis-server', () => {
       ...sent,
       status: 'in_doubt',
       window: 'leader_crashed',
+      preview: '{"amount":5}',
     });
     crashed.close();
   });
