@@ -7,6 +7,7 @@
 import {
   fromIoredis,
   fromNodeRedis,
+  redisApprovalStore,
   redisCircuitStore,
   redisIdempotencyStore,
   type IoredisLike,
@@ -55,7 +56,11 @@ export async function connectFleet(url: string, prefix: string): Promise<FleetSt
   }
   const idempotency = redisIdempotencyStore(connection.client, { prefix });
   return {
-    stores: { idempotency, circuit: redisCircuitStore(connection.client, { prefix }) },
+    stores: {
+      idempotency,
+      circuit: redisCircuitStore(connection.client, { prefix }),
+      approvals: redisApprovalStore(connection.client, { prefix }),
+    },
     close: async () => {
       idempotency.close();
       await connection.close();

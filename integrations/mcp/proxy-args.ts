@@ -38,8 +38,9 @@ Options (each wins over the same setting in --config):
                                      TD_CONSOLE_TOKEN environment variable (16+ characters) and is
                                      never printed; once ready, one stderr line: "mcp-proxy console
                                      at <url>"
-  --redis-url redis://<host>:<port>  keep dedupe, MCP Tasks and breaker state on Redis, shared by
-                                     every proxy given the same URL and prefix (a fleet); needs the
+  --redis-url redis://<host>:<port>  keep dedupe, MCP Tasks, breaker state and paused approvals on
+                                     Redis, shared by every proxy given the same URL and prefix (a
+                                     fleet); needs the
                                      "redis" (or "ioredis") package
                                      (default: the REDIS_URL environment variable, when set)
   --redis-prefix <p>                 the Redis key namespace (default "td")

@@ -29,6 +29,7 @@ import {
   approvalGate,
   defaultStack,
   type ApprovalGate,
+  type ApprovalStore,
   isRetryable,
   logging,
   type CircuitStore,
@@ -131,9 +132,15 @@ export interface McpProxyStores {
    * @default a memory store of the proxy's own
    */
   circuit?: CircuitStore;
+  /**
+   * The requests `--require-approval` pauses, their answers and audit log: shared, a request paused
+   * on one process can be answered (and listed by `--console`) on any.
+   * @default a memory store of the proxy's own
+   */
+  approvals?: ApprovalStore;
 }
 
-const mcpProxyStoreKeys = optionKeys<McpProxyStores>({ idempotency: true, circuit: true });
+const mcpProxyStoreKeys = optionKeys<McpProxyStores>({ idempotency: true, circuit: true, approvals: true });
 
 /** A running proxy: serve `server` over a transport, `close()` to stop the upstream. */
 export interface McpProxy {
@@ -254,7 +261,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     );
   }
   const names = imported.names;
-  const approvals = proxyGate(registry, config.requireApproval ?? 'none');
+  const approvals = proxyGate(registry, config.requireApproval ?? 'none', stores.approvals);
   const dispatcher = proxyDispatcher(registry, config, stores, logger, logLevel, approvals, (toolName) =>
     settingsOf((toolName === undefined ? undefined : names.get(toolName)) ?? ''),
   );
@@ -489,11 +496,17 @@ function proxyDispatcher(
 
 // The gate of --require-approval: by the upstream's annotations (a tool without any is gated), or
 // every call; a tool's own requiresApproval, from the config, beats both.
-function proxyGate(registry: ToolRegistry, mode: 'destructive' | 'all' | 'none'): ApprovalGate | undefined {
+function proxyGate(
+  registry: ToolRegistry,
+  mode: 'destructive' | 'all' | 'none',
+  store: ApprovalStore | undefined,
+): ApprovalGate | undefined {
   if (mode === 'none') return undefined;
-  if (mode === 'destructive') return approvalGate({ registry });
+  const shared = store === undefined ? {} : { store };
+  if (mode === 'destructive') return approvalGate({ registry, ...shared });
   return approvalGate({
     registry,
+    ...shared,
     decide: (call, byDefault) =>
       call.tool.requiresApproval === false
         ? byDefault
