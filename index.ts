@@ -215,4 +215,5 @@ export type {
   PolicyBudgetState,
   RetryBudget,
   RetryBudgetOptions,
+  RetryThrottleOptions,
 } from './middleware/index.js';

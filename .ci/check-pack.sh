@@ -21,6 +21,12 @@ tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
   || { cat "$work/publint.log"; echo 'pack check: publint found problems'; exit 1; }
 grep -q 'All good' "$work/publint.log" || { cat "$work/publint.log"; echo 'pack check: publint did not say "All good"'; exit 1; }
 echo 'pack check: arethetypeswrong and publint report nothing on the tarball'
+# The console serves its page from the package: the built script and styles must be packed.
+for asset in app.js app.css; do
+  tar -tzf "$work/$tarball" | grep -qx "package/dist/console-page/$asset" \
+    || { echo "pack check: dist/console-page/$asset is not in the tarball (npm run build builds it)"; exit 1; }
+done
+echo 'pack check: the console page (dist/console-page/app.js, app.css) is packed'
 tsc="$root/node_modules/typescript/bin/tsc"
 version() { node -p "require('$root/package.json').devDependencies['$1'].replace(/^[~^]/, '')"; }
 own_version=$(node -p "require('$root/package.json').version")
@@ -109,19 +115,21 @@ if (layers.some((f) => typeof f !== 'function') || typeof TransientError !== 'fu
 console.log('pack check: the installed package works without any host SDK');
 TS
 # The OpenAI and Anthropic subpaths only use their SDKs' types, /redis and /postgres take any client
-# through an adapter, and /durable is engine-neutral: they load without the SDKs.
+# through an adapter, /durable is engine-neutral and /console needs only node:http: they load
+# without the SDKs.
 cat > providers.mjs <<'JS'
 const openai = await import('tool-dispatcher/openai');
 const anthropic = await import('tool-dispatcher/anthropic');
 const redis = await import('tool-dispatcher/redis');
 const postgres = await import('tool-dispatcher/postgres');
 const durable = await import('tool-dispatcher/durable');
+const console_ = await import('tool-dispatcher/console');
 if (typeof openai.createOpenAIToolkit !== 'function' || typeof anthropic.createAnthropicToolkit !== 'function'
   || typeof redis.fromNodeRedis !== 'function' || typeof postgres.postgresReceiptStore !== 'function'
-  || typeof durable.engineVerdict !== 'function') {
+  || typeof durable.engineVerdict !== 'function' || typeof console_.controlRoom !== 'function') {
   throw new Error('SDK-free subpaths');
 }
-console.log('pack check: tool-dispatcher/openai, /anthropic, /redis, /postgres and /durable load without their SDKs');
+console.log('pack check: tool-dispatcher/openai, /anthropic, /redis, /postgres, /durable and /console load without their SDKs');
 JS
 # A subpath that needs a missing peer fails its import with one line; caught, it is an error whose
 # stack is that line, with the code Node's resolver uses.
@@ -202,11 +210,12 @@ import { postgresReceiptStore, receiptTableSql } from 'tool-dispatcher/postgres'
 import { engineVerdict } from 'tool-dispatcher/durable';
 import { restateRun } from 'tool-dispatcher/restate';
 import { dbosStep } from 'tool-dispatcher/dbos';
+import { controlRoom } from 'tool-dispatcher/console';
 
 const all = [createOpenAIToolkit, createAnthropicToolkit, toAiSdkTools, ToolCallFailed, dispatcherMiddleware,
   toLangChainTools, toAgentsTools, createMcpServer, registerMcpTools, importMcpTools, otelTracing, otelMetrics,
   fromNodeRedis, fromIoredis, redisIdempotencyStore, redisSlotStore, redisCircuitStore, redisBudget,
-  postgresReceiptStore, receiptTableSql, engineVerdict, restateRun, dbosStep];
+  postgresReceiptStore, receiptTableSql, engineVerdict, restateRun, dbosStep, controlRoom];
 if (all.some((f) => typeof f !== 'function')) throw new Error('a subpath export is missing');
 console.log('pack check: every subpath resolves, with types, beside its peer');
 TS

@@ -48,7 +48,7 @@ export type {
   PolicyBudgetState,
 } from './autopilot/index.js';
 export { retryBudget } from './autopilot/retry-budget.js';
-export type { RetryBudget, RetryBudgetOptions } from './autopilot/retry-budget.js';
+export type { RetryBudget, RetryBudgetOptions, RetryThrottleOptions } from './autopilot/retry-budget.js';
 export { memoryAutopilotStore } from './autopilot/memory-store.js';
 export type { MemoryAutopilotStore, MemoryAutopilotStoreOptions } from './autopilot/memory-store.js';
 export type { AutopilotStore, RetryBudgetStore, RetryBudgetWindow } from './autopilot/store.js';

@@ -6,6 +6,8 @@
  */
 
 import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../src/internal/deadlines.js';
+import { toJsonSafe } from '../src/json-safe.js';
+import { createRedactor, type Redactor } from '../src/redact.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
 import type { DeadlineClock } from '../src/types.js';
 
@@ -82,4 +84,114 @@ class TimerNode implements DeadlineNode {
   expire(): void {
     this.callback();
   }
+}
+
+interface SemaphoreWaiter {
+  grant: () => void;
+  queued: boolean;
+  previous: SemaphoreWaiter | undefined;
+  next: SemaphoreWaiter | undefined;
+}
+
+/**
+ * A counting semaphore whose waiters queue first in, first out and can leave the queue at once
+ * (async-mutex's cannot drop one waiter, nor take a free slot without a promise). Its capacity is
+ * a number, or a function read each time a slot could be handed over (a limit that moves: when it
+ * falls below the slots held, nobody new starts until enough are released; when it rises,
+ * `admit()` lets that many more waiters in). Shared by the concurrency layer and the autopilot.
+ *
+ * @example
+ * const slots = new FifoSemaphore(4);
+ * if (!slots.tryAcquire()) slots.enqueue(() => start());
+ * slots.release();
+ */
+export class FifoSemaphore {
+  running = 0;
+  queued = 0;
+  #head: SemaphoreWaiter | undefined = undefined;
+  #tail: SemaphoreWaiter | undefined = undefined;
+  readonly #capacity: number | (() => number);
+
+  constructor(capacity: number | (() => number)) {
+    this.#capacity = capacity;
+  }
+
+  /** The capacity now. */
+  get max(): number {
+    const capacity = this.#capacity;
+    return typeof capacity === 'number' ? capacity : capacity();
+  }
+
+  /** Takes a slot if one is free and nobody is waiting. */
+  tryAcquire(): boolean {
+    if (this.queued > 0 || this.running >= this.max) return false;
+    this.running += 1;
+    return true;
+  }
+
+  /**
+   * Queues for a slot: `grant` is called once one is handed over. Returns a function that
+   * removes the waiter from the queue (a no-op once granted).
+   */
+  enqueue(grant: () => void): () => void {
+    const waiter: SemaphoreWaiter = { grant, queued: true, previous: this.#tail, next: undefined };
+    if (this.#tail === undefined) this.#head = waiter;
+    else this.#tail.next = waiter;
+    this.#tail = waiter;
+    this.queued += 1;
+    return () => {
+      if (waiter.queued) this.#unlink(waiter);
+    };
+  }
+
+  /** Frees a slot, handing free slots straight to the first waiters as the capacity allows. */
+  release(): void {
+    this.running -= 1;
+    if (this.#head !== undefined) this.admit();
+  }
+
+  /** Hands free slots to waiters, in order: call it when the capacity has risen. */
+  admit(): void {
+    for (let waiter = this.#head; waiter !== undefined && this.running < this.max; waiter = this.#head) {
+      this.#unlink(waiter);
+      this.running += 1;
+      waiter.grant();
+    }
+  }
+
+  #unlink(waiter: SemaphoreWaiter): void {
+    if (waiter.previous === undefined) this.#head = waiter.next;
+    else waiter.previous.next = waiter.next;
+    if (waiter.next === undefined) this.#tail = waiter.previous;
+    else waiter.next.previous = waiter.previous;
+    waiter.previous = undefined;
+    waiter.next = undefined;
+    waiter.queued = false;
+    this.queued -= 1;
+  }
+}
+
+/** The marker a capped args preview ends with. */
+export const previewCut = '…[truncated]';
+
+let builtins: Redactor | undefined;
+
+/** The redactor with the built-in patterns alone, made once: for a call with no redactor of its own. */
+export function builtinRedactor(): Redactor {
+  builtins ??= createRedactor();
+  return builtins;
+}
+
+/**
+ * A call's args as a person may see them (an approval's reviewer, an in-doubt receipt's
+ * operator): redacted as values (so a secret in a string is found whatever JSON would escape in
+ * it), as JSON text, redacted again as text, and cut to `maxChars`. `undefined` when `maxChars`
+ * is 0 (previews off).
+ */
+export function previewOf(args: unknown, redactor: Redactor, maxChars: number): string | undefined {
+  if (maxChars === 0) return undefined;
+  const text = redactor.redact(JSON.stringify(toJsonSafe(redactor.redactValue(args))) ?? 'null');
+  if (text.length <= maxChars) return text;
+  // Cut after redaction: a cut never splits a secret into pieces the patterns no longer match.
+  return `${text.slice(0, Math.max(0, maxChars - previewCut.length))}${previewCut}`;
 }

@@ -13,10 +13,11 @@ import { dispatchOptionsProblem } from './dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { optionKeys, optionsObject, requireFunction } from './internal/options.js';
+import { ignoreRejection } from './internal/thenable.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import { trusted } from './internal/trusted.js';
 import type { Redactor } from './redact.js';
-import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
+import type { DispatchEvent, DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 
 /** Options for `createDispatcher`. */
 export interface DispatcherOptions {
@@ -60,6 +61,20 @@ export interface Dispatcher {
     argsJson: string,
     options?: DispatchOptions,
   ): Promise<Outcome<Result>>;
+  /**
+   * Adds a listener for every event this dispatcher emits (the ones `onEvent` gets, redacted the
+   * same way) and returns the function that removes it. Any number may listen; one that throws is
+   * ignored. A call that started before the first listener came keeps running unobserved, so its
+   * events are not heard. With no listener a dispatch costs what it did without this method.
+   *
+   * @example
+   * const unsubscribe = dispatcher.subscribe((event) => {
+   *   if (event.type === 'dispatch.failure') console.log(event.tool, event.kind);
+   * });
+   * // later
+   * unsubscribe();
+   */
+  subscribe(listener: EventListener): () => void;
 }
 
 /**
@@ -114,12 +129,28 @@ export function createDispatcher(stack: readonly Middleware[], options: Dispatch
       calls.startSafely(name, args, callOptions === undefined ? noOptions : callOptions, report),
     );
 
-  return { dispatch, gatherBounded, dispatchJson };
+  const subscribe = (listener: EventListener): (() => void) => {
+    requireFunction('listener', listener);
+    return calls.subscribe(listener);
+  };
+
+  return { dispatch, gatherBounded, dispatchJson, subscribe };
 }
 
 /** One dispatcher's calls: each started, run through the stack and ended exactly once. */
 class Calls {
   private readonly run: ComposedMiddleware<CallContext>;
+  // What each new call's context delivers to: `onEvent` alone while nobody subscribed (so an
+  // unobserved dispatcher stays unobserved), else the fan-out, which reads the live list.
+  private sink: EventListener | undefined;
+  private subscribers: readonly EventListener[] = [];
+  private readonly fanOut: EventListener = (event) => {
+    const { onEvent } = this;
+    if (onEvent !== undefined) deliverSafely(onEvent, event);
+    // The list is replaced, never changed in place: a listener that unsubscribes while the event
+    // is delivered cannot make another miss it.
+    for (const listener of this.subscribers) deliverSafely(listener, event);
+  };
 
   constructor(
     stack: readonly Middleware[],
@@ -128,6 +159,20 @@ class Calls {
     private readonly redactor: Redactor | undefined,
   ) {
     this.run = compose<CallContext>([...(stack as ComposableStack<CallContext>), trusted(attemptStep)]);
+    this.sink = onEvent;
+  }
+
+  subscribe(listener: EventListener): () => void {
+    this.subscribers = [...this.subscribers, listener];
+    this.sink = this.fanOut;
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      const index = this.subscribers.indexOf(listener);
+      if (index !== -1) this.subscribers = this.subscribers.filter((_, at) => at !== index);
+      if (this.subscribers.length === 0) this.sink = this.onEvent;
+    };
   }
 
   // Runs the stack and reports once it settles; whatever it throws still ends as an envelope.
@@ -163,7 +208,7 @@ class Calls {
       budget: problem === undefined ? resolveBudget(options.budget) : undefined,
       signal,
       startedAt: now(),
-      onEvent: this.onEvent,
+      onEvent: this.sink,
       redactor: this.redactor,
     });
     // Failures found before any layer runs still end through `finish`, so observers see them,
@@ -240,6 +285,15 @@ function attemptStep(ctx: CallContext): Promise<void> {
   const running = runAttempt(ctx);
   ctx.attemptRun = running;
   return running;
+}
+
+// A subscriber that throws, or rejects, is ignored: it must never break the dispatch it hears.
+function deliverSafely(listener: EventListener, event: DispatchEvent): void {
+  try {
+    ignoreRejection(listener(event));
+  } catch {
+    // Ignored on purpose.
+  }
 }
 
 // The result and message the caller gets, redacted; a redactor that throws fails the call closed.

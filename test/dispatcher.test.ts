@@ -723,3 +723,100 @@ describe('one caller signal shared by many calls', () => {
     expect(await pending).toMatchObject({ kind: 'cancelled', attempts: 0 });
   });
 });
+
+describe('subscribe', () => {
+  it('hears every event onEvent hears, in the same order', async () => {
+    const heard: string[] = [];
+    const { dispatcher, eventTypes } = setup();
+    dispatcher.subscribe((event) => heard.push(event.type));
+    await dispatcher.dispatch('search.web', { query: 'x' });
+    expect(heard).toContain('dispatch.success');
+    expect(heard).toEqual(eventTypes());
+  });
+
+  it('feeds several listeners and stops feeding one once it unsubscribes', async () => {
+    const { dispatcher } = setup();
+    const first: string[] = [];
+    const second: string[] = [];
+    const stopFirst = dispatcher.subscribe((event) => first.push(event.type));
+    dispatcher.subscribe((event) => second.push(event.type));
+    await dispatcher.dispatch('search.web', { query: 'x' });
+    stopFirst();
+    stopFirst();
+    await dispatcher.dispatch('search.web', { query: 'y' });
+    expect(first.filter((type) => type === 'dispatch.success')).toHaveLength(1);
+    expect(second.filter((type) => type === 'dispatch.success')).toHaveLength(2);
+  });
+
+  it('ignores a listener that throws or rejects, and still feeds the others', async () => {
+    const { dispatcher } = setup();
+    const heard: string[] = [];
+    dispatcher.subscribe(() => {
+      throw new Error('broken listener');
+    });
+    dispatcher.subscribe((() => Promise.reject(new Error('broken async listener'))) as never);
+    dispatcher.subscribe((event) => heard.push(event.type));
+    await expect(dispatcher.dispatch('search.web', { query: 'x' })).resolves.toMatchObject({ ok: true });
+    expect(heard).toContain('dispatch.success');
+  });
+
+  it('keeps feeding the subscribers when onEvent throws', async () => {
+    const heard: string[] = [];
+    const registry = new ToolRegistry().register({
+      name: 'echo',
+      description: 'echoes',
+      inputSchema: z.object({}),
+      handler: () => 'ok',
+    });
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry)], {
+      onEvent: () => {
+        throw new Error('broken onEvent');
+      },
+    });
+    dispatcher.subscribe((event) => heard.push(event.type));
+    await dispatcher.dispatch('echo', {});
+    expect(heard).toContain('dispatch.success');
+  });
+
+  it('stops hearing a call in flight once it unsubscribes', async () => {
+    const release = gate();
+    const registry = new ToolRegistry().register({
+      name: 'slow',
+      description: 'waits',
+      inputSchema: z.object({}),
+      handler: () => release.promise.then(() => 'done'),
+    });
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry)]);
+    const heard: string[] = [];
+    const unsubscribe = dispatcher.subscribe((event) => heard.push(event.type));
+    const running = dispatcher.dispatch('slow', {});
+    await flush();
+    unsubscribe();
+    release.open();
+    await running;
+    expect(heard).toContain('dispatch.attempt');
+    expect(heard).not.toContain('dispatch.success');
+  });
+
+  it('passes events through the redactor before a subscriber sees them', async () => {
+    const { createRedactor } = await import('../index.js');
+    const registry = new ToolRegistry().register({
+      name: 'leaky',
+      description: 'fails with a secret',
+      inputSchema: z.object({}),
+      handler: () => {
+        throw new Error('token sk-live-0123456789abcdefghijklmnop refused');
+      },
+    });
+    const dispatcher = createDispatcher([errorMapping(), toolLookup(registry)], { redact: createRedactor() });
+    const heard: unknown[] = [];
+    dispatcher.subscribe((event) => heard.push(event));
+    await dispatcher.dispatch('leaky', {});
+    expect(JSON.stringify(heard)).not.toContain('sk-live-0123456789abcdefghijklmnop');
+  });
+
+  it('rejects a listener that is not a function, naming it', () => {
+    const { dispatcher } = setup();
+    expect(() => dispatcher.subscribe('nope' as never)).toThrow(/listener/);
+  });
+});

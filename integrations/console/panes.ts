@@ -28,11 +28,35 @@ export interface ToolHealthRow {
   /** The breaker's state as last reported, if the tool has one. */
   readonly breaker?: 'closed' | 'open' | 'half_open';
   /** Rate-limit state in the window: waits, refusals and the last bucket fill (0..1) seen. */
-  readonly rateLimit?: { readonly waits: number; readonly refusals: number; readonly fill?: number };
+  readonly rateLimit?: {
+    /** Calls that waited for a token. */
+    readonly waits: number;
+    /** Calls refused for want of one. */
+    readonly refusals: number;
+    /** The bucket's fill last seen, 0..1. */
+    readonly fill?: number;
+  };
   /** Cost-budget burn in the window by tenant (`''` when the call named none): units spent, refusals. */
-  readonly budget?: Readonly<Record<string, { readonly spent: number; readonly refusals: number }>>;
+  readonly budget?: Readonly<
+    Record<
+      string,
+      {
+        /** Units spent. */
+        readonly spent: number;
+        /** Calls refused for the budget. */
+        readonly refusals: number;
+      }
+    >
+  >;
   /** What the autopilot last decided for the tool, if it runs. */
-  readonly autopilot?: { readonly timeoutMs?: number; readonly source?: string; readonly hedges?: number };
+  readonly autopilot?: {
+    /** The timeout it set, in ms. */
+    readonly timeoutMs?: number;
+    /** Where that timeout came from. */
+    readonly source?: string;
+    /** Hedged attempts made. */
+    readonly hedges?: number;
+  };
 }
 
 /** The whole tool-health pane at one moment. */

@@ -40,6 +40,8 @@ export const ours = {
   idempotencySource: 'tool_dispatcher.idempotency.source',
   receiptStatus: 'tool_dispatcher.receipt.status',
   circuitState: 'tool_dispatcher.circuit.state',
+  outcomeWindow: 'tool_dispatcher.outcome.window',
+  approvalDecision: 'tool_dispatcher.approval.decision',
   circuitKey: 'tool_dispatcher.circuit.key',
   circuitFailures: 'tool_dispatcher.circuit.failures',
   circuitCooldownMs: 'tool_dispatcher.circuit.cooldown_ms',

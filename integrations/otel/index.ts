@@ -13,5 +13,5 @@
 
 export { otelTracing } from './tracing.js';
 export type { OtelTracingOptions } from './tracing.js';
-export { otelMetrics } from './metrics.js';
+export { metricNames, otelMetrics } from './metrics.js';
 export type { OtelMetricsOptions } from './metrics.js';

@@ -13,10 +13,11 @@ import {
   type MeterProvider,
   type Observable,
 } from '@opentelemetry/api';
-import type { DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
+import type { ApprovalDecidedEvent, DispatchContext, DispatchEvent, Middleware, Next } from '../../index.js';
 import { optionKeys, rejectUnknownKeys } from '../../middleware/index.js';
 import { noop } from '../../middleware/internal-kit.js';
 import { genAi, isTerminal, metricToolName, ours, scopeName, scopeVersion } from './attributes.js';
+import { PolicyInstruments, policyMetricNames } from './policy-metrics.js';
 
 /** Options for `otelMetrics`. */
 export interface OtelMetricsOptions {
@@ -31,9 +32,21 @@ export interface OtelMetricsOptions {
    * @default 'function'
    */
   toolType?: string;
+  /**
+   * The approval gate whose decisions end the pending requests this process's calls opened: with
+   * it, `tool_dispatcher.approvals.pending` drops as each is decided (anywhere in the fleet) and
+   * `tool_dispatcher.approval.decision_duration` is recorded; without it a request counts as
+   * pending until it expires.
+   * @default none
+   */
+  approvals?: { subscribe(listener: (decided: ApprovalDecidedEvent) => void): () => void };
 }
 
-const otelMetricsOptionKeys = optionKeys<OtelMetricsOptions>({ meter: true, toolType: true });
+const otelMetricsOptionKeys = optionKeys<OtelMetricsOptions>({
+  meter: true,
+  toolType: true,
+  approvals: true,
+});
 
 /** The metric names `otelMetrics` reports. */
 export const metricNames = {
@@ -53,6 +66,8 @@ export const metricNames = {
   inFlight: 'tool_dispatcher.in_flight',
   /** Up-down counter: dispatches waiting for a concurrency slot now. */
   queued: 'tool_dispatcher.queued',
+  /** The policy layers' instruments: see `policyMetricNames`. */
+  ...policyMetricNames,
 } as const;
 
 // The conventions' advice for gen_ai.execute_tool.duration.
@@ -77,7 +92,13 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
     throw new TypeError(`otelMetrics() options must be an object, got ${String(options)}`);
   }
   if (options !== undefined) rejectUnknownKeys('otelMetrics', options, otelMetricsOptionKeys);
-  const { meter, toolType = 'function' } = options ?? {};
+  const { meter, toolType = 'function', approvals } = options ?? {};
+  if (
+    approvals !== undefined &&
+    typeof (approvals as { subscribe?: unknown } | null)?.subscribe !== 'function'
+  ) {
+    throw new TypeError('approvals must be an approval gate (with subscribe), from approvalGate()');
+  }
   if (
     meter !== undefined &&
     (typeof meter !== 'object' || meter === null || typeof meter.createHistogram !== 'function')
@@ -100,6 +121,14 @@ export function otelMetrics(options?: OtelMetricsOptions): Middleware {
     return state;
   };
   const metered = new WeakSet<DispatchContext>();
+  // Decisions end the requests this process opened; the gate's subscription lives as long as it.
+  approvals?.subscribe((decided) => {
+    try {
+      currentState()?.approvalDecided(decided);
+    } catch {
+      // A meter that throws costs its data point only.
+    }
+  });
 
   return function otelMetrics(ctx: DispatchContext, next: Next): Promise<void> {
     let recording: MeterState | undefined;
@@ -134,6 +163,7 @@ class MeterState {
   readonly timeouts: Counter;
   readonly dedupeHits: Counter;
   readonly breakerTransitions: Counter;
+  readonly policy: PolicyInstruments;
   // Kept as plain counts and reported when the reader collects: an SDK measurement costs about
   // a microsecond, and these three change on every call.
   readonly attempts = new Map<string, number>();
@@ -184,6 +214,12 @@ class MeterState {
       }),
       this.queued,
     );
+    this.policy = new PolicyInstruments(meter, (tool) => this.toolAttributes(tool));
+  }
+
+  /** A decision heard from the gate: ends the request if one of this process's calls opened it. */
+  approvalDecided(decided: ApprovalDecidedEvent): void {
+    this.policy.approvalDecided(decided);
   }
 
   private observe(instrument: Observable, counts: Map<string, number>): void {
@@ -330,6 +366,7 @@ class MeteredDispatch {
         this.leaveQueue();
         break;
       default: {
+        if (state.policy.record(event, this.toolName())) break;
         const entered = transitionStates[type];
         if (entered === undefined) break;
         state.breakerTransitions.add(1, {
@@ -346,6 +383,18 @@ class MeteredDispatch {
     this.state.bump(this.state.queued, this.toolName(), -1);
   }
 
+  // The endings the policy counters count: a spent budget, an outcome lost (by its window).
+  private countEnding(kind: string): void {
+    try {
+      const outcome = this.ctx.outcome;
+      const window =
+        outcome !== undefined && !outcome.ok && outcome.kind === kind ? outcome.window : undefined;
+      this.state.policy.ended(kind, this.toolName(), window);
+    } catch {
+      // A meter that throws costs its data point, never the dispatch.
+    }
+  }
+
   /** Records the duration and takes the call out of the gauges, once. */
   end(kind: string | undefined, durationMs: number): void {
     if (this.ended) return;
@@ -358,6 +407,7 @@ class MeteredDispatch {
     this.leaveQueue();
     const { state } = this;
     if (this.countedInFlight) state.bump(state.inFlight, this.toolName(), -1);
+    if (kind !== undefined) this.countEnding(kind);
     // A broken injected clock gives no duration; the point is left out rather than made up.
     if (!Number.isFinite(durationMs)) return;
     try {

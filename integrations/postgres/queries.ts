@@ -8,10 +8,23 @@ import { toJsonSafe } from '../../src/index.js';
 import type { Receipt, ReceiptQuery } from '../../index.js';
 
 const statuses: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'in_doubt']);
-const columns = 'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence';
+const columns =
+  'key, tool, status, attempts, started_at, ended_at, outcome_window, settled_by, evidence, preview, resolution';
 
 // The columns' types, in `columns` order: `record` sends each column as one array of its type.
-const columnTypes = ['text', 'text', 'text', 'integer', 'bigint', 'bigint', 'text', 'text', 'jsonb'];
+const columnTypes = [
+  'text',
+  'text',
+  'text',
+  'integer',
+  'bigint',
+  'bigint',
+  'text',
+  'text',
+  'jsonb',
+  'text',
+  'jsonb',
+];
 
 /**
  * The statements of one receipts table (its quoted name given), built once.
@@ -24,7 +37,7 @@ export class ReceiptQueries {
   readonly get: string;
   /**
    * The upsert of any number of receipts with distinct keys, their columns as arrays: one
-   * statement text whatever the batch size, and nine parameters however many rows.
+   * statement text whatever the batch size, and eleven parameters however many rows.
    */
   readonly record: string;
   readonly #select: string;
@@ -41,7 +54,8 @@ export class ReceiptQueries {
     this.record = `INSERT INTO ${table} (${columns}) SELECT * FROM unnest(${arrays.join(', ')})
 ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, attempts = EXCLUDED.attempts,
   started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome_window = EXCLUDED.outcome_window,
-  settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, recorded_at = now()`;
+  settled_by = EXCLUDED.settled_by, evidence = EXCLUDED.evidence, preview = EXCLUDED.preview,
+  resolution = EXCLUDED.resolution, recorded_at = now()`;
     this.#select = `SELECT ${columns} FROM ${table}`;
   }
 
@@ -92,7 +106,19 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
 
   /** The row of `receipt`, in `columns` order; a `TypeError` naming the field that is wrong. */
   valuesOf(receipt: Receipt): unknown[] {
-    const { key, tool, status, attempts, startedAt, endedAt, window, settledBy, evidence } = receipt;
+    const {
+      key,
+      tool,
+      status,
+      attempts,
+      startedAt,
+      endedAt,
+      window,
+      settledBy,
+      evidence,
+      preview,
+      resolution,
+    } = receipt;
     if (typeof key !== 'string' || key === '') throw new TypeError('receipt.key must be a non-empty string');
     if (typeof tool !== 'string') throw new TypeError('receipt.tool must be a string');
     // Refused here, alone: in the batch it would fail every receipt sent with it.
@@ -107,6 +133,9 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
       throw new TypeError('receipt.endedAt must be a finite number');
     }
     const proof = evidence === undefined ? undefined : toJsonSafe(evidence);
+    if (preview !== undefined && typeof preview !== 'string')
+      throw new TypeError('receipt.preview must be a string');
+    const resolved = resolution === undefined ? undefined : toJsonSafe(resolution);
     return [
       key,
       tool,
@@ -115,8 +144,12 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
       Math.round(startedAt),
       endedAt === undefined ? null : Math.round(endedAt),
       window ?? null,
-      settledBy ?? null,
+      // A person's settlement is told by `resolution`: the column's CHECK predates it.
+      settledBy === undefined || settledBy === 'person' ? null : settledBy,
       proof === undefined ? null : jsonbText(JSON.stringify(proof)),
+      // JSON text never holds a raw NUL, but a receipt recorded by hand might.
+      preview === undefined ? null : preview.replaceAll('\u0000', '\\u0000'),
+      resolved === undefined ? null : jsonbText(JSON.stringify(resolved)),
     ];
   }
 
@@ -137,6 +170,11 @@ ON CONFLICT (key) DO UPDATE SET tool = EXCLUDED.tool, status = EXCLUDED.status, 
     if (typeof row.settled_by === 'string')
       receipt.settledBy = row.settled_by as NonNullable<Receipt['settledBy']>;
     if (row.evidence !== null && row.evidence !== undefined) receipt.evidence = row.evidence;
+    if (typeof row.preview === 'string') receipt.preview = row.preview;
+    if (typeof row.resolution === 'object' && row.resolution !== null) {
+      receipt.resolution = row.resolution as NonNullable<Receipt['resolution']>;
+      receipt.settledBy = 'person';
+    }
     return receipt;
   }
 }

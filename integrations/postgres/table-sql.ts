@@ -48,7 +48,8 @@ export function receiptTable(table: unknown): ReceiptTable {
 
 /**
  * The migration that creates the receipts table `table` and its two indexes (the operator's
- * in-doubt query, and receipts by tool); safe to run again.
+ * in-doubt query, and receipts by tool), and adds the columns later versions need to a table
+ * made before (`preview`, `resolution`); safe to run again.
  *
  * @param table - The table, `name` or `schema.name`. @default 'tool_dispatcher_receipts'
  * @throws TypeError naming `table` for a name that is not a plain PostgreSQL identifier.
@@ -69,6 +70,10 @@ export function receiptTableSql(table: string = defaultReceiptTable): string {
   evidence jsonb,
   recorded_at timestamptz NOT NULL DEFAULT now()
 );
+-- Added later: the args' redacted preview, and a person's resolution (settled_by stays NULL for
+-- one, so that tables made before keep their CHECK). Safe on a table made before.
+ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS preview text;
+ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS resolution jsonb;
 -- An index always lives in its table's schema, so its name is never qualified.
 CREATE INDEX IF NOT EXISTS "${name}_in_doubt" ON ${quoted} (started_at DESC) WHERE status = 'in_doubt';
 CREATE INDEX IF NOT EXISTS "${name}_tool" ON ${quoted} (tool, started_at DESC);

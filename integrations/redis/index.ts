@@ -46,3 +46,8 @@ export {
   type RedisAutopilotStore,
   type RedisAutopilotStoreOptions,
 } from './autopilot-store.js';
+export {
+  redisHealthShare,
+  type RedisHealthShare,
+  type RedisHealthShareOptions,
+} from './health-share.js';

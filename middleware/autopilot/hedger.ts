@@ -79,6 +79,11 @@ function isEndable(limit: unknown): limit is EndableLimit {
  * with the limits outside it (the caller's cancel, the autopilot's and the call's deadlines) as a
  * lone attempt does, and the loser's is ended directly. Nothing is allocated for a hedge that
  * never starts but that limit and `runHedged`'s one timer: no `AbortController`, no listener.
+ *
+ * @example
+ * const hedged = await runHedgedAttempt(ctx, next, ctx.tool, {
+ *   hedgeAfterMs: 120, budget, shadow: false, clock: systemClock, onHedge: () => {},
+ * });
  */
 export async function runHedgedAttempt(
   ctx: DispatchContext,
@@ -134,8 +139,9 @@ export async function runHedgedAttempt(
   try {
     result = await runHedged({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
   } finally {
-    // Each attempt put the stack back as it settled; the last to settle leaves it as it was entered.
-    await Promise.allSettled(attempts);
+    // Each attempt put the stack back as it settled; the last to settle leaves it as it was
+    // entered. A lone attempt has settled by now: no wait for it.
+    if (attempts.length > 1) await Promise.allSettled(attempts);
   }
   ctx.outcome = result.value;
   return result.hedged;
@@ -156,6 +162,11 @@ interface ToolHedge {
 /**
  * The autopilot's hedging: per tool, the delay (its live hedge quantile once it has
  * `minSamples`), the budget every hedge-eligible attempt pays into, and the hedged run.
+ *
+ * @example
+ * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
+ * const after = hedging.delayFor(ctx, tool, clock.now());
+ * if (after !== undefined) await hedging.run(ctx, next, tool, after, record);
  * @internal
  */
 export class ToolHedging {
@@ -190,8 +201,8 @@ export class ToolHedging {
       state.budget.deposit();
       return undefined;
     }
-    let summary = this.#stats.summary(tool.name) as ToolSummary;
-    if (summary.samples < minSamples) summary = this.#stats.summary(tool.name, true) as ToolSummary;
+    let summary = this.#stats.summary(tool.name, false, now) as ToolSummary;
+    if (summary.samples < minSamples) summary = this.#stats.summary(tool.name, true, now) as ToolSummary;
     if (state.summary !== summary) {
       state.summary = summary;
       state.ms = this.#delayOf(summary);
@@ -211,20 +222,20 @@ export class ToolHedging {
    * Runs the attempt hedged after `hedgeAfterMs` (see `runHedgedAttempt`); `record.hedged` says a
    * hedge started (in shadow: would have), and the events say what was decided.
    */
-  async run(
+  run(
     ctx: DispatchContext,
     next: Next,
     tool: Tool,
     hedgeAfterMs: number,
     record: { hedged: boolean },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const onHedge = (decision: HedgeDecision): void => {
       if (decision !== 'budget_spent') record.hedged = true;
       if (decision === 'would_start')
         ctx.emit('autopilot.shadow', { knob: 'hedge', action: 'hedged', hedgeAfterMs });
       else ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
     };
-    await runHedgedAttempt(ctx, next, tool, {
+    return runHedgedAttempt(ctx, next, tool, {
       hedgeAfterMs,
       budget: this.#of(tool.name).budget,
       shadow: this.#mode === 'shadow',

@@ -208,7 +208,14 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
     clock,
     timeout,
     hedge,
-    stats: toolStats({ clock, quantiles }),
+    stats: toolStats({
+      clock,
+      quantiles,
+      // A fleet's store merges tools' windows: every worker tunes on every worker's calls.
+      ...(given.store?.exchangeSketch === undefined
+        ? {}
+        : { exchange: given.store.exchangeSketch.bind(given.store) }),
+    }),
     budget: budgetSettingsOf(given.retryBudget, given.store, clock),
   };
   const pilot = new Pilot(settings, {

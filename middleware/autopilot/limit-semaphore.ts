@@ -1,15 +1,12 @@
 /**
  * Slots whose number follows a moving limit (a `GradientLimit`'s): first in, first out, every
- * wait ending on its signal.
+ * wait ending on its signal; the queue is the internal kit's `FifoSemaphore`, shared with the
+ * concurrency layer.
  * @module
  */
 
-import { neverAborted, noop } from '../internal-kit.js';
+import { FifoSemaphore, neverAborted, noop } from '../internal-kit.js';
 import { onAbort } from '../kit.js';
-
-interface Waiter {
-  readonly grant: () => void;
-}
 
 /**
  * A counting semaphore whose capacity is read from `capacity()` each time a slot could be handed
@@ -23,26 +20,23 @@ interface Waiter {
  * try { await next(); } finally { release(); }
  */
 export class LimitSemaphore {
-  readonly #capacity: () => number;
-  // A Set keeps insertion order (FIFO) and drops an aborted waiter in O(1).
-  readonly #waiters = new Set<Waiter>();
-  #inFlight = 0;
+  readonly #slots: FifoSemaphore;
 
   constructor(capacity: () => number) {
     if (typeof capacity !== 'function') {
       throw new TypeError(`capacity must be a function, got ${typeof capacity}`);
     }
-    this.#capacity = capacity;
+    this.#slots = new FifoSemaphore(capacity);
   }
 
   /** Slots held now. */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#slots.running;
   }
 
   /** Callers waiting for a slot now. */
   get queued(): number {
-    return this.#waiters.size;
+    return this.#slots.queued;
   }
 
   /**
@@ -52,36 +46,28 @@ export class LimitSemaphore {
    */
   acquire(signal: AbortSignal = neverAborted): Promise<() => void> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.#waiters.size === 0 && this.#inFlight < this.#capacity()) {
-      this.#inFlight++;
-      return Promise.resolve(this.#releaser());
-    }
+    if (this.#slots.tryAcquire()) return Promise.resolve(this.#releaser());
     return new Promise<() => void>((resolve, reject) => {
       let unsubscribe: () => void = noop;
-      const waiter: Waiter = {
-        grant: () => {
-          unsubscribe();
-          resolve(this.#releaser());
-        },
-      };
-      this.#waiters.add(waiter);
+      let granted = false;
+      const leave = this.#slots.enqueue(() => {
+        granted = true;
+        unsubscribe();
+        resolve(this.#releaser());
+      });
       unsubscribe = onAbort(signal, () => {
-        if (!this.#waiters.delete(waiter)) return;
+        if (granted) return;
+        leave();
         reject(signal.reason);
         // The one who left may have been first in line while slots were free.
-        this.admit();
+        this.#slots.admit();
       });
     });
   }
 
   /** Hands free slots to waiters, in order: call it when the capacity has risen. */
   admit(): void {
-    for (const waiter of this.#waiters) {
-      if (this.#inFlight >= this.#capacity()) return;
-      this.#waiters.delete(waiter);
-      this.#inFlight++;
-      waiter.grant();
-    }
+    this.#slots.admit();
   }
 
   #releaser(): () => void {
@@ -89,8 +75,7 @@ export class LimitSemaphore {
     return () => {
       if (!held) return;
       held = false;
-      this.#inFlight--;
-      this.admit();
+      this.#slots.release();
     };
   }
 }

@@ -283,9 +283,9 @@ export class Pilot {
       announce(ctx, this.#settings.mode, tuning, undefined, record.source);
       return undefined;
     }
-    let summary = stats.summary(tool.name) as ToolSummary;
+    let summary = stats.summary(tool.name, false, now) as ToolSummary;
     // A summary from before the tool had its samples is no ground to tune on.
-    if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true) as ToolSummary;
+    if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true, now) as ToolSummary;
     if (tuning.summary !== summary) {
       tuning.summary = summary;
       tuning.ms = adaptiveMs(summary, timeout);

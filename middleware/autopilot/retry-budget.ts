@@ -1,6 +1,7 @@
 /**
  * The retry budget: retries as a share of first attempts (Finagle's `RetryBudget`), so that a
- * backend in trouble gets a trickle of retries, not three attempts per call.
+ * backend in trouble gets a trickle of retries, not three attempts per call; and a throttle
+ * (gRPC's) that stops them while the tool fails more often than retries can help.
  * @module
  */
 

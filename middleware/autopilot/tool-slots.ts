@@ -43,6 +43,11 @@ const moveReasons: Readonly<Record<GradientLimitChange, string>> = {
  * Per-tool limits and slots. Enforcing, an attempt waits for a slot (first in, first out; the
  * wait ends on its signal); in shadow, attempts are only counted, so whether one would have waited
  * can be said. A tool with nothing in flight is forgotten when the pilot forgets the tool.
+ *
+ * @example
+ * const slots = new ToolSlots({ min: 1, max: 64 }, clock, Math.random);
+ * await slots.run(ctx, 'search.web', 'enforce', () => next());
+ * slots.record(ctx, 'search.web', 212, 'enforce'); // may move the limit: autopilot.decision
  */
 export class ToolSlots {
   readonly #tools = new Map<string, ToolLimit>();

@@ -6,7 +6,8 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { optionKeys, optionsObject, requireClock, requireInteger, requireNumber } from '../kit.js';
-import { defaultMaxBins, type LatencySketch } from './latency-sketch.js';
+import type { MaybePromise } from '../../src/stores.js';
+import { defaultMaxBins, LatencySketch, type LatencySketchData } from './latency-sketch.js';
 import { type OutcomeClass, type OutcomeMix, WindowedSketch, type WindowShape } from './windowed-sketch.js';
 
 /** Options for `toolStats`. */
@@ -32,6 +33,20 @@ export interface ToolStatsOptions {
   refreshEvery?: number;
   /** Quantiles beyond p50/p95/p99/p99.9 to keep in each summary, in `summary.quantiles`. @default [] */
   quantiles?: readonly number[];
+  /**
+   * A fleet's latency windows (an `AutopilotStore`'s `exchangeSketch`): every `exchangeEveryMs`
+   * at most, a tool's successes since its last exchange are sent and the fleet's window comes
+   * back, and the tool's latency quantiles and samples are the fleet's until the next. One that
+   * fails leaves the tool on its own window until an exchange answers again.
+   * @default undefined (each process on its own calls)
+   */
+  exchange?: (
+    tool: string,
+    delta: LatencySketchData,
+    window: { readonly windowMs: number; readonly subWindows: number },
+  ) => MaybePromise<LatencySketchData>;
+  /** The least time between two exchanges of one tool's window, in milliseconds. @default 1_000 */
+  exchangeEveryMs?: number;
 }
 
 const toolStatsOptionKeys = optionKeys<ToolStatsOptions>({
@@ -44,6 +59,8 @@ const toolStatsOptionKeys = optionKeys<ToolStatsOptions>({
   idleMs: true,
   refreshEvery: true,
   quantiles: true,
+  exchange: true,
+  exchangeEveryMs: true,
 });
 
 /** A tool's window, read at one moment; cached between refreshes, so treat it as read-only. */
@@ -64,8 +81,18 @@ export interface ToolSummary {
   readonly outcomes: OutcomeMix;
 }
 
+// A tool's share in a fleet's window: its successes since the last exchange, and the fleet's
+// window as last answered.
+interface FleetShare {
+  delta: LatencySketch;
+  fleet: LatencySketch | undefined;
+  exchangedAt: number;
+  exchanging: boolean;
+}
+
 interface ToolEntry {
   readonly window: WindowedSketch;
+  fleet: FleetShare | undefined;
   lastRecordedAt: number;
   summary: ToolSummary | undefined;
   summaryGeneration: number;
@@ -84,13 +111,21 @@ export class ToolStats {
   readonly #idleMs: number;
   readonly #refreshEvery: number;
   readonly #quantiles: readonly number[];
+  readonly #exchange: ToolStatsOptions['exchange'];
+  readonly #exchangeEveryMs: number;
   #sweepAt: number;
 
   /** Use `toolStats(options)`, which checks the options. */
   constructor(
     clock: Pick<Clock, 'now'>,
     shape: WindowShape,
-    settings: { idleMs: number; refreshEvery: number; quantiles: readonly number[] },
+    settings: {
+      idleMs: number;
+      refreshEvery: number;
+      quantiles: readonly number[];
+      exchange?: ToolStatsOptions['exchange'];
+      exchangeEveryMs?: number;
+    },
   ) {
     this.#clock = clock;
     this.#shape = shape;
@@ -98,6 +133,8 @@ export class ToolStats {
     this.#refreshEvery = settings.refreshEvery;
     this.#quantiles = [0.5, 0.95, 0.99, 0.999, ...settings.quantiles];
     this.#sweepAt = clock.now() + settings.idleMs / 2;
+    this.#exchange = settings.exchange;
+    this.#exchangeEveryMs = settings.exchangeEveryMs ?? 1_000;
   }
 
   /** Tools held now. */
@@ -115,6 +152,15 @@ export class ToolStats {
     if (entry === undefined) {
       entry = {
         window: new WindowedSketch(this.#shape, now),
+        fleet:
+          this.#exchange === undefined
+            ? undefined
+            : {
+                delta: this.#emptySketch(),
+                fleet: undefined,
+                exchangedAt: -Infinity,
+                exchanging: false,
+              },
         lastRecordedAt: now,
         summary: undefined,
         summaryGeneration: -1,
@@ -125,21 +171,63 @@ export class ToolStats {
     entry.window.record(outcome, latencyMs, now);
     entry.lastRecordedAt = now;
     entry.recordsSinceSummary++;
+    const share = entry.fleet;
+    if (share === undefined) return;
+    if (outcome === 'success' && latencyMs !== undefined) share.delta.add(latencyMs);
+    if (!share.exchanging && now - share.exchangedAt >= this.#exchangeEveryMs)
+      this.#exchangeOf(tool, entry, share, now);
+  }
+
+  // Sends the tool's successes since its last exchange; the fleet's window that comes back is the
+  // tool's until the next. Off the call path: nothing waits for it, and a failure is only a miss.
+  #exchangeOf(tool: string, entry: ToolEntry, share: FleetShare, now: number): void {
+    const exchange = this.#exchange as NonNullable<ToolStatsOptions['exchange']>;
+    const delta = share.delta.toData();
+    // Counts sent once: a lost exchange costs them, never counts them twice.
+    share.delta = this.#emptySketch();
+    share.exchanging = true;
+    share.exchangedAt = now;
+    const shape = { windowMs: this.#shape.windowMs, subWindows: this.#shape.subWindows };
+    let answer: MaybePromise<LatencySketchData>;
+    try {
+      answer = exchange(tool, delta, shape);
+    } catch {
+      share.exchanging = false;
+      share.fleet = undefined;
+      return;
+    }
+    Promise.resolve(answer).then(
+      (data) => {
+        share.exchanging = false;
+        share.fleet = LatencySketch.from(data, { maxBins: this.#shape.maxBins });
+        entry.summary = undefined;
+      },
+      () => {
+        share.exchanging = false;
+        // Back on this process's own window until an exchange answers again.
+        share.fleet = undefined;
+        entry.summary = undefined;
+      },
+    );
   }
 
   /** Successful attempts in `tool`'s window at `now`, counted exactly (0 for a tool not held); O(1). */
   samples(tool: string, now = this.#clock.now()): number {
-    return this.#entries.get(tool)?.window.samples(now) ?? 0;
+    const entry = this.#entries.get(tool);
+    if (entry === undefined) return 0;
+    const fleet = entry.fleet?.fleet;
+    return fleet === undefined ? entry.window.samples(now) : Math.max(fleet.count, entry.window.samples(now));
   }
 
   /**
    * `tool`'s window as of now, or `undefined` for a tool not held (never seen, or dropped idle);
-   * `fresh` computes it again even between refreshes.
+   * `fresh` computes it again even between refreshes. `now` is the clock's reading, for a caller
+   * that has just taken it.
    */
-  summary(tool: string, fresh = false): ToolSummary | undefined {
+  summary(tool: string, fresh = false, now?: number): ToolSummary | undefined {
     const entry = this.#entries.get(tool);
     if (entry === undefined) return undefined;
-    const now = this.#clock.now();
+    now ??= this.#clock.now();
     const window = entry.window;
     window.advance(now);
     if (
@@ -150,9 +238,11 @@ export class ToolStats {
     ) {
       return entry.summary;
     }
-    const values = window.quantiles(this.#quantiles, now);
+    const fleet = entry.fleet?.fleet;
+    const values =
+      fleet === undefined ? window.quantiles(this.#quantiles, now) : fleet.quantiles(this.#quantiles);
     entry.summary = {
-      samples: window.samples(now),
+      samples: fleet === undefined ? window.samples(now) : fleet.count,
       p50: values[0] as number,
       p95: values[1] as number,
       p99: values[2] as number,
@@ -180,6 +270,13 @@ export class ToolStats {
   /** Bytes of counters `tool`'s window holds now (0 when not held). */
   byteLength(tool: string): number {
     return this.#entries.get(tool)?.window.byteLength ?? 0;
+  }
+
+  #emptySketch(): LatencySketch {
+    return new LatencySketch({
+      relativeAccuracy: this.#shape.relativeAccuracy,
+      maxBins: this.#shape.maxBins,
+    });
   }
 
   #sweep(now: number): void {
@@ -217,6 +314,10 @@ export function toolStats(options?: ToolStatsOptions): ToolStats {
   const maxBins = requireInteger('maxBins', given.maxBins ?? defaultMaxBins, 2);
   const idleMs = requireNumber('idleMs', given.idleMs ?? windowMs, 0, { exclusive: true });
   const refreshEvery = requireInteger('refreshEvery', given.refreshEvery ?? 64, 1);
+  if (given.exchange !== undefined && typeof given.exchange !== 'function') {
+    throw new TypeError(`exchange must be a function, got ${typeof given.exchange}`);
+  }
+  const exchangeEveryMs = requireNumber('exchangeEveryMs', given.exchangeEveryMs ?? 1_000, 0);
   const quantiles = given.quantiles ?? [];
   if (!Array.isArray(quantiles)) throw new TypeError('quantiles must be an array of numbers in [0, 1]');
   for (const q of quantiles) {
@@ -227,6 +328,12 @@ export function toolStats(options?: ToolStatsOptions): ToolStats {
   return new ToolStats(
     clock,
     { relativeAccuracy, maxBins, windowMs, subWindows, maxCalls },
-    { idleMs, refreshEvery, quantiles: [...quantiles] },
+    {
+      idleMs,
+      refreshEvery,
+      quantiles: [...quantiles],
+      ...(given.exchange === undefined ? {} : { exchange: given.exchange }),
+      exchangeEveryMs,
+    },
   );
 }

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { FifoSemaphore } from './fifo-semaphore.js';
+import { FifoSemaphore } from '../internal-kit.js';
 import { optionKeys, optionsObject } from '../kit.js';
 import type { SlotPermit, SlotStore, SlotWaiter } from './store.js';
 

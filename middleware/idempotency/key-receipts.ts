@@ -7,7 +7,7 @@
 import { describeThrown, isDispatchError, type OutcomeWindow } from '../../src/errors.js';
 import type { Receipt } from './store.js';
 import type { DispatchContext, Tool } from '../../src/types.js';
-import { reconcileFindingOf } from '../internal-kit.js';
+import { builtinRedactor, previewOf, reconcileFindingOf } from '../internal-kit.js';
 
 /** The execution a receipt describes: a walk of a key by this process. */
 export interface ReceiptSubject {
@@ -50,7 +50,22 @@ export function executionReceipt(
   // The evidence of the reconcile that decided this settlement (or left it in doubt).
   const decided = byReconcile || (status === 'in_doubt' && found?.status === 'unknown');
   if (decided && found?.evidence !== undefined) receipt.evidence = found.evidence;
+  if (status === 'in_doubt') keepPreview(receipt, ctx);
   return receipt;
+}
+
+/** The most characters of args an in-doubt receipt keeps. */
+export const receiptPreviewChars = 2_000;
+
+// Only a receipt left in doubt keeps the args (redacted, capped): the one an operator must judge,
+// and the only one worth the redaction's cost on a keyed call.
+function keepPreview(receipt: { preview?: string }, ctx: DispatchContext): void {
+  try {
+    const preview = previewOf(ctx.args, ctx.redactor ?? builtinRedactor(), receiptPreviewChars);
+    if (preview !== undefined) receipt.preview = preview;
+  } catch {
+    // Args that cannot be shown (a getter that throws) leave the receipt without a preview.
+  }
 }
 
 /**
@@ -61,10 +76,12 @@ export function executionReceipt(
 export function keptReceipt(earlier: Receipt, window: OutcomeWindow, ctx: DispatchContext): Receipt {
   const found = reconcileFindingOf(ctx);
   const seen = found?.status === 'unknown' && found.evidence !== undefined;
-  if (earlier.status === 'in_doubt' && !seen) return earlier;
+  if (earlier.status === 'in_doubt' && !seen && earlier.preview !== undefined) return earlier;
   const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = { ...earlier };
   if (earlier.status !== 'in_doubt') Object.assign(receipt, { status: 'in_doubt', window });
   if (seen) receipt.evidence = found.evidence;
+  // The same key and fingerprint: this call's args are the earlier execution's.
+  if (receipt.preview === undefined) keepPreview(receipt, ctx);
   return receipt;
 }
 

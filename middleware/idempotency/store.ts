@@ -215,10 +215,29 @@ export interface Receipt {
   readonly endedAt?: number;
   /** For `in_doubt`, or a success found by `reconcile`: where the outcome was lost. */
   readonly window?: OutcomeWindow;
-  /** Whether the handler or the tool's `reconcile` settled it. */
-  readonly settledBy?: 'handler' | 'reconcile';
+  /**
+   * Who settled it: the handler, the tool's `reconcile` (in the call, or run from the console),
+   * or a person who marked it resolved (see `resolution`).
+   */
+  readonly settledBy?: 'handler' | 'reconcile' | 'person';
   /** What `reconcile` found, as it gave it, whatever its verdict. */
   readonly evidence?: unknown;
+  /**
+   * The call's args as JSON text, redacted (the dispatcher's redactor, else the built-in
+   * patterns) and capped at 2 000 characters (ending `…[truncated]` when cut); kept on
+   * `in_doubt` receipts, so that an operator sees what may have run and the console can hand
+   * them to `reconcile`.
+   */
+  readonly preview?: string;
+  /** For a receipt a person marked resolved: who, when (ms since the epoch), and their note. */
+  readonly resolution?: {
+    /** Who marked it. */
+    readonly by: string;
+    /** When. */
+    readonly at: number;
+    /** Why, in their words. */
+    readonly note: string;
+  };
 }
 
 /** Which receipts `ReceiptStore.list` answers. */

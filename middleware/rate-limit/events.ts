@@ -19,6 +19,13 @@ declare module '../../src/types.js' {
       /** How long the bucket stays empty, in milliseconds. */
       readonly retryAfterMs: number;
     };
+    /** A `rateLimit` layer refused the attempt (`rate_limited`): the wait was too long or could never fit. */
+    'rate_limit.refused': {
+      /** The bucket's key. */
+      readonly key: string;
+      /** When the bucket may hold the tokens, in milliseconds; absent when it never will. */
+      readonly retryAfterMs?: number;
+    };
   }
 }
 

@@ -317,6 +317,7 @@ function refused(
   retryAfterMs: number | undefined,
   why: string,
 ): DispatchError {
+  ctx.emit('rate_limit.refused', retryAfterMs === undefined ? { key } : { key, retryAfterMs });
   return new DispatchError('rate_limited', `"${ctx.displayName}" is rate limited (${key}): ${why}`, {
     attempts: ctx.attempt,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),

@@ -121,14 +121,18 @@ class Ledger {
         abandoned = true;
         // Units reserved for a caller who has left go back.
         answer.then((late) => {
-          if (late.ok) this.#ended(ctx, { key: counted, window: late.window, units, id }, false, false);
+          if (late.ok) void this.#settle({ key: counted, window: late.window, units, id }, -units);
         }, noop);
         return cancelled(ctx, signal);
       });
     } catch (error) {
       throw abandoned ? error : this.#unavailable(error, counted);
     }
-    if (!reserved.ok) throw exceeded(ctx, counted, reserved.retryAfterMs);
+    if (!reserved.ok) {
+      ctx.emit('budget.refused', { key: counted, units });
+      throw exceeded(ctx, counted, reserved.retryAfterMs);
+    }
+    ctx.emit('budget.charged', { key: counted, units });
     const ticket: WindowTicket = { key: counted, window: reserved.window, units, id };
     const before = ctx.attempt;
     try {
@@ -151,7 +155,10 @@ class Ledger {
       if (key === undefined) return undefined;
       const units = attemptCost(ctx);
       // No window will ever hold it: refused as such, with no wait that would not help.
-      if (units > this.limit) throw windowTooSmall(ctx, key, units, this.limit, this.windowMs);
+      if (units > this.limit) {
+        ctx.emit('budget.refused', { key, units });
+        throw windowTooSmall(ctx, key, units, this.limit, this.windowMs);
+      }
       const options = { limit: this.limit, windowMs: this.windowMs, id };
       return { key, units, answer: Promise.resolve(this.store.reserve(key, units, options)) };
     } catch (error) {
@@ -166,12 +173,14 @@ class Ledger {
       // A failed attempt keeps its reservation: its handler may have spent it. One never started did not.
       if (ran) return;
       delta = -ticket.units;
+      ctx.emit('budget.returned', { key: ticket.key, units: ticket.units });
     } else {
       const outcome = ctx.outcome;
       const actual = outcome?.ok === true ? settledCost(ctx, outcome.result) : undefined;
       if (actual === undefined || actual === ticket.units) return;
       delta = actual - ticket.units;
       if (delta > 0) ctx.emit('budget.overrun', { key: ticket.key, units: delta });
+      else ctx.emit('budget.returned', { key: ticket.key, units: -delta });
     }
     void this.#settle(ticket, delta);
   }

@@ -239,6 +239,21 @@ describe('autopilot: adaptive concurrency', () => {
     for (const outcome of await Promise.all(pending)) expect(outcome.ok).toBe(true);
   });
 
+  it('probes the minimum round trip, then restores the limit and says so', async () => {
+    const { warmUp, pilot, events } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 64 } } });
+    await warmUp(1, 100);
+    expect(pilot.snapshot('quote').concurrency).toBe(3);
+    await warmUp(50, 100);
+    expect(pilot.snapshot('quote').concurrency).toBe(8);
+    expect(
+      events.find((event) => event.type === 'autopilot.decision' && event.knob === 'concurrency'),
+    ).toMatchObject({
+      from: 3,
+      to: 8,
+      source: 'minimum round trip measured',
+    });
+  });
+
   it('ends a wait for a slot when the caller cancels', async () => {
     const { dispatcher, runs } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 1 } } });
     const first = dispatcher.dispatch('quote', {});

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { approvalGate, createDispatcher, createRedactor, defaultStack, ToolRegistry } from '../../index.js';
 import { createAnthropicToolkit } from '../../integrations/anthropic/index.js';
 import { toAiSdkTools } from '../../integrations/ai-sdk/index.js';
+import { controlRoom } from '../../integrations/console/index.js';
 import { dbosStep } from '../../integrations/dbos/index.js';
 import { dispatcherMiddleware, toLangChainTools } from '../../integrations/langchain/index.js';
 import {
@@ -269,6 +270,7 @@ const nearMisses: ReadonlyArray<readonly [string, () => unknown, string]> = [
       restateRun(untyped({}), dispatcher, 'payments.refund', {}, untyped({ name: 'refund', keyTTLMs: 5 })),
     'keyTtlMs',
   ],
+  ['controlRoom', () => controlRoom(untyped({ token: 'a-console-token-0123', bassPath: '/c' })), 'basePath'],
   [
     'dbosStep',
     () => dbosStep(dispatcher, 'payments.refund', {}, untyped({ name: 'refund', maxAttempt: 2 })),

@@ -140,6 +140,28 @@ async function drain(budget: ReturnType<typeof retryBudget>): Promise<number> {
     expect(await store.exchangeSketch('t', empty, short)).toEqual(empty);
   });
 
+  it("lets every autopilot of the fleet tune on the fleet's calls", async () => {
+    const prefix = randomUUID();
+    const fleet = [a, b].map((connected) => {
+      const registry = new ToolRegistry().register({
+        name: 'search.web',
+        inputSchema: z.object({}),
+        handler: () => 'hits',
+      });
+      const pilot = autopilot({ store: redisAutopilotStore({ client: connected.store, prefix }) });
+      return { pilot, dispatcher: createDispatcher(defaultStack({ registry, autopilot: pilot })) };
+    });
+    const [one, two] = fleet as [(typeof fleet)[0], (typeof fleet)[0]];
+    // The first call of each sends at once; calls within the next second wait for the one after.
+    for (let i = 0; i < 5; i++) await one.dispatcher.dispatch('search.web', {});
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await one.dispatcher.dispatch('search.web', {});
+    await expect.poll(() => one.pilot.snapshot('search.web').samples, { timeout: 2_000 }).toBe(6);
+    // A process with one call of its own sees the fleet's seven.
+    await two.dispatcher.dispatch('search.web', {});
+    await expect.poll(() => two.pilot.snapshot('search.web').samples, { timeout: 2_000 }).toBe(7);
+  });
+
   it('rejects bad options with a TypeError naming the option', () => {
     expect(() => redisAutopilotStore({ client: a.store, prefx: 'x' } as never)).toThrow(
       /unknown option "prefx"; did you mean "prefix"\?/,
