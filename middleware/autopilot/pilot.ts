@@ -322,16 +322,7 @@ export class Pilot {
     if (tuning === undefined) {
       // Tunings follow the tools the window holds: an idle tool's goes with its window.
       if (this.#tunings.size >= 1_024 && this.#tunings.size % 1_024 === 0) this.#sweep();
-      tuning = {
-        summary: undefined,
-        ms: 0,
-        source: '',
-        explanation: '',
-        announced: undefined,
-        budgetSpent: false,
-        cap: undefined,
-        budget: undefined,
-      };
+      tuning = untunedTool();
       this.#tunings.set(tool, tuning);
     }
     return tuning;
@@ -358,6 +349,19 @@ export class Pilot {
     const tuning = this.#tuningOf(tool);
     return (tuning.budget ??= budget.perTool(tool));
   }
+}
+
+function untunedTool(): ToolTuning {
+  return {
+    summary: undefined,
+    ms: 0,
+    source: '',
+    explanation: '',
+    announced: undefined,
+    budgetSpent: false,
+    cap: undefined,
+    budget: undefined,
+  };
 }
 
 // The call's policy record, made at its first look (a deposit, or its first attempt).
