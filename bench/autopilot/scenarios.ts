@@ -318,8 +318,9 @@ async function brownoutRows(settings: ScenarioSettings): Promise<ScenarioResults
 
 type PilotSample = { at: number; timeoutMs: number | undefined; balance: number | undefined };
 
-// Windows from the brownout's end until `settled` holds for good (no later sample off), or
-// Infinity when it never does.
+// Windows from the brownout's end until `settled` holds and keeps holding for a whole window
+// after (a p99.9 of a window's samples strays past 10 % now and then on its own, hours later),
+// or Infinity when it never does.
 function windowsUntil(
   samples: readonly PilotSample[],
   endMs: number,
@@ -328,6 +329,7 @@ function windowsUntil(
   let recoveredAt = Number.NaN;
   for (const sample of samples) {
     if (sample.at < endMs) continue;
+    if (!Number.isNaN(recoveredAt) && sample.at - recoveredAt >= autopilotWindowMs) break;
     if (!settled(sample)) recoveredAt = Number.NaN;
     else if (Number.isNaN(recoveredAt)) recoveredAt = sample.at;
   }

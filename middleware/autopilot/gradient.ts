@@ -189,11 +189,12 @@ export class GradientLimit {
 
   /**
    * Takes the round trip of a call that just answered (a success: a failure's latency says little
-   * of the backend's queue), and closes the window or the probe when it is complete.
+   * of the backend's queue), and closes the window or the probe when it is complete. `now` is the
+   * clock's reading, for a caller that has just taken it.
    */
-  record(rttMs: number): void {
+  record(rttMs: number, now?: number): void {
     if (typeof rttMs !== 'number' || !Number.isFinite(rttMs) || rttMs < 0) return;
-    const now = this.#settings.clock.now();
+    if (now === undefined) now = this.#settings.clock.now();
     if (this.#probing) return this.#recordProbe(rttMs, now);
     this.#keep(rttMs);
     const { windowMs, minWindowSamples } = this.#settings;

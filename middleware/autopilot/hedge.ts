@@ -129,6 +129,8 @@ export interface HedgedResult<T> {
   readonly winner: HedgeRole;
 }
 
+const alwaysSucceeded = (): boolean => true;
+
 type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
 
 /**
@@ -160,18 +162,7 @@ type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
  * });
  */
 export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult<T>> {
-  const {
-    tool,
-    run,
-    hedgeAfterMs,
-    clock,
-    budget,
-    signal,
-    succeeded = () => true,
-    onHedge,
-    shadow,
-    cancel,
-  } = options;
+  const { tool, run, hedgeAfterMs, clock, budget, cancel } = options;
   if (typeof tool !== 'object' || tool === null) throw new TypeError('tool must be an object');
   if (typeof run !== 'function') throw new TypeError(`run must be a function, got ${typeof run}`);
   if (cancel !== undefined && typeof cancel !== 'function') {
@@ -182,6 +173,27 @@ export function runHedged<T>(options: RunHedgedOptions<T>): Promise<HedgedResult
   }
   requireClock(clock, ['setTimeout', 'clearTimeout']);
   if (!(budget instanceof HedgeBudget)) throw new TypeError('budget must be a HedgeBudget');
+  return hedgedRun(options);
+}
+
+/**
+ * `runHedged` without its checks of the options: for the autopilot's hedger, whose options are
+ * its own and right by construction (the checks cost an array and a closure per call).
+ * @internal
+ */
+export function hedgedRun<T>(options: RunHedgedOptions<T>): Promise<HedgedResult<T>> {
+  const {
+    tool,
+    run,
+    hedgeAfterMs,
+    clock,
+    budget,
+    signal,
+    succeeded = alwaysSucceeded,
+    onHedge,
+    shadow,
+    cancel,
+  } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const eligible = hedgeEligible(tool);
   // A tool that may never be hedged pays nothing in: the budget is a share of hedgeable calls.

@@ -13,7 +13,7 @@ import {
   type HedgedResult,
   type HedgeRole,
   hedgeEligible,
-  runHedged,
+  hedgedRun,
 } from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
 import { coalescedTimers } from '../internal-kit.js';
@@ -93,7 +93,7 @@ export async function runHedgedAttempt(
 ): Promise<boolean> {
   const { hedgeAfterMs, budget, clock, onHedge } = plan;
   if (plan.shadow || !isDispatcherContext(ctx)) {
-    await runHedged({ tool, run: () => next(), hedgeAfterMs, clock, budget, onHedge, shadow: true });
+    await hedgedRun({ tool, run: () => next(), hedgeAfterMs, clock, budget, onHedge, shadow: true });
     return false;
   }
   const entry = stackOf(ctx);
@@ -137,7 +137,7 @@ export async function runHedgedAttempt(
   };
   let result: HedgedResult<Outcome | undefined>;
   try {
-    result = await runHedged({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
+    result = await hedgedRun({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
   } finally {
     // Each attempt put the stack back as it settled; the last to settle leaves it as it was
     // entered. A lone attempt has settled by now: no wait for it.

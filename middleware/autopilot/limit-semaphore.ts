@@ -65,6 +65,19 @@ export class LimitSemaphore {
     });
   }
 
+  /**
+   * Takes a slot at once if one is free and nobody waits, and says whether it did: the caller
+   * then owes exactly one `give()`. No promise, no releaser: the uncontended path of `acquire`.
+   */
+  tryTake(): boolean {
+    return this.#slots.tryAcquire();
+  }
+
+  /** Gives back a slot taken by `tryTake()`. */
+  give(): void {
+    this.#slots.release();
+  }
+
   /** Hands free slots to waiters, in order: call it when the capacity has risen. */
   admit(): void {
     this.#slots.admit();

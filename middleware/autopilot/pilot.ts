@@ -10,6 +10,7 @@ import { untilLimitEnds } from '../kit.js';
 import type { ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
 import type { RetryBudget } from './retry-budget.js';
+import type { LimitSemaphore } from './limit-semaphore.js';
 import type { ToolSlots } from './tool-slots.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 import type { OutcomeClass } from './windowed-sketch.js';
@@ -73,6 +74,8 @@ interface ToolTuning {
   summary: ToolSummary | undefined;
   ms: number;
   source: string;
+  /** The explanation of a cut at `source`, made with it (a string per attempt cost a tenth of one). */
+  explanation: string;
   /** What `autopilot.decision` last said the timeout is (`undefined`: static). */
   announced: number | undefined;
   /** Whether the tool's retry budget was last found spent. */
@@ -133,53 +136,62 @@ export class Pilot {
     if (tool === undefined) return next();
     const slots = this.#seams.concurrency;
     if (slots === undefined) return this.#attempt(ctx, next, tool);
-    return slots.run(ctx, tool.name, this.#settings.mode, () => this.#attempt(ctx, next, tool));
+    const mode = this.#settings.mode;
+    // A free slot, nobody waiting: taken at once, no promise or releaser per attempt.
+    const held = mode === 'enforce' ? slots.tryTake(tool.name, ctx.signal) : undefined;
+    if (held !== undefined) return this.#attempt(ctx, next, tool, held);
+    return slots.run(ctx, tool.name, mode, () => this.#attempt(ctx, next, tool));
   }
 
-  async #attempt(ctx: DispatchContext, next: Next, tool: Tool): Promise<void> {
-    const { clock, mode, stats } = this.#settings;
-    const record = policyOf(ctx, this.#settings);
-    record.retried = ctx.attempt > 0;
-    const tuning = this.#tuningOf(tool.name);
-    const startedAt = clock.now();
-    const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
-    const { hedging, concurrency } = this.#seams;
-    const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt);
-    const restore =
-      timeoutMs === undefined || mode === 'shadow'
-        ? undefined
-        : ctx.limit({ timeoutMs, clock, explanation: `cut off at the autopilot's ${tuning.source}` });
+  // `held`: the slot `run` took for it, given back once all of the attempt is done.
+  async #attempt(ctx: DispatchContext, next: Next, tool: Tool, held?: LimitSemaphore): Promise<void> {
     try {
-      if (hedgeAfterMs === undefined) {
-        const running = next();
-        await (restore === undefined ? running : untilLimitEnds(ctx, running));
-      } else {
-        // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both.
-        await (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, record);
+      const { clock, mode, stats } = this.#settings;
+      const record = policyOf(ctx, this.#settings);
+      record.retried = ctx.attempt > 0;
+      const tuning = this.#tuningOf(tool.name);
+      const startedAt = clock.now();
+      const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
+      const { hedging, concurrency } = this.#seams;
+      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt);
+      const restore =
+        timeoutMs === undefined || mode === 'shadow'
+          ? undefined
+          : ctx.limit({ timeoutMs, clock, explanation: tuning.explanation });
+      try {
+        if (hedgeAfterMs === undefined) {
+          const running = next();
+          await (restore === undefined ? running : untilLimitEnds(ctx, running));
+        } else {
+          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both.
+          await (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, record);
+        }
+      } catch (error) {
+        const endedAt = clock.now();
+        const latencyMs = endedAt - startedAt;
+        const kind = isDispatchError(error) ? error.kind : 'internal';
+        if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
+        if (timeoutMs !== undefined) judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
+        if (isDispatchError(error)) attachPolicy(error, record);
+        throw error;
+      } finally {
+        restore?.();
       }
-    } catch (error) {
       const endedAt = clock.now();
+      // The call's time, whoever answered: when a hedge won, this is the first attempt's time at its
+      // abort (past the hedge delay: a lower bound of its own latency), not the hedge's own time.
+      // The hedge's time is a sample taken only when it beat a slow attempt, so it is biased fast;
+      // and leaving the slow first attempt out would pull the quantile down, hedge more calls that
+      // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
       const latencyMs = endedAt - startedAt;
-      const kind = isDispatchError(error) ? error.kind : 'internal';
-      if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
-      if (timeoutMs !== undefined) judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
-      if (isDispatchError(error)) attachPolicy(error, record);
-      throw error;
+      stats.record(tool.name, 'success', latencyMs, endedAt);
+      concurrency?.record(ctx, tool.name, latencyMs, mode, endedAt);
+      if (timeoutMs !== undefined && mode === 'shadow') judgeCut(ctx, record, timeoutMs, latencyMs, false);
+      const outcome = ctx.outcome;
+      if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, record);
     } finally {
-      restore?.();
+      held?.give();
     }
-    const endedAt = clock.now();
-    // The call's time, whoever answered: when a hedge won, this is the first attempt's time at its
-    // abort (past the hedge delay: a lower bound of its own latency), not the hedge's own time.
-    // The hedge's time is a sample taken only when it beat a slow attempt, so it is biased fast;
-    // and leaving the slow first attempt out would pull the quantile down, hedge more calls that
-    // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
-    const latencyMs = endedAt - startedAt;
-    stats.record(tool.name, 'success', latencyMs, endedAt);
-    concurrency?.record(ctx, tool.name, latencyMs, mode);
-    if (timeoutMs !== undefined && mode === 'shadow') judgeCut(ctx, record, timeoutMs, latencyMs, false);
-    const outcome = ctx.outcome;
-    if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, record);
   }
 
   /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
@@ -290,6 +302,7 @@ export class Pilot {
       tuning.summary = summary;
       tuning.ms = adaptiveMs(summary, timeout);
       tuning.source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
+      tuning.explanation = `cut off at the autopilot's ${tuning.source}`;
     }
     if (cap !== undefined && tuning.ms >= cap) {
       record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;
@@ -309,15 +322,7 @@ export class Pilot {
     if (tuning === undefined) {
       // Tunings follow the tools the window holds: an idle tool's goes with its window.
       if (this.#tunings.size >= 1_024 && this.#tunings.size % 1_024 === 0) this.#sweep();
-      tuning = {
-        summary: undefined,
-        ms: 0,
-        source: '',
-        announced: undefined,
-        budgetSpent: false,
-        cap: undefined,
-        budget: undefined,
-      };
+      tuning = untunedTool();
       this.#tunings.set(tool, tuning);
     }
     return tuning;
@@ -344,6 +349,19 @@ export class Pilot {
     const tuning = this.#tuningOf(tool);
     return (tuning.budget ??= budget.perTool(tool));
   }
+}
+
+function untunedTool(): ToolTuning {
+  return {
+    summary: undefined,
+    ms: 0,
+    source: '',
+    explanation: '',
+    announced: undefined,
+    budgetSpent: false,
+    cap: undefined,
+    budget: undefined,
+  };
 }
 
 // The call's policy record, made at its first look (a deposit, or its first attempt).

@@ -111,6 +111,16 @@ export class ToolSlots {
     return this.#of(tool).slots.acquire(signal);
   }
 
+  /**
+   * Takes one of `tool`'s slots at once when one is free, nobody waits and `signal` has not
+   * aborted: the slots to `give()` it back to, or `undefined` (then `run` waits as usual).
+   */
+  tryTake(tool: string, signal: AbortSignal): LimitSemaphore | undefined {
+    if (signal.aborted) return undefined;
+    const { slots } = this.#of(tool);
+    return slots.tryTake() ? slots : undefined;
+  }
+
   /** Counts a shadow attempt of `tool` in flight; says whether it would have waited, and how to leave. */
   enter(tool: string): { readonly wouldWait: boolean; readonly leave: () => void } {
     const entry = this.#of(tool);
@@ -128,8 +138,8 @@ export class ToolSlots {
   }
 
   /** Takes a successful attempt's round trip; a move of the limit is an `autopilot.decision`. */
-  record(ctx: DispatchContext, tool: string, rttMs: number, mode: 'enforce' | 'shadow'): void {
-    const moved = this.move(tool, rttMs);
+  record(ctx: DispatchContext, tool: string, rttMs: number, mode: 'enforce' | 'shadow', now?: number): void {
+    const moved = this.move(tool, rttMs, now);
     if (moved === undefined) return;
     ctx.emit('autopilot.decision', {
       knob: 'concurrency',
@@ -140,13 +150,16 @@ export class ToolSlots {
     });
   }
 
-  /** Takes a successful attempt's round trip; answers how the limit moved, if it did. */
-  move(tool: string, rttMs: number): LimitMove | undefined {
+  /**
+   * Takes a successful attempt's round trip (`now`: the clock's reading, if just taken); answers
+   * how the limit moved, if it did.
+   */
+  move(tool: string, rttMs: number, now?: number): LimitMove | undefined {
     const entry = this.#tools.get(tool);
     if (entry === undefined) return undefined;
     const before = entry.limit.limit;
     entry.moved = undefined;
-    entry.limit.record(rttMs);
+    entry.limit.record(rttMs, now);
     const after = entry.limit.limit;
     if (after === before || entry.moved === undefined) return undefined;
     // A higher limit lets waiters in now, not at the next release.

@@ -254,6 +254,20 @@ describe('autopilot: adaptive concurrency', () => {
     });
   });
 
+  it('gives back a slot taken at once when its attempt fails', async () => {
+    const { dispatcher, plans, runs } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 1 } } });
+    plans.push({ ms: 10, fails: true }, { ms: 10, fails: true });
+    for (let call = 0; call < 2; call++) {
+      const failing = dispatcher.dispatch('quote', {});
+      await vi.advanceTimersByTimeAsync(20);
+      expect(await failing).toMatchObject({ ok: false, kind: 'transient' });
+    }
+    const next = dispatcher.dispatch('quote', {});
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await next).toMatchObject({ ok: true });
+    expect(runs.started).toBe(3);
+  });
+
   it('ends a wait for a slot when the caller cancels', async () => {
     const { dispatcher, runs } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 1 } } });
     const first = dispatcher.dispatch('quote', {});

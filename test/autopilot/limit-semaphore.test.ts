@@ -134,6 +134,21 @@ describe('LimitSemaphore', () => {
     expect(listeners).toBe(0);
   });
 
+  it('takes a free slot at once with tryTake, never past a waiter, and give() hands it on', async () => {
+    const slots = new LimitSemaphore(() => 1);
+    expect(slots.tryTake()).toBe(true);
+    expect(slots.tryTake()).toBe(false);
+    const order: string[] = [];
+    void slots.acquire().then(() => order.push('waiter'));
+    await settle();
+    expect(slots.queued).toBe(1);
+    slots.give();
+    await settle();
+    expect(order).toEqual(['waiter']);
+    expect(slots.inFlight).toBe(1);
+    expect(slots.tryTake()).toBe(false);
+  });
+
   it('rejects a capacity that is not a function', () => {
     expect(() => new LimitSemaphore(4 as never)).toThrow(/capacity must be a function/);
   });
