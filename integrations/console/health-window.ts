@@ -76,7 +76,9 @@ export interface WindowBounds {
 export class ToolWindow {
   readonly #ring: (Slice | undefined)[];
   breaker: ToolHealthRow['breaker'];
-  autopilot: { timeoutMs?: number; source?: string; hedges?: number } | undefined;
+  autopilot:
+    | { timeoutMs?: number; source?: string; hedges?: number; hedgeAfterMs?: number; concurrency?: number }
+    | undefined;
   /** The newest slice stamp with anything in it. */
   lastStamp = Number.NEGATIVE_INFINITY;
 

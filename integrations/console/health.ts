@@ -253,17 +253,34 @@ class HealthAggregator {
         return this.#burn(event.tool, details.key, -Number(details.units), 0);
       case 'budget.refused':
         return this.#burn(event.tool, details.key, 0, 1);
-      case 'autopilot.decision': {
-        if (details.knob !== 'timeout') return;
-        const window = this.#window(event.tool);
-        const autopilot: { timeoutMs?: number; source?: string } = {};
-        if (typeof details.to === 'number') autopilot.timeoutMs = details.to;
-        if (typeof details.source === 'string') autopilot.source = details.source;
-        window.autopilot = autopilot;
+      case 'autopilot.decision':
+        return this.#steer(event.tool, details);
+      case 'autopilot.hedge':
+        if (details.decision === 'started') {
+          const steered = this.#window(event.tool);
+          steered.autopilot = { ...steered.autopilot, hedges: (steered.autopilot?.hedges ?? 0) + 1 };
+        }
         return;
-      }
       default:
     }
+  }
+
+  // The autopilot's knobs as it last announced them: each decision moves one, the others stay.
+  #steer(tool: string, details: Record<string, unknown>): void {
+    const window = this.#window(tool);
+    const autopilot = { ...window.autopilot };
+    const to = typeof details.to === 'number' ? details.to : undefined;
+    if (details.knob === 'timeout') {
+      if (to === undefined) delete autopilot.timeoutMs;
+      else autopilot.timeoutMs = to;
+      if (typeof details.source === 'string') autopilot.source = details.source;
+    } else if (details.knob === 'hedge') {
+      if (to === undefined) delete autopilot.hedgeAfterMs;
+      else autopilot.hedgeAfterMs = to;
+    } else if (details.knob === 'concurrency') {
+      if (to !== undefined) autopilot.concurrency = to;
+    } else return;
+    window.autopilot = autopilot;
   }
 
   #burn(tool: string, key: unknown, units: number, refusals: number): void {

@@ -54,8 +54,12 @@ export interface ToolHealthRow {
     readonly timeoutMs?: number;
     /** Where that timeout came from. */
     readonly source?: string;
-    /** Hedged attempts made. */
+    /** Hedges started since the tool entered the aggregator's window. */
     readonly hedges?: number;
+    /** How long an attempt runs before a hedge starts beside it, in ms, when it hedges the tool. */
+    readonly hedgeAfterMs?: number;
+    /** The tool's concurrency limit, when the autopilot sizes it. */
+    readonly concurrency?: number;
   };
 }
 

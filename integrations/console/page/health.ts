@@ -139,7 +139,10 @@ export class HealthPane {
     const parts: string[] = [];
     if (autopilot.timeoutMs !== undefined) parts.push(`timeout ${Math.round(autopilot.timeoutMs)} ms`);
     if (autopilot.source !== undefined) parts.push(`from ${autopilot.source}`);
+    if (autopilot.hedgeAfterMs !== undefined)
+      parts.push(`hedge after ${Math.round(autopilot.hedgeAfterMs)} ms`);
     if (autopilot.hedges !== undefined) parts.push(`${autopilot.hedges} hedges`);
+    if (autopilot.concurrency !== undefined) parts.push(`${autopilot.concurrency} slots`);
     return parts.length === 0 ? '—' : parts.join(', ');
   }
 }

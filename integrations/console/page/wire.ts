@@ -86,7 +86,13 @@ export interface HealthRow {
   /** Cost-budget burn by tenant. */
   readonly budget?: Readonly<Record<string, { readonly spent: number; readonly refusals: number }>>;
   /** The autopilot's last decision for the tool. */
-  readonly autopilot?: { readonly timeoutMs?: number; readonly source?: string; readonly hedges?: number };
+  readonly autopilot?: {
+    readonly timeoutMs?: number;
+    readonly source?: string;
+    readonly hedges?: number;
+    readonly hedgeAfterMs?: number;
+    readonly concurrency?: number;
+  };
 }
 
 /** The tool-health pane at one moment. */

@@ -107,6 +107,29 @@ describe('toolHealth: counting events', () => {
     health.close();
   });
 
+  it('shows every autopilot knob it heard about (a later knob kept the earlier ones) and counts hedges started', async () => {
+    const health = toolHealth({ clock });
+    const decision = (knob: string, to: number | undefined, source = 'p95 of 300 calls') =>
+      event('autopilot.decision', 'search', { knob, mode: 'enforce', from: undefined, to, source });
+    health.record(event('dispatch.success', 'search', { durationMs: 80 }));
+    health.record(decision('timeout', 900, 'p99.9 × 1.5 of 300 calls'));
+    health.record(decision('hedge', 120));
+    health.record(decision('concurrency', 12));
+    health.record(event('autopilot.hedge', 'search', { decision: 'started', hedgeAfterMs: 120 }));
+    health.record(event('autopilot.hedge', 'search', { decision: 'budget_spent', hedgeAfterMs: 120 }));
+    health.record(event('autopilot.hedge', 'search', { decision: 'started', hedgeAfterMs: 120 }));
+    expect(rowOf(await health.report(), 'search').autopilot).toEqual({
+      timeoutMs: 900,
+      source: 'p99.9 × 1.5 of 300 calls',
+      hedgeAfterMs: 120,
+      concurrency: 12,
+      hedges: 2,
+    });
+    health.record(decision('hedge', undefined));
+    expect(rowOf(await health.report(), 'search').autopilot?.hedgeAfterMs).toBeUndefined();
+    health.close();
+  });
+
   it('keeps the number of tools bounded when callers invent names', async () => {
     const health = toolHealth({ clock, maxTools: 3 });
     for (let i = 0; i < 50; i++)
