@@ -76,6 +76,8 @@ export interface WindowBounds {
 export class ToolWindow {
   readonly #ring: (Slice | undefined)[];
   breaker: ToolHealthRow['breaker'];
+  /** The bucket's fill as the last reservation left it (0 to 1), if a store said. */
+  rateFill: number | undefined;
   autopilot:
     | { timeoutMs?: number; source?: string; hedges?: number; hedgeAfterMs?: number; concurrency?: number }
     | undefined;
@@ -165,7 +167,10 @@ export class ToolWindow {
       outcomes,
       retries,
       breaker: this.breaker,
-      rateLimit: waits > 0 || refusals > 0 ? { waits, refusals } : undefined,
+      rateLimit:
+        waits > 0 || refusals > 0 || this.rateFill !== undefined
+          ? { waits, refusals, ...(this.rateFill === undefined ? {} : { fill: this.rateFill }) }
+          : undefined,
       budget,
       autopilot: this.autopilot,
     });
@@ -220,7 +225,7 @@ export function mergeRows(rows: readonly SharedToolRow[], windowMs: number): Sha
   const outcomes: Record<string, number> = {};
   const latency = new Map<number, number>();
   let breaker: ToolHealthRow['breaker'];
-  let rateLimit: { waits: number; refusals: number } | undefined;
+  let rateLimit: { waits: number; refusals: number; fill?: number } | undefined;
   let budget: Record<string, { spent: number; refusals: number }> | undefined;
   let autopilot: ToolHealthRow['autopilot'];
   for (const row of rows) {
@@ -237,6 +242,9 @@ export function mergeRows(rows: readonly SharedToolRow[], windowMs: number): Sha
       rateLimit ??= { waits: 0, refusals: 0 };
       rateLimit.waits += row.rateLimit.waits;
       rateLimit.refusals += row.rateLimit.refusals;
+      // The emptiest bucket of the fleet's is the one that makes callers wait.
+      const fill = row.rateLimit.fill;
+      if (fill !== undefined) rateLimit.fill = Math.min(rateLimit.fill ?? 1, fill);
     }
     for (const [tenant, burn] of Object.entries(row.budget ?? {})) {
       budget ??= {};

@@ -232,6 +232,9 @@ class HealthAggregator {
         return countIn(this.#window(event.tool), this.#stamp(), 'wait');
       case 'rate_limit.refused':
         return countIn(this.#window(event.tool), this.#stamp(), 'refusal');
+      case 'rate_limit.granted':
+        if (Number.isFinite(event.fill)) this.#window(event.tool).rateFill = Number(event.fill);
+        return;
       case 'circuit.open':
       case 'circuit.half_open':
       case 'circuit.close':

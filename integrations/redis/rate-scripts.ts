@@ -50,7 +50,7 @@ redis.call('HSET', KEYS[1], 'tat', tostring(paidAt), 'shifted', tostring(shifted
 redis.call('PEXPIRE', KEYS[1], math.ceil(paidAt - nowMs) + 1000)
 redis.call('HSET', KEYS[4], 'at', tostring(nowMs + wait), 'mark', tostring(shifted))
 redis.call('PEXPIRE', KEYS[4], wait + 60000)
-return {epoch, 1, wait, shifted}
+return {epoch, 1, wait, shifted, math.floor(paidAt - nowMs)}
 `,
 );
 

@@ -91,9 +91,11 @@ export function redisRateStore(redis: StoreClient, options?: RedisLimitStoreOpti
         timeoutMs,
       );
       epoch.known = text(reply, 0);
-      return num(reply, 1) === 1
-        ? { granted: true, waitMs: num(reply, 2), mark: num(reply, 3) }
-        : { granted: false, retryAfterMs: num(reply, 2) };
+      if (num(reply, 1) !== 1) return { granted: false, retryAfterMs: num(reply, 2) };
+      const grant = { granted: true as const, waitMs: num(reply, 2), mark: num(reply, 3) };
+      // A reservation answered again (the same id) says no fill: it is not a new reading.
+      if (!Array.isArray(reply) || reply.length < 5) return grant;
+      return { ...grant, fill: Math.min(1, Math.max(0, (burstMs - num(reply, 4)) / burstMs)) };
     },
     async cancel(key, cost, bucket, id) {
       await runScript(

@@ -20,6 +20,15 @@ declare module '../../src/types.js' {
       readonly retryAfterMs: number;
     };
     /** A `rateLimit` layer refused the attempt (`rate_limited`): the wait was too long or could never fit. */
+    /**
+     * A `rateLimit` layer reserved the attempt's tokens, on a store that says how full the bucket
+     * is left (`fill`, 0 to 1; both built-in stores do): the console's health pane shows it.
+     */
+    'rate_limit.granted': {
+      readonly key: string;
+      readonly waitMs: number;
+      readonly fill: number;
+    };
     'rate_limit.refused': {
       /** The bucket's key. */
       readonly key: string;

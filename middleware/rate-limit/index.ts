@@ -207,6 +207,8 @@ class RateLimiter {
     if (!grant.granted) {
       throw refused(ctx, key, grant.retryAfterMs, `the wait of ${grant.retryAfterMs} ms is too long`);
     }
+    if (grant.fill !== undefined)
+      ctx.emit('rate_limit.granted', { key, waitMs: grant.waitMs, fill: grant.fill });
     if (grant.waitMs > 0)
       await this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
   }

@@ -48,7 +48,9 @@ export class MemoryRateStore implements RateStore {
     if (waitMs > options.maxWaitMs) return { granted: false, retryAfterMs: waitMs };
     if (known === undefined) this.#add(key, { paidAt, shifted: 0 }, now);
     else known.paidAt = paidAt;
-    return { granted: true, waitMs, mark: known?.shifted ?? 0 };
+    const burstMs = bucket.burst * perToken;
+    const fill = Math.min(1, Math.max(0, (burstMs - (paidAt - now)) / burstMs));
+    return { granted: true, waitMs, mark: known?.shifted ?? 0, fill };
   }
 
   cancel(key: string, cost: number, bucket: RateBucket): void {

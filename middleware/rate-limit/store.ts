@@ -25,6 +25,11 @@ export type RateGrant =
       readonly waitMs: number;
       /** The key's debit mark at the reservation, for `delayedSince`. */
       readonly mark: number;
+      /**
+       * The share of the burst left in the bucket once this reservation is taken, 0 to 1 (0 while
+       * callers queue); absent when the store does not say. Shown by the console's health pane.
+       */
+      readonly fill?: number;
     }
   /** Nothing was reserved: the tokens would come only after `retryAfterMs`, past the allowed wait. */
   | {

@@ -63,6 +63,10 @@ describe('rateLimit: a token bucket per key', () => {
     expect(events.filter((event) => event.type === 'rate_limit.wait').map((event) => event.waitMs)).toEqual([
       500, 1_000, 1_500,
     ]);
+    // Every reservation says how full it left the bucket (burst 2: half, then empty and queueing).
+    expect(events.filter((event) => event.type === 'rate_limit.granted').map((event) => event.fill)).toEqual([
+      0.5, 0, 0, 0, 0,
+    ]);
   });
 
   it('never lets 2x through at a window boundary', async () => {
@@ -235,6 +239,19 @@ describe('rateLimit options', () => {
   ])('rejects %o with a TypeError naming the option', (options, name) => {
     expect(() => rateLimit(options as RateLimitOptions)).toThrow(TypeError);
     expect(() => rateLimit(options as RateLimitOptions)).toThrow(name);
+  });
+
+  it('says how full each grant leaves the bucket, refilling with time', () => {
+    const store = memoryRateStore();
+    const bucket = { rate: 1, intervalMs: 1_000, burst: 4 };
+    const take = (id: string) => store.acquire('k', 1, bucket, { maxWaitMs: 10_000, id });
+    expect(take('1')).toMatchObject({ granted: true, waitMs: 0, fill: 0.75 });
+    expect(take('2')).toMatchObject({ fill: 0.5 });
+    vi.advanceTimersByTime(1_000);
+    expect(take('3')).toMatchObject({ fill: 0.5 });
+    expect(take('4')).toMatchObject({ fill: 0.25 });
+    expect(take('5')).toMatchObject({ fill: 0 });
+    expect(take('6')).toMatchObject({ waitMs: 1_000, fill: 0 });
   });
 
   it('drops the buckets of keys that are full again', () => {

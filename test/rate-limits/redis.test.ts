@@ -37,16 +37,16 @@ const slow = { rate: 1, intervalMs: 10_000, burst: 2 };
     const prefix = randomUUID();
     const [one, two] = [redisRateStore(a.store, { prefix }), redisRateStore(b.store, { prefix })];
     const wait = { maxWaitMs: 15_000 };
-    expect(await one.acquire('k', 1, slow, { ...wait, id: 'a1' })).toMatchObject({
-      granted: true,
-      waitMs: 0,
-    });
-    expect(await two.acquire('k', 1, slow, { ...wait, id: 'b1' })).toMatchObject({
-      granted: true,
-      waitMs: 0,
-    });
+    // Each grant says how full it leaves the bucket: half, then empty (the console shows it).
+    const first = await one.acquire('k', 1, slow, { ...wait, id: 'a1' });
+    expect(first).toMatchObject({ granted: true, waitMs: 0 });
+    expect(first.granted && first.fill).toBeCloseTo(0.5, 2);
+    const second = await two.acquire('k', 1, slow, { ...wait, id: 'b1' });
+    expect(second).toMatchObject({ granted: true, waitMs: 0 });
+    expect(second.granted && second.fill).toBeCloseTo(0, 2);
     const third = await one.acquire('k', 1, slow, { ...wait, id: 'a2' });
     expect(third.granted && third.waitMs > 9_000 && third.waitMs <= 10_000).toBe(true);
+    expect(third).toMatchObject({ fill: 0 });
     const refused = await two.acquire('k', 1, slow, { ...wait, id: 'b2' });
     expect(refused.granted).toBe(false);
     expect(!refused.granted && refused.retryAfterMs > 15_000).toBe(true);

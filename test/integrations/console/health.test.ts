@@ -100,8 +100,10 @@ describe('toolHealth: counting events', () => {
         source: 'p99',
       }),
     );
+    health.record(event('rate_limit.granted', 'pay', { key: 'pay', waitMs: 0, fill: 0.75 }));
+    health.record(event('rate_limit.granted', 'pay', { key: 'pay', waitMs: 20, fill: 0 }));
     const row = rowOf(await health.report(), 'pay');
-    expect(row.rateLimit).toEqual({ waits: 1, refusals: 1 });
+    expect(row.rateLimit).toEqual({ waits: 1, refusals: 1, fill: 0 });
     expect(row.budget).toEqual({ acme: { spent: 6, refusals: 0 }, globex: { spent: 0, refusals: 1 } });
     expect(row.autopilot).toEqual({ timeoutMs: 250, source: 'p99' });
     health.close();
