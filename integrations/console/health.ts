@@ -49,7 +49,10 @@ export interface HealthShare {
 /** Options for `toolHealth`. */
 export interface ToolHealthOptions {
   /** A dispatcher to hear at once (through `dispatcher.subscribe`); more with `attach`. @default none */
-  dispatcher?: { subscribe(listener: EventListener): () => void };
+  dispatcher?: {
+    /** Hears every event the dispatcher emits; returns the unsubscribe function. */
+    subscribe(listener: EventListener): () => void;
+  };
   /** The sliding window the rates and quantiles cover, in ms. @default 60_000 */
   windowMs?: number;
   /** How often a report is taken while anyone listens, and published with `share`, in ms. @default 1_000 */

@@ -29,7 +29,10 @@ export interface InDoubtDeskOptions {
   /** Where the receipts are: `memoryReceiptStore()`, a Redis idempotency store's `.receipts`, `postgresReceiptStore(pool)`. */
   receipts: ReceiptStore;
   /** Where each receipt's tool is found, for its `reconcile`; without it only "mark resolved" is offered. @default none */
-  registry?: { get(name: string): Tool | undefined };
+  registry?: {
+    /** The tool registered under `name`, if any. */
+    get(name: string): Tool | undefined;
+  };
   /** Redacts evidence, previews and notes before they leave (and evidence before it is recorded). @default createRedactor() */
   redact?: Redactor;
   /** The receipts `list` answers when the query names no `limit`. @default 100 */

@@ -20,6 +20,7 @@ export type { ApprovalItem } from './approvals.js';
 export { InDoubtActionError } from './panes.js';
 export { toolHealth } from './health.js';
 export type { HealthShare, HealthSnapshot, ToolHealth, ToolHealthOptions } from './health.js';
+export type { LatencyBuckets, SharedToolRow } from './health-window.js';
 export { inDoubtDesk } from './in-doubt.js';
 export type { InDoubtDeskOptions } from './in-doubt.js';
 export type {

@@ -30,7 +30,7 @@ export { memoryTaskStore } from './task-store.js';
 export type { McpTaskCreation, McpTaskRecord, McpTaskStatus, McpTaskStore } from './task-store.js';
 export type { McpTasksOptions } from './tasks.js';
 export { listenMcp } from './listener.js';
-export type { ListenMcpOptions, McpListener } from './listener.js';
+export type { ListenerMount, ListenMcpOptions, McpListener } from './listener.js';
 export { createMcpProxy, mcpProxyConfigSchema } from './proxy.js';
 export type {
   McpServerEntry,

@@ -39,7 +39,10 @@ export interface OtelMetricsOptions {
    * pending until it expires.
    * @default none
    */
-  approvals?: { subscribe(listener: (decided: ApprovalDecidedEvent) => void): () => void };
+  approvals?: {
+    /** Hears every decision; returns the unsubscribe function. */
+    subscribe(listener: (decided: ApprovalDecidedEvent) => void): () => void;
+  };
 }
 
 const otelMetricsOptionKeys = optionKeys<OtelMetricsOptions>({
