@@ -22,8 +22,11 @@ tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
 grep -q 'All good' "$work/publint.log" || { cat "$work/publint.log"; echo 'pack check: publint did not say "All good"'; exit 1; }
 echo 'pack check: arethetypeswrong and publint report nothing on the tarball'
 # The console serves its page from the package: the built script and styles must be packed.
+# (The listing is read whole first: `grep -q` quitting early would end tar with SIGPIPE, which
+# pipefail reports as a failure.)
+listing=$(tar -tzf "$work/$tarball")
 for asset in app.js app.css; do
-  tar -tzf "$work/$tarball" | grep -qx "package/dist/console-page/$asset" \
+  grep -qx "package/dist/console-page/$asset" <<<"$listing" \
     || { echo "pack check: dist/console-page/$asset is not in the tarball (npm run build builds it)"; exit 1; }
 done
 echo 'pack check: the console page (dist/console-page/app.js, app.css) is packed'
