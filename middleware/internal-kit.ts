@@ -13,7 +13,7 @@ import type { DeadlineClock } from '../src/types.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
 export { isThenable } from '../src/internal/thenable.js';
-export { windowTooSmall } from '../src/internal/failures.js';
+export { neverFitsWindow } from '../src/internal/failures.js';
 export { isJsonParseError } from '../src/errors.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
 export { hostDenialOf } from '../src/internal/host-denial.js';

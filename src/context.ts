@@ -186,17 +186,17 @@ export class CallContext {
     if (details !== undefined && isDispatchError(details.error)) {
       Object.defineProperty(event, 'error', { value: details.error, enumerable: false });
     }
-    if (this.onEvent !== undefined) deliver(this.onEvent, event as DispatchEvent);
+    if (this.onEvent !== undefined) deliverSafely(this.onEvent, event as DispatchEvent);
     const { listeners } = this;
     if (listeners === undefined) return;
     // A listener that unsubscribes while the event is delivered must not make another miss it.
     for (const listener of listeners.length === 1 ? listeners : [...listeners])
-      deliver(listener, event as DispatchEvent);
+      deliverSafely(listener, event as DispatchEvent);
   }
 }
 
-// A broken observer, sync or async, must never break the dispatch it observes.
-function deliver(listener: EventListener, event: DispatchEvent): void {
+/** Delivers `event` to `listener`; a broken observer, sync or async, never breaks the dispatch it observes. */
+export function deliverSafely(listener: EventListener, event: DispatchEvent): void {
   try {
     ignoreRejection(listener(event));
   } catch {

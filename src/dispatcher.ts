@@ -6,18 +6,17 @@
 import { runAttempt } from './attempt.js';
 import { createBudget, type Budget } from './budget.js';
 import { compose, type ComposableStack, type ComposedMiddleware } from './compose.js';
-import { CallContext } from './context.js';
+import { CallContext, deliverSafely } from './context.js';
 import { DispatchError, describeThrown, toDispatchError } from './errors.js';
 import { gather, type DispatchCall, type GatherOptions, type Report } from './gather.js';
 import { dispatchOptionsProblem } from './dispatch-options.js';
 import { noop, neverAborted, onAbort } from './internal/abort.js';
 import { cancelled } from './internal/failures.js';
 import { optionKeys, optionsObject, requireFunction } from './internal/options.js';
-import { ignoreRejection } from './internal/thenable.js';
 import { RawJsonArgs } from './internal/raw-json-args.js';
 import { trusted } from './internal/trusted.js';
 import type { Redactor } from './redact.js';
-import type { DispatchEvent, DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
+import type { DispatchOptions, EventListener, Middleware, Outcome } from './types.js';
 
 /** Options for `createDispatcher`. */
 export interface DispatcherOptions {
@@ -285,15 +284,6 @@ function attemptStep(ctx: CallContext): Promise<void> {
   const running = runAttempt(ctx);
   ctx.attemptRun = running;
   return running;
-}
-
-// A subscriber that throws, or rejects, is ignored: it must never break the dispatch it hears.
-function deliverSafely(listener: EventListener, event: DispatchEvent): void {
-  try {
-    ignoreRejection(listener(event));
-  } catch {
-    // Ignored on purpose.
-  }
 }
 
 // The result and message the caller gets, redacted; a redactor that throws fails the call closed.

@@ -19,7 +19,7 @@ import {
   requireNumber,
   storeUnavailable,
 } from '../kit.js';
-import { attemptCost, noop, windowTooSmall } from '../internal-kit.js';
+import { attemptCost, neverFitsWindow, noop } from '../internal-kit.js';
 import { MemoryWindowStore } from './memory-store.js';
 import { settledCost } from './tool-fields.js';
 
@@ -217,5 +217,21 @@ function exceeded(ctx: DispatchContext, key: string, retryAfterMs: number): Disp
     'budget_exceeded',
     `The budget "${key}" is spent for this window; "${ctx.displayName}" was not run`,
     { attempts: ctx.attempt, retryAfterMs },
+  );
+}
+
+// A call whose cost is above the whole `limit`: waiting for the next window would not help, so its
+// envelope carries no `retryAfterMs`.
+function windowTooSmall(
+  ctx: DispatchContext,
+  key: string,
+  units: number,
+  limit: number,
+  windowMs: number,
+): DispatchError {
+  return new DispatchError(
+    'budget_exceeded',
+    `${neverFitsWindow} "${key}" (${limit} units per ${windowMs} ms) holds the ${units} units "${ctx.displayName}" costs; it was not run`,
+    { attempts: ctx.attempt },
   );
 }

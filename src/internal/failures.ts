@@ -41,24 +41,6 @@ export function budgetExceeded(ctx: DispatchContext, cause?: unknown): DispatchE
 export const neverFitsWindow = 'No whole window of the budget';
 
 /**
- * The envelope for a call whose cost is above a windowed budget's whole `limit`: waiting for the
- * next window would not help, so it carries no `retryAfterMs`.
- */
-export function windowTooSmall(
-  ctx: DispatchContext,
-  key: string,
-  units: number,
-  limit: number,
-  windowMs: number,
-): DispatchError {
-  return new DispatchError(
-    'budget_exceeded',
-    `${neverFitsWindow} "${key}" (${limit} units per ${windowMs} ms) holds the ${units} units "${ctx.displayName}" costs; it was not run`,
-    { attempts: ctx.attempt },
-  );
-}
-
-/**
  * Emits `dispatch.attempt_failed` for an attempt that has started and just failed with
  * `failure`, and returns the envelope; layers that judge attempts (a breaker) listen for it.
  */
