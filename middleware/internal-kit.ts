@@ -18,6 +18,7 @@ export { isJsonParseError } from '../src/errors.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
 export { hostDenialOf } from '../src/internal/host-denial.js';
 export { attemptCost } from '../src/internal/cost.js';
+export { attemptTimeoutMs } from '../src/internal/attempt-timeout.js';
 export {
   foundNotCommitted,
   outcomeUnknown,

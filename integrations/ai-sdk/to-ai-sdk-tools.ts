@@ -22,6 +22,7 @@ import {
   rejectUnknownKeys,
 } from '../../middleware/index.js';
 import { defaultToolTimeoutMs } from '../../src/index.js';
+import { attemptTimeoutMs } from '../../middleware/internal-kit.js';
 import { ToolCallFailed } from './tool-call-failed.js';
 
 /** Options for `toAiSdkTools`. */
@@ -290,7 +291,7 @@ export function toAiSdkTools(options: AiSdkToolsOptions): ToolSet {
         );
         if (hostMs !== undefined) {
           callOptions.timeoutMs = Math.min(
-            settings.base.timeoutMs ?? listing.timeoutMs ?? listing.timeout?.totalMs ?? defaultToolTimeoutMs,
+            attemptTimeoutMs(settings.base.timeoutMs, listing, defaultToolTimeoutMs),
             hostMs,
           );
         }

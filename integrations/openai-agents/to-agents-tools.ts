@@ -25,6 +25,7 @@ import {
   rejectUnknownKeys,
 } from '../../middleware/index.js';
 import { defaultToolTimeoutMs } from '../../src/index.js';
+import { attemptTimeoutMs } from '../../middleware/internal-kit.js';
 import { exactRejectionOf, watchRejections } from './exact-rejections.js';
 
 /** Which call an outcome belongs to, as `onOutcome` is told. */
@@ -246,7 +247,7 @@ export function toAgentsTools(options: AgentsToolsOptions): FunctionTool<unknown
 // The attempt's deadline without the host's cap: the caller's, else the tool's (the total of an
 // idle one), else the timeout layer's default.
 function ownTimeoutMs(base: DispatchOptions, listing: ToolListing): number {
-  return base.timeoutMs ?? listing.timeoutMs ?? listing.timeout?.totalMs ?? defaultToolTimeoutMs;
+  return attemptTimeoutMs(base.timeoutMs, listing, defaultToolTimeoutMs);
 }
 
 // A per-tool timeout as the SDK takes one: a finite number of ms > 0, within a timer's range.

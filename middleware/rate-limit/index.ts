@@ -20,7 +20,7 @@ import {
   sleep,
   storeUnavailable,
 } from '../kit.js';
-import { noop } from '../internal-kit.js';
+import { attemptTimeoutMs, noop } from '../internal-kit.js';
 import { MemoryRateStore } from './memory-store.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
@@ -171,8 +171,9 @@ class RateLimiter {
       throw refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`);
     }
     const id = this.#prefix + ++this.#attempts;
-    // A wait never outlasts the attempt's own timeout: the call's, else its tool's.
-    const allowedMs = Math.min(maxWaitMs, ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? Infinity);
+    // A wait never outlasts the attempt's own timeout: the call's, else its tool's (an idle
+    // tool's total).
+    const allowedMs = Math.min(maxWaitMs, attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, Infinity));
     await this.#take(ctx, key, cost, id, allowedMs);
     try {
       await next();

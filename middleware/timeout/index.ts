@@ -6,6 +6,7 @@
 import { systemClock } from '../../src/clock.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DeadlineClock, DispatchContext, Middleware, Next } from '../../src/types.js';
+import { attemptTimeoutMs } from '../internal-kit.js';
 import {
   maxTimerDelayMs,
   optionsObject,
@@ -44,10 +45,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
   requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
   return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const idle = ctx.tool?.timeout;
-    const timeoutMs =
-      idle === undefined
-        ? (ctx.options.timeoutMs ?? ctx.tool?.timeoutMs ?? defaultMs)
-        : Math.min(idle.totalMs, ctx.options.timeoutMs ?? Infinity);
+    const timeoutMs = attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, defaultMs);
     // Beyond a timer's range there is no fixed deadline.
     if (timeoutMs > maxTimerDelayMs && idle === undefined) return next();
     const restore = ctx.limit(
