@@ -74,7 +74,7 @@ const variants: Record<string, Edit[]> = {
     {
       file: 'middleware/schema-validation/index.ts',
       find: "validated = tool.inputSchema['~standard'].validate(ctx.args);",
-      replace: 'validated = { value: ctx.args };',
+      replace: 'validated = { value: ctx.args } as typeof validated;',
     },
   ],
 };

@@ -9,7 +9,7 @@ import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../src/
 import { toJsonSafe } from '../src/json-safe.js';
 import { createRedactor, type Redactor } from '../src/redact.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
-import type { DeadlineClock } from '../src/types.js';
+import type { DeadlineClock, ToolTimeout } from '../src/types.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
 export { isThenable } from '../src/internal/thenable.js';
@@ -18,7 +18,8 @@ export { isJsonParseError } from '../src/errors.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
 export { hostDenialOf } from '../src/internal/host-denial.js';
 export { attemptCost } from '../src/internal/cost.js';
-export { attemptTimeoutMs } from '../src/internal/attempt-timeout.js';
+export { runBranch } from '../src/context.js';
+export type { Branch } from '../src/context.js';
 export {
   foundNotCommitted,
   outcomeUnknown,
@@ -195,4 +196,25 @@ export function previewOf(args: unknown, redactor: Redactor, maxChars: number): 
   if (text.length <= maxChars) return text;
   // Cut after redaction: a cut never splits a secret into pieces the patterns no longer match.
   return `${text.slice(0, Math.max(0, maxChars - previewCut.length))}${previewCut}`;
+}
+
+/** The fields of a tool (or of its listing) that say how long its attempts may run. */
+export interface TimedTool {
+  readonly timeoutMs?: number | undefined;
+  readonly timeout?: Pick<ToolTimeout, 'totalMs'> | undefined;
+}
+
+/**
+ * The longest an attempt may run, read the one way the timeout layer reads it: for a tool with an
+ * idle timeout, its `totalMs` capped by the call's `timeoutMs`; otherwise the call's `timeoutMs`,
+ * else the tool's, else `fallback` (the timeout layer's `defaultMs`, or `Infinity`).
+ */
+export function attemptTimeoutMs(
+  callTimeoutMs: number | undefined,
+  tool: TimedTool | undefined,
+  fallback: number,
+): number {
+  const idle = tool?.timeout;
+  if (idle !== undefined) return Math.min(idle.totalMs, callTimeoutMs ?? Infinity);
+  return callTimeoutMs ?? tool?.timeoutMs ?? fallback;
 }

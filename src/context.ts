@@ -8,7 +8,16 @@ import { isDispatchError } from './errors.js';
 import { Limit } from './internal/limits.js';
 import { ignoreRejection } from './internal/thenable.js';
 import type { Redactor } from './redact.js';
-import type { AttemptLimits, DispatchEvent, DispatchOptions, EventListener, Outcome, Tool } from './types.js';
+import type { DispatchError } from './errors.js';
+import type {
+  AttemptLimits,
+  DispatchContext,
+  DispatchEvent,
+  DispatchOptions,
+  EventListener,
+  Outcome,
+  Tool,
+} from './types.js';
 
 /** What the dispatcher knows of a call when it starts it. */
 export interface CallContextOptions {
@@ -134,6 +143,37 @@ export class CallContext {
     };
   }
 
+  /** Runs `run` beside other runs of the layers inside (see `runBranch`). */
+  branch(run: () => Promise<void>): Branch {
+    const { baseSignal, currentLimit, deadline } = this;
+    const restore = this.limit({});
+    const limit = this.currentLimit as Limit;
+    let running: Promise<void>;
+    try {
+      running = run();
+    } catch (error) {
+      running = Promise.reject(error);
+    } finally {
+      // The layers inside set their limits under this run's: the next run starts where this one
+      // did. Its own restore (which ends its limit) waits until it has settled.
+      this.baseSignal = baseSignal;
+      this.currentLimit = currentLimit;
+      this.deadline = deadline;
+    }
+    const settled = running.then(
+      () => {
+        const { outcome } = this;
+        restore();
+        return outcome;
+      },
+      (error: unknown) => {
+        restore();
+        throw error;
+      },
+    );
+    return { settled, end: (error, reason) => limit.limitEnded(error, reason, false) };
+  }
+
   // What console.log and util.inspect show: the dispatch as middleware sees it, not the
   // bookkeeping fields (TypeScript-private, so plain properties) or the attempt machinery.
   [Symbol.for('nodejs.util.inspect.custom')](): Record<string, unknown> {
@@ -193,6 +233,31 @@ export class CallContext {
     for (const listener of listeners.length === 1 ? listeners : [...listeners])
       deliverSafely(listener, event as DispatchEvent);
   }
+}
+
+/** One run of the layers inside, beside others (see `runBranch`). */
+export interface Branch {
+  /**
+   * Settles as the run does: to the outcome it left on the context, read as it settled (another
+   * run may set one later), or rejecting with its failure.
+   */
+  readonly settled: Promise<Outcome | undefined>;
+  /**
+   * Ends the run at once: the attempt beneath it fails with `error` and its handler's signal
+   * aborts with `reason`; nothing when it has already settled.
+   */
+  end(error: DispatchError, reason: unknown): void;
+}
+
+/**
+ * Runs `run` (a layer's `next`) as one of several runs side by side, for a layer that starts
+ * another attempt before the first has ended (the autopilot's hedge): under a limit of its own, on
+ * the limits the layer sees, so the limits inside one run never reach another and the run can be
+ * ended alone. `undefined` on a context the dispatcher did not make. Only the library's own
+ * layers branch: `compose` refuses a second run of a third-party layer's `next` while one is going.
+ */
+export function runBranch(ctx: DispatchContext, run: () => Promise<void>): Branch | undefined {
+  return ctx instanceof CallContext ? ctx.branch(run) : undefined;
 }
 
 /** Delivers `event` to `listener`; a broken observer, sync or async, never breaks the dispatch it observes. */

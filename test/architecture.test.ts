@@ -209,10 +209,12 @@ describe('the import rules', () => {
         const to = target(file, specifier);
         if (!to.startsWith('src/')) return false;
         const from = relative(root, file).split(sep).join('/');
-        // The kit and the internal kit are the doors from the layers into src/internal/, and the kit
-        // publishes the attempt step's two helpers for handlers that relay a call (the MCP client).
+        // The kit and the internal kit are the doors from the layers into src/internal/; the kit
+        // publishes the attempt step's two helpers for handlers that relay a call (the MCP client),
+        // and the internal kit the call context's branch (the autopilot's hedge).
         if (from === 'middleware/kit.ts' || from === 'middleware/internal-kit.ts') {
-          return !(to.startsWith('src/internal/') || publicCore.has(to) || to === 'src/attempt.js');
+          const door = from === 'middleware/kit.ts' ? 'src/attempt.js' : 'src/context.js';
+          return !(to.startsWith('src/internal/') || publicCore.has(to) || to === door);
         }
         return !publicCore.has(to);
       }),
