@@ -6,16 +6,19 @@
 import { z } from 'zod';
 import { autopilot, createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 import { redisAutopilotStore } from '../../integrations/redis/index.js';
-import { connectOnceUp, now, oneLine, seededRandom, sleep, workerConfig, workerLog } from './worker-kit.js';
+import {
+  connectOnceUp,
+  type FleetWorkerConfig,
+  oneLine,
+  seededRandom,
+  sleep,
+  stampedLines,
+  workerConfig,
+  workerLog,
+} from './worker-kit.js';
 
 /** What the runner tells a brownout worker (JSON in TD_FLEET_CONFIG). */
-export interface BrownoutWorkerConfig {
-  id: string;
-  url: string;
-  client: 'node-redis' | 'ioredis';
-  prefix: string;
-  logPath: string;
-  seed: number;
+export interface BrownoutWorkerConfig extends FleetWorkerConfig {
   /** Logical calls this worker makes. */
   calls: number;
   /** Calls in flight at once. */
@@ -26,7 +29,7 @@ export interface BrownoutWorkerConfig {
 
 const config = workerConfig<BrownoutWorkerConfig>('TD_FLEET_CONFIG');
 const log = workerLog(config.logPath);
-const line = (text: string) => log.write(`${text} ${config.id} ${now().toFixed(3)}`);
+const line = stampedLines(log, config.id);
 
 async function main(): Promise<void> {
   const redis = await connectOnceUp(config.client, config.url, { subscriber: false });

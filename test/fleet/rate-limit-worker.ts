@@ -7,16 +7,20 @@ import { z } from 'zod';
 import { createDispatcher, defaultStack, ToolRegistry, TransientError } from '../../index.js';
 import { redisRateStore, redisWindowStore } from '../../integrations/redis/index.js';
 import type { WindowStore } from '../../index.js';
-import { connectOnceUp, now, oneLine, seededRandom, sleep, workerConfig, workerLog } from './worker-kit.js';
+import {
+  connectOnceUp,
+  type FleetWorkerConfig,
+  now,
+  oneLine,
+  seededRandom,
+  sleep,
+  stampedLines,
+  workerConfig,
+  workerLog,
+} from './worker-kit.js';
 
 /** What the runner tells a rate-limit worker (JSON in TD_FLEET_CONFIG). */
-export interface RateWorkerConfig {
-  id: string;
-  url: string;
-  client: 'node-redis' | 'ioredis';
-  prefix: string;
-  logPath: string;
-  seed: number;
+export interface RateWorkerConfig extends FleetWorkerConfig {
   /** How long the worker keeps dispatching, in ms. */
   runMs: number;
   rate: number;
@@ -32,7 +36,7 @@ export interface RateWorkerConfig {
 
 const config = workerConfig<RateWorkerConfig>('TD_FLEET_CONFIG');
 const log = workerLog(config.logPath);
-const line = (text: string) => log.write(`${text} ${config.id} ${now().toFixed(3)}`);
+const line = stampedLines(log, config.id);
 // Which call the code running now belongs to: the store and the handler log under it.
 const call = new AsyncLocalStorage<string>();
 

@@ -30,6 +30,22 @@ export function workerLog(path: string): WorkerLog {
 /** The wall clock in ms with sub-ms precision, comparable across the fleet's processes. */
 export const now = (): number => performance.timeOrigin + performance.now();
 
+/** What the runner tells every Redis fleet worker; each scenario's config adds its own fields. */
+export interface FleetWorkerConfig {
+  id: string;
+  url: string;
+  client: 'node-redis' | 'ioredis';
+  prefix: string;
+  logPath: string;
+  seed: number;
+}
+
+/** Writes `text` to `log`, then (when given) the worker's id, then the time: `<text> [id] <ms>`. */
+export function stampedLines(log: WorkerLog, id?: string): (text: string) => void {
+  const suffix = id === undefined ? '' : ` ${id}`;
+  return (text) => log.write(`${text}${suffix} ${now().toFixed(3)}`);
+}
+
 /** Resolves after `ms`. */
 export const sleep = (ms: number): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, ms));
 

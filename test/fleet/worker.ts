@@ -13,11 +13,11 @@ import {
 import { createFleetDispatcher } from '../../examples/fleet/dispatcher.js';
 import {
   connectOnceUp,
-  now,
   oneLine,
   seededRandom,
   shuffled,
   sleep,
+  stampedLines,
   workerConfig,
   workerLog,
 } from './worker-kit.js';
@@ -45,7 +45,7 @@ export interface WorkerConfig {
 
 const config = workerConfig<WorkerConfig>('TD_FLEET_CONFIG');
 const log = workerLog(config.logPath);
-const line = (text: string) => log.write(`${text} ${now().toFixed(3)}`);
+const line = stampedLines(log);
 const rand = seededRandom(config.seed);
 
 async function main(): Promise<void> {
