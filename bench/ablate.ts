@@ -87,7 +87,14 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 function build(name: string, edits: Edit[]): string {
   const work = mkdtempSync(join(tmpdir(), 'ablate-'));
   try {
-    for (const entry of ['src', 'middleware', 'tsconfig.json', 'tsconfig.build.json', 'package.json']) {
+    for (const entry of [
+      'index.ts',
+      'src',
+      'middleware',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'package.json',
+    ]) {
       cpSync(join(root, entry), join(work, entry), { recursive: true });
     }
     symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'));
@@ -116,6 +123,7 @@ function build(name: string, edits: Edit[]): string {
       { cwd: work, encoding: 'utf8' },
     );
     if (result.status !== 0) throw new Error(`${name}: tsc failed\n${result.stdout}${result.stderr}`);
+    // tsconfig.build.json's root is the package's: the root index is the public face.
     return join(outDir, 'index.js');
   } finally {
     rmSync(work, { recursive: true, force: true });
