@@ -66,6 +66,11 @@ const redisApprovalStoreOptionKeys = optionKeys<RedisApprovalStoreOptions>({
 // Expired requests swept from the pending index (and audited) per open or list: bounded work.
 const sweepBatch = 100;
 
+// The most entries of the pending index one list call looks at: a filter that matches few of very
+// many keeps Redis busy for tens of milliseconds at most, and the page then ends early, with a
+// cursor after the last entry looked at.
+const listScanBudget = 20_000;
+
 const serverTime = `
 local clock = redis.call('TIME')
 local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -196,10 +201,11 @@ return 1
 
 /**
  * A page of pending requests, oldest first, after sweeping expired ones, keeping only those of
- * the tool and tenant asked for. KEYS: pending, expiries, pending infos, audit stream. ARGV: the
- * audit's MAXLEN, ttl, channel and prefix, then the cursor's creation time and token ('' for the
- * first page), the limit, the tool and whether to keep only it (1/0), the tenant and the same.
- * Reply: {more (1/0), token, ...record, token, ...record, …}.
+ * the tool and tenant asked for, and looking at no more than `listScanBudget` of the index's
+ * entries. KEYS: pending, expiries, pending infos, audit stream. ARGV: the audit's MAXLEN, ttl,
+ * channel and prefix, then the cursor's creation time and token ('' for the first page), the
+ * limit, the tool and whether to keep only it (1/0), the tenant and the same. Reply: {more (1/0),
+ * the next cursor's creation time and token ('' when none), token, ...record, token, ...record, …}.
  */
 const listScript = defineScript(
   'approval list',
@@ -216,13 +222,25 @@ local rank = 0
 if afterToken ~= '' then rank = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[5]) end
 local step = limit + 1
 if filtering then step = 512 end
-local out = {0}
+local out = {0, '', ''}
 local taken = 0
+local budget = ${listScanBudget}
+-- Where the next page starts: after the last request taken, or the last entry looked at.
+local takenScore, takenToken = '', ''
+local seenScore, seenToken = ARGV[5], afterToken
 while true do
   local batch = redis.call('ZRANGE', KEYS[1], rank, rank + step - 1, 'WITHSCORES')
   if #batch == 0 then return out end
   for i = 1, #batch, 2 do
     local t = batch[i]
+    if budget == 0 then
+      -- Looked at enough for one call: the page ends early and goes on after the last looked at.
+      out[1] = 1
+      out[2] = seenScore
+      out[3] = seenToken
+      return out
+    end
+    budget = budget - 1
     -- Ties on the cursor's creation time are ordered by token: skip those up to the cursor's.
     if afterToken == '' or tonumber(batch[i + 1]) > afterTime or t > afterToken then
       local key = ARGV[4] .. ':ap:' .. t
@@ -237,13 +255,17 @@ while true do
         if r[1] == 'P' then
           if taken == limit then
             out[1] = 1
+            out[2] = takenScore
+            out[3] = takenToken
             return out
           end
           out[#out + 1] = t
           for j = 1, ${fieldCount} do out[#out + 1] = r[j] end
           taken = taken + 1
+          takenScore, takenToken = batch[i + 1], t
         end
       end
+      seenScore, seenToken = batch[i + 1], t
     end
   end
   rank = rank + #batch / 2
@@ -419,14 +441,12 @@ export function redisApprovalStore(
         timeoutMs,
       )) as unknown[];
       const items: ApprovalRecord[] = [];
-      for (let at = 1; at < reply.length; at += fieldCount + 1) {
+      for (let at = 3; at < reply.length; at += fieldCount + 1) {
         const record = recordOf(text(reply, at), reply, at + 1);
         if (record !== undefined) items.push(record);
       }
-      const last = items.at(-1);
-      return num(reply, 0) === 1 && last !== undefined
-        ? { items, cursor: `${last.createdAt ?? 0}:${last.token}` }
-        : { items };
+      // The index's own score and token, so a record kept before `createdAt` was pages on too.
+      return num(reply, 0) === 1 ? { items, cursor: `${text(reply, 1)}:${text(reply, 2)}` } : { items };
     },
     async audit(query: ApprovalAuditQuery = {}): Promise<ApprovalAuditPage> {
       const limit = pageLimitOf(query.limit);

@@ -103,7 +103,11 @@ export interface ApprovalListQuery {
 
 /** A page of `list`: requests oldest first, and the cursor of the next page when there is more. */
 export interface ApprovalPage {
-  /** The requests, oldest first (by `createdAt`, then token). */
+  /**
+   * The requests, oldest first (by `createdAt`, then token). A store that bounds its work per call
+   * may end a page early with a cursor (the Redis store looks at 20 000 requests at most): fewer
+   * than `limit`, even none, means the end only when `cursor` is absent.
+   */
   readonly items: readonly ApprovalRecord[];
   /** Pass it back for the next page; absent on the last one. */
   readonly cursor?: string;
