@@ -10,12 +10,13 @@
 //   (d) a console attached and idle (its tool-health aggregator subscribed, no stream open) costs
 //       ≤ 1.05× per dispatch, as the median of paired interleaved rounds.
 //
-//   npx tsx bench/console.ts [--quick] [--write] [--idle-only]     (npm run bench:console)
+//   npx tsx bench/console.ts [--quick] [--write] [--idle-only | --listing-only]     (npm run bench:console)
 //
 // --quick: fewer trials and a 10 s freshness run; --write merges the result into
 // bench/results.json as `console` (then `npx tsx bench/run.ts --render` rewrites the page);
 // --idle-only: row (d) alone, the other rows kept from bench/results.json. Row (d) measures the
 // aggregator both ways: listening always (`toolHealth({ dispatcher })`) and only while watched.
+// --listing-only: row (c) alone (memory and Redis), the other rows kept from bench/results.json.
 // bench/run.ts runs it as section 10 of a full run.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -502,6 +503,26 @@ export async function runConsoleBench(
   }
 }
 
+/** Row (c) alone, on memory and (when a `redis-server` is there) on Redis. */
+async function listingsOnly(log: (text?: string) => void): Promise<ListingResult[]> {
+  const listings: ListingResult[] = [await listing('memory', memoryApprovalStore(), log)];
+  const binary = redisBinary();
+  if (!binary.available) {
+    log(`   Redis rows not measured: ${binary.reason}`);
+    return listings;
+  }
+  const redis = await startRedisServer();
+  const client = await connectNodeRedis(redis.url);
+  try {
+    const store = redisApprovalStore(client.store, { prefix: `bench-list-${process.pid}` });
+    listings.push(await listing('redis', store, log));
+    return listings;
+  } finally {
+    await client.close();
+    await redis.stop();
+  }
+}
+
 /** The rows of the targets table. */
 export function consoleChecks(
   result: ConsoleBenchResult,
@@ -616,11 +637,13 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   console.log(`Console (issue 35)${quick ? ', --quick' : ''}`);
   const path = fileURLToPath(new URL('./results.json', import.meta.url));
   const before = JSON.parse(readFileSync(path, 'utf8')) as { console?: ConsoleBenchResult };
-  // --idle-only: row (d) again, the other rows kept from bench/results.json.
+  // --idle-only / --listing-only: row (d) or (c) again, the other rows kept from bench/results.json.
   const result =
     argv.includes('--idle-only') && before.console !== undefined
       ? { ...before.console, idle: await idle(quick, console.log) }
-      : await runConsoleBench(console.log, quick);
+      : argv.includes('--listing-only') && before.console !== undefined
+        ? { ...before.console, listing: await listingsOnly(console.log) }
+        : await runConsoleBench(console.log, quick);
   console.log('Targets');
   for (const row of consoleChecks(result)) {
     const verdict = row.met === undefined ? 'n/a ' : row.met ? 'PASS' : 'FAIL';

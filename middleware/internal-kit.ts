@@ -218,3 +218,34 @@ export function attemptTimeoutMs(
   if (idle !== undefined) return Math.min(idle.totalMs, callTimeoutMs ?? Infinity);
   return callTimeoutMs ?? tool?.timeoutMs ?? fallback;
 }
+
+/** The largest `limit` of an approval store's `list` and `audit`. */
+export const maxApprovalPage = 500;
+
+/**
+ * The `limit` of an approval store's `list` or `audit` query, checked as the contract says: an
+ * integer in 1..500, 100 when absent.
+ */
+export function pageLimitOf(limit: unknown): number {
+  if (limit === undefined) return 100;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxApprovalPage) {
+    throw new TypeError(`limit must be an integer from 1 to ${maxApprovalPage}, got ${String(limit)}`);
+  }
+  return limit;
+}
+
+/** The status of an approval store's `list` query, checked: only `pending` can be listed. */
+export function listStatusOf(status: unknown): 'pending' {
+  if (status !== undefined && status !== 'pending') {
+    throw new TypeError(`status must be 'pending' (only pending requests are listed), got ${String(status)}`);
+  }
+  return 'pending';
+}
+
+/** The `tool` or `tenant` filter of an approval store's `list` query, checked: a string, or absent. */
+export function listFilterOf(name: 'tool' | 'tenant', value: unknown): string | undefined {
+  if (value !== undefined && typeof value !== 'string') {
+    throw new TypeError(`${name} must be a string, got ${String(value)}`);
+  }
+  return value;
+}

@@ -49,7 +49,7 @@ interface ListCursor {
   readonly at: number;
 }
 
-// The page size read from the store while filtering: its largest, so 10 000 pending take 20 reads.
+// The page size read from a store that does not filter: its largest, so 10 000 pending take 20 reads.
 const storePage = 500;
 
 /** A pending record as an `ApprovalItem`. */
@@ -81,19 +81,26 @@ export class ApprovalDesk {
   }
 
   /**
-   * A page of pending requests matching `tool` and `tenant`, oldest first: the store's pages are
-   * read in turn and filtered here, each request looked at once.
+   * A page of pending requests matching `tool` and `tenant`, oldest first. The store is asked for
+   * the page, filters included (the built-in stores apply them where they read, so one read
+   * answers); what it sends is filtered here again, and a store seen to ignore the filters is read
+   * on in its largest pages, each request looked at once.
    */
   async list(query: ApprovalQuery): Promise<{ items: ApprovalItem[]; cursor?: string }> {
     const list = this.gate.store.list?.bind(this.gate.store);
     if (list === undefined) throw cannotList();
     const resume = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+    const filters = {
+      ...(query.tool === undefined ? {} : { tool: query.tool }),
+      ...(query.tenant === undefined ? {} : { tenant: query.tenant }),
+    };
     const items: ApprovalItem[] = [];
     const now = this.now();
     let page = resume?.page;
     let skipping = resume;
+    let size = query.limit;
     for (;;) {
-      const read = await list({ limit: storePage, ...(page === undefined ? {} : { cursor: page }) });
+      const read = await list({ limit: size, ...filters, ...(page === undefined ? {} : { cursor: page }) });
       let from = 0;
       if (skipping !== undefined) {
         from = resumeIndex(read.items, skipping);
@@ -101,13 +108,15 @@ export class ApprovalDesk {
       }
       for (let i = from; i < read.items.length; i++) {
         const record = read.items[i] as ApprovalRecord;
-        if (query.tool !== undefined && record.tool !== query.tool) continue;
-        if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
+        if (!matches(record, query)) {
+          size = storePage;
+          continue;
+        }
         items.push(approvalItemOf(record, now));
         if (items.length === query.limit) {
           const more = i < read.items.length - 1 || read.cursor !== undefined;
           if (!more) return { items };
-          const resumeAt = await this.#pageAfter(page, i, read, record.token);
+          const resumeAt = await this.#pageAfter(page, i, read, record.token, filters);
           const next: ListCursor = {
             ...(resumeAt === undefined ? {} : { page: resumeAt }),
             after: record.token,
@@ -130,10 +139,15 @@ export class ApprovalDesk {
     index: number,
     read: { readonly items: readonly ApprovalRecord[]; readonly cursor?: string },
     token: string,
+    filters: { readonly tool?: string; readonly tenant?: string },
   ): Promise<string | undefined> {
     if (index === read.items.length - 1) return read.cursor;
     const list = this.gate.store.list?.bind(this.gate.store) as NonNullable<ApprovalStore['list']>;
-    const upTo = await list({ limit: index + 1, ...(page === undefined ? {} : { cursor: page }) });
+    const upTo = await list({
+      limit: index + 1,
+      ...filters,
+      ...(page === undefined ? {} : { cursor: page }),
+    });
     return upTo.items.at(-1)?.token === token && upTo.cursor !== undefined ? upTo.cursor : page;
   }
 
@@ -214,6 +228,14 @@ export class ApprovalDesk {
     if (record === undefined) throw unknownToken();
     return record;
   }
+}
+
+// Whether a record is one the query asked for (a store may not have filtered it).
+function matches(record: ApprovalRecord, query: ApprovalQuery): boolean {
+  return (
+    (query.tool === undefined || record.tool === query.tool) &&
+    (query.tenant === undefined || record.tenant === query.tenant)
+  );
 }
 
 function cannotList(): HttpProblem {

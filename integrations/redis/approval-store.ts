@@ -21,6 +21,7 @@ import { num, runScript, text } from './call.js';
 import { defineScript, type StoreClient } from './client.js';
 import { hubFor } from './events.js';
 import { optionKeys } from '../../middleware/index.js';
+import { listFilterOf, listStatusOf, pageLimitOf } from '../../middleware/internal-kit.js';
 import { requireClient, requireMs, requireOptions, requirePrefix } from './options.js';
 
 /** Options for `redisApprovalStore`. */
@@ -64,6 +65,11 @@ const redisApprovalStoreOptionKeys = optionKeys<RedisApprovalStoreOptions>({
 
 // Expired requests swept from the pending index (and audited) per open or list: bounded work.
 const sweepBatch = 100;
+
+// The most entries of the pending index one list call looks at: a filter that matches few of very
+// many keeps Redis busy for tens of milliseconds at most, and the page then ends early, with a
+// cursor after the last entry looked at.
+const listScanBudget = 20_000;
 
 const serverTime = `
 local clock = redis.call('TIME')
@@ -194,41 +200,75 @@ return 1
 );
 
 /**
- * A page of pending requests, oldest first, after sweeping expired ones. KEYS: pending, expiries,
- * pending infos, audit stream. ARGV: the audit's MAXLEN, ttl, channel and prefix, then the
- * cursor's creation time and token ('' for the first page), the limit. Reply: {more (1/0),
- * token, ...record, token, ...record, …}.
+ * A page of pending requests, oldest first, after sweeping expired ones, keeping only those of
+ * the tool and tenant asked for, and looking at no more than `listScanBudget` of the index's
+ * entries. KEYS: pending, expiries, pending infos, audit stream. ARGV: the audit's MAXLEN, ttl,
+ * channel and prefix, then the cursor's creation time and token ('' for the first page), the
+ * limit, the tool and whether to keep only it (1/0), the tenant and the same. Reply: {more (1/0),
+ * the next cursor's creation time and token ('' when none), token, ...record, token, ...record, …}.
  */
 const listScript = defineScript(
   'approval list',
   `${serverTime}${decided}${sweep}
 sweep(nowMs, ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 local limit = tonumber(ARGV[7])
-local from = '-inf'
-if ARGV[6] ~= '' then from = ARGV[5] end
-local out = {0}
+local afterTime = tonumber(ARGV[5])
+local afterToken = ARGV[6]
+local tool, byTool = ARGV[8], ARGV[9] == '1'
+local tenant, byTenant = ARGV[10], ARGV[11] == '1'
+local filtering = byTool or byTenant
+-- Walked by rank (stable within the script): each read costs its length, not its offset.
+local rank = 0
+if afterToken ~= '' then rank = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[5]) end
+local step = limit + 1
+if filtering then step = 512 end
+local out = {0, '', ''}
 local taken = 0
-local offset = 0
+local budget = ${listScanBudget}
+-- Where the next page starts: after the last request taken, or the last entry looked at.
+local takenScore, takenToken = '', ''
+local seenScore, seenToken = ARGV[5], afterToken
 while true do
-  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', offset, limit + 1)
+  local batch = redis.call('ZRANGE', KEYS[1], rank, rank + step - 1, 'WITHSCORES')
   if #batch == 0 then return out end
   for i = 1, #batch, 2 do
     local t = batch[i]
+    if budget == 0 then
+      -- Looked at enough for one call: the page ends early and goes on after the last looked at.
+      out[1] = 1
+      out[2] = seenScore
+      out[3] = seenToken
+      return out
+    end
+    budget = budget - 1
     -- Ties on the cursor's creation time are ordered by token: skip those up to the cursor's.
-    if ARGV[6] == '' or tonumber(batch[i + 1]) > tonumber(ARGV[5]) or t > ARGV[6] then
-      local r = redis.call('HMGET', ARGV[4] .. ':ap:' .. t, ${fields})
-      if r[1] == 'P' then
-        if taken == limit then
-          out[1] = 1
-          return out
-        end
-        out[#out + 1] = t
-        for j = 1, ${fieldCount} do out[#out + 1] = r[j] end
-        taken = taken + 1
+    if afterToken == '' or tonumber(batch[i + 1]) > afterTime or t > afterToken then
+      local key = ARGV[4] .. ':ap:' .. t
+      local keep = true
+      if filtering then
+        -- Three fields decide; the whole record (its preview too) is read for a match only.
+        local head = redis.call('HMGET', key, 's', 'tool', 'tn')
+        keep = head[1] == 'P' and (not byTool or head[2] == tool) and (not byTenant or head[3] == tenant)
       end
+      if keep then
+        local r = redis.call('HMGET', key, ${fields})
+        if r[1] == 'P' then
+          if taken == limit then
+            out[1] = 1
+            out[2] = takenScore
+            out[3] = takenToken
+            return out
+          end
+          out[#out + 1] = t
+          for j = 1, ${fieldCount} do out[#out + 1] = r[j] end
+          taken = taken + 1
+          takenScore, takenToken = batch[i + 1], t
+        end
+      end
+      seenScore, seenToken = batch[i + 1], t
     end
   end
-  offset = offset + #batch / 2
+  rank = rank + #batch / 2
 end
 `,
 );
@@ -382,22 +422,31 @@ export function redisApprovalStore(
       listStatusOf(query.status);
       const limit = pageLimitOf(query.limit);
       const [afterTime, afterToken] = listCursorOf(query.cursor);
+      const tool = listFilterOf('tool', query.tool);
+      const tenant = listFilterOf('tenant', query.tenant);
       const reply = (await runScript(
         redis,
         listScript,
         indexKeys,
-        [...auditArgs, afterTime, afterToken, String(limit)],
+        [
+          ...auditArgs,
+          afterTime,
+          afterToken,
+          String(limit),
+          tool ?? '',
+          tool === undefined ? '0' : '1',
+          tenant ?? '',
+          tenant === undefined ? '0' : '1',
+        ],
         timeoutMs,
       )) as unknown[];
       const items: ApprovalRecord[] = [];
-      for (let at = 1; at < reply.length; at += fieldCount + 1) {
+      for (let at = 3; at < reply.length; at += fieldCount + 1) {
         const record = recordOf(text(reply, at), reply, at + 1);
         if (record !== undefined) items.push(record);
       }
-      const last = items.at(-1);
-      return num(reply, 0) === 1 && last !== undefined
-        ? { items, cursor: `${last.createdAt ?? 0}:${last.token}` }
-        : { items };
+      // The index's own score and token, so a record kept before `createdAt` was pages on too.
+      return num(reply, 0) === 1 ? { items, cursor: `${text(reply, 1)}:${text(reply, 2)}` } : { items };
     },
     async audit(query: ApprovalAuditQuery = {}): Promise<ApprovalAuditPage> {
       const limit = pageLimitOf(query.limit);
@@ -568,20 +617,4 @@ function recordOf(token: string, reply: unknown, at: number): ApprovalRecord | u
     record[name] = kind === 'number' ? Number(item) : String(item);
   }
   return record as unknown as ApprovalRecord;
-}
-
-// A page's limit, checked as the contract says: an integer in 1..500, 100 when absent.
-function pageLimitOf(limit: unknown): number {
-  if (limit === undefined) return 100;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 500) {
-    throw new TypeError(`limit must be an integer from 1 to 500, got ${String(limit)}`);
-  }
-  return limit;
-}
-
-// Only pending requests are indexed, so only they can be listed.
-function listStatusOf(status: unknown): void {
-  if (status !== undefined && status !== 'pending') {
-    throw new TypeError(`status must be 'pending' (only pending requests are listed), got ${String(status)}`);
-  }
 }

@@ -5,20 +5,19 @@
 
 import { systemClock, type Clock } from '../../src/clock.js';
 import { optionsObject, requireClock, requireInteger, optionKeys } from '../kit.js';
-import {
-  listStatusOf,
-  pageLimitOf,
-  type ApprovalAnswer,
-  type ApprovalAuditPage,
-  type ApprovalAuditQuery,
-  type ApprovalAuditRecord,
-  type ApprovalListQuery,
-  type ApprovalPage,
-  type ApprovalRecord,
-  type ApprovalRedemption,
-  type ApprovalRequest,
-  type ApprovalSettlement,
-  type ApprovalStore,
+import { listFilterOf, listStatusOf, pageLimitOf } from '../internal-kit.js';
+import type {
+  ApprovalAnswer,
+  ApprovalAuditPage,
+  ApprovalAuditQuery,
+  ApprovalAuditRecord,
+  ApprovalListQuery,
+  ApprovalPage,
+  ApprovalRecord,
+  ApprovalRedemption,
+  ApprovalRequest,
+  ApprovalSettlement,
+  ApprovalStore,
 } from './store.js';
 
 /** Options for `memoryApprovalStore`. */
@@ -189,6 +188,8 @@ class MemoryApprovalStore implements ApprovalStore {
     listStatusOf(query.status);
     const limit = pageLimitOf(query.limit);
     const after = cursorOf(query.cursor);
+    const tool = listFilterOf('tool', query.tool);
+    const tenant = listFilterOf('tenant', query.tenant);
     const items: ApprovalRecord[] = [];
     let last = 0;
     for (const [token, seq] of [...this.#pending]) {
@@ -196,6 +197,8 @@ class MemoryApprovalStore implements ApprovalStore {
       // Reading it forgets (and audits) an expired one.
       const record = this.get(token);
       if (record?.status !== 'pending') continue;
+      if ((tool !== undefined && record.tool !== tool) || (tenant !== undefined && record.tenant !== tenant))
+        continue;
       if (items.length === limit) return { items, cursor: String(last) };
       items.push(record);
       last = seq;

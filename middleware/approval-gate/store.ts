@@ -73,7 +73,10 @@ export interface ApprovalRecord {
   readonly decidedAt?: number;
 }
 
-/** What `list` answers for: the status of the requests (`pending` by default), a page size and where to go on. */
+/**
+ * What `list` answers for: the status of the requests (`pending` by default), a page size, where
+ * to go on, and the tool and tenant to keep.
+ */
 export interface ApprovalListQuery {
   /**
    * Which requests: only `pending` ones can be listed across a fleet in bounded time, so a store
@@ -88,11 +91,23 @@ export interface ApprovalListQuery {
   readonly limit?: number;
   /** Where the previous page ended (its `cursor`); absent for the first page. */
   readonly cursor?: string;
+  /**
+   * Only requests for this tool. The built-in stores filter where they read, so a page holds up
+   * to `limit` matches; a store written before filters may ignore it, so a caller that must not
+   * show others checks each item too (the console does).
+   */
+  readonly tool?: string;
+  /** Only requests for this tenant (a request that named none never matches); as `tool`. */
+  readonly tenant?: string;
 }
 
 /** A page of `list`: requests oldest first, and the cursor of the next page when there is more. */
 export interface ApprovalPage {
-  /** The requests, oldest first (by `createdAt`, then token). */
+  /**
+   * The requests, oldest first (by `createdAt`, then token). A store that bounds its work per call
+   * may end a page early with a cursor (the Redis store looks at 20 000 requests at most): fewer
+   * than `limit`, even none, means the end only when `cursor` is absent.
+   */
   readonly items: readonly ApprovalRecord[];
   /** Pass it back for the next page; absent on the last one. */
   readonly cursor?: string;
@@ -305,24 +320,4 @@ export interface ApprovalStore {
    * const stop = store.subscribe?.((decided) => console.log(decided.token, decided.decision));
    */
   subscribe?(listener: (decided: ApprovalAuditRecord) => void): () => void;
-}
-
-/** The largest `limit` of `list` and `audit`. */
-export const maxApprovalPage = 500;
-
-/** The `limit` of a `list` or `audit` query, checked: an integer in 1..500, 100 when absent. */
-export function pageLimitOf(limit: unknown): number {
-  if (limit === undefined) return 100;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxApprovalPage) {
-    throw new TypeError(`limit must be an integer from 1 to ${maxApprovalPage}, got ${String(limit)}`);
-  }
-  return limit;
-}
-
-/** The status of a `list` query, checked: only `pending` can be listed. */
-export function listStatusOf(status: unknown): 'pending' {
-  if (status !== undefined && status !== 'pending') {
-    throw new TypeError(`status must be 'pending' (only pending requests are listed), got ${String(status)}`);
-  }
-  return 'pending';
 }

@@ -5,7 +5,16 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { approvalGate, createDispatcher, createRedactor, defaultStack, ToolRegistry } from '../../index.js';
+import {
+  type ApprovalAuditRecord,
+  type ApprovalStore,
+  approvalGate,
+  createDispatcher,
+  createRedactor,
+  defaultStack,
+  memoryApprovalStore,
+  ToolRegistry,
+} from '../../index.js';
 import { toolHealth } from '../../integrations/console/health.js';
 import { inDoubtDesk } from '../../integrations/console/in-doubt.js';
 import { controlRoom } from '../../integrations/console/index.js';
@@ -83,11 +92,61 @@ export function consoleRegistry(runs: ToolRuns): ToolRegistry {
     });
 }
 
+/**
+ * The gate's store: a memory store on a clock the test moves on, whose decisions reach its
+ * subscribers (the console's event streams among them) only while they are not held: a decision
+ * can then be made (or a request expire) before an open page hears of it.
+ */
+function heldApprovalStore() {
+  let offsetMs = 0;
+  const inner = memoryApprovalStore({ clock: { now: () => Date.now() + offsetMs } });
+  let held: (() => void)[] | undefined;
+  const store: ApprovalStore = {
+    edits: true,
+    open: (request) => inner.open(request),
+    get: (token) => inner.get(token),
+    answer: (token, answer) => inner.answer(token, answer),
+    redeem: (token, claim) => inner.redeem?.(token, claim),
+    settle: (token, claim, settlement) => inner.settle?.(token, claim, settlement),
+    list: (query) => inner.list?.(query) ?? { items: [] },
+    audit: (query) => inner.audit?.(query) ?? { items: [] },
+    subscribe(listener) {
+      let live = true;
+      const stop = inner.subscribe?.((decided: ApprovalAuditRecord) => {
+        if (held === undefined) listener(decided);
+        else held.push(() => live && listener(decided));
+      });
+      return () => {
+        live = false;
+        stop?.();
+      };
+    },
+  };
+  return {
+    store,
+    /** Moves the store's clock on by `ms` (a request whose time is up expires at its next read). */
+    advance(ms: number) {
+      offsetMs += ms;
+    },
+    /** Holds every decision from the subscribers until `release`. */
+    hold() {
+      held ??= [];
+    },
+    /** Delivers the held decisions, in order, and holds no more. */
+    release() {
+      const due = held ?? [];
+      held = undefined;
+      for (const deliver of due) deliver();
+    },
+  };
+}
+
 /** The dispatcher, gate and receipts behind a console served at `url` (its base path `/console`). */
 export async function startConsole(runs: ToolRuns) {
   const registry = consoleRegistry(runs);
   const receipts = memoryReceiptStore();
-  const gate = approvalGate({ registry });
+  const approvals = heldApprovalStore();
+  const gate = approvalGate({ registry, store: approvals.store });
   const redact = createRedactor();
   const dispatcher = createDispatcher(
     defaultStack({
@@ -128,6 +187,12 @@ export async function startConsole(runs: ToolRuns) {
     dispatcher,
     origin,
     url: `${origin}/console`,
+    /** The approval store's clock and its held decisions. */
+    approvals: {
+      advance: approvals.advance,
+      hold: approvals.hold,
+      release: approvals.release,
+    },
     /** Cuts every open connection (the page's event stream among them), as a proxy restart would. */
     dropConnections() {
       server.closeAllConnections();

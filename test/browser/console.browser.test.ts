@@ -198,6 +198,61 @@ describe('the console page in Chromium', () => {
     expect(await page.getByText('Nothing awaits approval.').count()).toBe(1);
   });
 
+  // The page's stream would remove such a row before anyone could click: the fixture holds the
+  // store's decisions from the stream, so the click reaches the server first.
+  it('says "Expired or unknown" on a row whose request expired before the page heard of it', async () => {
+    fixture.approvals.hold();
+    try {
+      await pauseRefund('call-expiring', 'o-4');
+      const row = rowOf('call-expiring');
+      await row.waitFor(soon);
+      // Past the gate's one-hour token: the store forgets the request at its next read.
+      fixture.approvals.advance(3_600_001);
+      await row.getByRole('button', { name: /^Approve/ }).click();
+      await expect
+        .poll(() => row.getByRole('alert').textContent(), soon)
+        .toBe('Expired or unknown: no request has this token: it is unknown or has expired');
+      expect(await row.getByRole('button', { name: /^Approve/ }).isEnabled()).toBe(true);
+    } finally {
+      fixture.approvals.release();
+    }
+    // The stream catches up: the expiry removes the row and says so.
+    await rowOf('call-expiring').waitFor({ state: 'detached', ...soon });
+    await expect
+      .poll(() => page.locator('#panel-approvals [role=status]').textContent(), soon)
+      .toContain('call-expiring) was expired by store');
+    expect(runs.refunds).toEqual(['o-1', 'o-3']);
+  });
+
+  it('says "Already answered" on a row denied elsewhere before the page heard of it, and runs nothing', async () => {
+    fixture.approvals.hold();
+    try {
+      await pauseRefund('call-elsewhere', 'o-5');
+      const row = rowOf('call-elsewhere');
+      await row.waitFor(soon);
+      const token = tokens.get('call-elsewhere') as string;
+      expect(await fixture.gate.deny(token, 'refunded by phone', { by: 'bo', channel: 'host' })).toBe(true);
+      await row.getByRole('button', { name: /^Approve/ }).click();
+      await expect
+        .poll(() => row.getByRole('alert').textContent(), soon)
+        .toBe('Already answered: this request was already denied');
+    } finally {
+      fixture.approvals.release();
+    }
+    await rowOf('call-elsewhere').waitFor({ state: 'detached', ...soon });
+    await expect
+      .poll(() => page.locator('#panel-approvals [role=status]').textContent(), soon)
+      .toContain('call-elsewhere) was denied by bo via host');
+    const args = { orderId: 'o-5', amount: 250, note: `customer key ${liveKey}` };
+    const outcome = await fixture.dispatcher.dispatch('payments.refund', args, {
+      callId: 'call-elsewhere',
+      approval: tokens.get('call-elsewhere') as string,
+    });
+    expect(outcome.ok ? 'ran' : outcome.kind).toBe('approval_denied');
+    expect(runs.refunds).toEqual(['o-1', 'o-3']);
+    expect(await page.getByText('Nothing awaits approval.').count()).toBe(1);
+  });
+
   it('shows tool health after a burst of calls and a tripped breaker', async () => {
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

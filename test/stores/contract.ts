@@ -606,6 +606,47 @@ export function storeContract(name: string, make: () => StoreSubject): void {
         expect((first?.expiresAt ?? 0) - (first?.createdAt ?? 0)).toBe(60_000);
       });
 
+      it('keeps only the tool and tenant asked for, a page of matches at a time, in order', async () => {
+        const [a, b] = make().approvals();
+        const requests = requestsOf(14).map((request, i) => ({
+          ...request,
+          tool: i % 2 === 0 ? 'payments.refund' : 'payments.charge',
+          tenant: i % 3 === 0 ? 'acme' : 'globex',
+        }));
+        for (const request of requests) await a.open(request);
+        // Refunds for globex are requests 2, 4, 8 and 10; 4 is answered, so it is no longer listed.
+        expect(await a.answer(requests[4]?.token as string, { action: 'deny', reason: 'no' })).toBe(true);
+        const wanted = [2, 8, 10].map((i) => requests[i]?.token);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await (pages % 2 === 0 ? b : a).list?.({
+            limit: 2,
+            tool: 'payments.refund',
+            tenant: 'globex',
+            ...(cursor === undefined ? {} : { cursor }),
+          });
+          if (page === undefined) throw new Error('the store cannot list');
+          seen.push(...page.items.map((record) => record.token));
+          cursor = page.cursor;
+          pages += 1;
+        } while (cursor !== undefined);
+        expect(seen).toEqual(wanted);
+        expect(pages).toBe(2);
+        // A page that ends on the last match carries no cursor, whatever else is pending after it.
+        const exact = await b.list?.({ limit: 3, tool: 'payments.refund', tenant: 'globex' });
+        expect(exact?.items.map((record) => record.token)).toEqual(wanted);
+        expect(exact?.cursor).toBeUndefined();
+        const byTool = await a.list?.({ tool: 'payments.charge' });
+        expect(byTool?.items.map((record) => record.token)).toEqual(
+          requests.filter((request) => request.tool === 'payments.charge').map((request) => request.token),
+        );
+        expect((await a.list?.({ tenant: 'initech' }))?.items).toEqual([]);
+        await expect(async () => a.list?.({ tool: 7 as unknown as string })).rejects.toThrow(TypeError);
+        await expect(async () => a.list?.({ tenant: null as unknown as string })).rejects.toThrow(TypeError);
+      });
+
       it('validates the limit, the status and the cursor', async () => {
         const [a] = make().approvals();
         for (const limit of [0, 501, 1.5, '2']) {

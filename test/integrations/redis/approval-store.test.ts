@@ -72,6 +72,46 @@ return out
     return outcome.approval.token;
   };
 
+  it('ends a filtered page early after 20 000 requests looked at, and goes on from its cursor', async () => {
+    const { store: client } = await connect();
+    const store = redisApprovalStore(client, { prefix: `ap-budget-${randomUUID()}` });
+    const count = 20_005;
+    // The tokens sort in the order they are opened, so the index's ties on a millisecond keep it.
+    const tokenAt = (i: number) => `t-${String(i).padStart(6, '0')}`;
+    for (let from = 0; from < count; from += 1_000) {
+      await Promise.all(
+        Array.from({ length: Math.min(1_000, count - from) }, (_, k) => {
+          const i = from + k;
+          return store.open({
+            token: tokenAt(i),
+            callKey: `call-${i}`,
+            tool: 'payments.refund',
+            fingerprint: `fp-${i}`,
+            key: null,
+            callId: `c-${i}`,
+            reason: 'a refund',
+            ttlMs: 600_000,
+            tenant: i === 3 || i >= count - 3 ? 'rare' : 'common',
+          });
+        }),
+      );
+    }
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.list?.({
+        tenant: 'rare',
+        limit: 10,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (page === undefined) throw new Error('the store cannot list');
+      pages.push(page.items.map((record) => record.token));
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    // The first call stops at its budget with one match found; the second finds the last three.
+    expect(pages).toEqual([[tokenAt(3)], [count - 3, count - 2, count - 1].map(tokenAt)]);
+  }, 60_000);
+
   it('runs a token approved on one worker once, delivered to both at once and again later', async () => {
     const prefix = `t-${randomUUID()}`;
     const runs: string[] = [];
