@@ -750,7 +750,7 @@ To see where the time goes:
 \`\`\`sh
 node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile.ts nokey 300000   # or miss, hit
 npx tsx bench/profile-summary.ts /tmp/prof/<the larger .cpuprofile>
-npx tsx bench/ablate.ts       # the fan-out with one piece of the stack's work removed at a time
+npx tsx bench/ablate.ts       # the engine's kept machinery, each piece replaced by its simplest version
 \`\`\`
 
 \`--quick\` runs only the direct call, the default stack and the cockatiel stack of the
@@ -853,10 +853,12 @@ layer is an \`async\` step, and \`gatherBounded\` adds no promise per call. The 
 contract's own work, per call: the lookup, the shape check and zod validation of
 the args, the budget check, a slot, a deadline, the attempt's context, and the envelope. That
 work is why the target is a floor to keep, ${targets.fanOutVsPool}× the pool, rather than the pool's speed:
-\`npx tsx bench/ablate.ts\` builds the stack with one piece removed at a time and runs each build
-against the pool in processes of its own, which shows what each piece costs (validating the args
-and giving every attempt a deadline cost the most). In this suite, where the competitor stacks
-share the process, the ratio comes out lower than in the ablation's processes of their own.
+\`npx tsx bench/ablate.ts\` builds the stack with one piece of the engine replaced by its
+simplest version (a timer per deadline instead of the deadline lists, a promise per gathered call,
+signals built eagerly, every layer watched for a second \`next()\`) or one piece of work removed
+(validating the args), and times each build per dispatch and against the pool in processes of its
+own: what each kept piece buys. In this suite, where the competitor stacks share the process, the
+ratio comes out lower than in the ablation's processes of their own.
 
 ## 3. Failure paths
 
