@@ -43,6 +43,14 @@ export interface GradientLimitOptions {
   probeLimit?: number;
   /** Round trips a probe measures (only of calls started once it began). @default 50 */
   probeSamples?: number;
+  /**
+   * How long a probe that falls due first waits, in milliseconds, for round trips of calls that
+   * ran with at most `probeLimit` in flight (as `record`'s `inFlight` says): they measure the
+   * minimum as well as a probe at `probeLimit` does, without holding every other call back. Only
+   * if too few come in that time is the limit lowered to `probeLimit` (Envoy's probe). 0 lowers
+   * it at once. @default 0
+   */
+  probeWaitMs?: number;
   /** Random numbers in [0, 1) for the jitter and the window's reservoir. @default Math.random */
   random?: () => number;
   /** The time source. @default systemClock */
@@ -63,6 +71,7 @@ const gradientLimitOptionKeys = optionKeys<GradientLimitOptions>({
   probeJitter: true,
   probeLimit: true,
   probeSamples: true,
+  probeWaitMs: true,
   random: true,
   clock: true,
   onChange: true,
@@ -86,6 +95,7 @@ interface GradientSettings {
   readonly probeJitter: number;
   readonly probeLimit: number;
   readonly probeSamples: number;
+  readonly probeWaitMs: number;
   readonly random: () => number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onChange: ((limit: number, reason: GradientLimitChange) => void) | undefined;
@@ -122,6 +132,7 @@ function checkedSettings(options: GradientLimitOptions | undefined): GradientSet
     probeJitter,
     probeLimit: clamp(requireInteger('probeLimit', given.probeLimit ?? 3, 1)),
     probeSamples: requireInteger('probeSamples', given.probeSamples ?? 50, 1),
+    probeWaitMs: requireNumber('probeWaitMs', given.probeWaitMs ?? 0, 0, { allowInfinity: true }),
     random: requireFunction('random', given.random ?? Math.random),
     clock,
     onChange: given.onChange,
@@ -137,7 +148,11 @@ function quantileOf(samples: number[], q: number): number {
 /**
  * An adaptive concurrency limit for one tool, of Envoy's shape. It starts by probing the minimum
  * round trip: the limit drops to `probeLimit` until `probeSamples` calls started in the probe have
- * answered, and their `quantile` is the minimum round trip. Then every window (`windowMs`, at least
+ * answered, and their `quantile` is the minimum round trip. With `probeWaitMs`, a probe first
+ * takes the round trips of calls that ended with at most `probeLimit` in flight (no queue of
+ * ours) and lowers the limit only if too few come within that time: Envoy's probe holds every
+ * call of a busy tool behind three slots for its length, which on a tool at 25 calls a second
+ * tripled its p99. Then every window (`windowMs`, at least
  * `minWindowSamples` round trips) sets
  * `limit = clamp(limit × g + √(limit × g), min, max)` with
  * `g = clamp(minRtt × (1 + minRttBuffer) / quantile of the window, 0.5, 2)`: while calls answer near
@@ -157,24 +172,28 @@ export class GradientLimit {
   readonly #settings: GradientSettings;
   #estimate: number;
   #minRttMs: number | undefined;
+  /** A probe is under way: waiting for quiet round trips, or (`#lowered`) at `probeLimit`. */
   #probing = true;
+  #lowered: boolean;
   #probeStartedAt: number;
   #nextProbeAt = Infinity;
   #windowStartedAt: number;
   #windowSeen = 0;
   #samples: number[] = [];
+  #probeSamples: number[] = [];
 
   constructor(options?: GradientLimitOptions) {
     const { initial, ...settings } = checkedSettings(options);
     this.#settings = settings;
     this.#estimate = initial;
+    this.#lowered = settings.probeWaitMs === 0;
     this.#probeStartedAt = settings.clock.now();
     this.#windowStartedAt = this.#probeStartedAt;
   }
 
-  /** The number of calls allowed at once now (the probe's limit while probing). */
+  /** The number of calls allowed at once now (the probe's limit while a probe holds it there). */
   get limit(): number {
-    return this.#probing ? this.#settings.probeLimit : Math.floor(this.#estimate);
+    return this.#lowered ? this.#settings.probeLimit : Math.floor(this.#estimate);
   }
 
   /** The measured minimum round trip in milliseconds, or `undefined` before the first probe ends. */
@@ -182,7 +201,7 @@ export class GradientLimit {
     return this.#minRttMs;
   }
 
-  /** Whether the minimum round trip is being probed (the limit held at `probeLimit`). */
+  /** Whether the minimum round trip is being probed (waiting for quiet calls, or at `probeLimit`). */
   get probing(): boolean {
     return this.#probing;
   }
@@ -190,29 +209,49 @@ export class GradientLimit {
   /**
    * Takes the round trip of a call that just answered (a success: a failure's latency says little
    * of the backend's queue), and closes the window or the probe when it is complete. `now` is the
-   * clock's reading, for a caller that has just taken it.
+   * clock's reading, for a caller that has just taken it; `inFlight`, the calls in flight as it
+   * ended (itself included), lets a probe use it without lowering the limit (see `probeWaitMs`).
    */
-  record(rttMs: number, now?: number): void {
+  record(rttMs: number, now?: number, inFlight?: number): void {
     if (typeof rttMs !== 'number' || !Number.isFinite(rttMs) || rttMs < 0) return;
     if (now === undefined) now = this.#settings.clock.now();
-    if (this.#probing) return this.#recordProbe(rttMs, now);
+    if (this.#probing) {
+      this.#recordProbe(rttMs, now, inFlight);
+      // At `probeLimit`, or with no minimum yet, there is nothing for the gradient to compare.
+      if (this.#probing && (this.#lowered || this.#minRttMs === undefined)) return;
+    }
     this.#keep(rttMs);
     const { windowMs, minWindowSamples } = this.#settings;
     if (now - this.#windowStartedAt < windowMs || this.#samples.length < minWindowSamples) return;
     this.#closeWindow(now);
   }
 
-  #recordProbe(rttMs: number, now: number): void {
-    // A call started before the probe ran at the old limit: its queueing is no minimum.
-    if (now - rttMs < this.#probeStartedAt) return;
-    this.#samples.push(rttMs);
-    if (this.#samples.length < this.#settings.probeSamples) return;
-    this.#minRttMs = quantileOf(this.#samples, this.#settings.quantile);
+  #recordProbe(rttMs: number, now: number, inFlight: number | undefined): void {
+    const { probeLimit, probeSamples, probeWaitMs } = this.#settings;
+    // A call started before the probe ran at the old limit: its queueing is no minimum. Without
+    // the limit lowered, only a call that ended with few in flight ran without a queue of ours.
+    const quiet = this.#lowered || (inFlight !== undefined && inFlight <= probeLimit);
+    if (quiet && now - rttMs >= this.#probeStartedAt) this.#probeSamples.push(rttMs);
+    if (this.#probeSamples.length >= probeSamples) return this.#endProbe(now);
+    if (this.#lowered || now - this.#probeStartedAt < probeWaitMs) return;
+    // Too few quiet calls came: hold the others back until the probe has its round trips.
+    this.#lowered = true;
+    this.#probeStartedAt = now;
+    this.#settings.onChange?.(this.limit, 'probe_start');
+  }
+
+  #endProbe(now: number): void {
+    const wasLowered = this.#lowered;
+    this.#minRttMs = quantileOf(this.#probeSamples, this.#settings.quantile);
+    this.#probeSamples = [];
     this.#probing = false;
+    this.#lowered = false;
     const { probeIntervalMs, probeJitter, random } = this.#settings;
     this.#nextProbeAt = now + probeIntervalMs * (1 + probeJitter * random());
-    this.#startWindow(now);
-    this.#settings.onChange?.(this.limit, 'probe_end');
+    if (wasLowered) {
+      this.#startWindow(now);
+      this.#settings.onChange?.(this.limit, 'probe_end');
+    }
   }
 
   // A uniform reservoir once the window is full, so a busy tool's window stays bounded.
@@ -238,11 +277,13 @@ export class GradientLimit {
     // The square root is the headroom: it lets the limit climb while latency stays at the minimum.
     this.#estimate = Math.min(max, Math.max(min, scaled + Math.sqrt(scaled)));
     this.#startWindow(now);
-    if (now >= this.#nextProbeAt) {
+    if (!this.#probing && now >= this.#nextProbeAt) {
       this.#probing = true;
       this.#probeStartedAt = now;
-      this.#settings.onChange?.(this.limit, 'probe_start');
-    } else if (this.limit !== before) this.#settings.onChange?.(this.limit, 'gradient');
+      this.#lowered = this.#settings.probeWaitMs === 0;
+    }
+    if (this.#lowered) this.#settings.onChange?.(this.limit, 'probe_start');
+    else if (this.limit !== before) this.#settings.onChange?.(this.limit, 'gradient');
   }
 
   #startWindow(now: number): void {

@@ -33,6 +33,11 @@ interface ToolLimit {
   moved: GradientLimitChange | undefined;
 }
 
+// How long a due probe of a tool's minimum round trip waits for calls that ran with few in
+// flight before it holds the tool to the probe's limit: such a hold queues every call behind a
+// few slots, a p99 many times the tool's on a busy tool.
+const probeWaitMs = 30_000;
+
 const moveReasons: Readonly<Record<GradientLimitChange, string>> = {
   gradient: 'latency against the minimum round trip',
   probe_start: 'probing the minimum round trip',
@@ -159,7 +164,7 @@ export class ToolSlots {
     if (entry === undefined) return undefined;
     const before = entry.limit.limit;
     entry.moved = undefined;
-    entry.limit.record(rttMs, now);
+    entry.limit.record(rttMs, now, entry.slots.inFlight + entry.shadowInFlight);
     const after = entry.limit.limit;
     if (after === before || entry.moved === undefined) return undefined;
     // A higher limit lets waiters in now, not at the next release.
@@ -184,6 +189,7 @@ export class ToolSlots {
       const limit = new GradientLimit({
         min,
         max,
+        probeWaitMs: probeWaitMs,
         clock: this.#clock,
         random: this.#random,
         onChange: (_limit, why) => {

@@ -226,6 +226,53 @@ describe('GradientLimit', () => {
     }
   });
 
+  it('with probeWaitMs, probes on calls that ended with probeLimit or fewer in flight, lowering nothing', () => {
+    const time = manualTime();
+    const changes: [number, GradientLimitChange][] = [];
+    const limit = new GradientLimit({
+      clock: time.clock,
+      probeSamples: 3,
+      probeWaitMs: 5_000,
+      onChange: (value, reason) => changes.push([value, reason]),
+    });
+    expect(limit.probing).toBe(true);
+    expect(limit.limit).toBe(8);
+    time.advance(200);
+    // Crowded (or of unknown company): no measure of the minimum.
+    limit.record(150, undefined, 4);
+    limit.record(150);
+    for (const rtt of [100, 90, 110]) limit.record(rtt, undefined, 3);
+    expect(limit.probing).toBe(false);
+    expect(limit.minRttMs).toBe(100);
+    expect(limit.limit).toBe(8);
+    expect(changes).toEqual([]);
+  });
+
+  it('with probeWaitMs, lowers the limit to probeLimit once the wait brings too few quiet calls', () => {
+    const time = manualTime();
+    const changes: [number, GradientLimitChange][] = [];
+    const limit = new GradientLimit({
+      clock: time.clock,
+      probeSamples: 2,
+      probeWaitMs: 5_000,
+      onChange: (value, reason) => changes.push([value, reason]),
+    });
+    for (let ms = 0; ms < 5_000; ms += 100) {
+      time.advance(100);
+      limit.record(100, undefined, 8);
+    }
+    expect(limit.limit).toBe(3);
+    expect(changes).toEqual([[3, 'probe_start']]);
+    time.advance(100);
+    // Started before the limit was lowered: not counted.
+    limit.record(150, undefined, 3);
+    limit.record(90, undefined, 3);
+    limit.record(80, undefined, 3);
+    expect(limit.minRttMs).toBe(80);
+    expect(limit.limit).toBe(8);
+    expect(changes.at(-1)).toEqual([8, 'probe_end']);
+  });
+
   it('finds the new minimum at the next probe when the backend stays slower', () => {
     const time = manualTime();
     const limit = new GradientLimit({
@@ -258,6 +305,7 @@ describe('GradientLimit', () => {
     expect(() => new GradientLimit({ windowMs: 0 })).toThrow(/windowMs/);
     expect(() => new GradientLimit({ probeJitter: 2 })).toThrow(/probeJitter/);
     expect(() => new GradientLimit({ probeSamples: 0 })).toThrow(/probeSamples/);
+    expect(() => new GradientLimit({ probeWaitMs: -1 })).toThrow(/probeWaitMs/);
     expect(() => new GradientLimit({ minRttBuffer: -1 })).toThrow(/minRttBuffer/);
     expect(() => new GradientLimit({ random: 4 as never })).toThrow(/random/);
     expect(() => new GradientLimit({ clock: {} as never })).toThrow(/clock/);

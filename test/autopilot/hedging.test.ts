@@ -239,19 +239,45 @@ describe('autopilot: adaptive concurrency', () => {
     for (const outcome of await Promise.all(pending)) expect(outcome.ok).toBe(true);
   });
 
-  it('probes the minimum round trip, then restores the limit and says so', async () => {
+  it('measures the minimum round trip from calls that ran with few in flight, holding no call back', async () => {
     const { warmUp, pilot, events } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 64 } } });
     await warmUp(1, 100);
-    expect(pilot.snapshot('quote').concurrency).toBe(3);
-    await warmUp(50, 100);
+    // One call at a time: each is a probe's round trip as it is, so the limit stays where it was.
     expect(pilot.snapshot('quote').concurrency).toBe(8);
+    await warmUp(49, 100);
+    expect(pilot.snapshot('quote').concurrency).toBe(8);
+    expect(events.filter((event) => event.type === 'autopilot.decision')).toEqual([]);
+    // The minimum is known: calls at it let the limit climb.
+    await warmUp(20, 100);
+    expect(pilot.snapshot('quote').concurrency).toBeGreaterThan(8);
     expect(
       events.find((event) => event.type === 'autopilot.decision' && event.knob === 'concurrency'),
-    ).toMatchObject({
-      from: 3,
-      to: 8,
-      source: 'minimum round trip measured',
-    });
+    ).toMatchObject({ from: 8, source: 'latency against the minimum round trip' });
+  });
+
+  it('holds a busy tool to the probe limit only once 30 s bring too few quiet calls, and says so', async () => {
+    const { dispatcher, pilot, events } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 64 } } });
+    // Eight calls in flight at all times: none ends with three or fewer in flight.
+    const busy = async (ms: number) => {
+      const endAt = Date.now() + ms;
+      const loop = async () => {
+        while (Date.now() < endAt) await dispatcher.dispatch('quote', {});
+      };
+      const loops = Promise.all(Array.from({ length: 8 }, loop));
+      await vi.advanceTimersByTimeAsync(ms + 200);
+      await loops;
+    };
+    await busy(29_000);
+    expect(pilot.snapshot('quote').concurrency).toBe(8);
+    await busy(2_000);
+    expect(pilot.snapshot('quote').concurrency).toBe(3);
+    const moves = () =>
+      events.filter((event) => event.type === 'autopilot.decision' && event.knob === 'concurrency');
+    expect(moves()).toEqual([
+      expect.objectContaining({ from: 8, to: 3, source: 'probing the minimum round trip' }),
+    ]);
+    await busy(2_000);
+    expect(moves()[1]).toMatchObject({ from: 3, to: 8, source: 'minimum round trip measured' });
   });
 
   it('gives back a slot taken at once when its attempt fails', async () => {
