@@ -256,7 +256,9 @@ describe('autopilot: adaptive concurrency', () => {
   });
 
   it('holds a busy tool to the probe limit only once 30 s bring too few quiet calls, and says so', async () => {
-    const { dispatcher, pilot, events } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 64 } } });
+    const { dispatcher, pilot, events } = setup({
+      pilot: { hedge: false, concurrency: { min: 1, max: 64 } },
+    });
     // Eight calls in flight at all times: none ends with three or fewer in flight.
     const busy = async (ms: number) => {
       const endAt = Date.now() + ms;
