@@ -84,6 +84,35 @@ export function hedgeEligible(tool: HedgeableTool): boolean {
   return tool.idempotent === true || tool.annotations?.readOnlyHint === true;
 }
 
+/**
+ * The share of a tool's attempts that may fail (time out or fail transiently) before its hedging
+ * pauses: a tool failing that often is in trouble, not straggling, and a hedge is one more call to
+ * a backend that is already down (the bench's brownout, 30 % failing: hedges at 5 % of calls made
+ * attempts per call 1.11 where the retry budget alone holds 1.07).
+ */
+export const hedgePauseFailureShare = 0.1;
+
+/** The outcomes of a tool's window, as `hedgePaused` reads them. */
+export interface HedgeOutcomeMix {
+  readonly success: number;
+  readonly timeout: number;
+  readonly transient: number;
+  readonly other: number;
+}
+
+/**
+ * Whether a tool's hedging pauses: more than `hedgePauseFailureShare` of the attempts in its
+ * window timed out or failed transiently. It resumes as the window's failures age out.
+ *
+ * @example
+ * hedgePaused({ success: 70, timeout: 0, transient: 30, other: 0 }); // true
+ */
+export function hedgePaused(outcomes: HedgeOutcomeMix): boolean {
+  const failed = outcomes.timeout + outcomes.transient;
+  const attempts = failed + outcomes.success + outcomes.other;
+  return attempts > 0 && failed > hedgePauseFailureShare * attempts;
+}
+
 /** Which attempt of a hedged call: the first one, or the one started beside it. */
 export type HedgeRole = 'primary' | 'hedge';
 

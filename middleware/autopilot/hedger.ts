@@ -14,6 +14,7 @@ import {
   type HedgeRole,
   hedgeEligible,
   hedgedRun,
+  hedgePaused,
 } from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
 import { coalescedTimers } from '../internal-kit.js';
@@ -208,14 +209,15 @@ export class ToolHedging {
       state.ms = this.#delayOf(summary);
     }
     this.#announce(ctx, state, summary);
-    return state.ms;
+    return state.ms === Infinity ? undefined : state.ms;
   }
 
   /** What `snapshot` says of `tool`'s hedge delay, given its summary now. */
   delayOf(tool: string, summary: ToolSummary): number | undefined {
     if (this.#tools.get(tool)?.hedgeable !== true || summary.samples < this.#settings.minSamples)
       return undefined;
-    return this.#delayOf(summary);
+    const ms = this.#delayOf(summary);
+    return ms === Infinity ? undefined : ms;
   }
 
   /**
@@ -249,22 +251,29 @@ export class ToolHedging {
     this.#tools.delete(tool);
   }
 
+  // Infinity: paused while the tool fails too often (see `hedgePaused`).
   #delayOf(summary: ToolSummary): number {
+    if (hedgePaused(summary.outcomes)) return Infinity;
     return Math.max(1, Math.ceil(summary.quantiles[this.#settings.at] as number));
   }
 
-  // `autopilot.decision` when the tool's hedge delay is first known, and when it moves enough to be news.
+  // `autopilot.decision` when the tool's hedge delay is first known, when it moves enough to be
+  // news, and when hedging pauses (`to: undefined`) or resumes.
   #announce(ctx: DispatchContext, state: ToolHedge, summary: ToolSummary): void {
-    const before = state.announced;
-    const ms = state.ms;
-    if (before !== undefined && Math.abs(ms - before) < before * announceShare) return;
+    const before = state.announced === Infinity ? undefined : state.announced;
+    const ms = state.ms === Infinity ? undefined : state.ms;
+    if (ms === before) return;
+    if (ms !== undefined && before !== undefined && Math.abs(ms - before) < before * announceShare) return;
     state.announced = ms;
     ctx.emit('autopilot.decision', {
       knob: 'hedge',
       mode: this.#mode,
       from: before,
       to: ms,
-      source: `${quantileLabel(this.#settings.quantile)} of ${groupDigits(summary.samples)} calls`,
+      source:
+        ms === undefined
+          ? 'paused: over 10 % of attempts failing'
+          : `${quantileLabel(this.#settings.quantile)} of ${groupDigits(summary.samples)} calls`,
     });
   }
 

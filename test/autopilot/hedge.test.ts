@@ -9,6 +9,7 @@ import {
   type HedgeDecision,
   type HedgeRole,
   hedgeEligible,
+  hedgePaused,
   runHedged,
 } from '../../middleware/autopilot/hedge.js';
 import { toolStats } from '../../middleware/autopilot/tool-stats.js';
@@ -52,6 +53,17 @@ describe('hedgeEligible', () => {
     expect(hedgeEligible({ annotations: { idempotentHint: true } as { readOnlyHint?: unknown } })).toBe(
       false,
     );
+  });
+});
+
+describe('hedgePaused', () => {
+  it('pauses a tool once over 10 % of its attempts time out or fail transiently', () => {
+    expect(hedgePaused({ success: 0, timeout: 0, transient: 0, other: 0 })).toBe(false);
+    expect(hedgePaused({ success: 90, timeout: 5, transient: 5, other: 0 })).toBe(false);
+    expect(hedgePaused({ success: 89, timeout: 5, transient: 6, other: 0 })).toBe(true);
+    expect(hedgePaused({ success: 70, timeout: 0, transient: 30, other: 0 })).toBe(true);
+    // A caller's bad input is no sign of a backend in trouble.
+    expect(hedgePaused({ success: 50, timeout: 0, transient: 0, other: 50 })).toBe(false);
   });
 });
 

@@ -182,6 +182,32 @@ describe('autopilot: hedging', () => {
     });
   });
 
+  it('pauses while over 10 % of the attempts in the window fail, says so, and resumes as they age out', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup();
+    await warmUp(20, 100);
+    for (let i = 0; i < 70; i++) plans.push({ ms: 10, fails: true });
+    for (let i = 0; i < 70; i++) expect(await call()).toMatchObject({ ok: false, kind: 'transient' });
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeUndefined();
+    const decisions = () =>
+      events.filter((event) => event.type === 'autopilot.decision' && event.knob === 'hedge');
+    expect(decisions().at(-1)).toMatchObject({
+      to: undefined,
+      source: 'paused: over 10 % of attempts failing',
+    });
+    // Successes enough to bring the failures under 10 % of the window.
+    await warmUp(700, 100);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeGreaterThan(0);
+    expect(decisions().at(-1)).toMatchObject({ from: undefined, to: expect.any(Number) });
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: true } });
+    expect(runs.started).toBe(2);
+  });
+
   it('starts no hedge in shadow mode, and says one would have started', async () => {
     const { call, warmUp, plans, runs, events } = setup({ pilot: { mode: 'shadow', hedge: hedgeQuick } });
     await warmUp(20, 100);
