@@ -12,6 +12,7 @@ import {
   type HedgeDecision,
   type HedgedResult,
   type HedgeRole,
+  hedgeDelay,
   hedgeEligible,
   hedgedRun,
   hedgePaused,
@@ -155,6 +156,8 @@ const hedgeLost = 'the other attempt of a hedged call answered first';
 interface ToolHedge {
   summary: ToolSummary | undefined;
   ms: number;
+  /** The delay when the budget is empty (`hedgeScarceQuantile`'s). */
+  scarceMs: number;
   announced: number | undefined;
   hedgeable: boolean;
   readonly budget: HedgeBudget;
@@ -194,6 +197,8 @@ export class ToolHedging {
     const state = this.#of(tool.name);
     state.hedgeable = hedgeable;
     if (!hedgeable) return undefined;
+    // A retry is extra load as a hedge is: the budget pays for it, so the two together keep to it.
+    if (ctx.attempt > 0) state.budget.charge();
     const { minSamples } = this.#settings;
     // The exact count gates, as for the timeout; the summary (recomputed every few dozen calls) tunes.
     const samples = this.#stats.samples(tool.name, now);
@@ -207,9 +212,10 @@ export class ToolHedging {
     if (state.summary !== summary) {
       state.summary = summary;
       state.ms = this.#delayOf(summary);
+      state.scarceMs = Math.ceil(summary.quantiles[this.#settings.at + 1] as number);
     }
     this.#announce(ctx, state, summary);
-    return state.ms === Infinity ? undefined : state.ms;
+    return state.ms === Infinity ? undefined : hedgeDelay(state.ms, state.scarceMs, state.budget.level);
   }
 
   /** What `snapshot` says of `tool`'s hedge delay, given its summary now. */
@@ -283,6 +289,7 @@ export class ToolHedging {
       state = {
         summary: undefined,
         ms: 0,
+        scarceMs: 0,
         announced: undefined,
         hedgeable: false,
         budget: new HedgeBudget({ maxExtraLoad: this.#settings.maxExtraLoad }),

@@ -208,6 +208,43 @@ describe('autopilot: hedging', () => {
     expect(runs.started).toBe(2);
   });
 
+  it('pays for a retry out of the hedge budget, so hedges and retries together keep to it', async () => {
+    const { call, warmUp, plans, runs, events } = setup({
+      maxAttempts: 2,
+      pilot: { hedge: { quantile: 0.9, maxExtraLoad: 0.05, minSamples: 20 } },
+    });
+    // Twenty calls pay in one hedge; the failed first attempt's retry spends it.
+    await warmUp(20, 100);
+    runs.started = 0;
+    plans.push({ ms: 10, fails: true }, { ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, result: 'answered after 5000 ms', attempts: 2 });
+    expect(runs.started).toBe(2);
+    expect(events.filter((event) => event.type === 'autopilot.hedge')).toEqual([
+      expect.objectContaining({ decision: 'budget_spent' }),
+    ]);
+  });
+
+  it('waits for a later quantile as the budget runs dry, leaving its last tokens to the slowest calls', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup({
+      pilot: { hedge: { quantile: 0.9, maxExtraLoad: 0.05, minSamples: 20 } },
+    });
+    await warmUp(18, 100);
+    await warmUp(2, 300);
+    // The live p90 is 100 ms; the bucket holds one token of ten, so the delay is most of the
+    // way to the p95 (300 ms).
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeLessThanOrEqual(102);
+    runs.started = 0;
+    plans.push({ ms: 200 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(events.filter((event) => event.type === 'autopilot.hedge')).toEqual([]);
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: true } });
+    const hedge = events.find((event) => event.type === 'autopilot.hedge');
+    expect(hedge).toMatchObject({ decision: 'started' });
+    expect((hedge as { hedgeAfterMs: number }).hedgeAfterMs).toBeGreaterThan(200);
+  });
+
   it('starts no hedge in shadow mode, and says one would have started', async () => {
     const { call, warmUp, plans, runs, events } = setup({ pilot: { mode: 'shadow', hedge: hedgeQuick } });
     await warmUp(20, 100);
