@@ -34,9 +34,10 @@ interface ToolLimit {
 }
 
 // How long a due probe of a tool's minimum round trip waits for calls that ran with few in
-// flight before it holds the tool to the probe's limit: such a hold queues every call behind a
-// few slots, a p99 many times the tool's on a busy tool.
-const probeWaitMs = 30_000;
+// flight before it holds the tool to the probe's limit (a probe interval): such a hold queues
+// every call behind a few slots, a p99 many times the tool's on a busy tool. At 30 s, a tool with
+// four calls in flight on average (the degrading trace's end) found too few and was held.
+const probeWaitMs = 60_000;
 
 const moveReasons: Readonly<Record<GradientLimitChange, string>> = {
   gradient: 'latency against the minimum round trip',

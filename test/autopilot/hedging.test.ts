@@ -318,7 +318,7 @@ describe('autopilot: adaptive concurrency', () => {
     ).toMatchObject({ from: 8, source: 'latency against the minimum round trip' });
   });
 
-  it('holds a busy tool to the probe limit only once 30 s bring too few quiet calls, and says so', async () => {
+  it('holds a busy tool to the probe limit only once 60 s bring too few quiet calls, and says so', async () => {
     const { dispatcher, pilot, events } = setup({
       pilot: { hedge: false, concurrency: { min: 1, max: 64 } },
     });
@@ -332,7 +332,7 @@ describe('autopilot: adaptive concurrency', () => {
       await vi.advanceTimersByTimeAsync(ms + 200);
       await loops;
     };
-    await busy(29_000);
+    await busy(59_000);
     expect(pilot.snapshot('quote').concurrency).toBe(8);
     await busy(2_000);
     expect(pilot.snapshot('quote').concurrency).toBe(3);
