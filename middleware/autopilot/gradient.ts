@@ -44,13 +44,15 @@ export interface GradientLimitOptions {
   /** Round trips a probe measures (only of calls started once it began). @default 50 */
   probeSamples?: number;
   /**
-   * How long a probe that falls due first waits, in milliseconds, for round trips of calls that
-   * ran with at most `probeLimit` in flight (as `record`'s `inFlight` says): they measure the
-   * minimum as well as a probe at `probeLimit` does, without holding every other call back. Only
-   * if too few come in that time is the limit lowered to `probeLimit` (Envoy's probe). 0 lowers
-   * it at once. @default 0
+   * Probe on quiet calls instead of lowering the limit: a probe takes the round trips of calls
+   * that ended with at most `probeLimit` in flight (as `record`'s `inFlight` says), which measure
+   * the minimum as well without holding every other call back, for as long as it takes them to
+   * come (answers slower than the minimum allows lower the limit meanwhile, and the calls it then
+   * lets through are quiet). Until the first probe has them, the lowest `quantile` of a window
+   * stands for the minimum. `false`: every probe holds the limit at `probeLimit` (Envoy's).
+   * @default false
    */
-  probeWaitMs?: number;
+  probeQuietCalls?: boolean;
   /** Random numbers in [0, 1) for the jitter and the window's reservoir. @default Math.random */
   random?: () => number;
   /** The time source. @default systemClock */
@@ -71,7 +73,7 @@ const gradientLimitOptionKeys = optionKeys<GradientLimitOptions>({
   probeJitter: true,
   probeLimit: true,
   probeSamples: true,
-  probeWaitMs: true,
+  probeQuietCalls: true,
   random: true,
   clock: true,
   onChange: true,
@@ -95,7 +97,7 @@ interface GradientSettings {
   readonly probeJitter: number;
   readonly probeLimit: number;
   readonly probeSamples: number;
-  readonly probeWaitMs: number;
+  readonly probeQuietCalls: boolean;
   readonly random: () => number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onChange: ((limit: number, reason: GradientLimitChange) => void) | undefined;
@@ -115,6 +117,10 @@ function checkedSettings(options: GradientLimitOptions | undefined): GradientSet
   if (quantile >= 1) throw new TypeError(`quantile must be a number in (0, 1), got ${quantile}`);
   const probeJitter = requireNumber('probeJitter', given.probeJitter ?? 0.15, 0);
   if (probeJitter > 1) throw new TypeError(`probeJitter must be a number in [0, 1], got ${probeJitter}`);
+  const probeQuietCalls = given.probeQuietCalls ?? false;
+  if (typeof probeQuietCalls !== 'boolean') {
+    throw new TypeError(`probeQuietCalls must be a boolean, got ${String(probeQuietCalls)}`);
+  }
   const clock = given.clock ?? systemClock;
   requireClock(clock, ['now']);
   if (given.onChange !== undefined) requireFunction('onChange', given.onChange);
@@ -132,7 +138,7 @@ function checkedSettings(options: GradientLimitOptions | undefined): GradientSet
     probeJitter,
     probeLimit: clamp(requireInteger('probeLimit', given.probeLimit ?? 3, 1)),
     probeSamples: requireInteger('probeSamples', given.probeSamples ?? 50, 1),
-    probeWaitMs: requireNumber('probeWaitMs', given.probeWaitMs ?? 0, 0, { allowInfinity: true }),
+    probeQuietCalls,
     random: requireFunction('random', given.random ?? Math.random),
     clock,
     onChange: given.onChange,
@@ -148,11 +154,11 @@ function quantileOf(samples: number[], q: number): number {
 /**
  * An adaptive concurrency limit for one tool, of Envoy's shape. It starts by probing the minimum
  * round trip: the limit drops to `probeLimit` until `probeSamples` calls started in the probe have
- * answered, and their `quantile` is the minimum round trip. With `probeWaitMs`, a probe first
- * takes the round trips of calls that ended with at most `probeLimit` in flight (no queue of
- * ours) and lowers the limit only if too few come within that time: Envoy's probe holds every
- * call of a busy tool behind three slots for its length, which on a tool at 25 calls a second
- * tripled its p99. Then every window (`windowMs`, at least
+ * answered, and their `quantile` is the minimum round trip. With `probeQuietCalls`, a probe
+ * lowers nothing: it takes the round trips of calls that ended with at most `probeLimit` in
+ * flight (no queue of ours), and until the first has them the lowest window stands for the
+ * minimum. Envoy's probe holds every call of a busy tool behind three slots until its slowest
+ * calls drain, which on a tool at 25 calls a second tripled its p99. Then every window (`windowMs`, at least
  * `minWindowSamples` round trips) sets
  * `limit = clamp(limit × g + √(limit × g), min, max)` with
  * `g = clamp(minRtt × (1 + minRttBuffer) / quantile of the window, 0.5, 2)`: while calls answer near
@@ -175,6 +181,8 @@ export class GradientLimit {
   /** A probe is under way: waiting for quiet round trips, or (`#lowered`) at `probeLimit`. */
   #probing = true;
   #lowered: boolean;
+  /** Whether `#minRttMs` is a probe's (not the lowest window's, standing in until one ends). */
+  #measured = false;
   #probeStartedAt: number;
   #nextProbeAt = Infinity;
   #windowStartedAt: number;
@@ -186,7 +194,7 @@ export class GradientLimit {
     const { initial, ...settings } = checkedSettings(options);
     this.#settings = settings;
     this.#estimate = initial;
-    this.#lowered = settings.probeWaitMs === 0;
+    this.#lowered = !settings.probeQuietCalls;
     this.#probeStartedAt = settings.clock.now();
     this.#windowStartedAt = this.#probeStartedAt;
   }
@@ -196,7 +204,10 @@ export class GradientLimit {
     return this.#lowered ? this.#settings.probeLimit : Math.floor(this.#estimate);
   }
 
-  /** The measured minimum round trip in milliseconds, or `undefined` before the first probe ends. */
+  /**
+   * The measured minimum round trip in milliseconds, or `undefined` before the first probe ends
+   * (with `probeQuietCalls`, the lowest window's `quantile` until then).
+   */
   get minRttMs(): number | undefined {
     return this.#minRttMs;
   }
@@ -210,15 +221,15 @@ export class GradientLimit {
    * Takes the round trip of a call that just answered (a success: a failure's latency says little
    * of the backend's queue), and closes the window or the probe when it is complete. `now` is the
    * clock's reading, for a caller that has just taken it; `inFlight`, the calls in flight as it
-   * ended (itself included), lets a probe use it without lowering the limit (see `probeWaitMs`).
+   * ended (itself included), lets a probe use it without lowering the limit (see `probeQuietCalls`).
    */
   record(rttMs: number, now?: number, inFlight?: number): void {
     if (typeof rttMs !== 'number' || !Number.isFinite(rttMs) || rttMs < 0) return;
     if (now === undefined) now = this.#settings.clock.now();
     if (this.#probing) {
       this.#recordProbe(rttMs, now, inFlight);
-      // At `probeLimit`, or with no minimum yet, there is nothing for the gradient to compare.
-      if (this.#probing && (this.#lowered || this.#minRttMs === undefined)) return;
+      // At `probeLimit` the calls are the probe's alone.
+      if (this.#probing && this.#lowered) return;
     }
     this.#keep(rttMs);
     const { windowMs, minWindowSamples } = this.#settings;
@@ -227,22 +238,16 @@ export class GradientLimit {
   }
 
   #recordProbe(rttMs: number, now: number, inFlight: number | undefined): void {
-    const { probeLimit, probeSamples, probeWaitMs } = this.#settings;
+    const { probeLimit, probeSamples, quantile } = this.#settings;
     // A call started before the probe ran at the old limit: its queueing is no minimum. Without
     // the limit lowered, only a call that ended with few in flight ran without a queue of ours.
     const quiet = this.#lowered || (inFlight !== undefined && inFlight <= probeLimit);
-    if (quiet && now - rttMs >= this.#probeStartedAt) this.#probeSamples.push(rttMs);
-    if (this.#probeSamples.length >= probeSamples) return this.#endProbe(now);
-    if (this.#lowered || now - this.#probeStartedAt < probeWaitMs) return;
-    // Too few quiet calls came: hold the others back until the probe has its round trips.
-    this.#lowered = true;
-    this.#probeStartedAt = now;
-    this.#settings.onChange?.(this.limit, 'probe_start');
-  }
-
-  #endProbe(now: number): void {
+    if (!quiet || now - rttMs < this.#probeStartedAt) return;
+    this.#probeSamples.push(rttMs);
+    if (this.#probeSamples.length < probeSamples) return;
     const wasLowered = this.#lowered;
-    this.#minRttMs = quantileOf(this.#probeSamples, this.#settings.quantile);
+    this.#minRttMs = quantileOf(this.#probeSamples, quantile);
+    this.#measured = true;
     this.#probeSamples = [];
     this.#probing = false;
     this.#lowered = false;
@@ -268,6 +273,12 @@ export class GradientLimit {
   #closeWindow(now: number): void {
     const { min, max, minRttBuffer, quantile } = this.#settings;
     const sampled = quantileOf(this.#samples, quantile);
+    if (!this.#measured) {
+      // Until a probe has measured it, the best window yet stands for the minimum (the first only sets it).
+      const first = this.#minRttMs === undefined;
+      this.#minRttMs = Math.min(this.#minRttMs ?? Infinity, sampled);
+      if (first) return this.#startWindow(now);
+    }
     const target = (this.#minRttMs as number) * (1 + minRttBuffer);
     // A window of instant answers (0 ms) is as good as it gets: the limit may grow.
     const gradient =
@@ -280,7 +291,7 @@ export class GradientLimit {
     if (!this.#probing && now >= this.#nextProbeAt) {
       this.#probing = true;
       this.#probeStartedAt = now;
-      this.#lowered = this.#settings.probeWaitMs === 0;
+      this.#lowered = !this.#settings.probeQuietCalls;
     }
     if (this.#lowered) this.#settings.onChange?.(this.limit, 'probe_start');
     else if (this.limit !== before) this.#settings.onChange?.(this.limit, 'gradient');
