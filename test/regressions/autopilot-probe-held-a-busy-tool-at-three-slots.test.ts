@@ -2,7 +2,7 @@
 // minimum round trip the way Envoy does, holding the tool at 3 slots until 50 calls answered,
 // every minute. A tool with five or more calls in flight (25 calls a second at 200 ms) queued
 // behind those 3 slots for every probe, the longer for its stragglers holding slots for seconds:
-// the capacity trace's p99 came out 3.2× the best static limit, and this trace's 2.9× the static
+// the capacity trace's p99 came out 3.2× the best static limit, and this trace's 2.0× the static
 // stack's. The autopilot's probes now lower nothing: they measure on calls that ended with at
 // most 3 in flight, and until the first has them the best window stands for the minimum.
 
