@@ -185,7 +185,7 @@ export class ToolSlots {
         min,
         max,
         // Envoy's probe holds a tool at 3 slots until its slowest calls drain, every minute: at
-        // 25 calls a second with 3 % stragglers of seconds, a p99 of 20 s.
+        // 25 calls a second with 3 % stragglers of seconds, twice the p99 of a fixed limit.
         probeQuietCalls: true,
         clock: this.#clock,
         random: this.#random,
