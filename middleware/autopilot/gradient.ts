@@ -43,6 +43,16 @@ export interface GradientLimitOptions {
   probeLimit?: number;
   /** Round trips a probe measures (only of calls started once it began). @default 50 */
   probeSamples?: number;
+  /**
+   * Probe on quiet calls instead of lowering the limit: a probe takes the round trips of calls
+   * that ended with at most `probeLimit` in flight (as `record`'s `inFlight` says), which measure
+   * the minimum as well without holding every other call back, for as long as it takes them to
+   * come (answers slower than the minimum allows lower the limit meanwhile, and the calls it then
+   * lets through are quiet). Until the first probe has them, the lowest `quantile` of a window
+   * stands for the minimum. `false`: every probe holds the limit at `probeLimit` (Envoy's).
+   * @default false
+   */
+  probeQuietCalls?: boolean;
   /** Random numbers in [0, 1) for the jitter and the window's reservoir. @default Math.random */
   random?: () => number;
   /** The time source. @default systemClock */
@@ -63,6 +73,7 @@ const gradientLimitOptionKeys = optionKeys<GradientLimitOptions>({
   probeJitter: true,
   probeLimit: true,
   probeSamples: true,
+  probeQuietCalls: true,
   random: true,
   clock: true,
   onChange: true,
@@ -86,6 +97,7 @@ interface GradientSettings {
   readonly probeJitter: number;
   readonly probeLimit: number;
   readonly probeSamples: number;
+  readonly probeQuietCalls: boolean;
   readonly random: () => number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onChange: ((limit: number, reason: GradientLimitChange) => void) | undefined;
@@ -105,6 +117,10 @@ function checkedSettings(options: GradientLimitOptions | undefined): GradientSet
   if (quantile >= 1) throw new TypeError(`quantile must be a number in (0, 1), got ${quantile}`);
   const probeJitter = requireNumber('probeJitter', given.probeJitter ?? 0.15, 0);
   if (probeJitter > 1) throw new TypeError(`probeJitter must be a number in [0, 1], got ${probeJitter}`);
+  const probeQuietCalls = given.probeQuietCalls ?? false;
+  if (typeof probeQuietCalls !== 'boolean') {
+    throw new TypeError(`probeQuietCalls must be a boolean, got ${String(probeQuietCalls)}`);
+  }
   const clock = given.clock ?? systemClock;
   requireClock(clock, ['now']);
   if (given.onChange !== undefined) requireFunction('onChange', given.onChange);
@@ -122,6 +138,7 @@ function checkedSettings(options: GradientLimitOptions | undefined): GradientSet
     probeJitter,
     probeLimit: clamp(requireInteger('probeLimit', given.probeLimit ?? 3, 1)),
     probeSamples: requireInteger('probeSamples', given.probeSamples ?? 50, 1),
+    probeQuietCalls,
     random: requireFunction('random', given.random ?? Math.random),
     clock,
     onChange: given.onChange,
@@ -137,7 +154,11 @@ function quantileOf(samples: number[], q: number): number {
 /**
  * An adaptive concurrency limit for one tool, of Envoy's shape. It starts by probing the minimum
  * round trip: the limit drops to `probeLimit` until `probeSamples` calls started in the probe have
- * answered, and their `quantile` is the minimum round trip. Then every window (`windowMs`, at least
+ * answered, and their `quantile` is the minimum round trip. With `probeQuietCalls`, a probe
+ * lowers nothing: it takes the round trips of calls that ended with at most `probeLimit` in
+ * flight (no queue of ours), and until the first has them the lowest window stands for the
+ * minimum. Envoy's probe holds every call of a busy tool behind three slots until its slowest
+ * calls drain, which on a tool at 25 calls a second tripled its p99. Then every window (`windowMs`, at least
  * `minWindowSamples` round trips) sets
  * `limit = clamp(limit × g + √(limit × g), min, max)` with
  * `g = clamp(minRtt × (1 + minRttBuffer) / quantile of the window, 0.5, 2)`: while calls answer near
@@ -157,32 +178,41 @@ export class GradientLimit {
   readonly #settings: GradientSettings;
   #estimate: number;
   #minRttMs: number | undefined;
+  /** A probe is under way: waiting for quiet round trips, or (`#lowered`) at `probeLimit`. */
   #probing = true;
+  #lowered: boolean;
+  /** Whether `#minRttMs` is a probe's (not the lowest window's, standing in until one ends). */
+  #measured = false;
   #probeStartedAt: number;
   #nextProbeAt = Infinity;
   #windowStartedAt: number;
   #windowSeen = 0;
   #samples: number[] = [];
+  #probeSamples: number[] = [];
 
   constructor(options?: GradientLimitOptions) {
     const { initial, ...settings } = checkedSettings(options);
     this.#settings = settings;
     this.#estimate = initial;
+    this.#lowered = !settings.probeQuietCalls;
     this.#probeStartedAt = settings.clock.now();
     this.#windowStartedAt = this.#probeStartedAt;
   }
 
-  /** The number of calls allowed at once now (the probe's limit while probing). */
+  /** The number of calls allowed at once now (the probe's limit while a probe holds it there). */
   get limit(): number {
-    return this.#probing ? this.#settings.probeLimit : Math.floor(this.#estimate);
+    return this.#lowered ? this.#settings.probeLimit : Math.floor(this.#estimate);
   }
 
-  /** The measured minimum round trip in milliseconds, or `undefined` before the first probe ends. */
+  /**
+   * The measured minimum round trip in milliseconds, or `undefined` before the first probe ends
+   * (with `probeQuietCalls`, the lowest window's `quantile` until then).
+   */
   get minRttMs(): number | undefined {
     return this.#minRttMs;
   }
 
-  /** Whether the minimum round trip is being probed (the limit held at `probeLimit`). */
+  /** Whether the minimum round trip is being probed (waiting for quiet calls, or at `probeLimit`). */
   get probing(): boolean {
     return this.#probing;
   }
@@ -190,29 +220,43 @@ export class GradientLimit {
   /**
    * Takes the round trip of a call that just answered (a success: a failure's latency says little
    * of the backend's queue), and closes the window or the probe when it is complete. `now` is the
-   * clock's reading, for a caller that has just taken it.
+   * clock's reading, for a caller that has just taken it; `inFlight`, the calls in flight as it
+   * ended (itself included), lets a probe use it without lowering the limit (see `probeQuietCalls`).
    */
-  record(rttMs: number, now?: number): void {
+  record(rttMs: number, now?: number, inFlight?: number): void {
     if (typeof rttMs !== 'number' || !Number.isFinite(rttMs) || rttMs < 0) return;
     if (now === undefined) now = this.#settings.clock.now();
-    if (this.#probing) return this.#recordProbe(rttMs, now);
+    if (this.#probing) {
+      this.#recordProbe(rttMs, now, inFlight);
+      // At `probeLimit` the calls are the probe's alone.
+      if (this.#probing && this.#lowered) return;
+    }
     this.#keep(rttMs);
     const { windowMs, minWindowSamples } = this.#settings;
     if (now - this.#windowStartedAt < windowMs || this.#samples.length < minWindowSamples) return;
     this.#closeWindow(now);
   }
 
-  #recordProbe(rttMs: number, now: number): void {
-    // A call started before the probe ran at the old limit: its queueing is no minimum.
-    if (now - rttMs < this.#probeStartedAt) return;
-    this.#samples.push(rttMs);
-    if (this.#samples.length < this.#settings.probeSamples) return;
-    this.#minRttMs = quantileOf(this.#samples, this.#settings.quantile);
+  #recordProbe(rttMs: number, now: number, inFlight: number | undefined): void {
+    const { probeLimit, probeSamples, quantile } = this.#settings;
+    // A call started before the probe ran at the old limit: its queueing is no minimum. Without
+    // the limit lowered, only a call that ended with few in flight ran without a queue of ours.
+    const quiet = this.#lowered || (inFlight !== undefined && inFlight <= probeLimit);
+    if (!quiet || now - rttMs < this.#probeStartedAt) return;
+    this.#probeSamples.push(rttMs);
+    if (this.#probeSamples.length < probeSamples) return;
+    const wasLowered = this.#lowered;
+    this.#minRttMs = quantileOf(this.#probeSamples, quantile);
+    this.#measured = true;
+    this.#probeSamples = [];
     this.#probing = false;
+    this.#lowered = false;
     const { probeIntervalMs, probeJitter, random } = this.#settings;
     this.#nextProbeAt = now + probeIntervalMs * (1 + probeJitter * random());
-    this.#startWindow(now);
-    this.#settings.onChange?.(this.limit, 'probe_end');
+    if (wasLowered) {
+      this.#startWindow(now);
+      this.#settings.onChange?.(this.limit, 'probe_end');
+    }
   }
 
   // A uniform reservoir once the window is full, so a busy tool's window stays bounded.
@@ -229,6 +273,12 @@ export class GradientLimit {
   #closeWindow(now: number): void {
     const { min, max, minRttBuffer, quantile } = this.#settings;
     const sampled = quantileOf(this.#samples, quantile);
+    if (!this.#measured) {
+      // Until a probe has measured it, the best window yet stands for the minimum (the first only sets it).
+      const first = this.#minRttMs === undefined;
+      this.#minRttMs = Math.min(this.#minRttMs ?? Infinity, sampled);
+      if (first) return this.#startWindow(now);
+    }
     const target = (this.#minRttMs as number) * (1 + minRttBuffer);
     // A window of instant answers (0 ms) is as good as it gets: the limit may grow.
     const gradient =
@@ -238,11 +288,13 @@ export class GradientLimit {
     // The square root is the headroom: it lets the limit climb while latency stays at the minimum.
     this.#estimate = Math.min(max, Math.max(min, scaled + Math.sqrt(scaled)));
     this.#startWindow(now);
-    if (now >= this.#nextProbeAt) {
+    if (!this.#probing && now >= this.#nextProbeAt) {
       this.#probing = true;
       this.#probeStartedAt = now;
-      this.#settings.onChange?.(this.limit, 'probe_start');
-    } else if (this.limit !== before) this.#settings.onChange?.(this.limit, 'gradient');
+      this.#lowered = !this.#settings.probeQuietCalls;
+    }
+    if (this.#lowered) this.#settings.onChange?.(this.limit, 'probe_start');
+    else if (this.limit !== before) this.#settings.onChange?.(this.limit, 'gradient');
   }
 
   #startWindow(now: number): void {

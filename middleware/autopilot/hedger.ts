@@ -12,8 +12,10 @@ import {
   type HedgeDecision,
   type HedgedResult,
   type HedgeRole,
+  hedgeDelay,
   hedgeEligible,
   hedgedRun,
+  hedgePaused,
 } from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
 import { coalescedTimers } from '../internal-kit.js';
@@ -154,6 +156,8 @@ const hedgeLost = 'the other attempt of a hedged call answered first';
 interface ToolHedge {
   summary: ToolSummary | undefined;
   ms: number;
+  /** The delay when the budget is empty (`hedgeScarceQuantile`'s). */
+  scarceMs: number;
   announced: number | undefined;
   hedgeable: boolean;
   readonly budget: HedgeBudget;
@@ -193,6 +197,8 @@ export class ToolHedging {
     const state = this.#of(tool.name);
     state.hedgeable = hedgeable;
     if (!hedgeable) return undefined;
+    // A retry is extra load as a hedge is: the budget pays for it, so the two together keep to it.
+    if (ctx.attempt > 0) state.budget.charge();
     const { minSamples } = this.#settings;
     // The exact count gates, as for the timeout; the summary (recomputed every few dozen calls) tunes.
     const samples = this.#stats.samples(tool.name, now);
@@ -206,16 +212,18 @@ export class ToolHedging {
     if (state.summary !== summary) {
       state.summary = summary;
       state.ms = this.#delayOf(summary);
+      state.scarceMs = Math.ceil(summary.quantiles[this.#settings.at + 1] as number);
     }
     this.#announce(ctx, state, summary);
-    return state.ms;
+    return state.ms === Infinity ? undefined : hedgeDelay(state.ms, state.scarceMs, state.budget.level);
   }
 
   /** What `snapshot` says of `tool`'s hedge delay, given its summary now. */
   delayOf(tool: string, summary: ToolSummary): number | undefined {
     if (this.#tools.get(tool)?.hedgeable !== true || summary.samples < this.#settings.minSamples)
       return undefined;
-    return this.#delayOf(summary);
+    const ms = this.#delayOf(summary);
+    return ms === Infinity ? undefined : ms;
   }
 
   /**
@@ -249,22 +257,29 @@ export class ToolHedging {
     this.#tools.delete(tool);
   }
 
+  // Infinity: paused while the tool fails too often (see `hedgePaused`).
   #delayOf(summary: ToolSummary): number {
+    if (hedgePaused(summary.outcomes)) return Infinity;
     return Math.max(1, Math.ceil(summary.quantiles[this.#settings.at] as number));
   }
 
-  // `autopilot.decision` when the tool's hedge delay is first known, and when it moves enough to be news.
+  // `autopilot.decision` when the tool's hedge delay is first known, when it moves enough to be
+  // news, and when hedging pauses (`to: undefined`) or resumes.
   #announce(ctx: DispatchContext, state: ToolHedge, summary: ToolSummary): void {
-    const before = state.announced;
-    const ms = state.ms;
-    if (before !== undefined && Math.abs(ms - before) < before * announceShare) return;
+    const before = state.announced === Infinity ? undefined : state.announced;
+    const ms = state.ms === Infinity ? undefined : state.ms;
+    if (ms === before) return;
+    if (ms !== undefined && before !== undefined && Math.abs(ms - before) < before * announceShare) return;
     state.announced = ms;
     ctx.emit('autopilot.decision', {
       knob: 'hedge',
       mode: this.#mode,
       from: before,
       to: ms,
-      source: `${quantileLabel(this.#settings.quantile)} of ${groupDigits(summary.samples)} calls`,
+      source:
+        ms === undefined
+          ? 'paused: over 10 % of attempts failing'
+          : `${quantileLabel(this.#settings.quantile)} of ${groupDigits(summary.samples)} calls`,
     });
   }
 
@@ -274,6 +289,7 @@ export class ToolHedging {
       state = {
         summary: undefined,
         ms: 0,
+        scarceMs: 0,
         announced: undefined,
         hedgeable: false,
         budget: new HedgeBudget({ maxExtraLoad: this.#settings.maxExtraLoad }),

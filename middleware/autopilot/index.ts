@@ -16,6 +16,7 @@ import {
   requireInteger,
   requireNumber,
 } from '../kit.js';
+import { hedgeScarceQuantile } from './hedge.js';
 import { ToolHedging } from './hedger.js';
 import { memoryAutopilotStore } from './memory-store.js';
 import { type HedgeSettings, Pilot, type PilotSettings, type TimeoutSettings } from './pilot.js';
@@ -202,7 +203,8 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
   if (given.store !== undefined) requireStore(given.store);
   const quantiles: number[] = [];
   if (timeout !== undefined) quantiles.push(timeout.quantile);
-  if (hedge !== undefined) quantiles.push(hedge.quantile);
+  // The hedge's live quantile, and right after it the one it waits for when its budget runs dry.
+  if (hedge !== undefined) quantiles.push(hedge.quantile, hedgeScarceQuantile(hedge.quantile));
   const settings: PilotSettings = {
     mode,
     clock,

@@ -226,6 +226,56 @@ describe('GradientLimit', () => {
     }
   });
 
+  it('with probeQuietCalls, probes on calls that ended with probeLimit or fewer in flight, lowering nothing', () => {
+    const time = manualTime();
+    const changes: [number, GradientLimitChange][] = [];
+    const limit = new GradientLimit({
+      clock: time.clock,
+      probeSamples: 3,
+      probeQuietCalls: true,
+      onChange: (value, reason) => changes.push([value, reason]),
+    });
+    expect(limit.probing).toBe(true);
+    expect(limit.limit).toBe(8);
+    time.advance(200);
+    // Crowded (or of unknown company): no measure of the minimum.
+    limit.record(150, undefined, 4);
+    limit.record(150);
+    for (const rtt of [100, 90, 110]) limit.record(rtt, undefined, 3);
+    expect(limit.probing).toBe(false);
+    expect(limit.minRttMs).toBe(100);
+    expect(limit.limit).toBe(8);
+    expect(changes).toEqual([]);
+  });
+
+  it('with probeQuietCalls, lets the best window stand for the minimum until quiet calls come, never lowering the limit', () => {
+    const time = manualTime();
+    const changes: [number, GradientLimitChange][] = [];
+    const limit = new GradientLimit({
+      clock: time.clock,
+      random: () => 0,
+      probeSamples: 2,
+      probeIntervalMs: 10_000,
+      probeQuietCalls: true,
+      onChange: (value, reason) => changes.push([value, reason]),
+    });
+    // Always eight in flight: no call is quiet, for far longer than a probe interval.
+    for (let ms = 0; ms < 30_000; ms += 100) {
+      time.advance(100);
+      limit.record(ms < 1_000 ? 120 : 100, undefined, 8);
+    }
+    expect(limit.minRttMs).toBe(100);
+    expect(limit.probing).toBe(true);
+    expect(limit.limit).toBe(64);
+    expect(changes.map(([, reason]) => reason)).not.toContain('probe_start');
+    // Two quiet calls measure it.
+    limit.record(90, undefined, 2);
+    limit.record(80, undefined, 1);
+    expect(limit.minRttMs).toBe(80);
+    expect(limit.probing).toBe(false);
+    expect(limit.limit).toBe(64);
+  });
+
   it('finds the new minimum at the next probe when the backend stays slower', () => {
     const time = manualTime();
     const limit = new GradientLimit({
@@ -258,6 +308,7 @@ describe('GradientLimit', () => {
     expect(() => new GradientLimit({ windowMs: 0 })).toThrow(/windowMs/);
     expect(() => new GradientLimit({ probeJitter: 2 })).toThrow(/probeJitter/);
     expect(() => new GradientLimit({ probeSamples: 0 })).toThrow(/probeSamples/);
+    expect(() => new GradientLimit({ probeQuietCalls: 'yes' as never })).toThrow(/probeQuietCalls/);
     expect(() => new GradientLimit({ minRttBuffer: -1 })).toThrow(/minRttBuffer/);
     expect(() => new GradientLimit({ random: 4 as never })).toThrow(/random/);
     expect(() => new GradientLimit({ clock: {} as never })).toThrow(/clock/);

@@ -182,6 +182,69 @@ describe('autopilot: hedging', () => {
     });
   });
 
+  it('pauses while over 10 % of the attempts in the window fail, says so, and resumes as they age out', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup();
+    await warmUp(20, 100);
+    for (let i = 0; i < 70; i++) plans.push({ ms: 10, fails: true });
+    for (let i = 0; i < 70; i++) expect(await call()).toMatchObject({ ok: false, kind: 'transient' });
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeUndefined();
+    const decisions = () =>
+      events.filter((event) => event.type === 'autopilot.decision' && event.knob === 'hedge');
+    expect(decisions().at(-1)).toMatchObject({
+      to: undefined,
+      source: 'paused: over 10 % of attempts failing',
+    });
+    // Successes enough to bring the failures under 10 % of the window.
+    await warmUp(700, 100);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeGreaterThan(0);
+    expect(decisions().at(-1)).toMatchObject({ from: undefined, to: expect.any(Number) });
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: true } });
+    expect(runs.started).toBe(2);
+  });
+
+  it('pays for a retry out of the hedge budget, so hedges and retries together keep to it', async () => {
+    const { call, warmUp, plans, runs, events } = setup({
+      maxAttempts: 2,
+      pilot: { hedge: { quantile: 0.9, maxExtraLoad: 0.05, minSamples: 20 } },
+    });
+    // Twenty calls pay in one hedge; the failed first attempt's retry spends it.
+    await warmUp(20, 100);
+    runs.started = 0;
+    plans.push({ ms: 10, fails: true }, { ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, result: 'answered after 5000 ms', attempts: 2 });
+    expect(runs.started).toBe(2);
+    expect(events.filter((event) => event.type === 'autopilot.hedge')).toEqual([
+      expect.objectContaining({ decision: 'budget_spent' }),
+    ]);
+  });
+
+  it('waits for a later quantile as the budget runs dry, leaving its last tokens to the slowest calls', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup({
+      pilot: { hedge: { quantile: 0.9, maxExtraLoad: 0.05, minSamples: 20 } },
+    });
+    await warmUp(18, 100);
+    await warmUp(2, 300);
+    // The live p90 is 100 ms; the bucket holds one token of ten, so the delay is most of the
+    // way to the p95 (300 ms).
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeLessThanOrEqual(102);
+    runs.started = 0;
+    plans.push({ ms: 200 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(events.filter((event) => event.type === 'autopilot.hedge')).toEqual([]);
+    plans.push({ ms: 5_000 }, { ms: 100 });
+    expect(await call()).toMatchObject({ ok: true, policy: { hedged: true } });
+    const hedge = events.find((event) => event.type === 'autopilot.hedge');
+    expect(hedge).toMatchObject({ decision: 'started' });
+    expect((hedge as { hedgeAfterMs: number }).hedgeAfterMs).toBeGreaterThan(200);
+  });
+
   it('starts no hedge in shadow mode, and says one would have started', async () => {
     const { call, warmUp, plans, runs, events } = setup({ pilot: { mode: 'shadow', hedge: hedgeQuick } });
     await warmUp(20, 100);
@@ -239,19 +302,47 @@ describe('autopilot: adaptive concurrency', () => {
     for (const outcome of await Promise.all(pending)) expect(outcome.ok).toBe(true);
   });
 
-  it('probes the minimum round trip, then restores the limit and says so', async () => {
+  it('probes the minimum round trip on calls that ran with few in flight, holding no call back', async () => {
     const { warmUp, pilot, events } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 64 } } });
     await warmUp(1, 100);
-    expect(pilot.snapshot('quote').concurrency).toBe(3);
-    await warmUp(50, 100);
+    // One call at a time: each is a probe's round trip as it is, so the limit is not lowered.
     expect(pilot.snapshot('quote').concurrency).toBe(8);
-    expect(
-      events.find((event) => event.type === 'autopilot.decision' && event.knob === 'concurrency'),
-    ).toMatchObject({
-      from: 3,
-      to: 8,
-      source: 'minimum round trip measured',
+    await warmUp(70, 100);
+    // Calls at the minimum let the limit climb.
+    expect(pilot.snapshot('quote').concurrency).toBeGreaterThan(8);
+    const moves = events.filter(
+      (event) => event.type === 'autopilot.decision' && event.knob === 'concurrency',
+    );
+    expect(moves[0]).toMatchObject({ from: 8, source: 'latency against the minimum round trip' });
+    for (const move of moves)
+      expect(move).toMatchObject({ source: 'latency against the minimum round trip' });
+  });
+
+  it('never holds a busy tool at the probe limit: its best window stands in for the minimum', async () => {
+    const { dispatcher, pilot, events } = setup({
+      pilot: { hedge: false, concurrency: { min: 1, max: 64 } },
     });
+    // Eight calls in flight at all times: none ends with three or fewer in flight.
+    const endAt = Date.now() + 150_000;
+    const loop = async () => {
+      while (Date.now() < endAt) await dispatcher.dispatch('quote', {});
+    };
+    const loops = Promise.all(Array.from({ length: 8 }, loop));
+    const limits: number[] = [];
+    for (let second = 0; second < 151; second++) {
+      await vi.advanceTimersByTimeAsync(1_000);
+      limits.push(pilot.snapshot('quote').concurrency as number);
+    }
+    await loops;
+    expect(Math.min(...limits)).toBeGreaterThanOrEqual(8);
+    // Answers at the best window's latency: the limit climbs past the eight in flight.
+    expect(limits.at(-1)).toBeGreaterThan(8);
+    const moves = events.filter(
+      (event) => event.type === 'autopilot.decision' && event.knob === 'concurrency',
+    );
+    expect(moves.length).toBeGreaterThan(0);
+    for (const move of moves)
+      expect(move).toMatchObject({ source: 'latency against the minimum round trip' });
   });
 
   it('gives back a slot taken at once when its attempt fails', async () => {
