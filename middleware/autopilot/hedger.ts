@@ -259,7 +259,8 @@ interface ToolHedge {
  *
  * @example
  * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
- * const after = hedging.delayFor(ctx, tool, clock.now());
+ * const now = clock.now();
+ * const after = hedging.delayFor(ctx, tool, now, stats.samples(tool.name, now));
  * if (after !== undefined) await hedging.run(ctx, next, tool, after, startedAt, { hedged: false });
  * @internal
  */
@@ -281,15 +282,15 @@ export class ToolHedging {
   /**
    * The hedge delay for this attempt of `tool`: `undefined` for a tool that may never be hedged
    * (it runs as if hedging were off) and during warm-up (the budget is paid into, no hedge starts).
+   * `samples`: the tool's exact count at `now` (`ToolStats.samples`), which the pilot has read.
    */
-  delayFor(ctx: DispatchContext, tool: Tool, now: number): number | undefined {
+  delayFor(ctx: DispatchContext, tool: Tool, now: number, samples: number): number | undefined {
     const hedgeable = hedgeEligible(tool);
     const state = this.#of(tool.name);
     state.hedgeable = hedgeable;
     if (!hedgeable) return undefined;
     const { minSamples } = this.#settings;
     // The exact count gates, as for the timeout; the summary (recomputed every few dozen calls) tunes.
-    const samples = this.#stats.samples(tool.name, now);
     if (samples < minSamples) {
       // Warm-up pays in, so the first hedges past it are already paid for.
       state.budget.deposit();

@@ -166,10 +166,12 @@ export class Pilot {
       const { clock, mode } = this.#settings;
       const tuning = this.#tuningOf(tool.name);
       const startedAt = clock.now();
-      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt);
+      // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes.
+      const samples = this.#settings.stats.samples(tool.name, startedAt);
+      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples);
       const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
       const hedging = this.#seams.hedging;
-      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt);
+      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt, samples);
       const restore =
         timeoutMs === undefined || mode === 'shadow' ? undefined : ctx.limit(tuning.limits as AttemptLimits);
       attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, ctx, tool, {
@@ -273,20 +275,24 @@ export class Pilot {
   // The attempt's policy as it stands when nothing happens to it: the autopilot's timeout once the
   // tool has `minSamples` (`tuning.tuned`, with `tuning.limits` to enforce it), never above the cap
   // (the caller's or the tool's `timeoutMs`); else a static one, the timeout layer's own.
-  #chooseTimeout(ctx: DispatchContext, tool: Tool, tuning: ToolTuning, now: number): OutcomePolicy {
+  #chooseTimeout(
+    ctx: DispatchContext,
+    tool: Tool,
+    tuning: ToolTuning,
+    now: number,
+    samples: number,
+  ): OutcomePolicy {
     const timeout = this.#settings.timeout;
     const cap = ctx.options.timeoutMs ?? tool.timeoutMs;
     tuning.cap = tool.timeoutMs;
     if (timeout === undefined) return this.#fixed(tuning, cap, timeoutOffSource);
     if (tool.timeout !== undefined) return this.#fixed(tuning, tool.timeout.totalMs, idleTimeoutSource);
-    const { stats } = this.#settings;
-    // The exact count gates; the summary (recomputed every few dozen calls) tunes.
-    const samples = stats.samples(tool.name, now);
     if (samples < timeout.minSamples) {
       // One string per pilot, not one per call: formatting the count cost a tenth of a dispatch.
       announce(ctx, this.#settings.mode, tuning, undefined, this.#warmUpSource);
       return this.#fixed(tuning, cap, this.#warmUpSource);
     }
+    const { stats } = this.#settings;
     let summary = stats.summary(tool.name, false, now) as ToolSummary;
     // A summary from before the tool had its samples is no ground to tune on.
     if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true, now) as ToolSummary;
