@@ -40,9 +40,14 @@ function isEndable(limit: unknown): limit is EndableLimit {
 const ownLimit = Object.freeze({});
 const hedgeLost = 'the other attempt of a hedged call answered first';
 
-/** Told that a hedge started beside the attempt (in shadow: would have). */
-export interface HedgeMarks {
+/** The layer a hedged attempt runs for: told whether a hedge started, and how the attempt ended. */
+export interface HedgedAttemptEnd {
+  /** Set when a hedge started beside the attempt (in shadow: would have). */
   hedged: boolean;
+  /** Both attempts have settled and one succeeded: its outcome is on the context. */
+  succeeded(): void;
+  /** Both attempts have settled and failed (or the one did): this throws `error` on. */
+  failed(error: unknown): never;
 }
 
 /**
@@ -74,7 +79,7 @@ class HedgedAttempt implements DeadlineNode {
   readonly #next: Next;
   readonly #budget: HedgeBudget;
   readonly #timers: DeadlineScheduler;
-  readonly #marks: HedgeMarks;
+  readonly #end: HedgedAttemptEnd;
   readonly #hedgeAfterMs: number;
   // Whether the one attempt runs alone, whatever is decided (shadow, or a context of its own).
   readonly #alone: boolean;
@@ -98,7 +103,7 @@ class HedgedAttempt implements DeadlineNode {
     settings: {
       budget: HedgeBudget;
       timers: DeadlineScheduler;
-      marks: HedgeMarks;
+      end: HedgedAttemptEnd;
       hedgeAfterMs: number;
       startedAt: number;
       shadow: boolean;
@@ -108,7 +113,7 @@ class HedgedAttempt implements DeadlineNode {
     this.#next = next;
     this.#budget = settings.budget;
     this.#timers = settings.timers;
-    this.#marks = settings.marks;
+    this.#end = settings.end;
     this.#hedgeAfterMs = settings.hedgeAfterMs;
     this.ms = Math.min(settings.hedgeAfterMs, maxTimerDelayMs);
     this.at = settings.startedAt + this.ms;
@@ -116,8 +121,8 @@ class HedgedAttempt implements DeadlineNode {
     this.#alone = this.#entry === undefined;
   }
 
-  /** Runs the primary (the hedge, when it starts, from `expire`); resolves with whether a hedge started. */
-  start(): Promise<boolean> {
+  /** Runs the primary (the hedge, when it starts, from `expire`); settles once the end is told. */
+  start(): Promise<void> {
     this.#budget.deposit();
     const running = this.#launch('primary');
     this.#timers.schedule(this);
@@ -142,7 +147,7 @@ class HedgedAttempt implements DeadlineNode {
   }
 
   #told(decision: HedgeDecision): void {
-    if (decision !== 'budget_spent') this.#marks.hedged = true;
+    if (decision !== 'budget_spent') this.#end.hedged = true;
     const hedgeAfterMs = this.#hedgeAfterMs;
     if (decision === 'would_start')
       this.#ctx.emit('autopilot.shadow', { knob: 'hedge', action: 'hedged', hedgeAfterMs });
@@ -171,7 +176,7 @@ class HedgedAttempt implements DeadlineNode {
     }
   }
 
-  #primaryDone(failed: boolean, error: unknown): boolean | Promise<boolean> {
+  #primaryDone(failed: boolean, error: unknown): void | Promise<void> {
     // Read at once: the other attempt may set `ctx.outcome` after this one.
     const outcome = this.#ctx.outcome;
     this.#primaryRestore?.();
@@ -180,8 +185,8 @@ class HedgedAttempt implements DeadlineNode {
     if (hedgeSettled === undefined) {
       // No hedge started, and none will.
       this.#timers.cancel(this);
-      if (failed) throw error;
-      return false;
+      if (failed) this.#end.failed(error);
+      return this.#end.succeeded();
     }
     if (this.#winner === 'hedge') return this.#answer(this.#hedgeAnswer as Outcome | undefined);
     if (!failed) {
@@ -191,7 +196,7 @@ class HedgedAttempt implements DeadlineNode {
     }
     // A failure waits for the other attempt while it may still succeed.
     return hedgeSettled.then(() => {
-      if (this.#hedgeFailed) throw error;
+      if (this.#hedgeFailed) this.#end.failed(error);
       return this.#answer(this.#hedgeAnswer as Outcome | undefined);
     });
   }
@@ -207,9 +212,9 @@ class HedgedAttempt implements DeadlineNode {
   }
 
   // Both attempts have settled: the winner's outcome is the call's.
-  #answer(outcome: Outcome | undefined): boolean {
+  #answer(outcome: Outcome | undefined): void {
     this.#ctx.outcome = outcome;
-    return true;
+    this.#end.succeeded();
   }
 
   // Ends the attempt that lost through its own limit.
@@ -261,7 +266,7 @@ interface ToolHedge {
  * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
  * const now = clock.now();
  * const after = hedging.delayFor(ctx, tool, now, stats.samples(tool.name, now));
- * if (after !== undefined) await hedging.run(ctx, next, tool, after, startedAt, { hedged: false });
+ * if (after !== undefined) await hedging.run(ctx, next, tool, after, now, attempt); // attempt: a HedgedAttemptEnd
  * @internal
  */
 export class ToolHedging {
@@ -314,9 +319,9 @@ export class ToolHedging {
   }
 
   /**
-   * Runs the attempt hedged `hedgeAfterMs` after `startedAt` (see `HedgedAttempt`); `marks.hedged`
-   * says a hedge started (in shadow: would have), and the events say what was decided. Resolves
-   * with whether a hedge started.
+   * Runs the attempt hedged `hedgeAfterMs` after `startedAt` (see `HedgedAttempt`); `end.hedged`
+   * says a hedge started (in shadow: would have), the events say what was decided, and `end` is
+   * told how the attempt ended once both attempts have settled (this settles as it does).
    */
   run(
     ctx: DispatchContext,
@@ -324,12 +329,12 @@ export class ToolHedging {
     tool: Tool,
     hedgeAfterMs: number,
     startedAt: number,
-    marks: HedgeMarks,
-  ): Promise<boolean> {
+    end: HedgedAttemptEnd,
+  ): Promise<void> {
     return new HedgedAttempt(ctx, next, {
       budget: this.#of(tool.name).budget,
       timers: this.#timers,
-      marks,
+      end,
       hedgeAfterMs,
       startedAt,
       shadow: this.#mode === 'shadow',

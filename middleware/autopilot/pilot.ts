@@ -14,7 +14,7 @@ import type {
   Tool,
 } from '../../src/types.js';
 import { untilLimitEnds } from '../kit.js';
-import type { HedgeMarks, ToolHedging } from './hedger.js';
+import type { HedgedAttemptEnd, ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
 import type { RetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
@@ -161,7 +161,7 @@ export class Pilot {
   // attempt is done.
   #attempt(ctx: DispatchContext, next: Next, tool: Tool, held?: LimitSemaphore): Promise<void> {
     let attempt: PilotAttempt;
-    let running: Promise<unknown>;
+    let running: Promise<void>;
     try {
       const { clock, mode } = this.#settings;
       const tuning = this.#tuningOf(tool.name);
@@ -182,13 +182,13 @@ export class Pilot {
         held,
       });
       try {
-        if (hedgeAfterMs === undefined) {
-          const inner = next();
-          running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
-        } else {
-          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both.
-          running = (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
+        if (hedgeAfterMs !== undefined) {
+          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both,
+          // then ends this attempt itself (one reaction, not two).
+          return (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
         }
+        const inner = next();
+        running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
       } catch (error) {
         running = Promise.reject(error);
       }
@@ -371,7 +371,7 @@ const idleTimeoutSource = "static: the tool's idle timeout";
 
 // One attempt as the pilot runs it: what it chose at the start, and what it does once the layers
 // inside have settled.
-class PilotAttempt implements HedgeMarks {
+class PilotAttempt implements HedgedAttemptEnd {
   /** A hedge started beside it (in shadow: would have); set by the hedger. */
   hedged = false;
   readonly startedAt: number;
