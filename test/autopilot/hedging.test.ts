@@ -108,6 +108,20 @@ describe('autopilot: hedging', () => {
     expect(await call()).toMatchObject({ ok: true, result: 'answered after 300 ms' });
   });
 
+  it('waits for the first attempt when the hedge fails first, and answers its success', async () => {
+    const { call, warmUp, plans, runs } = setup();
+    await warmUp(20, 100);
+    runs.aborted = 0;
+    plans.push({ ms: 400 }, { ms: 10, ends: 'transient' });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 400 ms',
+      policy: { hedged: true },
+    });
+    expect(runs.aborted).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('never hedges a tool that is neither idempotent nor read-only, whatever the options', async () => {
     const { call, warmUp, plans, runs, pilot } = setup({
       idempotent: false,
