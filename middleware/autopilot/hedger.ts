@@ -64,7 +64,8 @@ export interface HedgedAttemptEnd {
  * coalesced timer lists armed at the end of the tick. So an attempt that answers before its hedge
  * delay (nearly all of them) costs this object, its limit and one `.then`: no timer, no
  * `AbortController`, no listener. In shadow (or on a context the dispatcher did not make) the one
- * attempt runs exactly as without hedging; only the decision is made.
+ * attempt runs exactly as without hedging; only the decision is made. Its rules are `hedgedRun`'s
+ * (one deposit per call, one withdrawal per hedge, who wins): a change to those belongs in both.
  */
 class HedgedAttempt implements DeadlineNode {
   // Its place in the hedger's timer lists: due `ms` after the attempt started.
@@ -76,7 +77,7 @@ class HedgedAttempt implements DeadlineNode {
   next: DeadlineNode | undefined = undefined;
 
   readonly #ctx: DispatchContext;
-  readonly #next: Next;
+  readonly #inner: Next;
   readonly #budget: HedgeBudget;
   readonly #timers: DeadlineScheduler;
   readonly #end: HedgedAttemptEnd;
@@ -110,7 +111,7 @@ class HedgedAttempt implements DeadlineNode {
     },
   ) {
     this.#ctx = ctx;
-    this.#next = next;
+    this.#inner = next;
     this.#budget = settings.budget;
     this.#timers = settings.timers;
     this.#end = settings.end;
@@ -157,7 +158,7 @@ class HedgedAttempt implements DeadlineNode {
   // Starts one attempt under a limit of its own (none when it runs alone) and puts the stack back.
   #launch(role: HedgeRole): Promise<void> {
     const entry = this.#entry;
-    if (entry === undefined) return startOf(this.#next);
+    if (entry === undefined) return startOf(this.#inner);
     const ctx = this.#ctx as DispatchContext & StackFields;
     const restore = ctx.limit(ownLimit);
     if (role === 'primary') {
@@ -168,7 +169,7 @@ class HedgedAttempt implements DeadlineNode {
       this.#hedgeRestore = restore;
     }
     try {
-      return startOf(this.#next);
+      return startOf(this.#inner);
     } finally {
       // The inner layers have set their limits under this attempt's: the next attempt starts on
       // the entry's stack again.

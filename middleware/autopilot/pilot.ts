@@ -143,7 +143,7 @@ export class Pilot {
    * chosen timeout (enforce), hedged when the tool is repeatable and slow, timed, and its outcome
    * told its policy.
    */
-  // Not async itself: the attempt's frame is the one frame the layer adds to a dispatch.
+  // Not async, nor is `#attempt`: the layer adds one reaction to a dispatch, and no frame.
   run(ctx: DispatchContext, next: Next): Promise<void> {
     const tool = ctx.tool;
     if (tool === undefined) return next();
