@@ -63,9 +63,10 @@ export interface PilotSeams {
   readonly concurrency?: ToolSlots;
 }
 
-// The call's policy as the autopilot fills it in: one object per call, attached by reference to
-// each attempt's outcome so the retry budget's word (given after the attempt failed) reaches the
-// envelope retry gives up with. Settled by the time the call's outcome is reported.
+// The call's policy as the autopilot fills it in, for a call something happened to (a failure, a
+// retry, a hedge; a quiet one shares its tool's frozen policy): one object per such call, attached
+// by reference to each attempt's outcome so the retry budget's word (given after the attempt
+// failed) reaches the envelope retry gives up with. Settled by the time the outcome is reported.
 interface PolicyRecord {
   mode: 'enforce' | 'shadow';
   timeoutMs: number | undefined;
@@ -377,7 +378,7 @@ class PilotAttempt implements HedgedAttemptEnd {
   readonly startedAt: number;
   /**
    * What its outcome says when nothing happens to it: frozen and shared by the tool's attempts
-   * while the timeout stands (one object per call cost a fifth of the layer, in collections).
+   * while the timeout stands (a record per call was the layer's largest garbage).
    */
   readonly policy: OutcomePolicy;
   /** The autopilot's timeout it runs under (in shadow: would); `undefined` when static. */
@@ -511,7 +512,8 @@ function untunedTool(): ToolTuning {
   };
 }
 
-// The call's policy record, made at its first look (a deposit, or its first attempt).
+// The call's policy record, made at its first need (an attempt that failed, retried or was hedged,
+// or the retry budget's word).
 function policyOf(ctx: DispatchContext, settings: PilotSettings): PolicyRecord {
   const held = ctx.state[stateKey] as PolicyRecord | undefined;
   if (held !== undefined) return held;
