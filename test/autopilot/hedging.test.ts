@@ -122,6 +122,18 @@ describe('autopilot: hedging', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('fails at once, with no hedge, when the first attempt fails before the hedge delay', async () => {
+    const { call, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 10, ends: 'transient' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('never hedges a tool that is neither idempotent nor read-only, whatever the options', async () => {
     const { call, warmUp, plans, runs, pilot } = setup({
       idempotent: false,
