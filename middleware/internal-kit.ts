@@ -5,13 +5,16 @@
  * @module
  */
 
-import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../src/internal/deadlines.js';
 import { toJsonSafe } from '../src/json-safe.js';
 import { createRedactor, type Redactor } from '../src/redact.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
-import type { DeadlineClock, ToolTimeout } from '../src/types.js';
+import type { ToolTimeout } from '../src/types.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
+// Coalesced timers of a layer's own (the autopilot's hedges): one real timer per duration, armed at
+// the end of the tick, each timer a node the layer makes, so setting one allocates nothing more.
+export { DeadlineScheduler } from '../src/internal/deadlines.js';
+export type { DeadlineList, DeadlineNode } from '../src/internal/deadlines.js';
 export { isThenable } from '../src/internal/thenable.js';
 export { neverFitsWindow } from '../src/internal/failures.js';
 export { isJsonParseError } from '../src/errors.js';
@@ -42,50 +45,6 @@ export function describeIssue(issue: StandardSchemaV1.Issue): string {
     .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
     .join('');
   return `${where}: ${issue.message}`;
-}
-
-/**
- * A `setTimeout`/`clearTimeout` pair on `clock` that coalesces timers of one duration into one
- * real timer (the scheduler behind `ctx.limit`'s deadlines): for a layer that sets a timer on
- * nearly every call and clears nearly all of them, as the autopilot's hedge does. Setting one costs
- * a node in a list, and clearing it unlinks the node.
- *
- * @example
- * const timers = coalescedTimers(systemClock);
- * const handle = timers.setTimeout(() => startHedge(), 120);
- * timers.clearTimeout(handle);
- */
-export function coalescedTimers(clock: DeadlineClock): DeadlineClock {
-  const scheduler = new DeadlineScheduler(clock);
-  return {
-    now: () => clock.now(),
-    setTimeout(callback: () => void, ms: number): unknown {
-      const node = new TimerNode(ms, clock.now() + ms, callback);
-      scheduler.schedule(node);
-      return node;
-    },
-    clearTimeout(handle: unknown): void {
-      if (handle instanceof TimerNode) scheduler.cancel(handle);
-    },
-  };
-}
-
-// One timer of `coalescedTimers`: its own node in the scheduler's list of its duration.
-class TimerNode implements DeadlineNode {
-  cancelled = false;
-  list: DeadlineList | undefined = undefined;
-  previous: DeadlineNode | undefined = undefined;
-  next: DeadlineNode | undefined = undefined;
-
-  constructor(
-    readonly ms: number,
-    readonly at: number,
-    readonly callback: () => void,
-  ) {}
-
-  expire(): void {
-    this.callback();
-  }
 }
 
 interface SemaphoreWaiter {

@@ -1,39 +1,24 @@
 /**
- * Hedged attempts through the onion: `runHedged` given the layers inside the autopilot as its
- * attempt, each attempt under a limit of its own so the loser is aborted through its signal.
+ * Hedged attempts through the onion: the layers inside the autopilot run as one attempt and, past
+ * the tool's hedge delay, as a second one beside it, each under a limit of its own so the loser is
+ * ended through its signal.
  * @module
  */
 
-import type { Clock } from '../../src/clock.js';
 import { DispatchError } from '../../src/errors.js';
 import type { DeadlineClock, DispatchContext, Next, Outcome, Tool } from '../../src/types.js';
 import {
   HedgeBudget,
   type HedgeDecision,
-  type HedgedResult,
   type HedgeRole,
   hedgeDelay,
   hedgeEligible,
-  hedgedRun,
   hedgePaused,
 } from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
-import { coalescedTimers } from '../internal-kit.js';
+import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../internal-kit.js';
+import { maxTimerDelayMs } from '../kit.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
-
-/** What one hedged attempt runs on, chosen by the pilot for the tool. */
-export interface HedgePlan {
-  /** How long the first attempt may run before a hedge starts: the tool's live quantile. */
-  readonly hedgeAfterMs: number;
-  /** The tool's hedge budget. */
-  readonly budget: HedgeBudget;
-  /** Decide and report, but start no hedge. */
-  readonly shadow: boolean;
-  /** The autopilot's timers. */
-  readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
-  /** Told what was decided once `hedgeAfterMs` passed with the first attempt pending. */
-  readonly onHedge: (decision: HedgeDecision) => void;
-}
 
 // What `ctx.limit` moves on the dispatcher's context. Each attempt's own limit must be set on the
 // stack the autopilot was entered with, not under the other attempt's; and its restore (which
@@ -54,6 +39,204 @@ function isDispatcherContext(ctx: DispatchContext): ctx is DispatchContext & Sta
   return 'currentLimit' in ctx && 'baseSignal' in ctx;
 }
 
+function isEndable(limit: unknown): limit is EndableLimit {
+  return typeof (limit as Partial<EndableLimit> | undefined)?.limitEnded === 'function';
+}
+
+// An attempt's own limit: no deadline and no signal of its own, it ends with the limits outside.
+const ownLimit = Object.freeze({});
+const hedgeLost = 'the other attempt of a hedged call answered first';
+
+/** The layer a hedged attempt runs for: told whether a hedge started, and how the attempt ended. */
+export interface HedgedAttemptEnd {
+  /** Set when a hedge started beside the attempt (in shadow: would have). */
+  hedged: boolean;
+  /** Both attempts have settled and one succeeded: its outcome is on the context. */
+  succeeded(): void;
+  /** Both attempts have settled and failed (or the one did): this throws `error` on. */
+  failed(error: unknown): never;
+}
+
+/**
+ * One hedge-eligible attempt: the layers inside (`next`) run as the primary and, if it is still
+ * running `hedgeAfterMs` after `startedAt` and the budget allows, once more beside it. The first
+ * success is the call's outcome and the other attempt is ended as `cancelled` (its handler's
+ * signal aborts); when both fail, the primary's failure is the answer (the attempt the call would
+ * have had without hedging, so hedging never changes a failure's kind). It settles, whether a
+ * hedge started, only once both attempts have, so nothing of the loser outlives the layer.
+ *
+ * The same race as `runHedged`, made for the onion: each attempt runs under a limit of its own
+ * with no deadline and no signal (it ends with the limits outside it, as a lone attempt does; the
+ * loser's is ended directly), and the attempt is itself its hedge timer, a node in the hedger's
+ * coalesced timer lists armed at the end of the tick. So an attempt that answers before its hedge
+ * delay (nearly all of them) costs this object, its limit and one `.then`: no timer, no
+ * `AbortController`, no listener. In shadow (or on a context the dispatcher did not make) the one
+ * attempt runs exactly as without hedging; only the decision is made. Its rules are `hedgedRun`'s
+ * (one deposit per call, one withdrawal per hedge, who wins): a change to those belongs in both.
+ */
+class HedgedAttempt implements DeadlineNode {
+  // Its place in the hedger's timer lists: due `ms` after the attempt started.
+  readonly ms: number;
+  readonly at: number;
+  cancelled = false;
+  list: DeadlineList | undefined = undefined;
+  previous: DeadlineNode | undefined = undefined;
+  next: DeadlineNode | undefined = undefined;
+
+  readonly #ctx: DispatchContext;
+  readonly #inner: Next;
+  readonly #budget: HedgeBudget;
+  readonly #timers: DeadlineScheduler;
+  readonly #end: HedgedAttemptEnd;
+  readonly #hedgeAfterMs: number;
+  // Whether the one attempt runs alone, whatever is decided (shadow, or a context of its own).
+  readonly #alone: boolean;
+  // The stack the autopilot was entered with, put back after each attempt starts.
+  readonly #entry: StackFields | undefined;
+  #primaryLimit: unknown = undefined;
+  #primaryRestore: (() => void) | undefined = undefined;
+  #hedgeLimit: unknown = undefined;
+  #hedgeRestore: (() => void) | undefined = undefined;
+  // Settles (never rejects) once the hedge has, when one started.
+  #hedgeSettled: Promise<void> | undefined = undefined;
+  #hedgeEnded = false;
+  #hedgeFailed = false;
+  #hedgeAnswer: unknown = undefined;
+  #primaryEnded = false;
+  #winner: HedgeRole | undefined = undefined;
+
+  constructor(
+    ctx: DispatchContext,
+    next: Next,
+    settings: {
+      budget: HedgeBudget;
+      timers: DeadlineScheduler;
+      end: HedgedAttemptEnd;
+      hedgeAfterMs: number;
+      startedAt: number;
+      shadow: boolean;
+    },
+  ) {
+    this.#ctx = ctx;
+    this.#inner = next;
+    this.#budget = settings.budget;
+    this.#timers = settings.timers;
+    this.#end = settings.end;
+    this.#hedgeAfterMs = settings.hedgeAfterMs;
+    this.ms = Math.min(settings.hedgeAfterMs, maxTimerDelayMs);
+    this.at = settings.startedAt + this.ms;
+    this.#entry = !settings.shadow && isDispatcherContext(ctx) ? stackOf(ctx) : undefined;
+    this.#alone = this.#entry === undefined;
+  }
+
+  /** Runs the primary (the hedge, when it starts, from `expire`); settles once the end is told. */
+  start(): Promise<void> {
+    this.#budget.deposit();
+    const running = this.#launch('primary');
+    this.#timers.schedule(this);
+    return running.then(
+      () => this.#primaryDone(false, undefined),
+      (error: unknown) => this.#primaryDone(true, error),
+    );
+  }
+
+  /** The hedge delay passed with the primary running: a hedge, if the budget allows. */
+  expire(): void {
+    if (this.#primaryEnded) return;
+    const allowed = this.#budget.tryWithdraw();
+    const decision: HedgeDecision = !allowed ? 'budget_spent' : this.#alone ? 'would_start' : 'started';
+    this.#told(decision);
+    if (decision !== 'started' || this.#primaryEnded) return;
+    const running = this.#launch('hedge');
+    this.#hedgeSettled = running.then(
+      () => this.#hedgeDone(false, undefined),
+      (error: unknown) => this.#hedgeDone(true, error),
+    );
+  }
+
+  #told(decision: HedgeDecision): void {
+    if (decision !== 'budget_spent') this.#end.hedged = true;
+    const hedgeAfterMs = this.#hedgeAfterMs;
+    if (decision === 'would_start')
+      this.#ctx.emit('autopilot.shadow', { knob: 'hedge', action: 'hedged', hedgeAfterMs });
+    else this.#ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
+  }
+
+  // Starts one attempt under a limit of its own (none when it runs alone) and puts the stack back.
+  #launch(role: HedgeRole): Promise<void> {
+    const entry = this.#entry;
+    if (entry === undefined) return startOf(this.#inner);
+    const ctx = this.#ctx as DispatchContext & StackFields;
+    const restore = ctx.limit(ownLimit);
+    if (role === 'primary') {
+      this.#primaryLimit = ctx.currentLimit;
+      this.#primaryRestore = restore;
+    } else {
+      this.#hedgeLimit = ctx.currentLimit;
+      this.#hedgeRestore = restore;
+    }
+    try {
+      return startOf(this.#inner);
+    } finally {
+      // The inner layers have set their limits under this attempt's: the next attempt starts on
+      // the entry's stack again.
+      putBack(ctx, entry);
+    }
+  }
+
+  #primaryDone(failed: boolean, error: unknown): void | Promise<void> {
+    // Read at once: the other attempt may set `ctx.outcome` after this one.
+    const outcome = this.#ctx.outcome;
+    this.#primaryRestore?.();
+    this.#primaryEnded = true;
+    const hedgeSettled = this.#hedgeSettled;
+    if (hedgeSettled === undefined) {
+      // No hedge started, and none will.
+      this.#timers.cancel(this);
+      if (failed) this.#end.failed(error);
+      return this.#end.succeeded();
+    }
+    if (this.#winner === 'hedge') return this.#answer(this.#hedgeAnswer as Outcome | undefined);
+    if (!failed) {
+      this.#winner = 'primary';
+      if (!this.#hedgeEnded) this.#stop('hedge');
+      return hedgeSettled.then(() => this.#answer(outcome));
+    }
+    // A failure waits for the other attempt while it may still succeed.
+    return hedgeSettled.then(() => {
+      if (this.#hedgeFailed) this.#end.failed(error);
+      return this.#answer(this.#hedgeAnswer as Outcome | undefined);
+    });
+  }
+
+  #hedgeDone(failed: boolean, error: unknown): void {
+    this.#hedgeAnswer = failed ? error : this.#ctx.outcome;
+    this.#hedgeRestore?.();
+    this.#hedgeEnded = true;
+    this.#hedgeFailed = failed;
+    if (failed || this.#winner !== undefined || this.#primaryEnded) return;
+    this.#winner = 'hedge';
+    this.#stop('primary');
+  }
+
+  // Both attempts have settled: the winner's outcome is the call's.
+  #answer(outcome: Outcome | undefined): void {
+    this.#ctx.outcome = outcome;
+    this.#end.succeeded();
+  }
+
+  // Ends the attempt that lost through its own limit.
+  #stop(role: HedgeRole): void {
+    const limit = role === 'primary' ? this.#primaryLimit : this.#hedgeLimit;
+    if (!isEndable(limit)) return;
+    const ctx = this.#ctx;
+    const error = new DispatchError('cancelled', `"${ctx.displayName}" was cancelled: ${hedgeLost}`, {
+      attempts: ctx.attempt,
+    });
+    limit.limitEnded(error, new DOMException(hedgeLost, 'AbortError'), false);
+  }
+}
+
 function stackOf(ctx: StackFields): StackFields {
   return { baseSignal: ctx.baseSignal, currentLimit: ctx.currentLimit, deadline: ctx.deadline };
 }
@@ -64,92 +247,14 @@ function putBack(ctx: StackFields, stack: StackFields): void {
   ctx.deadline = stack.deadline;
 }
 
-function isEndable(limit: unknown): limit is EndableLimit {
-  return typeof (limit as Partial<EndableLimit> | undefined)?.limitEnded === 'function';
-}
-
-/**
- * Runs the layers inside (`next`) as one attempt of a repeatable `tool` and, if it is still
- * running after `plan.hedgeAfterMs` and the budget allows, a second one beside it: the first
- * success is the call's outcome, the other attempt is ended as `cancelled` (its handler's signal
- * aborts), and this resolves (whether a hedge started) only once both have settled, so nothing of
- * the loser outlives the layer. When both fail, the first attempt's failure is the answer. In
- * shadow (or on a context the dispatcher did not make) the one attempt runs exactly as without
- * hedging; only the decision is made.
- *
- * Each attempt runs under a limit of its own with no deadline and no signal of its own: it ends
- * with the limits outside it (the caller's cancel, the autopilot's and the call's deadlines) as a
- * lone attempt does, and the loser's is ended directly. Nothing is allocated for a hedge that
- * never starts but that limit and `runHedged`'s one timer: no `AbortController`, no listener.
- *
- * @example
- * const hedged = await runHedgedAttempt(ctx, next, ctx.tool, {
- *   hedgeAfterMs: 120, budget, shadow: false, clock: systemClock, onHedge: () => {},
- * });
- */
-export async function runHedgedAttempt(
-  ctx: DispatchContext,
-  next: Next,
-  tool: Tool,
-  plan: HedgePlan,
-): Promise<boolean> {
-  const { hedgeAfterMs, budget, clock, onHedge } = plan;
-  if (plan.shadow || !isDispatcherContext(ctx)) {
-    await hedgedRun({ tool, run: () => next(), hedgeAfterMs, clock, budget, onHedge, shadow: true });
-    return false;
-  }
-  const entry = stackOf(ctx);
-  const attempts: Promise<Outcome | undefined>[] = [];
-  const limits: Partial<Record<HedgeRole, unknown>> = {};
-  const attempt = (_signal: AbortSignal, role: HedgeRole): Promise<Outcome | undefined> => {
-    const restore = ctx.limit({});
-    limits[role] = ctx.currentLimit;
-    let running: Promise<void>;
-    try {
-      running = next();
-    } catch (error) {
-      running = Promise.reject(error);
-    } finally {
-      // The inner layers have set their limits under this attempt's: the next attempt starts on
-      // the entry's stack again.
-      putBack(ctx, entry);
-    }
-    const settled = running.then(
-      () => {
-        // Read at once: the other attempt may set `ctx.outcome` after this one.
-        const outcome = ctx.outcome;
-        restore();
-        return outcome;
-      },
-      (error: unknown) => {
-        restore();
-        throw error;
-      },
-    );
-    attempts.push(settled);
-    return settled;
-  };
-  const cancel = (role: HedgeRole, reason: unknown): void => {
-    const limit = limits[role];
-    if (!isEndable(limit)) return;
-    const error = new DispatchError('cancelled', `"${ctx.displayName}" was cancelled: ${hedgeLost}`, {
-      attempts: ctx.attempt,
-    });
-    limit.limitEnded(error, reason, false);
-  };
-  let result: HedgedResult<Outcome | undefined>;
+// `next()`, a throw of it (never compose's) as a failed attempt.
+function startOf(next: Next): Promise<void> {
   try {
-    result = await hedgedRun({ tool, run: attempt, cancel, hedgeAfterMs, clock, budget, onHedge });
-  } finally {
-    // Each attempt put the stack back as it settled; the last to settle leaves it as it was
-    // entered. A lone attempt has settled by now: no wait for it.
-    if (attempts.length > 1) await Promise.allSettled(attempts);
+    return next();
+  } catch (error) {
+    return Promise.reject(error);
   }
-  ctx.outcome = result.value;
-  return result.hedged;
 }
-
-const hedgeLost = 'the other attempt of a hedged call answered first';
 
 // One tool's hedging: its delay as last computed (and from which summary), what was last
 // announced, whether it may be hedged, and its budget.
@@ -169,8 +274,9 @@ interface ToolHedge {
  *
  * @example
  * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
- * const after = hedging.delayFor(ctx, tool, clock.now());
- * if (after !== undefined) await hedging.run(ctx, next, tool, after, record);
+ * const now = clock.now();
+ * const after = hedging.delayFor(ctx, tool, now, stats.samples(tool.name, now));
+ * if (after !== undefined) await hedging.run(ctx, next, tool, after, now, attempt); // attempt: a HedgedAttemptEnd
  * @internal
  */
 export class ToolHedging {
@@ -178,21 +284,22 @@ export class ToolHedging {
   readonly #settings: HedgeSettings;
   readonly #stats: ToolStats;
   readonly #mode: 'enforce' | 'shadow';
-  readonly #clock: DeadlineClock;
+  readonly #timers: DeadlineScheduler;
 
   constructor(settings: HedgeSettings, stats: ToolStats, mode: 'enforce' | 'shadow', clock: DeadlineClock) {
     this.#settings = settings;
     this.#stats = stats;
     this.#mode = mode;
     // Nearly every hedged call sets its timer and clears it: one real timer per delay, not per call.
-    this.#clock = coalescedTimers(clock);
+    this.#timers = new DeadlineScheduler(clock);
   }
 
   /**
    * The hedge delay for this attempt of `tool`: `undefined` for a tool that may never be hedged
    * (it runs as if hedging were off) and during warm-up (the budget is paid into, no hedge starts).
+   * `samples`: the tool's exact count at `now` (`ToolStats.samples`), which the pilot has read.
    */
-  delayFor(ctx: DispatchContext, tool: Tool, now: number): number | undefined {
+  delayFor(ctx: DispatchContext, tool: Tool, now: number, samples: number): number | undefined {
     const hedgeable = hedgeEligible(tool);
     const state = this.#of(tool.name);
     state.hedgeable = hedgeable;
@@ -201,7 +308,6 @@ export class ToolHedging {
     if (ctx.attempt > 0) state.budget.charge();
     const { minSamples } = this.#settings;
     // The exact count gates, as for the timeout; the summary (recomputed every few dozen calls) tunes.
-    const samples = this.#stats.samples(tool.name, now);
     if (samples < minSamples) {
       // Warm-up pays in, so the first hedges past it are already paid for.
       state.budget.deposit();
@@ -227,29 +333,26 @@ export class ToolHedging {
   }
 
   /**
-   * Runs the attempt hedged after `hedgeAfterMs` (see `runHedgedAttempt`); `record.hedged` says a
-   * hedge started (in shadow: would have), and the events say what was decided.
+   * Runs the attempt hedged `hedgeAfterMs` after `startedAt` (see `HedgedAttempt`); `end.hedged`
+   * says a hedge started (in shadow: would have), the events say what was decided, and `end` is
+   * told how the attempt ended once both attempts have settled (this settles as it does).
    */
   run(
     ctx: DispatchContext,
     next: Next,
     tool: Tool,
     hedgeAfterMs: number,
-    record: { hedged: boolean },
-  ): Promise<boolean> {
-    const onHedge = (decision: HedgeDecision): void => {
-      if (decision !== 'budget_spent') record.hedged = true;
-      if (decision === 'would_start')
-        ctx.emit('autopilot.shadow', { knob: 'hedge', action: 'hedged', hedgeAfterMs });
-      else ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
-    };
-    return runHedgedAttempt(ctx, next, tool, {
-      hedgeAfterMs,
+    startedAt: number,
+    end: HedgedAttemptEnd,
+  ): Promise<void> {
+    return new HedgedAttempt(ctx, next, {
       budget: this.#of(tool.name).budget,
+      timers: this.#timers,
+      end,
+      hedgeAfterMs,
+      startedAt,
       shadow: this.#mode === 'shadow',
-      clock: this.#clock,
-      onHedge,
-    });
+    }).start();
   }
 
   /** Drops what is known of `tool` (the pilot forgets idle tools). */

@@ -32,26 +32,35 @@ interface Ledger {
  */
 export class MemoryAutopilotStore implements AutopilotStore {
   readonly #ledgers = new SweptMap<Ledger>();
-  readonly #clock: Pick<Clock, 'now'>;
+  /** The time source ledgers expire on. */
+  readonly clock: Pick<Clock, 'now'>;
 
   constructor(clock: Pick<Clock, 'now'>) {
-    this.#clock = clock;
+    this.clock = clock;
   }
 
   deposit(key: string, units: number, window: RetryBudgetWindow): void {
-    this.#add(key, units, window);
+    this.#add(key, units, window, this.clock.now());
+  }
+
+  /**
+   * `deposit` at `now`, a reading of this store's clock just taken: for a budget whose throttle
+   * reads the same clock for the same deposit (one reading, not two, per first attempt).
+   */
+  depositAt(key: string, units: number, window: RetryBudgetWindow, now: number): void {
+    this.#add(key, units, window, now);
   }
 
   withdraw(key: string, units: number, window: RetryBudgetWindow & { readonly id: string }): boolean {
     if (this.balance(key, window) < units) return false;
-    this.#add(key, -units, window);
+    this.#add(key, -units, window, this.clock.now());
     return true;
   }
 
   balance(key: string, window: RetryBudgetWindow): number {
     const ledger = this.#ledgers.get(key);
     if (ledger === undefined) return window.reserve;
-    const current = this.#sliceOf(window);
+    const current = this.#sliceOf(window, this.clock.now());
     let sum = window.reserve;
     for (let slot = 0; slot < retryBudgetSlices; slot++) {
       if (current - (ledger.slices[slot] as number) < retryBudgetSlices)
@@ -60,8 +69,8 @@ export class MemoryAutopilotStore implements AutopilotStore {
     return sum;
   }
 
-  #add(key: string, units: number, window: RetryBudgetWindow): void {
-    const slice = this.#sliceOf(window);
+  #add(key: string, units: number, window: RetryBudgetWindow, now: number): void {
+    const slice = this.#sliceOf(window, now);
     let ledger = this.#ledgers.get(key);
     if (ledger === undefined) {
       ledger = {
@@ -70,7 +79,11 @@ export class MemoryAutopilotStore implements AutopilotStore {
         latestSlice: slice,
       };
       // A ledger whose latest slice has left the window holds nothing any more.
-      this.#ledgers.add(key, ledger, (held) => this.#sliceOf(window) - held.latestSlice >= retryBudgetSlices);
+      this.#ledgers.add(
+        key,
+        ledger,
+        (held) => this.#sliceOf(window, this.clock.now()) - held.latestSlice >= retryBudgetSlices,
+      );
     }
     const slot = ((slice % retryBudgetSlices) + retryBudgetSlices) % retryBudgetSlices;
     if (ledger.slices[slot] !== slice) {
@@ -81,8 +94,8 @@ export class MemoryAutopilotStore implements AutopilotStore {
     ledger.latestSlice = slice;
   }
 
-  #sliceOf(window: RetryBudgetWindow): number {
-    return Math.floor(this.#clock.now() / (window.ttlMs / retryBudgetSlices));
+  #sliceOf(window: RetryBudgetWindow, now: number): number {
+    return Math.floor(now / (window.ttlMs / retryBudgetSlices));
   }
 }
 

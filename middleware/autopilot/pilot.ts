@@ -5,9 +5,16 @@
  */
 
 import { type DispatchError, describeThrown, isDispatchError } from '../../src/errors.js';
-import type { DeadlineClock, DispatchContext, DispatchSuccess, Next, Tool } from '../../src/types.js';
+import type {
+  AttemptLimits,
+  DeadlineClock,
+  DispatchContext,
+  DispatchSuccess,
+  Next,
+  Tool,
+} from '../../src/types.js';
 import { untilLimitEnds } from '../kit.js';
-import type { ToolHedging } from './hedger.js';
+import type { HedgedAttemptEnd, ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
 import type { RetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
@@ -56,9 +63,10 @@ export interface PilotSeams {
   readonly concurrency?: ToolSlots;
 }
 
-// The call's policy as the autopilot fills it in: one object per call, attached by reference to
-// each attempt's outcome so the retry budget's word (given after the attempt failed) reaches the
-// envelope retry gives up with. Settled by the time the call's outcome is reported.
+// The call's policy as the autopilot fills it in, for a call something happened to (a failure, a
+// retry, a hedge; a quiet one shares its tool's frozen policy): one object per such call, attached
+// by reference to each attempt's outcome so the retry budget's word (given after the attempt
+// failed) reaches the envelope retry gives up with. Settled by the time the outcome is reported.
 interface PolicyRecord {
   mode: 'enforce' | 'shadow';
   timeoutMs: number | undefined;
@@ -74,8 +82,14 @@ interface ToolTuning {
   summary: ToolSummary | undefined;
   ms: number;
   source: string;
-  /** The explanation of a cut at `source`, made with it (a string per attempt cost a tenth of one). */
-  explanation: string;
+  /** The limit an attempt at `ms` runs under, made with it (its explanation a string per attempt cost a tenth of one). */
+  limits: AttemptLimits | undefined;
+  /** The quiet policy of an attempt at `ms` (see `PilotAttempt.policy`). */
+  tuned: OutcomePolicy | undefined;
+  /** The quiet policy of the tool's last static attempt, and what it was for. */
+  fixed: OutcomePolicy | undefined;
+  /** Why the cap wins over `source`, made with it. */
+  capSource: string | undefined;
   /** What `autopilot.decision` last said the timeout is (`undefined`: static). */
   announced: number | undefined;
   /** Whether the tool's retry budget was last found spent. */
@@ -130,7 +144,7 @@ export class Pilot {
    * chosen timeout (enforce), hedged when the tool is repeatable and slow, timed, and its outcome
    * told its policy.
    */
-  // Not async itself: the attempt's frame is the one frame the layer adds to a dispatch.
+  // Not async, nor is `#attempt`: the layer adds one reaction to a dispatch, and no frame.
   run(ctx: DispatchContext, next: Next): Promise<void> {
     const tool = ctx.tool;
     if (tool === undefined) return next();
@@ -143,55 +157,50 @@ export class Pilot {
     return slots.run(ctx, tool.name, mode, () => this.#attempt(ctx, next, tool));
   }
 
-  // `held`: the slot `run` took for it, given back once all of the attempt is done.
-  async #attempt(ctx: DispatchContext, next: Next, tool: Tool, held?: LimitSemaphore): Promise<void> {
+  // Not async: the layers inside are answered with one `.then`, their outcome handled by the
+  // attempt's `succeeded` or `failed`. `held`: the slot `run` took for it, given back once all of the
+  // attempt is done.
+  #attempt(ctx: DispatchContext, next: Next, tool: Tool, held?: LimitSemaphore): Promise<void> {
+    let attempt: PilotAttempt;
+    let running: Promise<void>;
     try {
-      const { clock, mode, stats } = this.#settings;
-      const record = policyOf(ctx, this.#settings);
-      record.retried = ctx.attempt > 0;
+      const { clock, mode } = this.#settings;
       const tuning = this.#tuningOf(tool.name);
       const startedAt = clock.now();
-      const timeoutMs = this.#chooseTimeout(ctx, tool, tuning, record, startedAt);
-      const { hedging, concurrency } = this.#seams;
-      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt);
+      // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes.
+      const samples = this.#settings.stats.samples(tool.name, startedAt);
+      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples);
+      const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
+      const hedging = this.#seams.hedging;
+      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt, samples);
       const restore =
-        timeoutMs === undefined || mode === 'shadow'
-          ? undefined
-          : ctx.limit({ timeoutMs, clock, explanation: tuning.explanation });
+        timeoutMs === undefined || mode === 'shadow' ? undefined : ctx.limit(tuning.limits as AttemptLimits);
+      attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, ctx, tool, {
+        startedAt,
+        policy,
+        timeoutMs,
+        restore,
+        held,
+      });
       try {
-        if (hedgeAfterMs === undefined) {
-          const running = next();
-          await (restore === undefined ? running : untilLimitEnds(ctx, running));
-        } else {
-          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both.
-          await (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, record);
+        if (hedgeAfterMs !== undefined) {
+          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both,
+          // then ends this attempt itself (one reaction, not two).
+          return (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
         }
+        const inner = next();
+        running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
       } catch (error) {
-        const endedAt = clock.now();
-        const latencyMs = endedAt - startedAt;
-        const kind = isDispatchError(error) ? error.kind : 'internal';
-        if (kind !== 'cancelled') stats.record(tool.name, classOf(kind), undefined, endedAt);
-        if (timeoutMs !== undefined) judgeCut(ctx, record, timeoutMs, latencyMs, kind === 'timeout');
-        if (isDispatchError(error)) attachPolicy(error, record);
-        throw error;
-      } finally {
-        restore?.();
+        running = Promise.reject(error);
       }
-      const endedAt = clock.now();
-      // The call's time, whoever answered: when a hedge won, this is the first attempt's time at its
-      // abort (past the hedge delay: a lower bound of its own latency), not the hedge's own time.
-      // The hedge's time is a sample taken only when it beat a slow attempt, so it is biased fast;
-      // and leaving the slow first attempt out would pull the quantile down, hedge more calls that
-      // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
-      const latencyMs = endedAt - startedAt;
-      stats.record(tool.name, 'success', latencyMs, endedAt);
-      concurrency?.record(ctx, tool.name, latencyMs, mode, endedAt);
-      if (timeoutMs !== undefined && mode === 'shadow') judgeCut(ctx, record, timeoutMs, latencyMs, false);
-      const outcome = ctx.outcome;
-      if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, record);
-    } finally {
+    } catch (error) {
       held?.give();
+      return Promise.reject(error);
     }
+    return running.then(
+      () => attempt.succeeded(),
+      (error: unknown) => attempt.failed(error),
+    );
   }
 
   /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
@@ -264,57 +273,64 @@ export class Pilot {
     };
   }
 
-  // The attempt's timeout: the autopilot's once the tool has `minSamples`, never above the cap
-  // (the caller's or the tool's `timeoutMs`); `undefined` leaves the timeout layer's own.
+  // The attempt's policy as it stands when nothing happens to it: the autopilot's timeout once the
+  // tool has `minSamples` (`tuning.tuned`, with `tuning.limits` to enforce it), never above the cap
+  // (the caller's or the tool's `timeoutMs`); else a static one, the timeout layer's own.
   #chooseTimeout(
     ctx: DispatchContext,
     tool: Tool,
     tuning: ToolTuning,
-    record: PolicyRecord,
     now: number,
-  ): number | undefined {
+    samples: number,
+  ): OutcomePolicy {
     const timeout = this.#settings.timeout;
     const cap = ctx.options.timeoutMs ?? tool.timeoutMs;
     tuning.cap = tool.timeoutMs;
-    record.timeoutMs = cap;
-    if (timeout === undefined) {
-      record.source = 'static: the autopilot timeout is off';
-      return undefined;
-    }
-    if (tool.timeout !== undefined) {
-      record.timeoutMs = tool.timeout.totalMs;
-      record.source = "static: the tool's idle timeout";
-      return undefined;
-    }
-    const { stats } = this.#settings;
-    // The exact count gates; the summary (recomputed every few dozen calls) tunes.
-    const samples = stats.samples(tool.name, now);
+    if (timeout === undefined) return this.#fixed(tuning, cap, timeoutOffSource);
+    if (tool.timeout !== undefined) return this.#fixed(tuning, tool.timeout.totalMs, idleTimeoutSource);
     if (samples < timeout.minSamples) {
       // One string per pilot, not one per call: formatting the count cost a tenth of a dispatch.
-      record.source = this.#warmUpSource;
-      announce(ctx, this.#settings.mode, tuning, undefined, record.source);
-      return undefined;
+      announce(ctx, this.#settings.mode, tuning, undefined, this.#warmUpSource);
+      return this.#fixed(tuning, cap, this.#warmUpSource);
     }
+    const { stats } = this.#settings;
     let summary = stats.summary(tool.name, false, now) as ToolSummary;
     // A summary from before the tool had its samples is no ground to tune on.
     if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true, now) as ToolSummary;
-    if (tuning.summary !== summary) {
-      tuning.summary = summary;
-      tuning.ms = adaptiveMs(summary, timeout);
-      tuning.source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
-      tuning.explanation = `cut off at the autopilot's ${tuning.source}`;
-    }
+    if (tuning.summary !== summary) this.#retune(tuning, summary, timeout);
     if (cap !== undefined && tuning.ms >= cap) {
-      record.source = `static: the cap is below ${tuning.source} (${tuning.ms} ms)`;
+      const source = (tuning.capSource ??= `static: the cap is below ${tuning.source} (${tuning.ms} ms)`);
       // A caller's own cap is this call's, not a move of the tool's knob.
-      if (ctx.options.timeoutMs === undefined)
-        announce(ctx, this.#settings.mode, tuning, undefined, record.source);
-      return undefined;
+      if (ctx.options.timeoutMs === undefined) announce(ctx, this.#settings.mode, tuning, undefined, source);
+      return this.#fixed(tuning, cap, source);
     }
-    record.timeoutMs = tuning.ms;
-    record.source = tuning.source;
     announce(ctx, this.#settings.mode, tuning, tuning.ms, tuning.source);
-    return tuning.ms;
+    return tuning.tuned as OutcomePolicy;
+  }
+
+  #retune(tuning: ToolTuning, summary: ToolSummary, timeout: TimeoutSettings): void {
+    const ms = adaptiveMs(summary, timeout);
+    const source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
+    tuning.summary = summary;
+    if (ms === tuning.ms && source === tuning.source) return;
+    tuning.ms = ms;
+    tuning.source = source;
+    tuning.capSource = undefined;
+    const clock = this.#settings.clock;
+    tuning.limits = Object.freeze({
+      timeoutMs: ms,
+      clock,
+      explanation: `cut off at the autopilot's ${source}`,
+    });
+    tuning.tuned = quietPolicy(this.#settings, ms, source);
+  }
+
+  // The tool's quiet static policy for `timeoutMs` and `source`, kept while they stay the same.
+  #fixed(tuning: ToolTuning, timeoutMs: number | undefined, source: string): OutcomePolicy {
+    const held = tuning.fixed;
+    if (held !== undefined && held.timeoutMs === timeoutMs && held.source === source) return held;
+    tuning.fixed = quietPolicy(this.#settings, timeoutMs, source);
+    return tuning.fixed;
   }
 
   #tuningOf(tool: string): ToolTuning {
@@ -351,12 +367,144 @@ export class Pilot {
   }
 }
 
+const timeoutOffSource = 'static: the autopilot timeout is off';
+const idleTimeoutSource = "static: the tool's idle timeout";
+
+// One attempt as the pilot runs it: what it chose at the start, and what it does once the layers
+// inside have settled.
+class PilotAttempt implements HedgedAttemptEnd {
+  /** A hedge started beside it (in shadow: would have); set by the hedger. */
+  hedged = false;
+  readonly startedAt: number;
+  /**
+   * What its outcome says when nothing happens to it: frozen and shared by the tool's attempts
+   * while the timeout stands (a record per call was the layer's largest garbage).
+   */
+  readonly policy: OutcomePolicy;
+  /** The autopilot's timeout it runs under (in shadow: would); `undefined` when static. */
+  readonly timeoutMs: number | undefined;
+  readonly retried: boolean;
+  readonly #settings: PilotSettings;
+  readonly #slots: ToolSlots | undefined;
+  readonly #ctx: DispatchContext;
+  readonly #tool: Tool;
+  readonly #restore: (() => void) | undefined;
+  readonly #held: LimitSemaphore | undefined;
+
+  constructor(
+    settings: PilotSettings,
+    slots: ToolSlots | undefined,
+    ctx: DispatchContext,
+    tool: Tool,
+    chosen: {
+      startedAt: number;
+      policy: OutcomePolicy;
+      timeoutMs: number | undefined;
+      restore: (() => void) | undefined;
+      held: LimitSemaphore | undefined;
+    },
+  ) {
+    this.#settings = settings;
+    this.#slots = slots;
+    this.#ctx = ctx;
+    this.#tool = tool;
+    this.startedAt = chosen.startedAt;
+    this.policy = chosen.policy;
+    this.timeoutMs = chosen.timeoutMs;
+    this.retried = ctx.attempt > 0;
+    this.#restore = chosen.restore;
+    this.#held = chosen.held;
+  }
+
+  /** The layers inside succeeded: the sample, the limit's move, and the outcome's policy. */
+  succeeded(): void {
+    try {
+      this.#restore?.();
+      const ctx = this.#ctx;
+      const { clock, mode, stats } = this.#settings;
+      const endedAt = clock.now();
+      const { timeoutMs } = this;
+      const tool = this.#tool.name;
+      // The call's time, whoever answered: when a hedge won, this is the first attempt's time at its
+      // abort (past the hedge delay: a lower bound of its own latency), not the hedge's own time.
+      // The hedge's time is a sample taken only when it beat a slow attempt, so it is biased fast;
+      // and leaving the slow first attempt out would pull the quantile down, hedge more calls that
+      // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
+      const latencyMs = endedAt - this.startedAt;
+      stats.record(tool, 'success', latencyMs, endedAt);
+      this.#slots?.record(ctx, tool, latencyMs, mode, endedAt);
+      const outcome = ctx.outcome;
+      const ranPast = timeoutMs !== undefined && mode === 'shadow' && latencyMs > timeoutMs;
+      // Nothing happened to a first attempt that was not hedged and not (in shadow) past its
+      // timeout: its outcome shares the tool's frozen policy, and the call needs no record.
+      if (!this.retried && !this.hedged && !ranPast) {
+        if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, this.policy);
+        return;
+      }
+      const record = this.#record();
+      if (ranPast) judgeCut(ctx, record, timeoutMs as number, latencyMs, false);
+      if (outcome?.ok === true) ctx.outcome = withPolicy(outcome, record);
+    } finally {
+      this.#held?.give();
+    }
+  }
+
+  /** The layers inside failed with `error`: counted, judged, explained, and thrown on. */
+  failed(error: unknown): never {
+    try {
+      try {
+        const { clock, stats } = this.#settings;
+        const endedAt = clock.now();
+        const latencyMs = endedAt - this.startedAt;
+        const kind = isDispatchError(error) ? error.kind : 'internal';
+        if (kind !== 'cancelled') stats.record(this.#tool.name, classOf(kind), undefined, endedAt);
+        const record = this.#record();
+        const { timeoutMs } = this;
+        if (timeoutMs !== undefined) judgeCut(this.#ctx, record, timeoutMs, latencyMs, kind === 'timeout');
+        if (isDispatchError(error)) attachPolicy(error, record);
+      } finally {
+        this.#restore?.();
+      }
+    } finally {
+      this.#held?.give();
+    }
+    throw error;
+  }
+
+  // The call's own record (made at its first need: a failure, a retry, a hedge), told what this
+  // attempt ran under.
+  #record(): PolicyRecord {
+    const record = policyOf(this.#ctx, this.#settings);
+    record.retried = this.retried;
+    record.timeoutMs = this.policy.timeoutMs;
+    record.source = this.policy.source;
+    if (this.hedged) record.hedged = true;
+    return record;
+  }
+}
+
+// A policy as an outcome says it when nothing happened to the call, frozen to be shared.
+function quietPolicy(settings: PilotSettings, timeoutMs: number | undefined, source: string): OutcomePolicy {
+  return Object.freeze({
+    mode: settings.mode,
+    timeoutMs,
+    source,
+    cutOff: false,
+    hedged: false,
+    retried: false,
+    budget: settings.budget === undefined ? 'off' : 'ok',
+  });
+}
+
 function untunedTool(): ToolTuning {
   return {
     summary: undefined,
     ms: 0,
     source: '',
-    explanation: '',
+    limits: undefined,
+    tuned: undefined,
+    fixed: undefined,
+    capSource: undefined,
     announced: undefined,
     budgetSpent: false,
     cap: undefined,
@@ -364,7 +512,8 @@ function untunedTool(): ToolTuning {
   };
 }
 
-// The call's policy record, made at its first look (a deposit, or its first attempt).
+// The call's policy record, made at its first need (an attempt that failed, retried or was hedged,
+// or the retry budget's word).
 function policyOf(ctx: DispatchContext, settings: PilotSettings): PolicyRecord {
   const held = ctx.state[stateKey] as PolicyRecord | undefined;
   if (held !== undefined) return held;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { MaybePromise } from '../../src/stores.js';
 import { optionKeys, optionsObject, requireClock, requireNumber } from '../kit.js';
-import { memoryAutopilotStore } from './memory-store.js';
+import { MemoryAutopilotStore, memoryAutopilotStore } from './memory-store.js';
 import {
   retryBudgetSlices,
   retryBudgetUnit,
@@ -155,14 +155,19 @@ class FailureThrottle {
     this.#floor = -toleranceUnits;
   }
 
-  /** An attempt starts: it earns its share, taken back if it fails. */
-  started(): void {
-    this.#add(this.#earnUnits);
+  /** The time source of the window. */
+  get clock(): Pick<Clock, 'now'> {
+    return this.#clock;
+  }
+
+  /** An attempt starts: it earns its share, taken back if it fails. `now`: a reading just taken. */
+  started(now = this.#clock.now()): void {
+    this.#add(this.#earnUnits, now);
   }
 
   /** An attempt failed: its share back, and a token. */
   failed(): void {
-    this.#add(-(this.#earnUnits + retryBudgetUnit));
+    this.#add(-(this.#earnUnits + retryBudgetUnit), this.#clock.now());
   }
 
   /** Whether retries are stopped now. */
@@ -176,8 +181,8 @@ class FailureThrottle {
     return score < this.#floor;
   }
 
-  #add(units: number): void {
-    const slice = Math.floor(this.#clock.now() / this.#sliceMs);
+  #add(units: number, now: number): void {
+    const slice = Math.floor(now / this.#sliceMs);
     const slot = ((slice % retryBudgetSlices) + retryBudgetSlices) % retryBudgetSlices;
     if (this.#slices[slot] !== slice) {
       this.#slices[slot] = slice;
@@ -198,6 +203,8 @@ class StoreRetryBudget implements RetryBudget {
   readonly #depositUnits: number;
   readonly #window: RetryBudgetWindow;
   readonly #throttle: FailureThrottle | undefined;
+  // The memory store on the throttle's own clock: a deposit reads that clock once for both.
+  readonly #sameClockStore: MemoryAutopilotStore | undefined;
   // Withdrawal ids: unique per budget (a resend carries the same one), cheap per retry.
   readonly #idPrefix = randomUUID();
   #withdrawals = 0;
@@ -212,10 +219,23 @@ class StoreRetryBudget implements RetryBudget {
     this.#depositUnits = settings.depositUnits;
     this.#window = settings.window;
     this.#throttle = settings.throttle;
+    const throttleClock = settings.throttle?.clock;
+    this.#sameClockStore =
+      store instanceof MemoryAutopilotStore && throttleClock !== undefined && store.clock === throttleClock
+        ? store
+        : undefined;
   }
 
   deposit(): void {
-    this.#throttle?.started();
+    const throttle = this.#throttle;
+    const sameClock = this.#sameClockStore;
+    if (sameClock !== undefined) {
+      const now = sameClock.clock.now();
+      (throttle as FailureThrottle).started(now);
+      if (this.#depositUnits > 0) sameClock.depositAt(this.#key, this.#depositUnits, this.#window, now);
+      return;
+    }
+    throttle?.started();
     if (this.#depositUnits > 0) this.#store.deposit(this.#key, this.#depositUnits, this.#window);
   }
 

@@ -358,6 +358,42 @@ describe('autopilot: safe by construction', () => {
   });
 });
 
+describe('autopilot: outcome.policy', () => {
+  it('says what each call ran under: a retried call its own, the quiet ones the same for a tool', async () => {
+    let failNext = false;
+    const { call, warmUp } = setup({
+      pilot: { timeout: { minSamples: 5 } },
+      retry: { maxAttempts: 2 },
+      failing: () => {
+        const failing = failNext;
+        failNext = false;
+        return failing;
+      },
+    });
+    await warmUp(5, 100);
+    const quiet = [await call(100), await call(100)];
+    for (const outcome of quiet) {
+      expect(outcome).toMatchObject({
+        ok: true,
+        policy: {
+          mode: 'enforce',
+          source: expect.stringMatching(/^p99\.9 × 1\.5 of [56] calls$/),
+          retried: false,
+          hedged: false,
+          cutOff: false,
+          budget: 'ok',
+        },
+      });
+    }
+    failNext = true;
+    const retried = await call(100);
+    expect(retried).toMatchObject({ ok: true, policy: { retried: true, cutOff: false, budget: 'ok' } });
+    expect(retried.ok && retried.policy?.timeoutMs).toBeGreaterThanOrEqual(150);
+    // The quiet ones said nothing of the retried call.
+    expect(quiet[1]).toMatchObject({ policy: { retried: false } });
+  });
+});
+
 describe('autopilot: in the preset', () => {
   it('sits inside retry, after the rate limits, right outside timeout', () => {
     const registry = new ToolRegistry();

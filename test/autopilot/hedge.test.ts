@@ -7,11 +7,13 @@ import { VirtualClock } from '../../bench/autopilot/virtual-clock.js';
 import {
   HedgeBudget,
   type HedgeDecision,
+  type HedgedResult,
   type HedgeRole,
   hedgeDelay,
   hedgeEligible,
   hedgePaused,
   hedgeScarceQuantile,
+  type RunHedgedOptions,
   runHedged,
 } from '../../middleware/autopilot/hedge.js';
 import { toolStats } from '../../middleware/autopilot/tool-stats.js';
@@ -23,6 +25,18 @@ function budgetWith(tokens: number): HedgeBudget {
   const budget = new HedgeBudget({ maxExtraLoad: 1, maxTokens: 10 });
   for (let i = 0; i < tokens; i++) budget.deposit();
   return budget;
+}
+
+/**
+ * `runHedged` of a repeatable tool on `clock`: a 100 ms hedge delay and a budget holding one
+ * hedge, unless `given` says otherwise.
+ */
+function hedged<T>(
+  clock: VirtualClock,
+  run: RunHedgedOptions<T>['run'],
+  given: Partial<RunHedgedOptions<T>> = {},
+): Promise<HedgedResult<T>> {
+  return runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1), ...given });
 }
 
 interface Plan {
@@ -126,9 +140,7 @@ describe('runHedged', () => {
   it('starts no hedge when the primary answers before the delay', async () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 90 }, hedge: { ms: 10 } });
-    const result = await clock.runUntilSettled(
-      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(5) }),
-    );
+    const result = await clock.runUntilSettled(hedged(clock, run, { budget: budgetWith(5) }));
     expect(result).toEqual({ value: 'primary answered', hedged: false, winner: 'primary' });
     expect(started).toEqual(['primary']);
     expect(clock.pending).toBe(0);
@@ -140,11 +152,7 @@ describe('runHedged', () => {
     const decisions: HedgeDecision[] = [];
     const budget = budgetWith(5);
     const result = await clock.runUntilSettled(
-      runHedged({
-        tool: repeatable,
-        run,
-        hedgeAfterMs: 100,
-        clock,
+      hedged(clock, run, {
         budget,
         onHedge: (d) => decisions.push(d),
       }),
@@ -161,7 +169,7 @@ describe('runHedged', () => {
   it('starts the hedge only after hedgeAfterMs, and never a second one', async () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10_000 } });
-    const pending = runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(5) });
+    const pending = hedged(clock, run, { budget: budgetWith(5) });
     await clock.runFor(99);
     expect(started).toEqual(['primary']);
     await clock.runFor(1);
@@ -178,11 +186,7 @@ describe('runHedged', () => {
     const { run, started } = attempts(clock, { primary: { ms: 300 }, hedge: { ms: 10 } });
     const decisions: HedgeDecision[] = [];
     const result = await clock.runUntilSettled(
-      runHedged({
-        tool: repeatable,
-        run,
-        hedgeAfterMs: 100,
-        clock,
+      hedged(clock, run, {
         budget: new HedgeBudget({ maxExtraLoad: 0.05 }),
         onHedge: (d) => decisions.push(d),
       }),
@@ -198,9 +202,7 @@ describe('runHedged', () => {
     let hedges = 0;
     for (let call = 0; call < 400; call++) {
       const { run } = attempts(clock, { primary: { ms: 500 }, hedge: { ms: 500 } });
-      const result = await clock.runUntilSettled(
-        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget }),
-      );
+      const result = await clock.runUntilSettled(hedged(clock, run, { budget }));
       if (result.hedged) hedges++;
     }
     expect(hedges).toBe(20);
@@ -209,9 +211,7 @@ describe('runHedged', () => {
   it('waits for the hedge when the primary fails after it started', async () => {
     const clock = new VirtualClock();
     const { run } = attempts(clock, { primary: { ms: 150, fails: true }, hedge: { ms: 100 } });
-    const result = await clock.runUntilSettled(
-      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
-    );
+    const result = await clock.runUntilSettled(hedged(clock, run));
     expect(result).toEqual({ value: 'hedge answered', hedged: true, winner: 'hedge' });
     expect(clock.now()).toBe(200);
   });
@@ -219,9 +219,7 @@ describe('runHedged', () => {
   it('waits for the primary when the hedge fails first', async () => {
     const clock = new VirtualClock();
     const { run } = attempts(clock, { primary: { ms: 400 }, hedge: { ms: 10, fails: true } });
-    const result = await clock.runUntilSettled(
-      runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
-    );
+    const result = await clock.runUntilSettled(hedged(clock, run));
     expect(result).toEqual({ value: 'primary answered', hedged: true, winner: 'primary' });
   });
 
@@ -232,11 +230,7 @@ describe('runHedged', () => {
     ]) {
       const clock = new VirtualClock();
       const { run } = attempts(clock, plans);
-      await expect(
-        clock.runUntilSettled(
-          runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
-        ),
-      ).rejects.toThrow('primary failed');
+      await expect(clock.runUntilSettled(hedged(clock, run))).rejects.toThrow('primary failed');
       expect(clock.pending).toBe(0);
     }
   });
@@ -244,11 +238,7 @@ describe('runHedged', () => {
   it('fails at once, with no hedge, when the primary fails before the delay', async () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 20, fails: true }, hedge: { ms: 10 } });
-    await expect(
-      clock.runUntilSettled(
-        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
-      ),
-    ).rejects.toThrow('primary failed');
+    await expect(clock.runUntilSettled(hedged(clock, run))).rejects.toThrow('primary failed');
     expect(started).toEqual(['primary']);
     expect(clock.now()).toBe(20);
     expect(clock.pending).toBe(0);
@@ -261,12 +251,7 @@ describe('runHedged', () => {
       return { ok: false, from: role };
     };
     const result = await clock.runUntilSettled(
-      runHedged({
-        tool: repeatable,
-        run,
-        hedgeAfterMs: 100,
-        clock,
-        budget: budgetWith(1),
+      hedged(clock, run, {
         succeeded: (value) => value.ok,
       }),
     );
@@ -278,12 +263,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, aborted } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10_000 } });
     const caller = new AbortController();
-    const pending = runHedged({
-      tool: repeatable,
-      run,
-      hedgeAfterMs: 100,
-      clock,
-      budget: budgetWith(1),
+    const pending = hedged(clock, run, {
       signal: caller.signal,
     });
     await clock.runFor(150);
@@ -298,12 +278,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10 } });
     const caller = new AbortController();
-    const pending = runHedged({
-      tool: repeatable,
-      run,
-      hedgeAfterMs: 100,
-      clock,
-      budget: budgetWith(1),
+    const pending = hedged(clock, run, {
       signal: caller.signal,
     });
     await clock.runFor(50);
@@ -318,12 +293,7 @@ describe('runHedged', () => {
     const clock = new VirtualClock();
     const { run, started } = attempts(clock, { primary: { ms: 10 }, hedge: { ms: 10 } });
     await expect(
-      runHedged({
-        tool: repeatable,
-        run,
-        hedgeAfterMs: 100,
-        clock,
-        budget: budgetWith(1),
+      hedged(clock, run, {
         signal: AbortSignal.abort('gone'),
       }),
     ).rejects.toBe('gone');
@@ -352,12 +322,7 @@ describe('runHedged', () => {
       const { run } = attempts(clock, plans);
       await clock
         .runUntilSettled(
-          runHedged({
-            tool: repeatable,
-            run,
-            hedgeAfterMs: 100,
-            clock,
-            budget: budgetWith(1),
+          hedged(clock, run, {
             signal: caller.signal,
           }),
         )
@@ -382,9 +347,7 @@ describe('runHedged', () => {
         await clock.sleep(500);
         throw new Error('late primary failure');
       };
-      const result = await clock.runUntilSettled(
-        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1) }),
-      );
+      const result = await clock.runUntilSettled(hedged(clock, run));
       expect(result.winner).toBe('hedge');
       await clock.run();
       await new Promise((resolve) => setImmediate(resolve));
@@ -400,11 +363,7 @@ describe('runHedged', () => {
     const decisions: HedgeDecision[] = [];
     const budget = budgetWith(1);
     const result = await clock.runUntilSettled(
-      runHedged({
-        tool: repeatable,
-        run,
-        hedgeAfterMs: 100,
-        clock,
+      hedged(clock, run, {
         budget,
         shadow: true,
         onHedge: (d) => decisions.push(d),
@@ -420,19 +379,16 @@ describe('runHedged', () => {
     const caller = new AbortController();
     let seen: AbortSignal | undefined;
     const result = await clock.runUntilSettled(
-      runHedged({
-        tool: repeatable,
-        run: async (signal) => {
+      hedged(
+        clock,
+        async (signal) => {
           seen = signal;
           expect(clock.pending).toBe(0);
           await clock.sleep(10);
           return 1;
         },
-        hedgeAfterMs: Infinity,
-        clock,
-        budget: budgetWith(1),
-        signal: caller.signal,
-      }),
+        { hedgeAfterMs: Infinity, signal: caller.signal },
+      ),
     );
     expect(result).toEqual({ value: 1, hedged: false, winner: 'primary' });
     expect(seen).toBe(caller.signal);
@@ -444,11 +400,9 @@ describe('runHedged', () => {
       const { run, started } = attempts(clock, { primary: { ms: 10_000 }, hedge: { ms: 10 } });
       const decisions: HedgeDecision[] = [];
       const budget = budgetWith(10);
-      const pending = runHedged({
+      const pending = hedged(clock, run, {
         tool,
-        run,
         hedgeAfterMs: 0,
-        clock,
         budget,
         onHedge: (d) => decisions.push(d),
       });
@@ -468,11 +422,7 @@ describe('runHedged', () => {
     const succeeded = (): boolean => {
       throw new Error('predicate broke');
     };
-    await expect(
-      clock.runUntilSettled(
-        runHedged({ tool: repeatable, run, hedgeAfterMs: 100, clock, budget: budgetWith(1), succeeded }),
-      ),
-    ).rejects.toThrow('predicate broke');
+    await expect(clock.runUntilSettled(hedged(clock, run, { succeeded }))).rejects.toThrow('predicate broke');
     expect(aborted).toEqual(['primary']);
     expect(clock.pending).toBe(0);
   });
@@ -483,11 +433,9 @@ describe('runHedged', () => {
       throw new Error('threw at once');
     };
     for (const hedgeAfterMs of [Infinity, 100]) {
-      await expect(
-        clock.runUntilSettled(
-          runHedged({ tool: repeatable, run, hedgeAfterMs, clock, budget: budgetWith(1) }),
-        ),
-      ).rejects.toThrow('threw at once');
+      await expect(clock.runUntilSettled(hedged(clock, run, { hedgeAfterMs }))).rejects.toThrow(
+        'threw at once',
+      );
       expect(clock.pending).toBe(0);
     }
   });
@@ -495,21 +443,11 @@ describe('runHedged', () => {
   it('rejects a bad tool, hedgeAfterMs, budget or clock with a TypeError naming it', () => {
     const clock = new VirtualClock();
     const run = async () => 1;
-    expect(() =>
-      runHedged({ tool: undefined as never, run, hedgeAfterMs: 1, clock, budget: budgetWith(1) }),
-    ).toThrow(/tool/);
-    expect(() =>
-      runHedged({ tool: repeatable, run, hedgeAfterMs: -1, clock, budget: budgetWith(1) }),
-    ).toThrow(/hedgeAfterMs/);
-    expect(() =>
-      runHedged({ tool: repeatable, run, hedgeAfterMs: Number.NaN, clock, budget: budgetWith(1) }),
-    ).toThrow(/hedgeAfterMs/);
-    expect(() =>
-      runHedged({ tool: repeatable, run, hedgeAfterMs: 1, clock, budget: {} as HedgeBudget }),
-    ).toThrow(/budget/);
-    expect(() =>
-      runHedged({ tool: repeatable, run, hedgeAfterMs: 1, clock: {} as VirtualClock, budget: budgetWith(1) }),
-    ).toThrow(/clock/);
+    expect(() => hedged(clock, run, { tool: undefined as never })).toThrow(/tool/);
+    expect(() => hedged(clock, run, { hedgeAfterMs: -1 })).toThrow(/hedgeAfterMs/);
+    expect(() => hedged(clock, run, { hedgeAfterMs: Number.NaN })).toThrow(/hedgeAfterMs/);
+    expect(() => hedged(clock, run, { budget: {} as HedgeBudget })).toThrow(/budget/);
+    expect(() => hedged(clock, run, { clock: {} as VirtualClock })).toThrow(/clock/);
   });
 });
 
@@ -540,7 +478,7 @@ describe('runHedged on the steady straggler trace', () => {
           if (role === 'primary') stats.record('sim', 'success', clock.now() - attemptStartedAt);
         }
       };
-      await clock.runUntilSettled(runHedged({ tool: repeatable, run, hedgeAfterMs, clock, budget }));
+      await clock.runUntilSettled(hedged(clock, run, { hedgeAfterMs, budget }));
       hedgedMs.push(clock.now() - startedAt);
       aloneMs.push(trace.plan(call, 0).latencyMs);
     }

@@ -3,17 +3,8 @@
 // aborted, and only repeatable tools are ever hedged.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
-import {
-  type AutopilotOptions,
-  autopilot,
-  createDispatcher,
-  type DispatchEvent,
-  defaultStack,
-  type Outcome,
-  ToolRegistry,
-  TransientError,
-} from '../../index.js';
+import type { AutopilotOptions, Outcome } from '../../index.js';
+import { scriptedTool } from '../helpers/scripted-tool.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -22,63 +13,34 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-interface Plan {
-  readonly ms: number;
-  readonly fails?: boolean;
-}
-
 interface Setup {
   pilot?: AutopilotOptions;
   idempotent?: boolean;
   readOnly?: boolean;
   maxAttempts?: number;
-  idempotencyKeyed?: boolean;
 }
 
 const hedgeQuick = { quantile: 0.9, maxExtraLoad: 1, minSamples: 20 };
 
-// A tool whose attempts play `plans` in order (then `fallbackMs`), each ending on its signal.
+// The scripted 'quote' tool (then `fallbackMs` a call), answering how long it took.
 function setup({
   pilot: options = { hedge: hedgeQuick },
   idempotent = true,
   readOnly,
   maxAttempts = 1,
 }: Setup = {}) {
-  const events: DispatchEvent[] = [];
-  const plans: Plan[] = [];
   let fallbackMs = 100;
-  const runs = { started: 0, aborted: 0, finished: 0 };
-  const registry = new ToolRegistry().register({
+  const world = scriptedTool({
     name: 'quote',
-    inputSchema: z.object({}),
     timeoutMs: 10_000,
     idempotent,
-    ...(readOnly === undefined ? {} : { annotations: { readOnlyHint: readOnly } }),
-    handler: async (_args, { signal }) => {
-      runs.started++;
-      const plan = plans.shift() ?? { ms: fallbackMs };
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, plan.ms);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            runs.aborted++;
-            reject(signal.reason);
-          },
-          { once: true },
-        );
-      });
-      runs.finished++;
-      if (plan.fails === true) throw new TransientError('backend busy');
-      return `answered after ${plan.ms} ms`;
-    },
+    readOnly,
+    pilot: { timeout: false, retryBudget: false, ...options },
+    retry: { maxAttempts, random: () => 0, baseDelayMs: 10 },
+    fallback: () => ({ ms: fallbackMs }),
+    answer: (attempt) => `answered after ${attempt.ms} ms`,
   });
-  const pilot = autopilot({ timeout: false, retryBudget: false, ...options });
-  const dispatcher = createDispatcher(
-    defaultStack({ registry, autopilot: pilot, retry: { maxAttempts, random: () => 0, baseDelayMs: 10 } }),
-    { onEvent: (event) => events.push(event) },
-  );
+  const { dispatcher, script: plans } = world;
   const call = async (options: { idempotencyKey?: string } = {}): Promise<Outcome> => {
     const pending = dispatcher.dispatch('quote', {}, options);
     await vi.advanceTimersByTimeAsync(6_000);
@@ -93,7 +55,7 @@ function setup({
       expect((await pending).ok).toBe(true);
     }
   };
-  return { pilot, dispatcher, events, plans, runs, call, warmUp };
+  return { ...world, plans, call, warmUp };
 }
 
 describe('autopilot: hedging', () => {
@@ -140,10 +102,36 @@ describe('autopilot: hedging', () => {
   it('answers the first attempt’s failure when both fail, and a success when either succeeds', async () => {
     const { call, warmUp, plans } = setup();
     await warmUp(20, 100);
-    plans.push({ ms: 300, fails: true }, { ms: 300, fails: true });
+    plans.push({ ms: 300, ends: 'transient' }, { ms: 300, ends: 'transient' });
     expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
-    plans.push({ ms: 150, fails: true }, { ms: 300 });
+    plans.push({ ms: 150, ends: 'transient' }, { ms: 300 });
     expect(await call()).toMatchObject({ ok: true, result: 'answered after 300 ms' });
+  });
+
+  it('waits for the first attempt when the hedge fails first, and answers its success', async () => {
+    const { call, warmUp, plans, runs } = setup();
+    await warmUp(20, 100);
+    runs.aborted = 0;
+    plans.push({ ms: 400 }, { ms: 10, ends: 'transient' });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 400 ms',
+      policy: { hedged: true },
+    });
+    expect(runs.aborted).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('fails at once, with no hedge, when the first attempt fails before the hedge delay', async () => {
+    const { call, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 10, ends: 'transient' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: false } });
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('never hedges a tool that is neither idempotent nor read-only, whatever the options', async () => {
@@ -185,7 +173,7 @@ describe('autopilot: hedging', () => {
   it('pauses while over 10 % of the attempts in the window fail, says so, and resumes as they age out', async () => {
     const { call, warmUp, plans, runs, events, pilot } = setup();
     await warmUp(20, 100);
-    for (let i = 0; i < 70; i++) plans.push({ ms: 10, fails: true });
+    for (let i = 0; i < 70; i++) plans.push({ ms: 10, ends: 'transient' });
     for (let i = 0; i < 70; i++) expect(await call()).toMatchObject({ ok: false, kind: 'transient' });
     runs.started = 0;
     plans.push({ ms: 5_000 }, { ms: 100 });
@@ -216,7 +204,7 @@ describe('autopilot: hedging', () => {
     // Twenty calls pay in one hedge; the failed first attempt's retry spends it.
     await warmUp(20, 100);
     runs.started = 0;
-    plans.push({ ms: 10, fails: true }, { ms: 5_000 }, { ms: 100 });
+    plans.push({ ms: 10, ends: 'transient' }, { ms: 5_000 }, { ms: 100 });
     expect(await call()).toMatchObject({ ok: true, result: 'answered after 5000 ms', attempts: 2 });
     expect(runs.started).toBe(2);
     expect(events.filter((event) => event.type === 'autopilot.hedge')).toEqual([
@@ -347,7 +335,7 @@ describe('autopilot: adaptive concurrency', () => {
 
   it('gives back a slot taken at once when its attempt fails', async () => {
     const { dispatcher, plans, runs } = setup({ pilot: { hedge: false, concurrency: { min: 1, max: 1 } } });
-    plans.push({ ms: 10, fails: true }, { ms: 10, fails: true });
+    plans.push({ ms: 10, ends: 'transient' }, { ms: 10, ends: 'transient' });
     for (let call = 0; call < 2; call++) {
       const failing = dispatcher.dispatch('quote', {});
       await vi.advanceTimersByTimeAsync(20);

@@ -5,17 +5,8 @@
 
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
-import {
-  type AutopilotOptions,
-  autopilot,
-  createDispatcher,
-  type DispatchEvent,
-  defaultStack,
-  type Outcome,
-  ToolRegistry,
-  TransientError,
-} from '../../index.js';
+import type { AutopilotOptions, Outcome } from '../../index.js';
+import { type ScriptedAttempt, scriptedTool } from '../helpers/scripted-tool.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -28,10 +19,7 @@ const numRuns = process.env['FC_RUNS'] === undefined ? 25 : Number(process.env['
 const seed = 34;
 
 /** One attempt of the tool: how long it takes, and how it ends. */
-interface Step {
-  readonly ms: number;
-  readonly ends: 'ok' | 'transient' | 'error';
-}
+type Step = Required<ScriptedAttempt>;
 
 const step = fc.record({
   ms: fc.integer({ min: 0, max: 400 }),
@@ -77,53 +65,26 @@ interface World {
   readonly options: AutopilotOptions;
 }
 
-// A tool playing `steps` in order (then quick successes), each attempt ending on its signal.
+// The scripted tool playing `steps` in order (then quick successes), answering its count of successes.
 function worldOf(world: World, steps: Step[]) {
-  const events: DispatchEvent[] = [];
-  const queue = [...steps];
-  const handlerRuns: string[] = [];
-  let served = 0;
-  const registry = new ToolRegistry().register({
+  const fixture = scriptedTool({
     name: 'tool',
-    inputSchema: z.object({}),
     timeoutMs: world.toolTimeoutMs,
     idempotent: world.idempotent,
-    annotations: { readOnlyHint: world.readOnly },
-    handler: async (_args, { signal, idempotencyKey }) => {
-      handlerRuns.push(idempotencyKey ?? '');
-      const plan = queue.shift() ?? { ms: 5, ends: 'ok' };
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, plan.ms);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            reject(signal.reason);
-          },
-          { once: true },
-        );
-      });
-      if (plan.ends === 'transient') throw new TransientError('busy');
-      if (plan.ends === 'error') throw new Error('broken');
-      served++;
-      return served;
-    },
+    readOnly: world.readOnly,
+    pilot: world.options,
+    retry: { maxAttempts: world.maxAttempts, baseDelayMs: 5, random: () => 0.5 },
+    fallback: () => ({ ms: 5, ends: 'ok' }),
+    answer: (_attempt, served) => served,
   });
-  const pilot = autopilot(world.options);
-  const dispatcher = createDispatcher(
-    defaultStack({
-      registry,
-      autopilot: pilot,
-      retry: { maxAttempts: world.maxAttempts, baseDelayMs: 5, random: () => 0.5 },
-    }),
-    { onEvent: (event) => events.push(event) },
-  );
+  const { dispatcher, script: queue } = fixture;
+  queue.push(...steps);
   const call = async (options: { idempotencyKey?: string } = {}): Promise<Outcome> => {
     const pending = dispatcher.dispatch('tool', {}, options);
     await vi.advanceTimersByTimeAsync(world.toolTimeoutMs * world.maxAttempts * 3 + 1_000);
     return await pending;
   };
-  return { pilot, dispatcher, events, handlerRuns, call, queue };
+  return { ...fixture, handlerRuns: fixture.keys, call, queue };
 }
 
 const world = (idempotent: fc.Arbitrary<boolean>, readOnly: fc.Arbitrary<boolean>) =>
