@@ -42,6 +42,9 @@ const processCallPrefix = Buffer.from(globalThis.crypto.getRandomValues(new Uint
 );
 let nextCallNumber = 0;
 
+// A branch's own limit: no deadline and no signal of its own, it ends with the limits outside it.
+const ownLimits: AttemptLimits = Object.freeze({});
+
 // Limits a layer outside restored over while their own layer was still running: their restore is
 // then a no-op.
 const overtaken = new WeakSet<Limit>();
@@ -146,7 +149,7 @@ export class CallContext {
   /** Runs `run` beside other runs of the layers inside (see `runBranch`). */
   branch(run: () => Promise<void>): Branch {
     const { baseSignal, currentLimit, deadline } = this;
-    const restore = this.limit({});
+    const restore = this.limit(ownLimits);
     const limit = this.currentLimit as Limit;
     let running: Promise<void>;
     try {
@@ -155,23 +158,12 @@ export class CallContext {
       running = Promise.reject(error);
     } finally {
       // The layers inside set their limits under this run's: the next run starts where this one
-      // did. Its own restore (which ends its limit) waits until it has settled.
+      // did. The run's own restore (which ends its limit) waits until it has settled.
       this.baseSignal = baseSignal;
       this.currentLimit = currentLimit;
       this.deadline = deadline;
     }
-    const settled = running.then(
-      () => {
-        const { outcome } = this;
-        restore();
-        return outcome;
-      },
-      (error: unknown) => {
-        restore();
-        throw error;
-      },
-    );
-    return { settled, end: (error, reason) => limit.limitEnded(error, reason, false) };
+    return { running, restore, end: (error, reason) => limit.limitEnded(error, reason, false) };
   }
 
   // What console.log and util.inspect show: the dispatch as middleware sees it, not the
@@ -237,11 +229,14 @@ export class CallContext {
 
 /** One run of the layers inside, beside others (see `runBranch`). */
 export interface Branch {
+  /** The run's promise: settles as the layers inside do (a synchronous throw becomes a rejection). */
+  readonly running: Promise<void>;
   /**
-   * Settles as the run does: to the outcome it left on the context, read as it settled (another
-   * run may set one later), or rejecting with its failure.
+   * Ends the run's limit and puts back the limits it was started on: call it once `running` has
+   * settled, after reading what the run left on the context (another run may set `ctx.outcome`
+   * later).
    */
-  readonly settled: Promise<Outcome | undefined>;
+  restore(): void;
   /**
    * Ends the run at once: the attempt beneath it fails with `error` and its handler's signal
    * aborts with `reason`; nothing when it has already settled.

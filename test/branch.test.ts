@@ -15,12 +15,28 @@ import {
   ToolRegistry,
   toolLookup,
 } from '../index.js';
-import { runBranch } from '../middleware/internal-kit.js';
+import { type Branch, runBranch } from '../middleware/internal-kit.js';
 import { trusted } from '../src/internal/trusted.js';
 import { flush, gate, type Gate } from './helpers/gate.js';
 
 beforeEach(() => vi.useFakeTimers({ now: 0 }));
 afterEach(() => vi.useRealTimers());
+
+// What a branching layer does as a run settles: reads the outcome it left, then restores its limits.
+function settledOf(ctx: DispatchContext, branch: Branch | undefined): Promise<Outcome | undefined> {
+  if (branch === undefined) throw new Error('no branch on the context');
+  return branch.running.then(
+    () => {
+      const { outcome } = ctx;
+      branch.restore();
+      return outcome;
+    },
+    (error: unknown) => {
+      branch.restore();
+      throw error;
+    },
+  );
+}
 
 // Two runs of the handler: the first held open, the second answering when its gate opens.
 function twoRuns(seen: { signals: AbortSignal[]; gates: Gate<string>[] }) {
@@ -50,9 +66,9 @@ describe('runBranch', () => {
       if (first === undefined || second === undefined) throw new Error('no branch on the context');
       // Each run's limits were put back as its synchronous part returned.
       expect([ctx.signal, ctx.deadline]).toEqual([found.signal, found.deadline]);
-      outcomes.push(await second.settled);
+      outcomes.push(await settledOf(ctx, second));
       first.end(new DispatchError('cancelled', 'the other attempt answered first'), 'lost');
-      await first.settled.catch((error: unknown) => outcomes.push(error as Outcome));
+      await settledOf(ctx, first).catch((error: unknown) => outcomes.push(error as Outcome));
       found.after = [ctx.signal, ctx.deadline];
       ctx.outcome = outcomes[0];
     });
@@ -79,7 +95,7 @@ describe('runBranch', () => {
     let settled: Array<Outcome | undefined> = [];
     const both: Middleware = trusted(async (ctx: DispatchContext, next) => {
       const runs = [runBranch(ctx, next), runBranch(ctx, next)];
-      settled = await Promise.all(runs.map((run) => run?.settled));
+      settled = await Promise.all(runs.map((run) => settledOf(ctx, run)));
       ctx.outcome = settled[0];
     });
     const dispatcher = createDispatcher([errorMapping(), toolLookup(twoRuns(seen)), both]);
@@ -96,7 +112,7 @@ describe('runBranch', () => {
     const seen = { signals: [] as AbortSignal[], gates: [] as Gate<string>[] };
     const both: Middleware = trusted(async (ctx: DispatchContext, next) => {
       const runs = [runBranch(ctx, next), runBranch(ctx, next)];
-      const ends = await Promise.allSettled(runs.map((run) => run?.settled));
+      const ends = await Promise.allSettled(runs.map((run) => settledOf(ctx, run)));
       expect(ends.map((end) => end.status)).toEqual(['rejected', 'rejected']);
       throw (ends[0] as PromiseRejectedResult).reason;
     });

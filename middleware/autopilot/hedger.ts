@@ -16,35 +16,16 @@ import {
   hedgePaused,
 } from './hedge.js';
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
-import { type DeadlineList, type DeadlineNode, DeadlineScheduler } from '../internal-kit.js';
+import {
+  type Branch,
+  type DeadlineList,
+  type DeadlineNode,
+  DeadlineScheduler,
+  runBranch,
+} from '../internal-kit.js';
 import { maxTimerDelayMs } from '../kit.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 
-// What `ctx.limit` moves on the dispatcher's context. Each attempt's own limit must be set on the
-// stack the autopilot was entered with, not under the other attempt's; and its restore (which
-// ends the limit) may only run once the attempt is over, so the stack is put back by hand between.
-interface StackFields {
-  baseSignal: AbortSignal;
-  currentLimit: unknown;
-  deadline: number;
-}
-
-// A limit as the core makes it: told by its outer limit that it ended, it ends the layers inside
-// it (the attempt fails at once with `error`, and the handler's signal aborts with `reason`).
-interface EndableLimit {
-  limitEnded(error: DispatchError, reason: unknown, deadline: boolean): void;
-}
-
-function isDispatcherContext(ctx: DispatchContext): ctx is DispatchContext & StackFields {
-  return 'currentLimit' in ctx && 'baseSignal' in ctx;
-}
-
-function isEndable(limit: unknown): limit is EndableLimit {
-  return typeof (limit as Partial<EndableLimit> | undefined)?.limitEnded === 'function';
-}
-
-// An attempt's own limit: no deadline and no signal of its own, it ends with the limits outside.
-const ownLimit = Object.freeze({});
 const hedgeLost = 'the other attempt of a hedged call answered first';
 
 /** The layer a hedged attempt runs for: told whether a hedge started, and how the attempt ended. */
@@ -90,13 +71,10 @@ class HedgedAttempt implements DeadlineNode {
   readonly #end: HedgedAttemptEnd;
   readonly #hedgeAfterMs: number;
   // Whether the one attempt runs alone, whatever is decided (shadow, or a context of its own).
-  readonly #alone: boolean;
-  // The stack the autopilot was entered with, put back after each attempt starts.
-  readonly #entry: StackFields | undefined;
-  #primaryLimit: unknown = undefined;
-  #primaryRestore: (() => void) | undefined = undefined;
-  #hedgeLimit: unknown = undefined;
-  #hedgeRestore: (() => void) | undefined = undefined;
+  #alone: boolean;
+  // Each attempt's run beside the other, when they branch.
+  #primary: Branch | undefined = undefined;
+  #hedge: Branch | undefined = undefined;
   // Settles (never rejects) once the hedge has, when one started.
   #hedgeSettled: Promise<void> | undefined = undefined;
   #hedgeEnded = false;
@@ -125,8 +103,7 @@ class HedgedAttempt implements DeadlineNode {
     this.#hedgeAfterMs = settings.hedgeAfterMs;
     this.ms = Math.min(settings.hedgeAfterMs, maxTimerDelayMs);
     this.at = settings.startedAt + this.ms;
-    this.#entry = !settings.shadow && isDispatcherContext(ctx) ? stackOf(ctx) : undefined;
-    this.#alone = this.#entry === undefined;
+    this.#alone = settings.shadow;
   }
 
   /** Runs the primary (the hedge, when it starts, from `expire`); settles once the end is told. */
@@ -162,32 +139,22 @@ class HedgedAttempt implements DeadlineNode {
     else this.#ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
   }
 
-  // Starts one attempt under a limit of its own (none when it runs alone) and puts the stack back.
+  // Starts one attempt as a branch of the call (under a limit of its own), or alone.
   #launch(role: HedgeRole): Promise<void> {
-    const entry = this.#entry;
-    if (entry === undefined) return startOf(this.#inner);
-    const ctx = this.#ctx as DispatchContext & StackFields;
-    const restore = ctx.limit(ownLimit);
-    if (role === 'primary') {
-      this.#primaryLimit = ctx.currentLimit;
-      this.#primaryRestore = restore;
-    } else {
-      this.#hedgeLimit = ctx.currentLimit;
-      this.#hedgeRestore = restore;
-    }
-    try {
+    const branch = this.#alone ? undefined : runBranch(this.#ctx, this.#inner);
+    if (branch === undefined) {
+      this.#alone = true;
       return startOf(this.#inner);
-    } finally {
-      // The inner layers have set their limits under this attempt's: the next attempt starts on
-      // the entry's stack again.
-      putBack(ctx, entry);
     }
+    if (role === 'primary') this.#primary = branch;
+    else this.#hedge = branch;
+    return branch.running;
   }
 
   #primaryDone(failed: boolean, error: unknown): void | Promise<void> {
     // Read at once: the other attempt may set `ctx.outcome` after this one.
     const outcome = this.#ctx.outcome;
-    this.#primaryRestore?.();
+    this.#primary?.restore();
     this.#primaryEnded = true;
     const hedgeSettled = this.#hedgeSettled;
     if (hedgeSettled === undefined) {
@@ -211,7 +178,7 @@ class HedgedAttempt implements DeadlineNode {
 
   #hedgeDone(failed: boolean, error: unknown): void {
     this.#hedgeAnswer = failed ? error : this.#ctx.outcome;
-    this.#hedgeRestore?.();
+    this.#hedge?.restore();
     this.#hedgeEnded = true;
     this.#hedgeFailed = failed;
     if (failed || this.#winner !== undefined || this.#primaryEnded) return;
@@ -227,24 +194,14 @@ class HedgedAttempt implements DeadlineNode {
 
   // Ends the attempt that lost through its own limit.
   #stop(role: HedgeRole): void {
-    const limit = role === 'primary' ? this.#primaryLimit : this.#hedgeLimit;
-    if (!isEndable(limit)) return;
+    const branch = role === 'primary' ? this.#primary : this.#hedge;
+    if (branch === undefined) return;
     const ctx = this.#ctx;
     const error = new DispatchError('cancelled', `"${ctx.displayName}" was cancelled: ${hedgeLost}`, {
       attempts: ctx.attempt,
     });
-    limit.limitEnded(error, new DOMException(hedgeLost, 'AbortError'), false);
+    branch.end(error, new DOMException(hedgeLost, 'AbortError'));
   }
-}
-
-function stackOf(ctx: StackFields): StackFields {
-  return { baseSignal: ctx.baseSignal, currentLimit: ctx.currentLimit, deadline: ctx.deadline };
-}
-
-function putBack(ctx: StackFields, stack: StackFields): void {
-  ctx.baseSignal = stack.baseSignal;
-  ctx.currentLimit = stack.currentLimit;
-  ctx.deadline = stack.deadline;
 }
 
 // `next()`, a throw of it (never compose's) as a failed attempt.
