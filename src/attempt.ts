@@ -118,6 +118,9 @@ function callHandler(ctx: CallContext, tool: Tool, run: AttemptContext): unknown
   }
 }
 
+// The built-in `then`, called on a native promise: a promise's own `then` is never called.
+const nativeThen = Promise.prototype.then;
+
 /** Whether a handler's return value must be awaited: it may be a thenable. */
 function mayBeThenable(value: unknown): boolean {
   // typeof only: `instanceof` would ask a proxy for its prototype, and a hostile one throws.
@@ -191,7 +194,7 @@ class AttemptContext implements ToolContext, LimitWaiter {
     if (stopped !== undefined) {
       this.finish();
       // The handler stopped its own call while it ran; its late outcome is nobody's.
-      if (mayBeThenable(returned)) void this.#follow(returned);
+      if (mayBeThenable(returned)) this.#follow(returned);
       this.#stop(limit === undefined ? this.#base.reason : limit.reason);
       throw failedAttempt(this.#dispatch, stopped);
     }
@@ -204,22 +207,32 @@ class AttemptContext implements ToolContext, LimitWaiter {
         const base = this.#base;
         this.#unwatch = onAbort(base, () => this.limitEnded(cancelled(this.#dispatch, base), base.reason));
       }
-      void this.#follow(returned);
+      this.#follow(returned);
     });
   }
 
-  // Follows what the handler returned as `await` does: a native promise through the built-in
-  // `then` (never one of its own), anything else thenable a turn later; a `then` or `constructor`
-  // that throws fails the attempt.
-  async #follow(returned: unknown): Promise<void> {
-    let result: unknown;
+  // Follows what the handler returned as `await` does, with no promise of its own: a native
+  // promise through the built-in `then` (never one of its own), anything else thenable a turn
+  // later; a `then` or `constructor` that throws fails the attempt.
+  #follow(returned: unknown): void {
+    let promise: Promise<unknown>;
     try {
-      result = await returned;
+      promise = Promise.resolve(returned);
     } catch (error) {
-      if (this.finish()) this.#fail(failedAttempt(this.#dispatch, handlerFailure(error, this.attempt)));
+      this.#handlerFailed(error);
       return;
     }
-    if (this.finish()) this.#succeed(result);
+    nativeThen.call(
+      promise,
+      (result: unknown) => {
+        if (this.finish()) this.#succeed(result);
+      },
+      (error: unknown) => this.#handlerFailed(error),
+    );
+  }
+
+  #handlerFailed(error: unknown): void {
+    if (this.finish()) this.#fail(failedAttempt(this.#dispatch, handlerFailure(error, this.attempt)));
   }
 
   /** The limit ended (or the signal aborted) while the attempt ran: it fails at once. */
