@@ -15,7 +15,7 @@ export { neverAborted, noop } from '../src/internal/abort.js';
 // the end of the tick, each timer a node the layer makes, so setting one allocates nothing more.
 export { DeadlineScheduler } from '../src/internal/deadlines.js';
 export type { DeadlineList, DeadlineNode } from '../src/internal/deadlines.js';
-export { isThenable } from '../src/internal/thenable.js';
+export { ignoreRejection, isThenable } from '../src/internal/thenable.js';
 export { neverFitsWindow } from '../src/internal/failures.js';
 export { isJsonParseError } from '../src/errors.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';

@@ -5,7 +5,7 @@
 
 import { toJsonSafe, type JsonSafeOptions } from '../src/json-safe.js';
 import { optionKeys, optionsObject, requireFunction } from './kit.js';
-import { isJsonParseError, isThenable, noop } from './internal-kit.js';
+import { ignoreRejection, isJsonParseError } from './internal-kit.js';
 import type { DispatchContext, DispatchEvent, Middleware, Next } from '../src/types.js';
 import { trusted } from '../src/internal/trusted.js';
 
@@ -152,7 +152,7 @@ export function logging(options: LoggingOptions): Middleware {
     if (rank[eventLevel] < threshold) return;
     try {
       const returned: unknown = logger[eventLevel](toRecord(ctx, event, now, recordArguments));
-      if (isThenable(returned)) returned.then(undefined, noop);
+      ignoreRejection(returned);
     } catch {
       // A broken logger must never break the dispatch it observes.
     }

@@ -20,7 +20,7 @@ import {
   sleep,
   storeUnavailable,
 } from '../kit.js';
-import { attemptTimeoutMs, noop } from '../internal-kit.js';
+import { attemptTimeoutMs, isThenable, noop } from '../internal-kit.js';
 import { MemoryRateStore } from './memory-store.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
@@ -163,36 +163,71 @@ class RateLimiter {
     this.#settings = settings;
   }
 
-  async run(ctx: DispatchContext, next: Next): Promise<void> {
-    const key = this.#keyOf(ctx);
-    const cost = this.#costOf(ctx);
-    const { bucket, maxWaitMs } = this.#settings;
-    if (cost > bucket.burst) {
-      throw refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`);
-    }
-    const id = this.#prefix + ++this.#attempts;
-    // A wait never outlasts the attempt's own timeout: the call's, else its tool's (an idle
-    // tool's total).
-    const allowedMs = Math.min(maxWaitMs, attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, Infinity));
-    await this.#take(ctx, key, cost, id, allowedMs);
+  run(ctx: DispatchContext, next: Next): Promise<void> {
+    let key: string;
+    let id: string;
+    let taking: Promise<void> | undefined;
     try {
-      await next();
+      key = this.#keyOf(ctx);
+      const cost = this.#costOf(ctx);
+      const { bucket, maxWaitMs } = this.#settings;
+      if (cost > bucket.burst) {
+        throw refused(ctx, key, undefined, `it costs ${cost} tokens, above the burst of ${bucket.burst}`);
+      }
+      id = this.#prefix + ++this.#attempts;
+      // A wait never outlasts the attempt's own timeout: the call's, else its tool's (an idle
+      // tool's total).
+      const allowedMs = Math.min(maxWaitMs, attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, Infinity));
+      taking = this.#take(ctx, key, cost, id, allowedMs);
     } catch (error) {
-      // A debit on a shared store is written before the failure is answered, so a sibling
-      // dispatched next already finds the bucket empty.
-      await this.#debit(ctx, key, id, error);
-      throw error;
+      return Promise.reject(error);
     }
+    const attempt = (): Promise<void> => {
+      let running: Promise<void>;
+      try {
+        running = next();
+      } catch (error) {
+        running = Promise.reject(error);
+      }
+      return running.then(undefined, (error: unknown) => this.#debitAndThrow(ctx, key, id, error));
+    };
+    // Tokens a memory store grants at once let the attempt start in the same turn.
+    return taking === undefined ? attempt() : taking.then(attempt);
   }
 
-  // Reserves the tokens, then waits its turn for them.
-  async #take(ctx: DispatchContext, key: string, cost: number, id: string, allowedMs: number): Promise<void> {
+  // Reserves the tokens, then waits its turn for them; `undefined` when they were granted at once.
+  #take(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    allowedMs: number,
+  ): Promise<void> | undefined {
     const { store, bucket } = this.#settings;
+    let answer: RateGrant | PromiseLike<RateGrant>;
+    try {
+      answer = store.acquire(key, cost, bucket, { maxWaitMs: allowedMs, id });
+    } catch (error) {
+      return this.#storeFailed(error, key);
+    }
+    if (!isThenable(answer) && !ctx.signal.aborted)
+      return this.#granted(ctx, key, cost, id, allowedMs, answer);
+    return this.#takeLater(ctx, key, cost, id, allowedMs, answer);
+  }
+
+  async #takeLater(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    allowedMs: number,
+    pending: RateGrant | PromiseLike<RateGrant>,
+  ): Promise<void> {
     const { signal } = ctx;
     let abandoned = false;
     let grant: RateGrant;
     try {
-      const answer = Promise.resolve(store.acquire(key, cost, bucket, { maxWaitMs: allowedMs, id }));
+      const answer = Promise.resolve(pending);
       grant = await raceAbort(answer, signal, () => {
         abandoned = true;
         // Tokens granted to a caller who has left go back.
@@ -205,13 +240,33 @@ class RateLimiter {
       if (abandoned) throw error;
       return this.#storeFailed(error, key);
     }
+    await this.#granted(ctx, key, cost, id, allowedMs, grant);
+  }
+
+  // What the store answered: a refusal, or the tokens, then the wait for them if there is one.
+  #granted(
+    ctx: DispatchContext,
+    key: string,
+    cost: number,
+    id: string,
+    allowedMs: number,
+    grant: RateGrant,
+  ): Promise<void> | undefined {
     if (!grant.granted) {
       throw refused(ctx, key, grant.retryAfterMs, `the wait of ${grant.retryAfterMs} ms is too long`);
     }
     if (grant.fill !== undefined)
       ctx.emit('rate_limit.granted', { key, waitMs: grant.waitMs, fill: grant.fill });
     if (grant.waitMs > 0)
-      await this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
+      return this.#wait(ctx, key, cost, id, grant.waitMs, grant.mark, allowedMs - grant.waitMs);
+    return undefined;
+  }
+
+  // A debit on a shared store is written before the failure is answered, so a sibling
+  // dispatched next already finds the bucket empty.
+  async #debitAndThrow(ctx: DispatchContext, key: string, id: string, error: unknown): Promise<never> {
+    await this.#debit(ctx, key, id, error);
+    throw error;
   }
 
   // A backend's 429 (a `transient` failure with `retryAfterMs`) empties the key's bucket until then.
