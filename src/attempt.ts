@@ -22,44 +22,83 @@ import type { DispatchOptions, ProgressUpdate, Tool, ToolContext, ToolHandler } 
  * budget, counts it, calls the handler and records a success in `ctx.outcome`. Rejects with the
  * envelope, at once when the limit it runs under (or, with none, `ctx.signal`) ends first.
  */
-export async function runAttempt(ctx: CallContext): Promise<void> {
-  const { tool } = ctx;
-  if (tool === undefined) {
-    const message = 'No tool was resolved for this call: the stack needs toolLookup(registry)';
-    throw new DispatchError('internal', message, { attempts: ctx.attempt });
-  }
-  // A stack without the schema layer still hands the handler its args, never the JSON text, and
-  // a call a person refused never runs, even in a stack without the approval gate.
-  const refused = parseJsonArgs(ctx) ?? hostDenialOf(ctx);
-  if (refused !== undefined) throw refused;
-  // Under a limit the attempt ends with it; otherwise with the signal a layer set, or the caller's.
-  const limit = ctx.currentLimit;
-  const base = limit === undefined ? ctx.baseSignal : neverAborted;
-  throwIfStopped(ctx, limit, base);
-  // A limit that ends while this attempt runs waits for its outcome (see untilLimitEnds).
-  const inFlight = limit === undefined ? undefined : new AttemptInFlight(limit);
+export function runAttempt(ctx: CallContext): Promise<void> {
+  let inFlight: AttemptInFlight | undefined;
   try {
+    const { tool } = ctx;
+    if (tool === undefined) {
+      const message = 'No tool was resolved for this call: the stack needs toolLookup(registry)';
+      throw new DispatchError('internal', message, { attempts: ctx.attempt });
+    }
+    // A stack without the schema layer still hands the handler its args, never the JSON text, and
+    // a call a person refused never runs, even in a stack without the approval gate.
+    const refused = parseJsonArgs(ctx) ?? hostDenialOf(ctx);
+    if (refused !== undefined) throw refused;
+    // Under a limit the attempt ends with it; otherwise with the signal a layer set, or the caller's.
+    const limit = ctx.currentLimit;
+    const base = limit === undefined ? ctx.baseSignal : neverAborted;
+    throwIfStopped(ctx, limit, base);
+    // A limit that ends while this attempt runs waits for its outcome (see untilLimitEnds).
+    inFlight = limit === undefined ? undefined : new AttemptInFlight(limit);
     const { budget } = ctx;
     // A budget that answers yes at once lets the attempt start in the same turn.
     const taken = budget === undefined || charge(ctx, budget);
-    if (taken !== true) await chargedLater(ctx, taken, limit, base);
-    const attempt = ++ctx.attempt;
-    ctx.emit('dispatch.attempt');
-    // An observer of that event may have stopped the call; the handler is then not started.
-    throwIfStopped(ctx, limit, base);
-    const run = new AttemptContext(ctx, attempt, limit, base);
-    try {
-      ctx.outcome = { ok: true, result: await run.outcome(callHandler(ctx, tool, run)), attempts: attempt };
-    } catch (error) {
-      // Reconcile before retry: only an attempt whose handler started can have acted.
-      if (tool.reconcile === undefined) throw error;
-      await reconcileFailure(ctx, tool, attempt, error);
-    }
-    inFlight?.end(false, undefined);
+    if (taken === true) return startHandler(ctx, tool, limit, base, inFlight);
+    const charged = inFlight;
+    return chargedLater(ctx, taken, limit, base).then(
+      () => startHandler(ctx, tool, limit, base, charged),
+      (error: unknown) => {
+        charged?.end(true, error);
+        throw error;
+      },
+    );
   } catch (error) {
     inFlight?.end(true, error);
-    throw error;
+    return Promise.reject(error);
   }
+}
+
+// Counts the attempt and calls the handler; settles as the attempt ends, having recorded a
+// success in `ctx.outcome` and ended `inFlight` (after `reconcile`, for a tool that has one).
+function startHandler(
+  ctx: CallContext,
+  tool: Tool,
+  limit: Limit | undefined,
+  base: AbortSignal,
+  inFlight: AttemptInFlight | undefined,
+): Promise<void> {
+  const attempt = ++ctx.attempt;
+  ctx.emit('dispatch.attempt');
+  const reconcile = tool.reconcile;
+  let settled: Promise<void>;
+  try {
+    // An observer of that event may have stopped the call; the handler is then not started.
+    throwIfStopped(ctx, limit, base);
+  } catch (error) {
+    inFlight?.end(true, error);
+    return Promise.reject(error);
+  }
+  const run = new AttemptContext(ctx, attempt, limit, base);
+  try {
+    settled = run.settle(callHandler(ctx, tool, run), reconcile === undefined ? inFlight : undefined);
+  } catch (error) {
+    if (reconcile === undefined) {
+      inFlight?.end(true, error);
+      return Promise.reject(error);
+    }
+    settled = Promise.reject(error);
+  }
+  if (reconcile === undefined) return settled;
+  // Reconcile before retry: only an attempt whose handler started can have acted.
+  return settled
+    .then(undefined, (error: unknown) => reconcileFailure(ctx, tool, attempt, error))
+    .then(
+      () => inFlight?.end(false, undefined),
+      (error: unknown) => {
+        inFlight?.end(true, error);
+        throw error;
+      },
+    );
 }
 
 // Why the attempt may not run, if something already stopped it.
@@ -185,10 +224,12 @@ class AttemptContext implements ToolContext, LimitWaiter {
   }
 
   /**
-   * What the handler returned, once it has settled; the attempt fails instead at once when its
-   * limit (or, with none, its signal) ends first, or ended while the handler ran.
+   * Settles once what the handler returned has: a success is recorded in the call's `outcome`
+   * and `inFlight` (when given) ended, then this resolves; a failure ends `inFlight` (when given)
+   * and rejects. The attempt fails instead at once when its limit (or, with none, its signal)
+   * ends first, or ended while the handler ran (then it throws, leaving `inFlight` to the caller).
    */
-  outcome(returned: unknown): unknown {
+  settle(returned: unknown, inFlight: AttemptInFlight | undefined): Promise<void> {
     const limit = this.#limit;
     const stopped = stopOf(this.#dispatch, limit, this.#base);
     if (stopped !== undefined) {
@@ -198,10 +239,19 @@ class AttemptContext implements ToolContext, LimitWaiter {
       this.#stop(limit === undefined ? this.#base.reason : limit.reason);
       throw failedAttempt(this.#dispatch, stopped);
     }
-    if (!mayBeThenable(returned)) return returned;
+    if (!mayBeThenable(returned)) {
+      this.#record(returned, inFlight);
+      return Promise.resolve();
+    }
     return new Promise((resolve, reject) => {
-      this.#succeed = resolve;
-      this.#fail = reject;
+      this.#succeed = (result) => {
+        this.#record(result, inFlight);
+        resolve();
+      };
+      this.#fail = (failure) => {
+        inFlight?.end(true, failure);
+        reject(failure);
+      };
       if (limit !== undefined) limit.wait(this);
       else {
         const base = this.#base;
@@ -209,6 +259,11 @@ class AttemptContext implements ToolContext, LimitWaiter {
       }
       this.#follow(returned);
     });
+  }
+
+  #record(result: unknown, inFlight: AttemptInFlight | undefined): void {
+    this.#dispatch.outcome = { ok: true, result, attempts: this.attempt };
+    inFlight?.end(false, undefined);
   }
 
   // Follows what the handler returned as `await` does, with no promise of its own: a native
