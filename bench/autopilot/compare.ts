@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { caseById, type GroupResult, runGroup } from '../harness.js';
 import type { Library } from '../library.js';
 import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
+import { successCase } from './micro.js';
 import { pilotConfig } from './scenarios.js';
 
 const [first, second] = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -53,17 +54,7 @@ for (const [build, lib] of Object.entries(builds)) {
 
 const quick = process.argv.includes('--quick');
 const group = await runGroup(
-  [...dispatchers].map(([id, dispatcher]) => ({
-    id,
-    label: id,
-    async batch(n: number) {
-      for (let i = 0; i < n; i++) {
-        const outcome = await dispatcher.dispatch(toolName, smallArgs);
-        if (!outcome.ok)
-          throw new Error(`${id}: expected a success, got ${outcome.kind}: ${outcome.message}`);
-      }
-    },
-  })),
+  [...dispatchers].map(([id, dispatcher]) => successCase(id, dispatcher, toolName)),
   quick
     ? { rounds: 21, warmupRounds: 3, warmupMs: 1_000, batchMs: 10 }
     : { rounds: 30, warmupRounds: 5, warmupMs: 3_000, batchMs: 25 },

@@ -20,6 +20,7 @@
 import { caseById, type GroupResult, runGroup } from '../harness.js';
 import { loadLibrary, loadOptionsFromArgv } from '../library.js';
 import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
+import { successCase } from './micro.js';
 import { pilotConfig } from './scenarios.js';
 
 type Next = () => Promise<void>;
@@ -99,17 +100,7 @@ for (let call = 0; call < 1_000; call++) await dispatchers.warm.dispatch(toolNam
 
 const quick = process.argv.includes('--quick');
 const group = await runGroup(
-  Object.entries(dispatchers).map(([id, dispatcher]) => ({
-    id,
-    label: id,
-    async batch(n: number) {
-      for (let i = 0; i < n; i++) {
-        const outcome = await dispatcher.dispatch(toolName, smallArgs);
-        if (!outcome.ok)
-          throw new Error(`${id}: expected a success, got ${outcome.kind}: ${outcome.message}`);
-      }
-    },
-  })),
+  Object.entries(dispatchers).map(([id, dispatcher]) => successCase(id, dispatcher, toolName)),
   quick
     ? { rounds: 21, warmupRounds: 3, warmupMs: 1_000, batchMs: 10 }
     : { rounds: 40, warmupRounds: 5, warmupMs: 3_000, batchMs: 25 },

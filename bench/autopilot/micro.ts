@@ -9,6 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { caseById, type GroupOptions, pairedRatio, type Ratio, runGroup } from '../harness.js';
 import type { Library } from '../library.js';
+import type { Dispatcher } from '../../index.js';
 import { formatNs, formatRatio } from '../report.js';
 import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
 import type { AutopilotRow, PilotConfig, Verdict } from './scenarios.js';
@@ -34,6 +35,21 @@ export interface MicroSettings {
 const toolName = 'bench.pilot';
 // More samples than any window refresh needs, never reached: the autopilot stays idle.
 const neverMinSamples = 1_000_000_000;
+
+/** A bench case of `n` sequential dispatches of `toolName` with the small args, each a success. */
+export function successCase(id: string, dispatcher: Pick<Dispatcher, 'dispatch'>, toolName: string) {
+  return {
+    id,
+    label: id,
+    async batch(n: number) {
+      for (let i = 0; i < n; i++) {
+        const outcome = await dispatcher.dispatch(toolName, smallArgs);
+        if (!outcome.ok)
+          throw new Error(`${id}: expected a success, got ${outcome.kind}: ${outcome.message}`);
+      }
+    },
+  };
+}
 
 /** Runs the per-dispatch ratios and the memory row. */
 export async function runMicro(settings: MicroSettings): Promise<MicroResults> {
@@ -98,17 +114,7 @@ async function perDispatch(
   };
   // Past warm-up: the warm case has its samples before the first round.
   for (let call = 0; call < 1_000; call++) await dispatchers.warm.dispatch(toolName, smallArgs);
-  const cases = Object.entries(dispatchers).map(([id, dispatcher]) => ({
-    id,
-    label: id,
-    async batch(n: number) {
-      for (let i = 0; i < n; i++) {
-        const outcome = await dispatcher.dispatch(toolName, smallArgs);
-        if (!outcome.ok)
-          throw new Error(`${id}: expected a success, got ${outcome.kind}: ${outcome.message}`);
-      }
-    },
-  }));
+  const cases = Object.entries(dispatchers).map(([id, dispatcher]) => successCase(id, dispatcher, toolName));
   const options: GroupOptions = settings.quick
     ? { rounds: 21, warmupRounds: 3, warmupMs: 1_000, batchMs: 10 }
     : { rounds: 40, warmupRounds: 5, warmupMs: 3_000, batchMs: 25 };
