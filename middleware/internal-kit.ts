@@ -15,6 +15,8 @@ export { neverAborted, noop } from '../src/internal/abort.js';
 // the end of the tick, each timer a node the layer makes, so setting one allocates nothing more.
 export { DeadlineScheduler } from '../src/internal/deadlines.js';
 export type { DeadlineList, DeadlineNode } from '../src/internal/deadlines.js';
+import { isThenable } from '../src/internal/thenable.js';
+
 export { ignoreRejection, isThenable } from '../src/internal/thenable.js';
 export { neverFitsWindow } from '../src/internal/failures.js';
 export { isJsonParseError } from '../src/errors.js';
@@ -207,4 +209,23 @@ export function listFilterOf(name: 'tool' | 'tenant', value: unknown): string | 
     throw new TypeError(`${name} must be a string, got ${String(value)}`);
   }
   return value;
+}
+
+/**
+ * What a store answered, when it answered at once; `undefined` when the answer is still to come
+ * (a promise): a layer starts its attempt in the same turn on a memory store's answer.
+ */
+export function answeredAtOnce<Answer extends object>(
+  answer: Answer | PromiseLike<Answer>,
+): Answer | undefined {
+  return isThenable(answer) ? undefined : answer;
+}
+
+/** Calls a layer's `next`; one that throws (never compose's) becomes a rejected promise, a failed attempt. */
+export function callNext(next: () => Promise<void>): Promise<void> {
+  try {
+    return next();
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -21,6 +21,7 @@ import {
   type DeadlineList,
   type DeadlineNode,
   DeadlineScheduler,
+  callNext,
   runBranch,
 } from '../internal-kit.js';
 import { maxTimerDelayMs } from '../kit.js';
@@ -144,7 +145,7 @@ class HedgedAttempt implements DeadlineNode {
     const branch = this.#alone ? undefined : runBranch(this.#ctx, this.#inner);
     if (branch === undefined) {
       this.#alone = true;
-      return startOf(this.#inner);
+      return callNext(this.#inner);
     }
     if (role === 'primary') this.#primary = branch;
     else this.#hedge = branch;
@@ -201,15 +202,6 @@ class HedgedAttempt implements DeadlineNode {
       attempts: ctx.attempt,
     });
     branch.end(error, new DOMException(hedgeLost, 'AbortError'));
-  }
-}
-
-// `next()`, a throw of it (never compose's) as a failed attempt.
-function startOf(next: Next): Promise<void> {
-  try {
-    return next();
-  } catch (error) {
-    return Promise.reject(error);
   }
 }
 

@@ -20,7 +20,7 @@ import {
   sleep,
   storeUnavailable,
 } from '../kit.js';
-import { attemptTimeoutMs, isThenable, noop } from '../internal-kit.js';
+import { answeredAtOnce, attemptTimeoutMs, callNext, noop } from '../internal-kit.js';
 import { MemoryRateStore } from './memory-store.js';
 
 // The layer's events, merged into the core's DispatchEventDetails (kept in its declaration files).
@@ -182,15 +182,8 @@ class RateLimiter {
     } catch (error) {
       return Promise.reject(error);
     }
-    const attempt = (): Promise<void> => {
-      let running: Promise<void>;
-      try {
-        running = next();
-      } catch (error) {
-        running = Promise.reject(error);
-      }
-      return running.then(undefined, (error: unknown) => this.#debitAndThrow(ctx, key, id, error));
-    };
+    const attempt = (): Promise<void> =>
+      callNext(next).then(undefined, (error: unknown) => this.#debitAndThrow(ctx, key, id, error));
     // Tokens a memory store grants at once let the attempt start in the same turn.
     return taking === undefined ? attempt() : taking.then(attempt);
   }
@@ -210,8 +203,8 @@ class RateLimiter {
     } catch (error) {
       return this.#storeFailed(error, key);
     }
-    if (!isThenable(answer) && !ctx.signal.aborted)
-      return this.#granted(ctx, key, cost, id, allowedMs, answer);
+    const now = answeredAtOnce(answer);
+    if (now !== undefined && !ctx.signal.aborted) return this.#granted(ctx, key, cost, id, allowedMs, now);
     return this.#takeLater(ctx, key, cost, id, allowedMs, answer);
   }
 

@@ -8,6 +8,7 @@ import { DispatchError, isDispatchError } from '../../src/errors.js';
 import { trusted } from '../../src/internal/trusted.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { WindowReservation, WindowStore } from './store.js';
+import type { MaybePromise } from '../../src/stores.js';
 import type { DispatchContext, Middleware, Next } from '../../src/types.js';
 import {
   cancelled,
@@ -19,7 +20,7 @@ import {
   requireNumber,
   storeUnavailable,
 } from '../kit.js';
-import { attemptCost, neverFitsWindow, noop } from '../internal-kit.js';
+import { answeredAtOnce, attemptCost, callNext, neverFitsWindow, noop } from '../internal-kit.js';
 import { MemoryWindowStore } from './memory-store.js';
 import { settledCost } from './tool-fields.js';
 
@@ -60,6 +61,13 @@ const windowedBudgetOptionKeys = optionKeys<WindowedBudgetOptions>({
 });
 
 /** What one attempt reserved in a ledger. */
+// The units a call asked the store for, and its answer (at once, or later).
+interface Asked {
+  readonly key: string;
+  readonly units: number;
+  readonly answer: MaybePromise<WindowReservation>;
+}
+
 interface WindowTicket {
   readonly key: string;
   readonly window: number;
@@ -108,11 +116,37 @@ class Ledger {
     readonly store: WindowStore,
   ) {}
 
-  async run(ctx: DispatchContext, next: Next): Promise<void> {
+  run(ctx: DispatchContext, next: Next): Promise<void> {
     const id = this.#prefix + ++this.#attempts;
-    const asked = this.#reserve(ctx, id);
-    if (asked === undefined) return await next();
-    const { key: counted, units, answer } = asked;
+    let asked: Asked | undefined;
+    try {
+      asked = this.#reserve(ctx, id);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (asked === undefined) return callNext(next);
+    const { key, units, answer } = asked;
+    const now = answeredAtOnce(answer);
+    // Units a memory store reserves at once let the attempt start in the same turn.
+    if (now === undefined || ctx.signal.aborted) return this.#reserveLater(ctx, next, key, units, id, answer);
+    let ticket: WindowTicket;
+    try {
+      ticket = this.#charged(ctx, key, units, id, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#attempt(ctx, next, ticket);
+  }
+
+  async #reserveLater(
+    ctx: DispatchContext,
+    next: Next,
+    counted: string,
+    units: number,
+    id: string,
+    pending: MaybePromise<WindowReservation>,
+  ): Promise<void> {
+    const answer = Promise.resolve(pending);
     const { signal } = ctx;
     let abandoned = false;
     let reserved: WindowReservation;
@@ -128,27 +162,39 @@ class Ledger {
     } catch (error) {
       throw abandoned ? error : this.#unavailable(error, counted);
     }
+    await this.#attempt(ctx, next, this.#charged(ctx, counted, units, id, reserved));
+  }
+
+  // What the store answered: a refusal, or the ticket the attempt holds.
+  #charged(
+    ctx: DispatchContext,
+    key: string,
+    units: number,
+    id: string,
+    reserved: WindowReservation,
+  ): WindowTicket {
     if (!reserved.ok) {
-      ctx.emit('budget.refused', { key: counted, units });
-      throw exceeded(ctx, counted, reserved.retryAfterMs);
+      ctx.emit('budget.refused', { key, units });
+      throw exceeded(ctx, key, reserved.retryAfterMs);
     }
-    ctx.emit('budget.charged', { key: counted, units });
-    const ticket: WindowTicket = { key: counted, window: reserved.window, units, id };
+    ctx.emit('budget.charged', { key, units });
+    return { key, window: reserved.window, units, id };
+  }
+
+  // Runs the attempt holding `ticket` and settles the ticket as it ends.
+  #attempt(ctx: DispatchContext, next: Next, ticket: WindowTicket): Promise<void> {
     const before = ctx.attempt;
-    try {
-      await next();
-    } catch (error) {
-      this.#ended(ctx, ticket, false, ctx.attempt > before);
-      throw error;
-    }
-    this.#ended(ctx, ticket, true, true);
+    return callNext(next).then(
+      () => this.#ended(ctx, ticket, true, true),
+      (error: unknown) => {
+        this.#ended(ctx, ticket, false, ctx.attempt > before);
+        throw error;
+      },
+    );
   }
 
   // Asks the store for the attempt's units; undefined for a call this ledger does not count.
-  #reserve(
-    ctx: DispatchContext,
-    id: string,
-  ): { key: string; units: number; answer: Promise<WindowReservation> } | undefined {
+  #reserve(ctx: DispatchContext, id: string): Asked | undefined {
     let key: string | undefined;
     try {
       key = this.#key(ctx);
@@ -160,7 +206,7 @@ class Ledger {
         throw windowTooSmall(ctx, key, units, this.limit, this.windowMs);
       }
       const options = { limit: this.limit, windowMs: this.windowMs, id };
-      return { key, units, answer: Promise.resolve(this.store.reserve(key, units, options)) };
+      return { key, units, answer: this.store.reserve(key, units, options) };
     } catch (error) {
       throw this.#unavailable(error, key);
     }
