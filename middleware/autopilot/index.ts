@@ -19,8 +19,14 @@ import {
 import { hedgeScarceQuantile } from './hedge.js';
 import { ToolHedging } from './hedger.js';
 import { memoryAutopilotStore } from './memory-store.js';
-import { type HedgeSettings, Pilot, type PilotSettings, type TimeoutSettings } from './pilot.js';
-import { type RetryBudget, type RetryBudgetOptions, retryBudget } from './retry-budget.js';
+import {
+  type HedgeSettings,
+  Pilot,
+  type PilotSettings,
+  type StaticDeadline,
+  type TimeoutSettings,
+} from './pilot.js';
+import { type RetryBudget, type RetryBudgetOptions, retryBudget, storeRetryBudget } from './retry-budget.js';
 import type { AutopilotStore } from './store.js';
 import { type ConcurrencySettings, ToolSlots } from './tool-slots.js';
 import { toolStats } from './tool-stats.js';
@@ -149,7 +155,10 @@ export interface AutopilotSnapshot {
 
 /** What the autopilot hands to `retry({ budget })`: its budget, told which call draws on it. */
 export interface AutopilotRetryBudget {
-  /** Pays in for a call's first attempt. */
+  /**
+   * Nothing: the autopilot layer pays into the tool's budget itself as a call's first attempt
+   * passes it, on the clock reading it takes for the attempt. `retry` calls it for every call.
+   */
   deposit(ctx: DispatchContext): void;
   /** Takes one retry's token for the call's tool; `false` when spent (enforce mode). */
   tryWithdraw(ctx: DispatchContext): Promise<boolean>;
@@ -230,8 +239,8 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
   const budget: AutopilotRetryBudget | undefined =
     settings.budget === undefined
       ? undefined
-      : { deposit: (ctx) => pilot.deposit(ctx), tryWithdraw: (ctx) => pilot.tryWithdraw(ctx) };
-  return Object.assign(layer, {
+      : { deposit: noDeposit, tryWithdraw: (ctx) => pilot.tryWithdraw(ctx) };
+  const made: Autopilot = Object.assign(layer, {
     mode,
     retryBudget: budget,
     snapshot: (tool: string): AutopilotSnapshot => {
@@ -254,6 +263,30 @@ export function autopilot(options?: AutopilotOptions): Autopilot {
             : { balance: typeof balance === 'number' ? balance : undefined },
       };
     },
+  });
+  pilots.set(made, pilot);
+  return made;
+}
+
+// What each `autopilot()` runs on, for `autopilotInTimeoutPlace`.
+const pilots = new WeakMap<Autopilot, Pilot>();
+
+const noDeposit = (): void => undefined;
+
+/**
+ * `pilot` in the timeout layer's place, as `defaultStack` puts it: the same autopilot (its windows,
+ * budgets and snapshot), which also gives every attempt the timeout layer's static deadline (the
+ * call's or the tool's `timeoutMs`, else `deadline.defaultMs`, a tool's idle timeout as the timeout
+ * layer gives it) and tightens it to the tool's own once it has one. An attempt then runs under
+ * one deadline, not two: the timeout layer's limit was a third of a bare dispatch, and the
+ * autopilot's under it as much again.
+ * @internal
+ */
+export function autopilotInTimeoutPlace(pilot: Autopilot, deadline: StaticDeadline): Middleware {
+  const own = pilots.get(pilot);
+  if (own === undefined) throw new TypeError('defaultStack() autopilot must be an autopilot()');
+  return trusted(function autopilot(ctx: DispatchContext, next: Next): Promise<void> {
+    return own.run(ctx, next, deadline);
   });
 }
 
@@ -346,5 +379,5 @@ function budgetSettingsOf(
   if (options.throttle !== undefined) shape.throttle = options.throttle;
   // Checked once here, so a bad value fails at autopilot(), not at a tool's first retry.
   retryBudget({ ...shape, key: 'retry' });
-  return { perTool: (tool) => retryBudget({ ...shape, key: `retry:${tool}` }) };
+  return { perTool: (tool) => storeRetryBudget({ ...shape, key: `retry:${tool}` }) };
 }

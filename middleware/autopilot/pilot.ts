@@ -13,10 +13,11 @@ import type {
   Next,
   Tool,
 } from '../../src/types.js';
-import { untilLimitEnds } from '../kit.js';
+import { attemptTimeoutMs } from '../internal-kit.js';
+import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
 import type { HedgedAttemptEnd, ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
-import type { RetryBudget } from './retry-budget.js';
+import type { RetryBudget, StoreRetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
 import type { ToolSlots } from './tool-slots.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
@@ -51,8 +52,20 @@ export interface PilotSettings {
   /** One budget for every tool (a `retryBudget()` given), a budget per tool, or none. */
   readonly budget:
     | { readonly shared: RetryBudget }
-    | { readonly perTool: (tool: string) => RetryBudget }
+    | { readonly perTool: (tool: string) => StoreRetryBudget }
     | undefined;
+}
+
+/**
+ * The timeout layer's static deadline, for an autopilot in the timeout's place (`defaultStack`):
+ * every attempt runs under the call's or the tool's `timeoutMs`, else `defaultMs`, tightened by
+ * the autopilot's own timeout once it has one.
+ */
+export interface StaticDeadline {
+  /** The timeout of a tool without its own, in milliseconds (`Infinity`: none). */
+  readonly defaultMs: number;
+  /** The time source and timers of the static deadline (the timeout layer's). */
+  readonly clock: DeadlineClock;
 }
 
 /** Where hedging and the concurrency controller plug in; each `undefined` when its knob is off. */
@@ -84,6 +97,8 @@ interface ToolTuning {
   source: string;
   /** The limit an attempt at `ms` runs under, made with it (its explanation a string per attempt cost a tenth of one). */
   limits: AttemptLimits | undefined;
+  /** The static limit an attempt last ran under, when the autopilot is in the timeout's place. */
+  staticLimits: AttemptLimits | undefined;
   /** The quiet policy of an attempt at `ms` (see `PilotAttempt.policy`). */
   tuned: OutcomePolicy | undefined;
   /** The quiet policy of the tool's last static attempt, and what it was for. */
@@ -96,7 +111,7 @@ interface ToolTuning {
   budgetSpent: boolean;
   /** The cap last seen for the tool (its own `timeoutMs`), for `snapshot`. */
   cap: number | undefined;
-  budget: RetryBudget | undefined;
+  budget: StoreRetryBudget | undefined;
 }
 
 const stateKey = 'autopilot';
@@ -141,40 +156,52 @@ export class Pilot {
 
   /**
    * Runs one attempt: in one of the tool's slots (enforce, with the concurrency knob), under the
-   * chosen timeout (enforce), hedged when the tool is repeatable and slow, timed, and its outcome
-   * told its policy.
+   * chosen timeout (enforce; with `fixed`, the static deadline otherwise), hedged when the tool is
+   * repeatable and slow, timed, and its outcome told its policy.
    */
   // Not async, nor is `#attempt`: the layer adds one reaction to a dispatch, and no frame.
-  run(ctx: DispatchContext, next: Next): Promise<void> {
+  run(ctx: DispatchContext, next: Next, fixed?: StaticDeadline): Promise<void> {
     const tool = ctx.tool;
     if (tool === undefined) return next();
     const slots = this.#seams.concurrency;
-    if (slots === undefined) return this.#attempt(ctx, next, tool);
+    if (slots === undefined) return this.#attempt(ctx, next, tool, fixed);
     const mode = this.#settings.mode;
     // A free slot, nobody waiting: taken at once, no promise or releaser per attempt.
     const held = mode === 'enforce' ? slots.tryTake(tool.name, ctx.signal) : undefined;
-    if (held !== undefined) return this.#attempt(ctx, next, tool, held);
-    return slots.run(ctx, tool.name, mode, () => this.#attempt(ctx, next, tool));
+    if (held !== undefined) return this.#attempt(ctx, next, tool, fixed, held);
+    return slots.run(ctx, tool.name, mode, () => this.#attempt(ctx, next, tool, fixed));
   }
 
   // Not async: the layers inside are answered with one `.then`, their outcome handled by the
   // attempt's `succeeded` or `failed`. `held`: the slot `run` took for it, given back once all of the
   // attempt is done.
-  #attempt(ctx: DispatchContext, next: Next, tool: Tool, held?: LimitSemaphore): Promise<void> {
+  #attempt(
+    ctx: DispatchContext,
+    next: Next,
+    tool: Tool,
+    fixed: StaticDeadline | undefined,
+    held?: LimitSemaphore,
+  ): Promise<void> {
     let attempt: PilotAttempt;
     let running: Promise<void>;
     try {
       const { clock, mode } = this.#settings;
       const tuning = this.#tuningOf(tool.name);
       const startedAt = clock.now();
+      if (ctx.attempt === 0) this.#payIn(ctx, tool.name, tuning, startedAt);
       // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes.
       const samples = this.#settings.stats.samples(tool.name, startedAt);
-      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples);
+      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples, fixed);
       const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
       const hedging = this.#seams.hedging;
       const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt, samples);
-      const restore =
-        timeoutMs === undefined || mode === 'shadow' ? undefined : ctx.limit(tuning.limits as AttemptLimits);
+      const limits =
+        timeoutMs !== undefined && mode === 'enforce'
+          ? tuning.limits
+          : fixed === undefined
+            ? undefined
+            : staticLimitsOf(ctx, tool, tuning, fixed);
+      const restore = limits === undefined ? undefined : ctx.limit(limits);
       attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, ctx, tool, {
         startedAt,
         policy,
@@ -203,12 +230,14 @@ export class Pilot {
     );
   }
 
-  /** Pays into the call's retry budget for its first attempt; a store that throws costs only that. */
-  deposit(ctx: DispatchContext): void {
-    const budget = this.#budgetOf(ctx);
+  // Pays into the tool's retry budget for the call's first attempt, on the attempt's clock reading
+  // (a budget per tool runs on the autopilot's clock); a store that throws costs only that.
+  #payIn(ctx: DispatchContext, tool: string, tuning: ToolTuning, now: number): void {
+    const { budget } = this.#settings;
     if (budget === undefined) return;
     try {
-      budget.deposit();
+      if ('shared' in budget) budget.shared.deposit();
+      else (tuning.budget ??= budget.perTool(tool)).depositAt(now);
     } catch (error) {
       ctx.emit('autopilot.fallback', { knob: 'retryBudget', reason: describeThrown(error) });
     }
@@ -282,55 +311,34 @@ export class Pilot {
     tuning: ToolTuning,
     now: number,
     samples: number,
+    fixed: StaticDeadline | undefined,
   ): OutcomePolicy {
     const timeout = this.#settings.timeout;
-    const cap = ctx.options.timeoutMs ?? tool.timeoutMs;
-    tuning.cap = tool.timeoutMs;
-    if (timeout === undefined) return this.#fixed(tuning, cap, timeoutOffSource);
-    if (tool.timeout !== undefined) return this.#fixed(tuning, tool.timeout.totalMs, idleTimeoutSource);
+    // In the timeout's place, its default is a cap as a tool's own timeout is.
+    const fallback = fixed === undefined || fixed.defaultMs > maxTimerDelayMs ? undefined : fixed.defaultMs;
+    const cap = ctx.options.timeoutMs ?? tool.timeoutMs ?? fallback;
+    tuning.cap = tool.timeoutMs ?? fallback;
+    if (timeout === undefined) return fixedPolicy(this.#settings, tuning, cap, timeoutOffSource);
+    if (tool.timeout !== undefined)
+      return fixedPolicy(this.#settings, tuning, tool.timeout.totalMs, idleTimeoutSource);
     if (samples < timeout.minSamples) {
       // One string per pilot, not one per call: formatting the count cost a tenth of a dispatch.
       announce(ctx, this.#settings.mode, tuning, undefined, this.#warmUpSource);
-      return this.#fixed(tuning, cap, this.#warmUpSource);
+      return fixedPolicy(this.#settings, tuning, cap, this.#warmUpSource);
     }
     const { stats } = this.#settings;
     let summary = stats.summary(tool.name, false, now) as ToolSummary;
     // A summary from before the tool had its samples is no ground to tune on.
     if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true, now) as ToolSummary;
-    if (tuning.summary !== summary) this.#retune(tuning, summary, timeout);
+    if (tuning.summary !== summary) retune(this.#settings, tuning, summary, timeout);
     if (cap !== undefined && tuning.ms >= cap) {
       const source = (tuning.capSource ??= `static: the cap is below ${tuning.source} (${tuning.ms} ms)`);
       // A caller's own cap is this call's, not a move of the tool's knob.
       if (ctx.options.timeoutMs === undefined) announce(ctx, this.#settings.mode, tuning, undefined, source);
-      return this.#fixed(tuning, cap, source);
+      return fixedPolicy(this.#settings, tuning, cap, source);
     }
     announce(ctx, this.#settings.mode, tuning, tuning.ms, tuning.source);
     return tuning.tuned as OutcomePolicy;
-  }
-
-  #retune(tuning: ToolTuning, summary: ToolSummary, timeout: TimeoutSettings): void {
-    const ms = adaptiveMs(summary, timeout);
-    const source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
-    tuning.summary = summary;
-    if (ms === tuning.ms && source === tuning.source) return;
-    tuning.ms = ms;
-    tuning.source = source;
-    tuning.capSource = undefined;
-    const clock = this.#settings.clock;
-    tuning.limits = Object.freeze({
-      timeoutMs: ms,
-      clock,
-      explanation: `cut off at the autopilot's ${source}`,
-    });
-    tuning.tuned = quietPolicy(this.#settings, ms, source);
-  }
-
-  // The tool's quiet static policy for `timeoutMs` and `source`, kept while they stay the same.
-  #fixed(tuning: ToolTuning, timeoutMs: number | undefined, source: string): OutcomePolicy {
-    const held = tuning.fixed;
-    if (held !== undefined && held.timeoutMs === timeoutMs && held.source === source) return held;
-    tuning.fixed = quietPolicy(this.#settings, timeoutMs, source);
-    return tuning.fixed;
   }
 
   #tuningOf(tool: string): ToolTuning {
@@ -496,12 +504,67 @@ function quietPolicy(settings: PilotSettings, timeoutMs: number | undefined, sou
   });
 }
 
+// Tunes `tuning` to `summary`: its timeout, and the limit and quiet policy of an attempt under it.
+function retune(
+  settings: PilotSettings,
+  tuning: ToolTuning,
+  summary: ToolSummary,
+  timeout: TimeoutSettings,
+): void {
+  const ms = adaptiveMs(summary, timeout);
+  const source = `${quantileLabel(timeout.quantile)} × ${timeout.factor} of ${groupDigits(summary.samples)} calls`;
+  tuning.summary = summary;
+  if (ms === tuning.ms && source === tuning.source) return;
+  tuning.ms = ms;
+  tuning.source = source;
+  tuning.capSource = undefined;
+  tuning.limits = Object.freeze({
+    timeoutMs: ms,
+    clock: settings.clock,
+    explanation: `cut off at the autopilot's ${source}`,
+  });
+  tuning.tuned = quietPolicy(settings, ms, source);
+}
+
+// The tool's quiet static policy for `timeoutMs` and `source`, kept while they stay the same.
+function fixedPolicy(
+  settings: PilotSettings,
+  tuning: ToolTuning,
+  timeoutMs: number | undefined,
+  source: string,
+): OutcomePolicy {
+  const held = tuning.fixed;
+  if (held !== undefined && held.timeoutMs === timeoutMs && held.source === source) return held;
+  tuning.fixed = quietPolicy(settings, timeoutMs, source);
+  return tuning.fixed;
+}
+
+// The static limit of an attempt of `tool`, as the timeout layer would set it (`undefined`: none,
+// beyond a timer's range), kept while it stays the same.
+function staticLimitsOf(
+  ctx: DispatchContext,
+  tool: Tool,
+  tuning: ToolTuning,
+  fixed: StaticDeadline,
+): AttemptLimits | undefined {
+  const idleMs = tool.timeout?.idleMs;
+  const timeoutMs = attemptTimeoutMs(ctx.options.timeoutMs, tool, fixed.defaultMs);
+  if (timeoutMs > maxTimerDelayMs && idleMs === undefined) return undefined;
+  const held = tuning.staticLimits;
+  if (held?.timeoutMs === timeoutMs && held.idleMs === idleMs && held.clock === fixed.clock) return held;
+  tuning.staticLimits = Object.freeze(
+    idleMs === undefined ? { timeoutMs, clock: fixed.clock } : { timeoutMs, idleMs, clock: fixed.clock },
+  );
+  return tuning.staticLimits;
+}
+
 function untunedTool(): ToolTuning {
   return {
     summary: undefined,
     ms: 0,
     source: '',
     limits: undefined,
+    staticLimits: undefined,
     tuned: undefined,
     fixed: undefined,
     capSource: undefined,

@@ -92,6 +92,15 @@ export interface RetryBudget {
  * if (await budget.tryWithdraw()) retryIt(); // it failed: a retry, if the budget allows
  */
 export function retryBudget(options?: RetryBudgetOptions): RetryBudget {
+  return storeRetryBudget(options);
+}
+
+/**
+ * `retryBudget` as the class it makes, for the autopilot's budgets per tool (see
+ * `StoreRetryBudget.depositAt`).
+ * @internal
+ */
+export function storeRetryBudget(options?: RetryBudgetOptions): StoreRetryBudget {
   const given = optionsObject('retryBudget', options, retryBudgetOptionKeys);
   const ratio = requireNumber('ratio', given.ratio ?? 0.2, 0);
   const minPerSecond = requireNumber('minPerSecond', given.minPerSecond ?? 10, 0);
@@ -197,7 +206,12 @@ class FailureThrottle {
  * with every call, and the failure throttle (if any) asked first, in this process.
  * @internal
  */
-class StoreRetryBudget implements RetryBudget {
+/**
+ * The budget `retryBudget()` makes, for the autopilot, which pays into a tool's budget on the
+ * clock reading it takes for the attempt anyway (`depositAt`).
+ * @internal
+ */
+export class StoreRetryBudget implements RetryBudget {
   readonly #store: RetryBudgetStore;
   readonly #key: string;
   readonly #depositUnits: number;
@@ -227,15 +241,23 @@ class StoreRetryBudget implements RetryBudget {
   }
 
   deposit(): void {
+    this.depositAt(undefined);
+  }
+
+  /**
+   * `deposit` at `now`, a reading of the budget's clock just taken (the autopilot's, for the
+   * attempt it starts); `undefined` reads the clock.
+   */
+  depositAt(now: number | undefined): void {
     const throttle = this.#throttle;
     const sameClock = this.#sameClockStore;
     if (sameClock !== undefined) {
-      const now = sameClock.clock.now();
+      now ??= sameClock.clock.now();
       (throttle as FailureThrottle).started(now);
       if (this.#depositUnits > 0) sameClock.depositAt(this.#key, this.#depositUnits, this.#window, now);
       return;
     }
-    throttle?.started();
+    throttle?.started(now);
     if (this.#depositUnits > 0) this.#store.deposit(this.#key, this.#depositUnits, this.#window);
   }
 

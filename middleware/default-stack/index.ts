@@ -5,7 +5,7 @@
 
 import type { ToolRegistry } from '../../src/registry.js';
 import type { Middleware } from '../../src/types.js';
-import type { Autopilot } from '../autopilot/index.js';
+import { type Autopilot, autopilotInTimeoutPlace } from '../autopilot/index.js';
 import { budgetGuard } from '../budget-guard.js';
 import { concurrencyLimit, type ConcurrencyLimitOptions } from '../concurrency-limit/index.js';
 import { errorMapping } from '../error-mapping.js';
@@ -14,7 +14,7 @@ import { rateLimit, type RateLimitOptions } from '../rate-limit/index.js';
 import { retry, type RetryOptions } from '../retry.js';
 import { windowedBudget, type WindowedBudgetOptions } from '../windowed-budget/index.js';
 import { schemaValidation, type SchemaValidationOptions } from '../schema-validation/index.js';
-import { timeout, type TimeoutOptions } from '../timeout/index.js';
+import { timeout, type TimeoutOptions, timeoutSettings } from '../timeout/index.js';
 import { toolLookup } from '../tool-lookup.js';
 import { optionKeys, rejectUnknownKeys } from '../kit.js';
 
@@ -36,11 +36,12 @@ export interface DefaultStackOptions {
   rateLimit?: RateLimitOptions | readonly RateLimitOptions[];
   /** `windowedBudget` layers (one per options object), after the rate limits. @default none */
   windowedBudget?: WindowedBudgetOptions | readonly WindowedBudgetOptions[];
-  /** Options for `timeout`. */
+  /** Options for `timeout` (with an `autopilot`, the static deadline it gives in the timeout's place). */
   timeout?: TimeoutOptions;
   /**
-   * An `autopilot()`, placed after the rate limits and windowed budgets, right outside `timeout`
-   * (inside `retry`, so it sees each attempt); its retry budget becomes `retry`'s `budget`.
+   * An `autopilot()`, placed after the rate limits and windowed budgets in the timeout's place
+   * (inside `retry`, so it sees each attempt): it gives each attempt the static deadline `timeout`
+   * would, tightened to the tool's own once it has one. Its retry budget becomes `retry`'s `budget`.
    */
   autopilot?: Autopilot;
   /**
@@ -73,8 +74,8 @@ const defaultStackOptionKeys = optionKeys<DefaultStackOptions>({
 /**
  * The stack that keeps the contract, outermost first: error mapping, (output guard), tool lookup,
  * schema validation, (approval gate), budget guard, idempotency, (breaker), concurrency limit,
- * retry, (rate limits, windowed budgets), (autopilot), timeout. The slots only say where a layer goes: placed
- * by hand anywhere in an array, a layer runs the same.
+ * retry, (rate limits, windowed budgets), timeout (or, given one, the autopilot in its place). The
+ * slots only say where a layer goes: placed by hand anywhere in an array, a layer runs the same.
  *
  * @example
  * const dispatcher = createDispatcher([audit, ...defaultStack({ registry, retry: { maxAttempts: 5 } })]);
@@ -128,8 +129,10 @@ export function defaultStack(options: DefaultStackOptions): Middleware[] {
     retry(retryOptionsOf(options.retry, pilot)),
     ...listOf(options.rateLimit).map((given) => rateLimit(given)),
     ...listOf(options.windowedBudget).map((given) => windowedBudget(given)),
-    ...listOf(pilot),
-    timeout(options.timeout),
+    // The autopilot gives each attempt its deadline in the timeout's place: one limit, not two.
+    pilot === undefined
+      ? timeout(options.timeout)
+      : autopilotInTimeoutPlace(pilot, timeoutSettings(options.timeout)),
   ];
 }
 

@@ -29,6 +29,28 @@ export interface TimeoutOptions {
 
 const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: true });
 
+/** `timeout`'s options, checked, with their defaults. */
+export interface TimeoutSettings {
+  /** The per-attempt timeout for tools without their own, in milliseconds (`Infinity`: none). */
+  readonly defaultMs: number;
+  /** The time source and timers of the deadlines. */
+  readonly clock: DeadlineClock;
+}
+
+/**
+ * Checks `timeout`'s options and fills in their defaults: for a layer that takes the timeout's
+ * place and gives each attempt the same static deadline (the autopilot, in `defaultStack`).
+ *
+ * @example
+ * timeoutSettings({ defaultMs: 10_000 }); // { defaultMs: 10_000, clock: systemClock }
+ */
+export function timeoutSettings(options?: TimeoutOptions): TimeoutSettings {
+  const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
+  requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
+  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  return { defaultMs, clock };
+}
+
 /**
  * Gives each attempt its own deadline (the call's `timeoutMs`, else the tool's, else `defaultMs`);
  * when it passes, the attempt fails with `timeout` at once, whatever the handler (or a layer
@@ -40,9 +62,7 @@ const timeoutOptionKeys = optionKeys<TimeoutOptions>({ defaultMs: true, clock: t
  * createDispatcher([errorMapping(), toolLookup(registry), retry(), timeout({ defaultMs: 10_000 })]);
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  const { defaultMs = 30_000, clock = systemClock } = optionsObject('timeout', options, timeoutOptionKeys);
-  requireNumber('defaultMs', defaultMs, 0, { exclusive: true, allowInfinity: true });
-  requireClock(clock, ['now', 'setTimeout', 'clearTimeout']);
+  const { defaultMs, clock } = timeoutSettings(options);
   return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
     const idle = ctx.tool?.timeout;
     const timeoutMs = attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, defaultMs);

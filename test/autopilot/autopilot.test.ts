@@ -395,13 +395,65 @@ describe('autopilot: outcome.policy', () => {
 });
 
 describe('autopilot: in the preset', () => {
-  it('sits inside retry, after the rate limits, right outside timeout', () => {
+  it("takes the timeout's place, inside retry, after the rate limits", () => {
     const registry = new ToolRegistry();
     const names = defaultStack({
       registry,
       autopilot: autopilot(),
       rateLimit: { key: () => 'k', rate: 5, intervalMs: 1_000 },
     }).map((layer) => layer.name);
-    expect(names.slice(-4)).toEqual(['retry', 'rateLimit', 'autopilot', 'timeout']);
+    expect(names.slice(-3)).toEqual(['retry', 'rateLimit', 'autopilot']);
+    expect(names).not.toContain('timeout');
+  });
+
+  // A tool with no timeoutMs of its own, behind `defaultStack({ timeout: { defaultMs } })`.
+  function untimed(pilotOptions: AutopilotOptions, defaultMs: number) {
+    const registry = new ToolRegistry().register({
+      name: 'search.web',
+      inputSchema: z.object({ ms: z.number() }),
+      handler: async ({ ms }, { signal }) => {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        signal.throwIfAborted();
+        return 'hits';
+      },
+    });
+    const dispatcher = createDispatcher(
+      defaultStack({
+        registry,
+        autopilot: autopilot(pilotOptions),
+        retry: { maxAttempts: 1 },
+        timeout: { defaultMs },
+      }),
+    );
+    return async (ms: number): Promise<Outcome> => {
+      const pending = dispatcher.dispatch('search.web', { ms });
+      await vi.advanceTimersByTimeAsync(ms + 1_000);
+      return await pending;
+    };
+  }
+
+  it("gives each attempt the timeout layer's static deadline before minSamples", async () => {
+    const call = untimed({ timeout: quick }, 500);
+    expect(await call(400)).toMatchObject({ ok: true, policy: { timeoutMs: 500 } });
+    const slow = await call(800);
+    expect(slow).toMatchObject({ ok: false, kind: 'timeout', policy: { timeoutMs: 500, cutOff: false } });
+    expect(slow.ok || slow.message).toMatch(/timed out after 500 ms/);
+  });
+
+  it('keeps the static deadline with the timeout knob off, and in shadow mode', async () => {
+    for (const options of [{ timeout: false as const }, { mode: 'shadow' as const, timeout: quick }]) {
+      const call = untimed(options, 300);
+      for (let i = 0; i < 30; i++) expect((await call(10)).ok).toBe(true);
+      expect(await call(600)).toMatchObject({ ok: false, kind: 'timeout' });
+    }
+  });
+
+  it('never tunes a timeout above the default of a tool without its own', async () => {
+    const call = untimed({ timeout: quick }, 300);
+    for (let i = 0; i < 30; i++) expect((await call(200)).ok).toBe(true);
+    const capped = await call(250);
+    expect(capped).toMatchObject({ ok: true, policy: { timeoutMs: 300 } });
+    expect(capped.ok && capped.policy?.source).toMatch(/^static: the cap is below p99 × 2/);
+    expect(await call(350)).toMatchObject({ ok: false, kind: 'timeout', policy: { timeoutMs: 300 } });
   });
 });

@@ -5,6 +5,7 @@ import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
+  autopilot,
   createDispatcher,
   defaultStack,
   errorMapping,
@@ -56,6 +57,8 @@ function exportTool(stack: (registry: ToolRegistry) => Middleware[], timeoutSett
 const stacks: Array<[string, (registry: ToolRegistry) => Middleware[]]> = [
   ['a bare timeout stack', (registry) => [errorMapping(), toolLookup(registry), timeout()]],
   ['the default stack', (registry) => defaultStack({ registry })],
+  // The autopilot takes the timeout's place in the preset, and gives the same idle deadlines.
+  ['the default stack with an autopilot', (registry) => defaultStack({ registry, autopilot: autopilot() })],
 ];
 
 /** Whether `pending` has settled, after the microtasks queued so far have run. */
