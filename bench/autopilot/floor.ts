@@ -1,15 +1,17 @@
 /**
  * The floor under the autopilot's per-dispatch rows (issue 34): what any layer in its place must
  * pay, measured beside the bare default stack and the autopilot itself in the same interleaved
- * rounds. Each floor is a bare layer right outside `timeout`, as the autopilot sits:
+ * rounds. `defaultStack({ autopilot })` puts the autopilot in the timeout layer's place, giving
+ * each attempt its deadline; so each floor is a bare layer there, doing the timeout's work
+ * (`ctx.limit` with the static 30 s, or a tuned 1 s, and `untilLimitEnds`) and little more:
  *
- * - `hop`: a layer that answers its inner layers with one `.then` and does nothing else;
+ * - `in place`: the timeout's work with one `.then`, and nothing else;
  * - `timed`: the same, timing the attempt (a clock reading at each end) into a tool window (one
  *   sketch insert): the least an autopilot that learns latencies can do;
- * - `timed+deposit`: `timed` with a `retryBudget()` deposit per call (one clock reading, the
- *   memory ledger and its throttle);
- * - `timed+limit`: `timed` under an enforced deadline of its own (`ctx.limit` with `timeoutMs`,
- *   and `untilLimitEnds`): the least an adaptive timeout can cost on the core's limits;
+ * - `timed+deposit`: `timed` paying into a per-tool `retryBudget()` on its start reading (the
+ *   memory ledger and its throttle), as the autopilot's retry budget makes it;
+ * - `beside`: `timed` right outside the timeout layer, as a layer of a hand-built stack sits
+ *   (two limits per attempt: what the preset's autopilot no longer pays);
  * - `idle` and `warm`: the autopilot on the issue's options, before `minSamples` and past it,
  *   for a hedge-eligible tool (the rows of `bench/autopilot.ts`).
  *
@@ -51,33 +53,41 @@ const registry = new lib.ToolRegistry().register({
   handler: immediateHandler,
 });
 const bare = lib.defaultStack({ registry });
-// `layer` where the autopilot sits: inside retry (and the rate limits), right outside `timeout`.
-const stackWith = (layer: unknown, stack = lib.defaultStack({ registry })) => {
+// `layer` where the preset's autopilot sits: inside retry (and the rate limits), in the timeout's place.
+const inTimeoutPlace = (layer: unknown) => {
+  const stack = lib.defaultStack({ registry });
+  stack.splice(stack.length - 1, 1, layer as (typeof stack)[number]);
+  return lib.createDispatcher(stack);
+};
+// `layer` right outside `timeout`, as in a hand-built stack.
+const besideTimeout = (layer: unknown) => {
+  const stack = lib.defaultStack({ registry });
   stack.splice(stack.length - 1, 0, layer as (typeof stack)[number]);
   return lib.createDispatcher(stack);
 };
 
 const window = toolStats();
-const timedLayer = (limits?: object) =>
+const { storeRetryBudget } = await internal<{
+  storeRetryBudget: (options: object) => { depositAt(now: number): void };
+}>('./middleware/autopilot/retry-budget.js');
+const budget = storeRetryBudget({ ratio: 0.2, minPerSecond: 10, key: `retry:${toolName}` });
+const staticLimits = Object.freeze({ timeoutMs: 30_000, clock: systemClock });
+// A layer that times each attempt into the window (and pays into the budget), under `limits`.
+const timedLayer = (limits: object | undefined, deposit = false) =>
   trusted((ctx: LimitContext, next: Next): Promise<void> => {
     const startedAt = Date.now();
-    if (limits === undefined) {
-      return next().then(() => {
-        const now = Date.now();
-        window.record(ctx.toolName, 'success', now - startedAt, now);
-      });
-    }
-    const restore = ctx.limit(limits);
-    return untilLimitEnds(ctx, next()).then(() => {
-      restore();
+    if (deposit) budget.depositAt(startedAt);
+    const restore = limits === undefined ? undefined : ctx.limit(limits);
+    const running = restore === undefined ? next() : untilLimitEnds(ctx, next());
+    return running.then(() => {
+      restore?.();
       const now = Date.now();
       window.record(ctx.toolName, 'success', now - startedAt, now);
     });
   });
-const budget = lib.retryBudget({ ratio: 0.2, minPerSecond: 10 });
-const withDeposit = lib.defaultStack({
-  registry,
-  retry: { budget: { deposit: () => budget.deposit(), tryWithdraw: async () => budget.tryWithdraw() } },
+const inPlace = trusted((ctx: LimitContext, next: Next): Promise<void> => {
+  const restore = ctx.limit(staticLimits);
+  return untilLimitEnds(ctx, next()).then(restore);
 });
 
 const { options } = pilotConfig();
@@ -89,10 +99,10 @@ const idleOptions = {
 };
 const dispatchers = {
   bare: lib.createDispatcher(bare),
-  hop: stackWith(trusted((_ctx: unknown, next: Next) => next().then(() => undefined))),
-  timed: stackWith(timedLayer()),
-  'timed+deposit': stackWith(timedLayer(), withDeposit),
-  'timed+limit': stackWith(timedLayer(Object.freeze({ timeoutMs: 1_000, clock: systemClock }))),
+  'in place': inTimeoutPlace(inPlace),
+  timed: inTimeoutPlace(timedLayer(staticLimits)),
+  'timed+deposit': inTimeoutPlace(timedLayer(staticLimits, true)),
+  beside: besideTimeout(timedLayer(undefined)),
   idle: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(idleOptions) })),
   warm: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(options) })),
 };

@@ -165,8 +165,8 @@ export interface AutopilotRetryBudget {
 }
 
 /**
- * The autopilot layer (place it inside `retry`, after the rate limits, right outside `timeout`:
- * `defaultStack({ autopilot })` does), with what it knows of each tool and the retry budget it
+ * The autopilot layer (place it inside `retry`, after the rate limits, right outside `timeout`;
+ * `defaultStack({ autopilot })` puts it in the timeout's place, giving the static deadline itself), with what it knows of each tool and the retry budget it
  * hands to `retry`.
  */
 export interface Autopilot extends Middleware {
