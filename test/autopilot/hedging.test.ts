@@ -277,6 +277,188 @@ describe('autopilot: hedging', () => {
   });
 });
 
+describe('autopilot: hedging, the race’s edges', () => {
+  it('starts no hedge and leaves no timer when the first attempt answers before the hedge delay', async () => {
+    const { dispatcher, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 50 }, { ms: 10 });
+    const pending = dispatcher.dispatch('quote', {});
+    // Only to the answer: the hedge delay has not passed, so its timer must be gone already.
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await pending).toMatchObject({
+      ok: true,
+      result: 'answered after 50 ms',
+      policy: { hedged: false },
+    });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('starts the hedge no sooner than the hedge delay, and never a second one', async () => {
+    const { dispatcher, warmUp, plans, runs, pilot } = setup();
+    await warmUp(20, 100);
+    const hedgeAfterMs = pilot.snapshot('quote').hedgeAfterMs as number;
+    runs.started = 0;
+    plans.push({ ms: 3_000 }, { ms: 3_000 });
+    const pending = dispatcher.dispatch('quote', {});
+    await vi.advanceTimersByTimeAsync(hedgeAfterMs - 1);
+    expect(runs.started).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs.started).toBe(2);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(runs.started).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await pending).toMatchObject({
+      ok: true,
+      result: 'answered after 3000 ms',
+      policy: { hedged: true },
+    });
+    expect(runs.started).toBe(2);
+  });
+
+  it('answers the first attempt’s failure when both fail, whichever fails first', async () => {
+    const { call, warmUp, plans } = setup();
+    await warmUp(20, 100);
+    // The hedge fails first, then the first attempt.
+    plans.push({ ms: 400, ends: 'transient' }, { ms: 10, ends: 'error' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
+    // The first attempt fails first, then the hedge.
+    plans.push({ ms: 150, ends: 'transient' }, { ms: 300, ends: 'error' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('clears the hedge timer when the caller cancels before the hedge delay', async () => {
+    const { dispatcher, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 5_000 }, { ms: 10 });
+    const controller = new AbortController();
+    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(50);
+    controller.abort(new Error('user left'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('runs no handler for a caller whose signal is already aborted', async () => {
+    const { dispatcher, warmUp, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    const pending = dispatcher.dispatch('quote', {}, { signal: AbortSignal.abort(new Error('gone')) });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(runs.started).toBe(0);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('answers a handler that throws at once as a failure like any other, before and past warm-up', async () => {
+    const { call, warmUp, plans, runs } = setup();
+    // Before minSamples no hedge delay is in play; past it, one is.
+    for (const warmed of [false, true]) {
+      if (warmed) await warmUp(20, 100);
+      runs.started = 0;
+      plans.push({ ms: 0, ends: 'thrown at once' });
+      expect(await call()).toMatchObject({
+        ok: false,
+        kind: 'transient',
+        attempts: 1,
+        policy: { hedged: false },
+      });
+      expect(runs.started).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+    }
+  });
+
+  it('runs one attempt, with no hedge, before the tool has minSamples', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup();
+    await warmUp(5, 100);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeUndefined();
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 10 });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 5000 ms',
+      policy: { hedged: false },
+    });
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('leaves no listener on the caller’s signal once the call has answered, hedged or not', async () => {
+    const { dispatcher, warmUp, plans } = setup();
+    await warmUp(20, 100);
+    const caller = new AbortController();
+    let listeners = 0;
+    let added = 0;
+    const add = caller.signal.addEventListener.bind(caller.signal);
+    const remove = caller.signal.removeEventListener.bind(caller.signal);
+    caller.signal.addEventListener = ((...args: Parameters<typeof add>) => {
+      listeners++;
+      added++;
+      add(...args);
+    }) as typeof add;
+    caller.signal.removeEventListener = ((...args: Parameters<typeof remove>) => {
+      listeners--;
+      remove(...args);
+    }) as typeof remove;
+    const paths = [
+      // Answered before the hedge delay; the hedge won; both failed.
+      [{ ms: 50 }],
+      [{ ms: 5_000 }, { ms: 10 }],
+      [
+        { ms: 500, ends: 'transient' as const },
+        { ms: 1_000, ends: 'transient' as const },
+      ],
+    ];
+    for (const attempts of paths) {
+      plans.push(...attempts);
+      const pending = dispatcher.dispatch('quote', {}, { signal: caller.signal });
+      await vi.advanceTimersByTimeAsync(6_000);
+      await pending;
+      expect(listeners).toBe(0);
+    }
+    // The count means something only if the dispatch listened at all.
+    expect(added).toBeGreaterThan(0);
+  });
+
+  it('leaves no unhandled rejection when the loser fails after the winner has answered', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { call, warmUp, plans, runs } = setup();
+      await warmUp(20, 100);
+      runs.aborted = 0;
+      runs.finished = 0;
+      // The first attempt ignores its abort and fails long after the hedge has won.
+      plans.push({ ms: 2_000, ends: 'error', ignoresAbort: true }, { ms: 10 });
+      expect(await call()).toMatchObject({
+        ok: true,
+        result: 'answered after 10 ms',
+        policy: { hedged: true },
+      });
+      expect(runs).toMatchObject({ aborted: 1, finished: 2 });
+      vi.useRealTimers();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
 describe('autopilot: adaptive concurrency', () => {
   it('holds a tool to its limit, and reports it', async () => {
     const { dispatcher, pilot, runs } = setup({
