@@ -4,6 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AutopilotOptions, Outcome } from '../../index.js';
+import { countListeners } from '../helpers/listener-count.js';
 import { scriptedTool } from '../helpers/scripted-tool.js';
 
 beforeEach(() => {
@@ -55,7 +56,16 @@ function setup({
       expect((await pending).ok).toBe(true);
     }
   };
-  return { ...world, plans, call, warmUp };
+  // A call its caller cancels `afterMs` into it.
+  const cancelledCall = async (afterMs: number): Promise<Outcome> => {
+    const controller = new AbortController();
+    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(afterMs);
+    controller.abort(new Error('user left'));
+    await vi.advanceTimersByTimeAsync(0);
+    return await pending;
+  };
+  return { ...world, plans, call, warmUp, cancelledCall };
 }
 
 describe('autopilot: hedging', () => {
@@ -99,10 +109,14 @@ describe('autopilot: hedging', () => {
     expect(runs.aborted).toBe(1);
   });
 
-  it('answers the first attempt’s failure when both fail, and a success when either succeeds', async () => {
+  it('answers the first attempt’s failure when both fail, whichever fails first, and a success when either succeeds', async () => {
     const { call, warmUp, plans } = setup();
     await warmUp(20, 100);
-    plans.push({ ms: 300, ends: 'transient' }, { ms: 300, ends: 'transient' });
+    // The hedge fails otherwise than the first attempt, so the answer says whose failure it is.
+    plans.push({ ms: 300, ends: 'transient' }, { ms: 300, ends: 'error' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
+    // The hedge fails first this time.
+    plans.push({ ms: 400, ends: 'transient' }, { ms: 10, ends: 'error' });
     expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
     plans.push({ ms: 150, ends: 'transient' }, { ms: 300 });
     expect(await call()).toMatchObject({ ok: true, result: 'answered after 300 ms' });
@@ -262,16 +276,11 @@ describe('autopilot: hedging', () => {
   });
 
   it('ends both attempts when the caller cancels, and leaves the call as cancelled', async () => {
-    const { dispatcher, warmUp, plans, runs } = setup();
+    const { cancelledCall, warmUp, plans, runs } = setup();
     await warmUp(20, 100);
     runs.aborted = 0;
     plans.push({ ms: 5_000 }, { ms: 5_000 });
-    const controller = new AbortController();
-    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
-    await vi.advanceTimersByTimeAsync(300);
-    controller.abort(new Error('user left'));
-    await vi.advanceTimersByTimeAsync(0);
-    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(await cancelledCall(300)).toMatchObject({ ok: false, kind: 'cancelled' });
     expect(runs.aborted).toBe(2);
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -320,30 +329,13 @@ describe('autopilot: hedging, the race’s edges', () => {
     expect(runs.started).toBe(2);
   });
 
-  it('answers the first attempt’s failure when both fail, whichever fails first', async () => {
-    const { call, warmUp, plans } = setup();
-    await warmUp(20, 100);
-    // The hedge fails first, then the first attempt.
-    plans.push({ ms: 400, ends: 'transient' }, { ms: 10, ends: 'error' });
-    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
-    // The first attempt fails first, then the hedge.
-    plans.push({ ms: 150, ends: 'transient' }, { ms: 300, ends: 'error' });
-    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
-    expect(vi.getTimerCount()).toBe(0);
-  });
-
   it('clears the hedge timer when the caller cancels before the hedge delay', async () => {
-    const { dispatcher, warmUp, plans, runs, events } = setup();
+    const { cancelledCall, warmUp, plans, runs, events } = setup();
     await warmUp(20, 100);
     runs.started = 0;
     events.length = 0;
     plans.push({ ms: 5_000 }, { ms: 10 });
-    const controller = new AbortController();
-    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
-    await vi.advanceTimersByTimeAsync(50);
-    controller.abort(new Error('user left'));
-    await vi.advanceTimersByTimeAsync(0);
-    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(await cancelledCall(50)).toMatchObject({ ok: false, kind: 'cancelled' });
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(runs.started).toBe(1);
@@ -400,19 +392,7 @@ describe('autopilot: hedging, the race’s edges', () => {
     const { dispatcher, warmUp, plans } = setup();
     await warmUp(20, 100);
     const caller = new AbortController();
-    let listeners = 0;
-    let added = 0;
-    const add = caller.signal.addEventListener.bind(caller.signal);
-    const remove = caller.signal.removeEventListener.bind(caller.signal);
-    caller.signal.addEventListener = ((...args: Parameters<typeof add>) => {
-      listeners++;
-      added++;
-      add(...args);
-    }) as typeof add;
-    caller.signal.removeEventListener = ((...args: Parameters<typeof remove>) => {
-      listeners--;
-      remove(...args);
-    }) as typeof remove;
+    const listeners = countListeners(caller.signal);
     const paths = [
       // Answered before the hedge delay; the hedge won; both failed.
       [{ ms: 50 }],
@@ -427,10 +407,10 @@ describe('autopilot: hedging, the race’s edges', () => {
       const pending = dispatcher.dispatch('quote', {}, { signal: caller.signal });
       await vi.advanceTimersByTimeAsync(6_000);
       await pending;
-      expect(listeners).toBe(0);
+      expect(listeners.now).toBe(0);
     }
     // The count means something only if the dispatch listened at all.
-    expect(added).toBeGreaterThan(0);
+    expect(listeners.added).toBeGreaterThan(0);
   });
 
   it('leaves no unhandled rejection when the loser fails after the winner has answered', async () => {
