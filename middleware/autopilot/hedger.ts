@@ -47,14 +47,15 @@ export interface HedgedAttemptEnd {
  * have had without hedging, so hedging never changes a failure's kind). It settles, whether a
  * hedge started, only once both attempts have, so nothing of the loser outlives the layer.
  *
- * The same race as `runHedged`, made for the onion: each attempt runs under a limit of its own
- * with no deadline and no signal (it ends with the limits outside it, as a lone attempt does; the
- * loser's is ended directly), and the attempt is itself its hedge timer, a node in the hedger's
- * coalesced timer lists armed at the end of the tick. So an attempt that answers before its hedge
- * delay (nearly all of them) costs this object, its limit and one `.then`: no timer, no
- * `AbortController`, no listener. In shadow (or on a context the dispatcher did not make) the one
- * attempt runs exactly as without hedging; only the decision is made. Its rules are `hedgedRun`'s
- * (one deposit per call, one withdrawal per hedge, who wins): a change to those belongs in both.
+ * A failure waits for the other attempt while it may still succeed, and the budget is paid into
+ * once per call and drawn on once per hedge. This is the autopilot's one hedged race, made for the
+ * onion: each attempt runs under a limit of its own with no deadline and no signal (it ends with
+ * the limits outside it, as a lone attempt does; the loser's is ended directly), and the attempt
+ * is itself its hedge timer, a node in the hedger's coalesced timer lists armed at the end of the
+ * tick. So an attempt that answers before its hedge delay (nearly all of them) costs this object,
+ * its limit and one `.then`: no timer, no `AbortController`, no listener. In shadow (or on a
+ * context the dispatcher did not make) the one attempt runs exactly as without hedging; only the
+ * decision is made.
  */
 class HedgedAttempt implements DeadlineNode {
   // Its place in the hedger's timer lists: due `ms` after the attempt started.

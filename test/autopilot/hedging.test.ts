@@ -4,6 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AutopilotOptions, Outcome } from '../../index.js';
+import { countListeners } from '../helpers/listener-count.js';
 import { scriptedTool } from '../helpers/scripted-tool.js';
 
 beforeEach(() => {
@@ -55,7 +56,16 @@ function setup({
       expect((await pending).ok).toBe(true);
     }
   };
-  return { ...world, plans, call, warmUp };
+  // A call its caller cancels `afterMs` into it.
+  const cancelledCall = async (afterMs: number): Promise<Outcome> => {
+    const controller = new AbortController();
+    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(afterMs);
+    controller.abort(new Error('user left'));
+    await vi.advanceTimersByTimeAsync(0);
+    return await pending;
+  };
+  return { ...world, plans, call, warmUp, cancelledCall };
 }
 
 describe('autopilot: hedging', () => {
@@ -99,10 +109,14 @@ describe('autopilot: hedging', () => {
     expect(runs.aborted).toBe(1);
   });
 
-  it('answers the first attempt’s failure when both fail, and a success when either succeeds', async () => {
+  it('answers the first attempt’s failure when both fail, whichever fails first, and a success when either succeeds', async () => {
     const { call, warmUp, plans } = setup();
     await warmUp(20, 100);
-    plans.push({ ms: 300, ends: 'transient' }, { ms: 300, ends: 'transient' });
+    // The hedge fails otherwise than the first attempt, so the answer says whose failure it is.
+    plans.push({ ms: 300, ends: 'transient' }, { ms: 300, ends: 'error' });
+    expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
+    // The hedge fails first this time.
+    plans.push({ ms: 400, ends: 'transient' }, { ms: 10, ends: 'error' });
     expect(await call()).toMatchObject({ ok: false, kind: 'transient', policy: { hedged: true } });
     plans.push({ ms: 150, ends: 'transient' }, { ms: 300 });
     expect(await call()).toMatchObject({ ok: true, result: 'answered after 300 ms' });
@@ -262,18 +276,166 @@ describe('autopilot: hedging', () => {
   });
 
   it('ends both attempts when the caller cancels, and leaves the call as cancelled', async () => {
-    const { dispatcher, warmUp, plans, runs } = setup();
+    const { cancelledCall, warmUp, plans, runs } = setup();
     await warmUp(20, 100);
     runs.aborted = 0;
     plans.push({ ms: 5_000 }, { ms: 5_000 });
-    const controller = new AbortController();
-    const pending = dispatcher.dispatch('quote', {}, { signal: controller.signal });
-    await vi.advanceTimersByTimeAsync(300);
-    controller.abort(new Error('user left'));
-    await vi.advanceTimersByTimeAsync(0);
-    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(await cancelledCall(300)).toMatchObject({ ok: false, kind: 'cancelled' });
     expect(runs.aborted).toBe(2);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('autopilot: hedging, the race’s edges', () => {
+  it('starts no hedge and leaves no timer when the first attempt answers before the hedge delay', async () => {
+    const { dispatcher, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 50 }, { ms: 10 });
+    const pending = dispatcher.dispatch('quote', {});
+    // Only to the answer: the hedge delay has not passed, so its timer must be gone already.
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await pending).toMatchObject({
+      ok: true,
+      result: 'answered after 50 ms',
+      policy: { hedged: false },
+    });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('starts the hedge no sooner than the hedge delay, and never a second one', async () => {
+    const { dispatcher, warmUp, plans, runs, pilot } = setup();
+    await warmUp(20, 100);
+    const hedgeAfterMs = pilot.snapshot('quote').hedgeAfterMs as number;
+    runs.started = 0;
+    plans.push({ ms: 3_000 }, { ms: 3_000 });
+    const pending = dispatcher.dispatch('quote', {});
+    await vi.advanceTimersByTimeAsync(hedgeAfterMs - 1);
+    expect(runs.started).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs.started).toBe(2);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(runs.started).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await pending).toMatchObject({
+      ok: true,
+      result: 'answered after 3000 ms',
+      policy: { hedged: true },
+    });
+    expect(runs.started).toBe(2);
+  });
+
+  it('clears the hedge timer when the caller cancels before the hedge delay', async () => {
+    const { cancelledCall, warmUp, plans, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    plans.push({ ms: 5_000 }, { ms: 10 });
+    expect(await cancelledCall(50)).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('runs no handler for a caller whose signal is already aborted', async () => {
+    const { dispatcher, warmUp, runs, events } = setup();
+    await warmUp(20, 100);
+    runs.started = 0;
+    events.length = 0;
+    const pending = dispatcher.dispatch('quote', {}, { signal: AbortSignal.abort(new Error('gone')) });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await pending).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(runs.started).toBe(0);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('answers a handler that throws at once as a failure like any other, before and past warm-up', async () => {
+    const { call, warmUp, plans, runs } = setup();
+    // Before minSamples no hedge delay is in play; past it, one is.
+    for (const warmed of [false, true]) {
+      if (warmed) await warmUp(20, 100);
+      runs.started = 0;
+      plans.push({ ms: 0, ends: 'thrown at once' });
+      expect(await call()).toMatchObject({
+        ok: false,
+        kind: 'transient',
+        attempts: 1,
+        policy: { hedged: false },
+      });
+      expect(runs.started).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+    }
+  });
+
+  it('runs one attempt, with no hedge, before the tool has minSamples', async () => {
+    const { call, warmUp, plans, runs, events, pilot } = setup();
+    await warmUp(5, 100);
+    expect(pilot.snapshot('quote').hedgeAfterMs).toBeUndefined();
+    runs.started = 0;
+    plans.push({ ms: 5_000 }, { ms: 10 });
+    expect(await call()).toMatchObject({
+      ok: true,
+      result: 'answered after 5000 ms',
+      policy: { hedged: false },
+    });
+    expect(runs.started).toBe(1);
+    expect(events.some((event) => event.type === 'autopilot.hedge')).toBe(false);
+  });
+
+  it('leaves no listener on the caller’s signal once the call has answered, hedged or not', async () => {
+    const { dispatcher, warmUp, plans } = setup();
+    await warmUp(20, 100);
+    const caller = new AbortController();
+    const listeners = countListeners(caller.signal);
+    const paths = [
+      // Answered before the hedge delay; the hedge won; both failed.
+      [{ ms: 50 }],
+      [{ ms: 5_000 }, { ms: 10 }],
+      [
+        { ms: 500, ends: 'transient' as const },
+        { ms: 1_000, ends: 'transient' as const },
+      ],
+    ];
+    for (const attempts of paths) {
+      plans.push(...attempts);
+      const pending = dispatcher.dispatch('quote', {}, { signal: caller.signal });
+      await vi.advanceTimersByTimeAsync(6_000);
+      await pending;
+      expect(listeners.now).toBe(0);
+    }
+    // The count means something only if the dispatch listened at all.
+    expect(listeners.added).toBeGreaterThan(0);
+  });
+
+  it('leaves no unhandled rejection when the loser fails after the winner has answered', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { call, warmUp, plans, runs } = setup();
+      await warmUp(20, 100);
+      runs.aborted = 0;
+      runs.finished = 0;
+      // The first attempt ignores its abort and fails long after the hedge has won.
+      plans.push({ ms: 2_000, ends: 'error', ignoresAbort: true }, { ms: 10 });
+      expect(await call()).toMatchObject({
+        ok: true,
+        result: 'answered after 10 ms',
+        policy: { hedged: true },
+      });
+      expect(runs).toMatchObject({ aborted: 1, finished: 2 });
+      vi.useRealTimers();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
 

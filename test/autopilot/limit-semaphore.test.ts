@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { LimitSemaphore } from '../../middleware/autopilot/limit-semaphore.js';
+import { countListeners } from '../helpers/listener-count.js';
 
 /** Lets every queued microtask run. */
 function settle(): Promise<void> {
@@ -115,23 +116,13 @@ describe('LimitSemaphore', () => {
   it('removes its abort listener once a waiter is granted', async () => {
     const slots = new LimitSemaphore(() => 1);
     const caller = new AbortController();
-    let listeners = 0;
-    const add = caller.signal.addEventListener.bind(caller.signal);
-    const remove = caller.signal.removeEventListener.bind(caller.signal);
-    caller.signal.addEventListener = ((...args: Parameters<typeof add>) => {
-      listeners++;
-      add(...args);
-    }) as typeof add;
-    caller.signal.removeEventListener = ((...args: Parameters<typeof remove>) => {
-      listeners--;
-      remove(...args);
-    }) as typeof remove;
+    const listeners = countListeners(caller.signal);
     const release = await slots.acquire(caller.signal);
     const waiting = slots.acquire(caller.signal);
-    expect(listeners).toBe(1);
+    expect(listeners.now).toBe(1);
     release();
     (await waiting)();
-    expect(listeners).toBe(0);
+    expect(listeners.now).toBe(0);
   });
 
   it('takes a free slot at once with tryTake, never past a waiter, and give() hands it on', async () => {

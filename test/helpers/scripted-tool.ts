@@ -13,10 +13,15 @@ import {
   TransientError,
 } from '../../index.js';
 
-/** One attempt of the scripted tool: how long it takes, and how it ends (`ok` unless told). */
+/**
+ * One attempt of the scripted tool: how long it takes, and how it ends (`ok` unless told;
+ * `thrown at once`: the handler throws a `TransientError` before it has a promise to return).
+ */
 export interface ScriptedAttempt {
   readonly ms: number;
-  readonly ends?: 'ok' | 'transient' | 'error';
+  readonly ends?: 'ok' | 'transient' | 'error' | 'thrown at once';
+  /** The attempt plays its whole time even once its signal aborts, then ends as told. */
+  readonly ignoresAbort?: boolean;
 }
 
 /** The scripted tool and the stack it runs behind. */
@@ -45,33 +50,38 @@ export function scriptedTool(options: ScriptedToolOptions) {
   const keys: string[] = [];
   const runs = { started: 0, aborted: 0, finished: 0 };
   let served = 0;
+  const play = async (attempt: ScriptedAttempt, signal: AbortSignal): Promise<unknown> => {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, attempt.ms);
+      signal.addEventListener(
+        'abort',
+        () => {
+          runs.aborted++;
+          if (attempt.ignoresAbort === true) return;
+          clearTimeout(timer);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
+    });
+    runs.finished++;
+    if (attempt.ends === 'transient') throw new TransientError('backend busy');
+    if (attempt.ends === 'error') throw new Error('broken');
+    served++;
+    return options.answer(attempt, served);
+  };
   const registry = new ToolRegistry().register({
     name: options.name,
     inputSchema: z.object({}),
     timeoutMs: options.timeoutMs,
     idempotent: options.idempotent,
     ...(options.readOnly === undefined ? {} : { annotations: { readOnlyHint: options.readOnly } }),
-    handler: async (_args, { signal, idempotencyKey }) => {
+    handler: (_args, { signal, idempotencyKey }) => {
       runs.started++;
       keys.push(idempotencyKey ?? '');
       const attempt = script.shift() ?? options.fallback();
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, attempt.ms);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            runs.aborted++;
-            reject(signal.reason);
-          },
-          { once: true },
-        );
-      });
-      runs.finished++;
-      if (attempt.ends === 'transient') throw new TransientError('backend busy');
-      if (attempt.ends === 'error') throw new Error('broken');
-      served++;
-      return options.answer(attempt, served);
+      if (attempt.ends === 'thrown at once') throw new TransientError('backend refused at once');
+      return play(attempt, signal);
     },
   });
   const pilot = autopilot(options.pilot);
