@@ -23,7 +23,7 @@ export { isJsonParseError } from '../src/errors.js';
 export { parseJsonArgs, refusedArgs } from '../src/internal/raw-json-args.js';
 export { hostDenialOf } from '../src/internal/host-denial.js';
 export { attemptCost } from '../src/internal/cost.js';
-export { runBranch } from '../src/context.js';
+export { canBranch, runBranch } from '../src/context.js';
 export type { Branch } from '../src/context.js';
 export {
   foundNotCommitted,

@@ -42,9 +42,6 @@ const processCallPrefix = Buffer.from(globalThis.crypto.getRandomValues(new Uint
 );
 let nextCallNumber = 0;
 
-// A branch's own limit: no deadline and no signal of its own, it ends with the limits outside it.
-const ownLimits: AttemptLimits = Object.freeze({});
-
 // Limits a layer outside restored over while their own layer was still running: their restore is
 // then a no-op.
 const overtaken = new WeakSet<Limit>();
@@ -146,10 +143,15 @@ export class CallContext {
     };
   }
 
-  /** Runs `run` beside other runs of the layers inside (see `runBranch`). */
-  branch(run: () => Promise<void>): Branch {
-    const { baseSignal, currentLimit, deadline } = this;
-    const restore = this.limit(ownLimits);
+  /** Runs `run` beside the run under the current limit (see `runBranch`). */
+  branch(run: () => Promise<void>): Branch | undefined {
+    const { baseSignal, currentLimit: beside, deadline } = this;
+    if (beside === undefined) return undefined;
+    // On the limits the current one was set on, under one set with the same, so neither holds the other.
+    this.baseSignal = beside.base;
+    this.currentLimit = beside.outer;
+    this.deadline = beside.outerDeadline;
+    const restoreLimit = this.limit(beside.limits);
     const limit = this.currentLimit as Limit;
     let running: Promise<void>;
     try {
@@ -157,13 +159,24 @@ export class CallContext {
     } catch (error) {
       running = Promise.reject(error);
     } finally {
-      // The layers inside set their limits under this run's: the next run starts where this one
-      // did. The run's own restore (which ends its limit) waits until it has settled.
+      // The run beside goes on under its limit; the context is as the layer found it.
       this.baseSignal = baseSignal;
-      this.currentLimit = currentLimit;
+      this.currentLimit = beside;
       this.deadline = deadline;
     }
-    return { running, restore, end: (error, reason) => limit.limitEnded(error, reason, false) };
+    return {
+      running,
+      // Ends the run's limit and leaves the context's limits as they are (the other run's).
+      restore: () => {
+        const { baseSignal: signalNow, currentLimit: limitNow, deadline: deadlineNow } = this;
+        restoreLimit();
+        this.baseSignal = signalNow;
+        this.currentLimit = limitNow;
+        this.deadline = deadlineNow;
+      },
+      end: (error, reason) => limit.limitEnded(error, reason, false),
+      endBeside: (error, reason) => beside.limitEnded(error, reason, false),
+    };
   }
 
   // What console.log and util.inspect show: the dispatch as middleware sees it, not the
@@ -227,14 +240,13 @@ export class CallContext {
   }
 }
 
-/** One run of the layers inside, beside others (see `runBranch`). */
+/** One run of the layers inside, beside the run under the limit that was current (see `runBranch`). */
 export interface Branch {
   /** The run's promise: settles as the layers inside do (a synchronous throw becomes a rejection). */
   readonly running: Promise<void>;
   /**
-   * Ends the run's limit and puts back the limits it was started on: call it once `running` has
-   * settled, after reading what the run left on the context (another run may set `ctx.outcome`
-   * later).
+   * Ends the run's limit: call it once `running` has settled, after reading what the run left on
+   * the context (the other run may set `ctx.outcome` later).
    */
   restore(): void;
   /**
@@ -242,17 +254,27 @@ export interface Branch {
    * aborts with `reason`; nothing when it has already settled.
    */
   end(error: DispatchError, reason: unknown): void;
+  /** Ends the run it was started beside (the one under the limit current then) at once, as `end` does. */
+  endBeside(error: DispatchError, reason: unknown): void;
 }
 
 /**
- * Runs `run` (a layer's `next`) as one of several runs side by side, for a layer that starts
- * another attempt before the first has ended (the autopilot's hedge): under a limit of its own, on
- * the limits the layer sees, so the limits inside one run never reach another and the run can be
- * ended alone. `undefined` on a context the dispatcher did not make. Only the library's own
- * layers branch: `compose` refuses a second run of a third-party layer's `next` while one is going.
+ * Runs `run` (a layer's `next`) beside the run under the current limit, for a layer that starts
+ * another attempt before the first has ended (the autopilot's hedge): under a limit set with the
+ * same limits (its deadline counted from now), on the limits the current one was set on, so
+ * neither run's limits reach the other and either can be ended alone (`end`, `endBeside`). The
+ * first run needs no branch: only the second pays for one. `undefined` on a context the dispatcher
+ * did not make, or with no current limit (the layer sets one first, `{}` for none). Only the
+ * library's own layers branch: `compose` refuses a second run of a third-party layer's `next`
+ * while one is going.
  */
 export function runBranch(ctx: DispatchContext, run: () => Promise<void>): Branch | undefined {
   return ctx instanceof CallContext ? ctx.branch(run) : undefined;
+}
+
+/** Whether `runBranch` can branch on `ctx` (a context the dispatcher made), given a current limit. */
+export function canBranch(ctx: DispatchContext): boolean {
+  return ctx instanceof CallContext;
 }
 
 /** Delivers `event` to `listener`; a broken observer, sync or async, never breaks the dispatch it observes. */

@@ -18,13 +18,14 @@ import {
 import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
 import {
   type Branch,
+  canBranch,
   type DeadlineList,
   type DeadlineNode,
   DeadlineScheduler,
   callNext,
   runBranch,
 } from '../internal-kit.js';
-import { maxTimerDelayMs } from '../kit.js';
+import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 
 const hedgeLost = 'the other attempt of a hedged call answered first';
@@ -49,13 +50,13 @@ export interface HedgedAttemptEnd {
  *
  * A failure waits for the other attempt while it may still succeed, and the budget is paid into
  * once per call and drawn on once per hedge. This is the autopilot's one hedged race, made for the
- * onion: each attempt runs under a limit of its own with no deadline and no signal (it ends with
- * the limits outside it, as a lone attempt does; the loser's is ended directly), and the attempt
- * is itself its hedge timer, a node in the hedger's coalesced timer lists armed at the end of the
- * tick. So an attempt that answers before its hedge delay (nearly all of them) costs this object,
- * its limit and one `.then`: no timer, no `AbortController`, no listener. In shadow (or on a
- * context the dispatcher did not make) the one attempt runs exactly as without hedging; only the
- * decision is made.
+ * onion: the primary runs under the limit the autopilot set for the attempt, and a hedge beside it
+ * (`runBranch`) under a limit set with the same, so each can be ended alone; the attempt is itself
+ * its hedge timer, a node in the hedger's coalesced timer lists armed at the end of the tick. So an
+ * attempt that answers before its hedge delay (nearly all of them) costs this object and one
+ * `.then`: no branch, no timer, no `AbortController`, no listener. In shadow (or on a context the
+ * dispatcher did not make) the one attempt runs exactly as without hedging; only the decision is
+ * made.
  */
 class HedgedAttempt implements DeadlineNode {
   // Its place in the hedger's timer lists: due `ms` after the attempt started.
@@ -73,9 +74,8 @@ class HedgedAttempt implements DeadlineNode {
   readonly #end: HedgedAttemptEnd;
   readonly #hedgeAfterMs: number;
   // Whether the one attempt runs alone, whatever is decided (shadow, or a context of its own).
-  #alone: boolean;
-  // Each attempt's run beside the other, when they branch.
-  #primary: Branch | undefined = undefined;
+  readonly #alone: boolean;
+  // The hedge's run beside the primary, once it started.
   #hedge: Branch | undefined = undefined;
   // Settles (never rejects) once the hedge has, when one started.
   #hedgeSettled: Promise<void> | undefined = undefined;
@@ -105,13 +105,13 @@ class HedgedAttempt implements DeadlineNode {
     this.#hedgeAfterMs = settings.hedgeAfterMs;
     this.ms = Math.min(settings.hedgeAfterMs, maxTimerDelayMs);
     this.at = settings.startedAt + this.ms;
-    this.#alone = settings.shadow;
+    this.#alone = settings.shadow || !canBranch(ctx);
   }
 
   /** Runs the primary (the hedge, when it starts, from `expire`); settles once the end is told. */
   start(): Promise<void> {
     this.#budget.deposit();
-    const running = this.#launch('primary');
+    const running = this.#run();
     this.#timers.schedule(this);
     return running.then(
       () => this.#primaryDone(false, undefined),
@@ -126,11 +126,18 @@ class HedgedAttempt implements DeadlineNode {
     const decision: HedgeDecision = !allowed ? 'budget_spent' : this.#alone ? 'would_start' : 'started';
     this.#told(decision);
     if (decision !== 'started' || this.#primaryEnded) return;
-    const running = this.#launch('hedge');
-    this.#hedgeSettled = running.then(
+    const hedge = runBranch(this.#ctx, () => this.#run()) as Branch;
+    this.#hedge = hedge;
+    this.#hedgeSettled = hedge.running.then(
       () => this.#hedgeDone(false, undefined),
       (error: unknown) => this.#hedgeDone(true, error),
     );
+  }
+
+  // One attempt of the layers inside, ended with its limit even if a layer of the user's between
+  // here and the attempt step is not (free when the attempt step is right inside).
+  #run(): Promise<void> {
+    return untilLimitEnds(this.#ctx, callNext(this.#inner));
   }
 
   #told(decision: HedgeDecision): void {
@@ -141,22 +148,9 @@ class HedgedAttempt implements DeadlineNode {
     else this.#ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
   }
 
-  // Starts one attempt as a branch of the call (under a limit of its own), or alone.
-  #launch(role: HedgeRole): Promise<void> {
-    const branch = this.#alone ? undefined : runBranch(this.#ctx, this.#inner);
-    if (branch === undefined) {
-      this.#alone = true;
-      return callNext(this.#inner);
-    }
-    if (role === 'primary') this.#primary = branch;
-    else this.#hedge = branch;
-    return branch.running;
-  }
-
   #primaryDone(failed: boolean, error: unknown): void | Promise<void> {
     // Read at once: the other attempt may set `ctx.outcome` after this one.
     const outcome = this.#ctx.outcome;
-    this.#primary?.restore();
     this.#primaryEnded = true;
     const hedgeSettled = this.#hedgeSettled;
     if (hedgeSettled === undefined) {
@@ -194,15 +188,16 @@ class HedgedAttempt implements DeadlineNode {
     this.#end.succeeded();
   }
 
-  // Ends the attempt that lost through its own limit.
+  // Ends the attempt that lost through its own limit: the hedge's, or the one it runs beside.
   #stop(role: HedgeRole): void {
-    const branch = role === 'primary' ? this.#primary : this.#hedge;
-    if (branch === undefined) return;
+    const hedge = this.#hedge as Branch;
     const ctx = this.#ctx;
     const error = new DispatchError('cancelled', `"${ctx.displayName}" was cancelled: ${hedgeLost}`, {
       attempts: ctx.attempt,
     });
-    branch.end(error, new DOMException(hedgeLost, 'AbortError'));
+    const reason = new DOMException(hedgeLost, 'AbortError');
+    if (role === 'hedge') hedge.end(error, reason);
+    else hedge.endBeside(error, reason);
   }
 }
 

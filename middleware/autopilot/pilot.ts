@@ -195,12 +195,14 @@ export class Pilot {
       const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
       const hedging = this.#seams.hedging;
       const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt, samples);
-      const limits =
+      let limits =
         timeoutMs !== undefined && mode === 'enforce'
           ? tuning.limits
           : fixed === undefined
             ? undefined
             : staticLimitsOf(ctx, tool, tuning, fixed);
+      // A hedge runs beside the attempt's own limit, so the attempt needs one to be ended alone.
+      if (limits === undefined && hedgeAfterMs !== undefined && mode === 'enforce') limits = noDeadline;
       const restore = limits === undefined ? undefined : ctx.limit(limits);
       attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, ctx, tool, {
         startedAt,
@@ -376,6 +378,8 @@ export class Pilot {
 }
 
 const timeoutOffSource = 'static: the autopilot timeout is off';
+// The limit of an attempt with no deadline of its own: one it can be ended by alone.
+const noDeadline: AttemptLimits = Object.freeze({});
 const idleTimeoutSource = "static: the tool's idle timeout";
 
 // One attempt as the pilot runs it: what it chose at the start, and what it does once the layers

@@ -147,6 +147,12 @@ export class Limit implements DeadlineNode, LimitWaiter {
   readonly #explanation: string | undefined;
   readonly #ctx: DispatchContext;
   readonly #outer: Limit | undefined;
+  /** The signal it was set on (the context's base signal then). */
+  readonly base: AbortSignal;
+  /** The deadline outside it when it was set. */
+  readonly outerDeadline: number;
+  /** What it was set with: a run beside it (a hedge) is set with the same. */
+  readonly limits: AttemptLimits;
 
   constructor(
     ctx: DispatchContext,
@@ -157,6 +163,9 @@ export class Limit implements DeadlineNode, LimitWaiter {
   ) {
     this.#ctx = ctx;
     this.#outer = outer;
+    this.base = base;
+    this.outerDeadline = deadline;
+    this.limits = limits;
     this.#replacesSignal = limits.signal !== undefined;
     this.#explanation = limits.explanation;
     this.deadline = deadline;
