@@ -12,6 +12,11 @@
  *   memory ledger and its throttle), as the autopilot's retry budget makes it;
  * - `beside`: `timed` right outside the timeout layer, as a layer of a hand-built stack sits
  *   (two limits per attempt: what the preset's autopilot no longer pays);
+ * - `every knob`: `timed+deposit` with each other knob's least per attempt: a slot of a gradient
+ *   limit's semaphore taken and given back, the round trip into its window, the hedge budget paid
+ *   into and a frozen policy on the outcome; `every knob, hedged` adds the attempt's hedge timer
+ *   (a node of a coalesced scheduler, set and cleared): the floor of the issue's configuration,
+ *   idle and past warm-up;
  * - `idle` and `warm`: the autopilot on the issue's options, before `minSamples` and past it,
  *   for a hedge-eligible tool (the rows of `bench/autopilot.ts`).
  *
@@ -85,6 +90,59 @@ const timedLayer = (limits: object | undefined, deposit = false) =>
       window.record(ctx.toolName, 'success', now - startedAt, now);
     });
   });
+// Every knob at its least: `timed+deposit`, one of the tool's slots taken and given back (a
+// gradient limit's semaphore), the round trip into its gradient window, the hedge budget paid
+// into, a frozen policy on the outcome; `hedged` adds the attempt's hedge timer, set and cleared.
+const { GradientLimit } = await internal<{
+  GradientLimit: new (
+    options: object,
+  ) => { readonly limit: number; record(ms: number, now: number, inFlight: number): void };
+}>('./middleware/autopilot/gradient.js');
+const { LimitSemaphore } = await internal<{
+  LimitSemaphore: new (
+    capacity: () => number,
+  ) => { tryTake(): boolean; give(): void; readonly inFlight: number };
+}>('./middleware/autopilot/limit-semaphore.js');
+const { HedgeBudget } = await internal<{ HedgeBudget: new () => { deposit(): void } }>(
+  './middleware/autopilot/hedge.js',
+);
+const { DeadlineScheduler } = await internal<{
+  DeadlineScheduler: new (clock: unknown) => { schedule(node: object): void; cancel(node: object): void };
+}>('./middleware/internal-kit.js');
+const gradient = new GradientLimit({ min: 1, max: 64, probeQuietCalls: true });
+const slots = new LimitSemaphore(() => gradient.limit);
+const hedgeBudget = new HedgeBudget();
+const hedgeTimers = new DeadlineScheduler(systemClock);
+const quietPolicy = Object.freeze({ mode: 'enforce', timeoutMs: 30_000, source: 'static', cutOff: false });
+const everyKnobLayer = (hedged: boolean) =>
+  trusted((ctx: LimitContext & { outcome?: object }, next: Next): Promise<void> => {
+    const startedAt = Date.now();
+    budget.depositAt(startedAt);
+    hedgeBudget.deposit();
+    slots.tryTake();
+    const node = hedged
+      ? {
+          ms: 1_000,
+          at: startedAt + 1_000,
+          cancelled: false,
+          list: undefined,
+          previous: undefined,
+          next: undefined,
+          expire() {},
+        }
+      : undefined;
+    if (node !== undefined) hedgeTimers.schedule(node);
+    const restore = ctx.limit(staticLimits);
+    return untilLimitEnds(ctx, next()).then(() => {
+      restore();
+      if (node !== undefined) hedgeTimers.cancel(node);
+      const now = Date.now();
+      window.record(ctx.toolName, 'success', now - startedAt, now);
+      gradient.record(now - startedAt, now, slots.inFlight);
+      slots.give();
+      (ctx.outcome as { policy?: object }).policy = quietPolicy;
+    });
+  });
 const inPlace = trusted((ctx: LimitContext, next: Next): Promise<void> => {
   const restore = ctx.limit(staticLimits);
   return untilLimitEnds(ctx, next()).then(restore);
@@ -103,6 +161,8 @@ const dispatchers = {
   timed: inTimeoutPlace(timedLayer(staticLimits)),
   'timed+deposit': inTimeoutPlace(timedLayer(staticLimits, true)),
   beside: besideTimeout(timedLayer(undefined)),
+  'every knob': inTimeoutPlace(everyKnobLayer(false)),
+  'every knob, hedged': inTimeoutPlace(everyKnobLayer(true)),
   idle: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(idleOptions) })),
   warm: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(options) })),
 };
