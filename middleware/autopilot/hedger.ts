@@ -41,8 +41,9 @@ export interface HedgedAttemptEnd {
 }
 
 /**
- * One hedge-eligible attempt: the layers inside (`next`) run as the primary and, if it is still
- * running `hedgeAfterMs` after `startedAt` and the budget allows, once more beside it. The first
+ * One hedge-eligible attempt's race: the autopilot runs the layers inside (`next`) as the primary
+ * and tells this how it ended (`firstEnded`); if it is still running `hedgeAfterMs` after
+ * `startedAt` and the budget allows, they run once more beside it. The first
  * success is the call's outcome and the other attempt is ended as `cancelled` (its handler's
  * signal aborts); when both fail, the primary's failure is the answer (the attempt the call would
  * have had without hedging, so hedging never changes a failure's kind). It settles, whether a
@@ -53,12 +54,12 @@ export interface HedgedAttemptEnd {
  * onion: the primary runs under the limit the autopilot set for the attempt, and a hedge beside it
  * (`runBranch`) under a limit set with the same, so each can be ended alone; the attempt is itself
  * its hedge timer, a node in the hedger's coalesced timer lists armed at the end of the tick. So an
- * attempt that answers before its hedge delay (nearly all of them) costs this object and one
- * `.then`: no branch, no timer, no `AbortController`, no listener. In shadow (or on a context the
+ * attempt that answers before its hedge delay (nearly all of them) costs this object: no branch,
+ * no timer, no `AbortController`, no listener, no reaction of its own. In shadow (or on a context the
  * dispatcher did not make) the one attempt runs exactly as without hedging; only the decision is
  * made.
  */
-class HedgedAttempt implements DeadlineNode {
+export class HedgedAttempt implements DeadlineNode {
   // Its place in the hedger's timer lists: due `ms` after the attempt started.
   readonly ms: number;
   readonly at: number;
@@ -108,15 +109,11 @@ class HedgedAttempt implements DeadlineNode {
     this.#alone = settings.shadow || !canBranch(ctx);
   }
 
-  /** Runs the primary (the hedge, when it starts, from `expire`); settles once the end is told. */
-  start(): Promise<void> {
+  /** Pays in and sets the hedge timer, as the primary starts (the autopilot runs it). */
+  watch(): this {
     this.#budget.deposit();
-    const running = this.#run();
     this.#timers.schedule(this);
-    return running.then(
-      () => this.#primaryDone(false, undefined),
-      (error: unknown) => this.#primaryDone(true, error),
-    );
+    return this;
   }
 
   /** The hedge delay passed with the primary running: a hedge, if the budget allows. */
@@ -148,7 +145,8 @@ class HedgedAttempt implements DeadlineNode {
     else this.#ctx.emit('autopilot.hedge', { decision, hedgeAfterMs });
   }
 
-  #primaryDone(failed: boolean, error: unknown): void | Promise<void> {
+  /** The primary ended: settles once the end is told (at once when no hedge started). */
+  firstEnded(failed: boolean, error: unknown): void | Promise<void> {
     // Read at once: the other attempt may set `ctx.outcome` after this one.
     const outcome = this.#ctx.outcome;
     this.#primaryEnded = true;
@@ -221,7 +219,8 @@ interface ToolHedge {
  * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
  * const now = clock.now();
  * const after = hedging.delayFor(ctx, tool, now, stats.samples(tool.name, now));
- * if (after !== undefined) await hedging.run(ctx, next, tool, after, now, attempt); // attempt: a HedgedAttemptEnd
+ * const race = after === undefined ? undefined : hedging.watch(ctx, next, tool, after, now, attempt);
+ * next().then(() => race?.firstEnded(false, undefined)); // attempt: a HedgedAttemptEnd
  * @internal
  */
 export class ToolHedging {
@@ -278,18 +277,19 @@ export class ToolHedging {
   }
 
   /**
-   * Runs the attempt hedged `hedgeAfterMs` after `startedAt` (see `HedgedAttempt`); `end.hedged`
-   * says a hedge started (in shadow: would have), the events say what was decided, and `end` is
-   * told how the attempt ended once both attempts have settled (this settles as it does).
+   * Watches the attempt that starts now (`startedAt`) for a hedge `hedgeAfterMs` later (see
+   * `HedgedAttempt`): tell the race how the first attempt ended (`firstEnded`). `end.hedged` says
+   * a hedge started (in shadow: would have), the events say what was decided, and `end` is told
+   * how the attempt ended once both attempts have settled.
    */
-  run(
+  watch(
     ctx: DispatchContext,
     next: Next,
     tool: Tool,
     hedgeAfterMs: number,
     startedAt: number,
     end: HedgedAttemptEnd,
-  ): Promise<void> {
+  ): HedgedAttempt {
     return new HedgedAttempt(ctx, next, {
       budget: this.#of(tool.name).budget,
       timers: this.#timers,
@@ -297,7 +297,7 @@ export class ToolHedging {
       hedgeAfterMs,
       startedAt,
       shadow: this.#mode === 'shadow',
-    }).start();
+    }).watch();
   }
 
   /** Drops what is known of `tool` (the pilot forgets idle tools). */

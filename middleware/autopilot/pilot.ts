@@ -15,7 +15,7 @@ import type {
 } from '../../src/types.js';
 import { attemptTimeoutMs } from '../internal-kit.js';
 import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
-import type { HedgedAttemptEnd, ToolHedging } from './hedger.js';
+import type { HedgedAttempt, HedgedAttemptEnd, ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
 import type { RetryBudget, StoreRetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
@@ -212,10 +212,9 @@ export class Pilot {
         held,
       });
       try {
+        // The first attempt is the layers inside as for any tool; a hedge may start beside it.
         if (hedgeAfterMs !== undefined) {
-          // Each attempt ends with its own limit, under the autopilot's: the hedger waits for both,
-          // then ends this attempt itself (one reaction, not two).
-          return (hedging as ToolHedging).run(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
+          attempt.race = (hedging as ToolHedging).watch(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
         }
         const inner = next();
         running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
@@ -227,8 +226,8 @@ export class Pilot {
       return Promise.reject(error);
     }
     return running.then(
-      () => attempt.succeeded(),
-      (error: unknown) => attempt.failed(error),
+      () => attempt.firstSucceeded(),
+      (error: unknown) => attempt.firstFailed(error),
     );
   }
 
@@ -387,6 +386,8 @@ const idleTimeoutSource = "static: the tool's idle timeout";
 class PilotAttempt implements HedgedAttemptEnd {
   /** A hedge started beside it (in shadow: would have); set by the hedger. */
   hedged = false;
+  /** Its race with a hedge, for a tool past its hedge warm-up: told how the first attempt ended. */
+  race: HedgedAttempt | undefined = undefined;
   readonly startedAt: number;
   /**
    * What its outcome says when nothing happens to it: frozen and shared by the tool's attempts
@@ -426,6 +427,19 @@ class PilotAttempt implements HedgedAttemptEnd {
     this.retried = ctx.attempt > 0;
     this.#restore = chosen.restore;
     this.#held = chosen.held;
+  }
+
+  /** The first attempt succeeded: the attempt did, or its race says what became of it. */
+  firstSucceeded(): void | Promise<void> {
+    const race = this.race;
+    return race === undefined ? this.succeeded() : race.firstEnded(false, undefined);
+  }
+
+  /** The first attempt failed: so did the attempt, or its race says what became of it. */
+  firstFailed(error: unknown): void | Promise<void> {
+    const race = this.race;
+    if (race === undefined) this.failed(error);
+    return race.firstEnded(true, error);
   }
 
   /** The layers inside succeeded: the sample, the limit's move, and the outcome's policy. */
