@@ -8,7 +8,8 @@
 import { toJsonSafe } from '../src/json-safe.js';
 import { createRedactor, type Redactor } from '../src/redact.js';
 import type { StandardSchemaV1 } from '../src/standard-schema.js';
-import type { ToolTimeout } from '../src/types.js';
+import type { AttemptLimits, DeadlineClock, ToolTimeout } from '../src/types.js';
+import { maxTimerDelayMs } from '../src/internal/abort.js';
 
 export { neverAborted, noop } from '../src/internal/abort.js';
 // Coalesced timers of a layer's own (the autopilot's hedges): one real timer per duration, armed at
@@ -178,6 +179,26 @@ export function attemptTimeoutMs(
   const idle = tool?.timeout;
   if (idle !== undefined) return Math.min(idle.totalMs, callTimeoutMs ?? Infinity);
   return callTimeoutMs ?? tool?.timeoutMs ?? fallback;
+}
+
+/**
+ * The limit an attempt runs under, as the timeout layer sets it: `attemptTimeoutMs` on `clock`,
+ * with the tool's idle deadline when it has one; `undefined` when there is none (beyond a timer's
+ * range, no idle timeout). `held` is returned when it says the same (a caller that keeps one per
+ * tool makes none per attempt).
+ */
+export function attemptLimitsOf(
+  callTimeoutMs: number | undefined,
+  tool: (TimedTool & { readonly timeout?: Pick<ToolTimeout, 'idleMs'> | undefined }) | undefined,
+  fallback: number,
+  clock: DeadlineClock,
+  held?: AttemptLimits,
+): AttemptLimits | undefined {
+  const idleMs = tool?.timeout?.idleMs;
+  const timeoutMs = attemptTimeoutMs(callTimeoutMs, tool, fallback);
+  if (timeoutMs > maxTimerDelayMs && idleMs === undefined) return undefined;
+  if (held?.timeoutMs === timeoutMs && held.idleMs === idleMs && held.clock === clock) return held;
+  return idleMs === undefined ? { timeoutMs, clock } : { timeoutMs, idleMs, clock };
 }
 
 /** The largest `limit` of an approval store's `list` and `audit`. */

@@ -13,7 +13,7 @@ import type {
   Next,
   Tool,
 } from '../../src/types.js';
-import { attemptTimeoutMs } from '../internal-kit.js';
+import { attemptLimitsOf } from '../internal-kit.js';
 import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
 import type { HedgedAttempt, HedgedAttemptEnd, ToolHedging } from './hedger.js';
 import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
@@ -200,7 +200,13 @@ export class Pilot {
           ? tuning.limits
           : fixed === undefined
             ? undefined
-            : staticLimitsOf(ctx, tool, tuning, fixed);
+            : (tuning.staticLimits = attemptLimitsOf(
+                ctx.options.timeoutMs,
+                tool,
+                fixed.defaultMs,
+                fixed.clock,
+                tuning.staticLimits,
+              ));
       // A hedge runs beside the attempt's own limit, so the attempt needs one to be ended alone.
       if (limits === undefined && hedgeAfterMs !== undefined && mode === 'enforce') limits = noDeadline;
       const restore = limits === undefined ? undefined : ctx.limit(limits);
@@ -555,25 +561,6 @@ function fixedPolicy(
   if (held !== undefined && held.timeoutMs === timeoutMs && held.source === source) return held;
   tuning.fixed = quietPolicy(settings, timeoutMs, source);
   return tuning.fixed;
-}
-
-// The static limit of an attempt of `tool`, as the timeout layer would set it (`undefined`: none,
-// beyond a timer's range), kept while it stays the same.
-function staticLimitsOf(
-  ctx: DispatchContext,
-  tool: Tool,
-  tuning: ToolTuning,
-  fixed: StaticDeadline,
-): AttemptLimits | undefined {
-  const idleMs = tool.timeout?.idleMs;
-  const timeoutMs = attemptTimeoutMs(ctx.options.timeoutMs, tool, fixed.defaultMs);
-  if (timeoutMs > maxTimerDelayMs && idleMs === undefined) return undefined;
-  const held = tuning.staticLimits;
-  if (held?.timeoutMs === timeoutMs && held.idleMs === idleMs && held.clock === fixed.clock) return held;
-  tuning.staticLimits = Object.freeze(
-    idleMs === undefined ? { timeoutMs, clock: fixed.clock } : { timeoutMs, idleMs, clock: fixed.clock },
-  );
-  return tuning.staticLimits;
 }
 
 function untunedTool(): ToolTuning {

@@ -6,15 +6,8 @@
 import { systemClock } from '../../src/clock.js';
 import { trusted } from '../../src/internal/trusted.js';
 import type { DeadlineClock, DispatchContext, Middleware, Next } from '../../src/types.js';
-import { attemptTimeoutMs } from '../internal-kit.js';
-import {
-  maxTimerDelayMs,
-  optionsObject,
-  requireClock,
-  requireNumber,
-  untilLimitEnds,
-  optionKeys,
-} from '../kit.js';
+import { attemptLimitsOf } from '../internal-kit.js';
+import { optionsObject, requireClock, requireNumber, untilLimitEnds, optionKeys } from '../kit.js';
 
 /** Options for `timeout`. */
 export interface TimeoutOptions {
@@ -64,13 +57,10 @@ export function timeoutSettings(options?: TimeoutOptions): TimeoutSettings {
 export function timeout(options?: TimeoutOptions): Middleware {
   const { defaultMs, clock } = timeoutSettings(options);
   return trusted(function timeout(ctx: DispatchContext, next: Next): Promise<void> {
-    const idle = ctx.tool?.timeout;
-    const timeoutMs = attemptTimeoutMs(ctx.options.timeoutMs, ctx.tool, defaultMs);
+    const limits = attemptLimitsOf(ctx.options.timeoutMs, ctx.tool, defaultMs, clock);
     // Beyond a timer's range there is no fixed deadline.
-    if (timeoutMs > maxTimerDelayMs && idle === undefined) return next();
-    const restore = ctx.limit(
-      idle === undefined ? { timeoutMs, clock } : { timeoutMs, idleMs: idle.idleMs, clock },
-    );
+    if (limits === undefined) return next();
+    const restore = ctx.limit(limits);
     let running: Promise<void>;
     try {
       // The attempt ends at the deadline by itself; a layer of the user's between here and the
