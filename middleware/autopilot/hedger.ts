@@ -15,7 +15,7 @@ import {
   hedgeEligible,
   hedgePaused,
 } from './hedge.js';
-import { announceShare, groupDigits, type HedgeSettings, quantileLabel } from './pilot.js';
+import { announceShare, groupDigits, quantileLabel } from './policy.js';
 import {
   type Branch,
   canBranch,
@@ -29,6 +29,15 @@ import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 
 const hedgeLost = 'the other attempt of a hedged call answered first';
+
+/** The hedge knob's settings, checked. */
+export interface HedgeSettings {
+  readonly quantile: number;
+  readonly maxExtraLoad: number;
+  readonly minSamples: number;
+  /** Where the hedge quantile sits in the summaries' `quantiles`. */
+  readonly at: number;
+}
 
 /** The layer a hedged attempt runs for: told whether a hedge started, and how the attempt ended. */
 export interface HedgedAttemptEnd {

@@ -17,15 +17,9 @@ import {
   requireNumber,
 } from '../kit.js';
 import { hedgeScarceQuantile } from './hedge.js';
-import { ToolHedging } from './hedger.js';
+import { type HedgeSettings, ToolHedging } from './hedger.js';
 import { memoryAutopilotStore } from './memory-store.js';
-import {
-  type HedgeSettings,
-  Pilot,
-  type PilotSettings,
-  type StaticDeadline,
-  type TimeoutSettings,
-} from './pilot.js';
+import { Pilot, type PilotSettings, type StaticDeadline, type TimeoutSettings } from './pilot.js';
 import { type RetryBudget, type RetryBudgetOptions, retryBudget, storeRetryBudget } from './retry-budget.js';
 import type { AutopilotStore } from './store.js';
 import { type ConcurrencySettings, ToolSlots } from './tool-slots.js';

@@ -15,8 +15,14 @@ import type {
 } from '../../src/types.js';
 import { attemptLimitsOf } from '../internal-kit.js';
 import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
-import type { HedgedAttempt, HedgedAttemptEnd, ToolHedging } from './hedger.js';
-import type { OutcomePolicy, PolicyBudgetState } from './policy.js';
+import type { HedgedAttempt, HedgedAttemptEnd, HedgeSettings, ToolHedging } from './hedger.js';
+import {
+  announceShare,
+  groupDigits,
+  type OutcomePolicy,
+  type PolicyBudgetState,
+  quantileLabel,
+} from './policy.js';
 import type { RetryBudget, StoreRetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
 import type { ToolSlots } from './tool-slots.js';
@@ -29,15 +35,6 @@ export interface TimeoutSettings {
   readonly factor: number;
   readonly minMs: number;
   readonly minSamples: number;
-}
-
-/** The hedge knob's settings, checked. */
-export interface HedgeSettings {
-  readonly quantile: number;
-  readonly maxExtraLoad: number;
-  readonly minSamples: number;
-  /** Where the hedge quantile sits in the summaries' `quantiles`. */
-  readonly at: number;
 }
 
 /** Everything a `Pilot` runs on, checked by `autopilot()`. */
@@ -115,9 +112,6 @@ interface ToolTuning {
 }
 
 const stateKey = 'autopilot';
-// A timeout must move this much before `autopilot.decision` says so: a window refresh moves the
-// quantile by a little every few dozen calls, and that is not news.
-export const announceShare = 0.05;
 
 /** What `Pilot.snapshot` reads of a tool; the factory's `AutopilotSnapshot` is built from it. */
 export interface PilotSnapshot {
@@ -655,14 +649,4 @@ function classOf(kind: string): OutcomeClass {
 function adaptiveMs(summary: ToolSummary, timeout: TimeoutSettings): number {
   const latency = summary.quantiles[0] as number;
   return Math.max(timeout.minMs, Math.ceil(timeout.factor * latency));
-}
-
-/** `0.999` → `p99.9`, `0.95` → `p95`. */
-export function quantileLabel(quantile: number): string {
-  return `p${Number((quantile * 100).toFixed(4))}`;
-}
-
-/** 5000 → '5 000', as the issue writes counts. */
-export function groupDigits(count: number): string {
-  return String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }

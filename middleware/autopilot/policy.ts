@@ -1,6 +1,6 @@
 /**
- * What the autopilot tells about each call (`outcome.policy`) and the events it emits, merged into
- * the core's outcome and event types.
+ * What the autopilot tells about each call (`outcome.policy`), how it words its sources, and the
+ * events it emits, merged into the core's outcome and event types.
  * @module
  */
 
@@ -16,8 +16,8 @@ export interface OutcomePolicy {
   readonly mode: 'enforce' | 'shadow';
   /**
    * The per-attempt timeout the autopilot chose, in milliseconds: its own once the tool has
-   * enough samples, else the caller's or the tool's `timeoutMs` (`undefined`: the timeout layer's
-   * default).
+   * enough samples, else the caller's or the tool's `timeoutMs`, else (in `defaultStack`) the
+   * timeout's `defaultMs` (`undefined`: a hand-built stack's timeout layer default).
    */
   readonly timeoutMs: number | undefined;
   /** Where `timeoutMs` comes from, in a few words (`'p99.9 × 1.5 of 5 000 calls'`, `'static: 120 of 200 samples'`). */
@@ -106,4 +106,20 @@ declare module '../../src/errors.js' {
     /** How the autopilot ran this call, when an `autopilot()` layer saw it. */
     policy?: OutcomePolicy;
   }
+}
+
+/**
+ * How much a timeout or hedge delay must move before `autopilot.decision` says so: a window
+ * refresh moves the quantile by a little every few dozen calls, and that is not news.
+ */
+export const announceShare = 0.05;
+
+/** `0.999` → `p99.9`, `0.95` → `p95`. */
+export function quantileLabel(quantile: number): string {
+  return `p${Number((quantile * 100).toFixed(4))}`;
+}
+
+/** 5000 → '5 000', as the issue writes counts. */
+export function groupDigits(count: number): string {
+  return String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }
