@@ -27,6 +27,8 @@ export interface IdempotencyHooks {
   storeError?(key: string, operation: string, error: unknown): void;
   /** This process's breaker opened the circuit `key` (for every process sharing the store). */
   circuitOpened?(key: string): void;
+  /** The call `callId` lost its fleet slot's lease while it ran: the pool may be over its cap by one. */
+  slotLost?(callId: string, pool: string): void;
 }
 
 /** Builds a worker's dispatcher: idempotency, the fleet cap, retries, the breaker and the budget, all on the shared stores. */
@@ -40,6 +42,7 @@ export function createFleetDispatcher(
     if (event.type === 'idempotency.lease_lost') hooks?.leaseLost?.(event.key, String(event.fence));
     else if (event.type === 'idempotency.store_error')
       hooks?.storeError?.(event.key, event.operation, event.error);
+    else if (event.type === 'concurrency.lease_lost') hooks?.slotLost?.(event.callId, event.pool);
     else if (event.type === 'circuit.open') {
       hooks?.circuitOpened?.(event.key);
       onCircuitOpen?.(event.key);

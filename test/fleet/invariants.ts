@@ -40,7 +40,11 @@ export interface RunFacts {
   fleetMax: number;
   /** When Redis was restarted empty, and how long keyed calls then fail closed. */
   reset?: { at: number; windowMs: number };
-  /** Whether log-based cap checks hold (no lease can be lost in this scenario). */
+  /**
+   * Whether log-based cap checks hold: no idempotency lease can be lost in this scenario. An
+   * execution whose slot lease lapsed while it ran (a `Q` line) is over the cap by design, and the
+   * check leaves it out.
+   */
   strictCap: boolean;
 }
 
@@ -53,6 +57,8 @@ export interface Verdict {
   splitUnexplained: number;
   overlaps: number;
   maxConcurrent: number;
+  /** Executions whose fleet slot lease lapsed while they ran (left out of the cap check). */
+  slotLost: number;
   hits: Record<string, number>;
   problems: string[];
 }
@@ -64,12 +70,15 @@ interface Execution {
   start: number;
   end: number | undefined;
   lost: boolean;
+  slotLost: boolean;
 }
 
 export function check(entries: Entry[], facts: RunFacts): Verdict {
   const problems: string[] = [];
   // A lease-lost flag names the key and the worker whose execution of it lost the lease.
   const lost = new Set(entries.filter((e) => e.type === 'L').map((e) => `${e.key} ${e.worker}`));
+  // A slot-lost line names the execution (by its token) whose fleet slot lapsed while it ran.
+  const slotLost = new Set(entries.filter((e) => e.type === 'Q').map((e) => e.value));
   const ends = new Map(entries.filter((e) => e.type === 'E').map((e) => [e.value, e.at]));
   // Executions whose result some caller got: it was stored (or handed over in process).
   const answered = new Set(entries.filter((e) => e.type === 'R').map((e) => e.value));
@@ -82,6 +91,7 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
       start: e.at,
       end: ends.get(e.value),
       lost: lost.has(`${e.key} ${e.worker}`),
+      slotLost: slotLost.has(e.value),
     }));
   const byKey = new Map<string, Execution[]>();
   for (const execution of executions) {
@@ -163,7 +173,7 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   // The most executions running at once, from the logs (a crashed one until its lease ends).
   const events: Array<[number, number]> = [];
   for (const e of executions) {
-    if (e.lost) continue;
+    if (e.lost || e.slotLost) continue;
     events.push([e.start, 1]);
     events.push([e.end ?? e.start + facts.leaseMs, -1]);
   }
@@ -194,6 +204,7 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
     splitUnexplained,
     overlaps,
     maxConcurrent,
+    slotLost: executions.filter((e) => e.slotLost).length,
     hits,
     problems,
   };

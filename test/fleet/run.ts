@@ -281,7 +281,7 @@ async function runKeys(
     `${scenario.padEnd(9)} ${note}executions ${verdict.executions}/${keyCount}; extra crash ${extra.crash}, lease lost ${extra.leaseLost}, ` +
       `ttl ${extra.ttl}, after reset window ${extra.reset}, unexplained ${extra.unexplained}; split ${verdict.split} ` +
       `(unexplained ${verdict.splitUnexplained}); missing ${verdict.missing}; failures ${JSON.stringify(verdict.failures)}; ` +
-      `max leases ${maxLeases}/${fleetMax}; ${seconds} s`,
+      `max leases ${maxLeases}/${fleetMax}; slot leases lapsed mid-run ${verdict.slotLost}; ${seconds} s`,
   );
   return verdict.problems;
 }

@@ -77,15 +77,19 @@ async function main(): Promise<void> {
         })
       : undefined;
 
+  // The executions running now, by call id, so a lost slot lease names the execution it cut loose.
+  const running = new Map<string, string>();
   const registry = new ToolRegistry();
   registry.register({
     name: 'payments.charge',
     description: 'Charges an order once.',
     inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
-    handler: async ({ orderId }) => {
+    handler: async ({ orderId }, ctx) => {
       const token = randomUUID();
       line(`S ${orderId} ${token} ${config.id}`);
+      running.set(ctx.callId, `${orderId} ${token}`);
       await sleep(20 + Math.floor(rand() * 100)); // the side effect; it ignores aborts, as a charge would
+      running.delete(ctx.callId);
       line(`E ${orderId} ${token} ${config.id}`);
       return { chargeId: token };
     },
@@ -120,6 +124,10 @@ async function main(): Promise<void> {
             .slice(0, 120)} ${config.id}`,
         ),
       circuitOpened: (key) => line(`O ${key} - ${config.id}`),
+      slotLost: (callId) => {
+        const execution = running.get(callId);
+        if (execution !== undefined) line(`Q ${execution} ${config.id}`);
+      },
     },
   });
 
