@@ -20,7 +20,11 @@ const overlapping = [
   'E k1 t1 w1 20',
   'E k2 t2 w1 25',
   'E k3 t3 w2 30',
-  ...['w1', 'w2'].flatMap((worker) => [`R k1 t1 ${worker} 40`, `R k2 t2 ${worker} 41`, `R k3 t3 ${worker} 42`]),
+  ...['w1', 'w2'].flatMap((worker) => [
+    `R k1 t1 ${worker} 40`,
+    `R k2 t2 ${worker} 41`,
+    `R k3 t3 ${worker} 42`,
+  ]),
 ];
 
 describe('the fleet cap check', () => {
