@@ -921,7 +921,9 @@ ${policyMarkdown(input.policy)}
 Issue 34's rows (\`bench/autopilot.ts\`): seeded traces replayed through the real default stack on
 a virtual clock against a simulated tool, static defaults (30 s timeout, 3 attempts, \`max\` 8)
 beside \`autopilot()\`; then its cost per dispatch and memory per tool. See
-[autopilot.md](autopilot.md#measured) for what each row means.
+[autopilot.md](autopilot.md#measured) for what each row means; \`bench/autopilot/floor.ts\` measures
+the floor under the two per-dispatch rows and \`bench/autopilot/attribution.ts\` (Linux \`perf\`)
+where their time goes ([autopilot.md, Cost](autopilot.md#cost)).
 
 ${autopilotMarkdown(input.autopilot)}${input.autopilot === undefined ? '' : '\n\n![p99 per trace: autopilot / static defaults](charts/autopilot-p99.svg)\n\n![tool calls per trace: autopilot / static defaults](charts/autopilot-load.svg)'}
 ## 11. Console
@@ -947,6 +949,9 @@ ${consoleMarkdown(input.console)}
 - Per case: the median ns/op over rounds, the quartiles, and the spread ±(IQR/2)/median. CPU per
   op is \`process.cpuUsage()\` (all threads, GC helpers included) over the batch.
 - Ratios pair the two cases' samples from the same round and take the median of the ratios.
+- A change made for speed earns its place at about a tenth of a dispatch: machinery for a smaller
+  gain is not added. \`bench/ablate.ts\` (the engine) and \`bench/autopilot/floor.ts\` (the
+  autopilot) measure what each piece buys.
 - tinybench 6 is not used: it runs each task to completion before the next (no interleaving
   across tasks) and times every iteration separately, which for a ~1 µs async operation measures
   the timer and a microtask turn as much as the operation.
