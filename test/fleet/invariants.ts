@@ -171,21 +171,33 @@ export function check(entries: Entry[], facts: RunFacts): Verdict {
   }
 
   // The most executions running at once, from the logs (a crashed one until its lease ends).
+  const counted = executions.filter((e) => !e.lost && !e.slotLost);
+  const endOf = (e: Execution) => e.end ?? e.start + facts.leaseMs;
   const events: Array<[number, number]> = [];
-  for (const e of executions) {
-    if (e.lost || e.slotLost) continue;
+  for (const e of counted) {
     events.push([e.start, 1]);
-    events.push([e.end ?? e.start + facts.leaseMs, -1]);
+    events.push([endOf(e), -1]);
   }
   events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let running = 0;
   let maxConcurrent = 0;
-  for (const [, delta] of events) {
+  let busiestAt = 0;
+  for (const [at, delta] of events) {
     running += delta;
-    maxConcurrent = Math.max(maxConcurrent, running);
+    if (running > maxConcurrent) {
+      maxConcurrent = running;
+      busiestAt = at;
+    }
   }
-  if (facts.strictCap && maxConcurrent > facts.fleetMax)
-    problems.push(`${maxConcurrent} executions ran at once, over the fleet cap of ${facts.fleetMax}`);
+  if (facts.strictCap && maxConcurrent > facts.fleetMax) {
+    // Which executions, so a failure says whether a slot was granted twice or clocks disagree.
+    const during = counted
+      .filter((e) => e.start <= busiestAt && endOf(e) > busiestAt)
+      .map((e) => `${e.worker} ${e.key} ${e.start.toFixed(2)}–${endOf(e).toFixed(2)}`);
+    problems.push(
+      `${maxConcurrent} executions ran at once, over the fleet cap of ${facts.fleetMax}, at ${busiestAt.toFixed(2)}: ${during.join('; ')}`,
+    );
+  }
   if (extra.unexplained > 0 || splitUnexplained > 0 || overlaps > 0 || missing > 0) {
     // Already listed above.
   }

@@ -31,7 +31,9 @@ describe('the fleet cap check', () => {
   it('fails a run where more executions ran at once than the cap, with no lapse to explain it', () => {
     const verdict = check(parseLog(overlapping.join('\n')), facts);
     expect(verdict.maxConcurrent).toBe(3);
-    expect(verdict.problems).toContain('3 executions ran at once, over the fleet cap of 2');
+    expect(verdict.problems).toEqual([
+      '3 executions ran at once, over the fleet cap of 2, at 10.00: w1 k1 0.00–20.00; w1 k2 5.00–25.00; w2 k3 10.00–30.00',
+    ]);
   });
 
   it('leaves out an execution whose slot lease lapsed while it ran (the gate reports it, by design)', () => {
