@@ -208,9 +208,11 @@ export class HedgedAttempt implements DeadlineNode {
   }
 }
 
-// One tool's hedging: its delay as last computed (and from which summary), what was last
-// announced, whether it may be hedged, and its budget.
-interface ToolHedge {
+/**
+ * One tool's hedging: its delay as last computed (and from which summary), what was last
+ * announced, whether it may be hedged, and its budget. The pilot keeps it with the tool.
+ */
+export interface ToolHedge {
   summary: ToolSummary | undefined;
   ms: number;
   /** The delay when the budget is empty (`hedgeScarceQuantile`'s). */
@@ -226,9 +228,10 @@ interface ToolHedge {
  *
  * @example
  * const hedging = new ToolHedging({ quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200, at: 0 }, stats, 'enforce', clock);
+ * const state = hedging.of(tool.name);
  * const now = clock.now();
- * const after = hedging.delayFor(ctx, tool, now, stats.samples(tool.name, now));
- * const race = after === undefined ? undefined : hedging.watch(ctx, next, tool, after, now, attempt);
+ * const after = hedging.delayFor(ctx, tool, state, now, stats.samples(tool.name, now), undefined);
+ * const race = after === undefined ? undefined : hedging.watch(ctx, next, state, after, now, attempt);
  * next().then(() => race?.firstEnded(false, undefined)); // attempt: a HedgedAttemptEnd
  * @internal
  */
@@ -250,11 +253,18 @@ export class ToolHedging {
   /**
    * The hedge delay for this attempt of `tool`: `undefined` for a tool that may never be hedged
    * (it runs as if hedging were off) and during warm-up (the budget is paid into, no hedge starts).
-   * `samples`: the tool's exact count at `now` (`ToolStats.samples`), which the pilot has read.
+   * `state`: the tool's (`of`). `samples`: its exact count at `now` (`ToolStats.samples`), and
+   * `summary`: its summary at `now`, if the pilot has read it.
    */
-  delayFor(ctx: DispatchContext, tool: Tool, now: number, samples: number): number | undefined {
+  delayFor(
+    ctx: DispatchContext,
+    tool: Tool,
+    state: ToolHedge,
+    now: number,
+    samples: number,
+    summary: ToolSummary | undefined,
+  ): number | undefined {
     const hedgeable = hedgeEligible(tool);
-    const state = this.#of(tool.name);
     state.hedgeable = hedgeable;
     if (!hedgeable) return undefined;
     // A retry is extra load as a hedge is: the budget pays for it, so the two together keep to it.
@@ -266,7 +276,7 @@ export class ToolHedging {
       state.budget.deposit();
       return undefined;
     }
-    let summary = this.#stats.summary(tool.name, false, now) as ToolSummary;
+    summary ??= this.#stats.summary(tool.name, false, now) as ToolSummary;
     if (summary.samples < minSamples) summary = this.#stats.summary(tool.name, true, now) as ToolSummary;
     if (state.summary !== summary) {
       state.summary = summary;
@@ -294,13 +304,13 @@ export class ToolHedging {
   watch(
     ctx: DispatchContext,
     next: Next,
-    tool: Tool,
+    state: ToolHedge,
     hedgeAfterMs: number,
     startedAt: number,
     end: HedgedAttemptEnd,
   ): HedgedAttempt {
     return new HedgedAttempt(ctx, next, {
-      budget: this.#of(tool.name).budget,
+      budget: state.budget,
       timers: this.#timers,
       end,
       hedgeAfterMs,
@@ -340,7 +350,8 @@ export class ToolHedging {
     });
   }
 
-  #of(tool: string): ToolHedge {
+  /** `tool`'s hedging, made at its first attempt. */
+  of(tool: string): ToolHedge {
     let state = this.#tools.get(tool);
     if (state === undefined) {
       state = {

@@ -15,7 +15,7 @@ import type {
 } from '../../src/types.js';
 import { attemptLimitsOf } from '../internal-kit.js';
 import { maxTimerDelayMs, untilLimitEnds } from '../kit.js';
-import type { HedgedAttempt, HedgedAttemptEnd, HedgeSettings, ToolHedging } from './hedger.js';
+import type { HedgedAttempt, HedgedAttemptEnd, HedgeSettings, ToolHedge, ToolHedging } from './hedger.js';
 import {
   announceShare,
   groupDigits,
@@ -25,7 +25,7 @@ import {
 } from './policy.js';
 import type { RetryBudget, StoreRetryBudget } from './retry-budget.js';
 import type { LimitSemaphore } from './limit-semaphore.js';
-import type { ToolSlots } from './tool-slots.js';
+import type { ToolLimit, ToolSlots } from './tool-slots.js';
 import type { ToolStats, ToolSummary } from './tool-stats.js';
 import type { OutcomeClass } from './windowed-sketch.js';
 
@@ -109,6 +109,9 @@ interface ToolTuning {
   /** The cap last seen for the tool (its own `timeoutMs`), for `snapshot`. */
   cap: number | undefined;
   budget: StoreRetryBudget | undefined;
+  /** The tool's hedging and its slots, held here so an attempt looks the tool up once. */
+  hedge: ToolHedge | undefined;
+  slots: ToolLimit | undefined;
 }
 
 const stateKey = 'autopilot';
@@ -136,10 +139,16 @@ export class Pilot {
 
   readonly #seams: PilotSeams;
   readonly #warmUpSource: string;
+  // The fewest samples either knob tunes on: from there an attempt reads the tool's summary.
+  readonly #tunesFrom: number;
 
   constructor(settings: PilotSettings, seams: PilotSeams = {}) {
     this.#settings = settings;
     this.#seams = seams;
+    this.#tunesFrom = Math.min(
+      settings.timeout?.minSamples ?? Infinity,
+      settings.hedge?.minSamples ?? Infinity,
+    );
     this.#warmUpSource = `static: under ${settings.timeout?.minSamples} samples`;
   }
 
@@ -157,13 +166,15 @@ export class Pilot {
   run(ctx: DispatchContext, next: Next, fixed?: StaticDeadline): Promise<void> {
     const tool = ctx.tool;
     if (tool === undefined) return next();
+    const tuning = this.#tuningOf(tool.name);
     const slots = this.#seams.concurrency;
-    if (slots === undefined) return this.#attempt(ctx, next, tool, fixed);
+    if (slots === undefined) return this.#attempt(ctx, next, tool, tuning, fixed);
     const mode = this.#settings.mode;
+    const entry = (tuning.slots ??= slots.of(tool.name));
     // A free slot, nobody waiting: taken at once, no promise or releaser per attempt.
-    const held = mode === 'enforce' ? slots.tryTake(tool.name, ctx.signal) : undefined;
-    if (held !== undefined) return this.#attempt(ctx, next, tool, fixed, held);
-    return slots.run(ctx, tool.name, mode, () => this.#attempt(ctx, next, tool, fixed));
+    const held = mode === 'enforce' ? slots.tryTake(entry, ctx.signal) : undefined;
+    if (held !== undefined) return this.#attempt(ctx, next, tool, tuning, fixed, held);
+    return slots.run(ctx, entry, mode, () => this.#attempt(ctx, next, tool, tuning, fixed));
   }
 
   // Not async: the layers inside are answered with one `.then`, their outcome handled by the
@@ -173,6 +184,7 @@ export class Pilot {
     ctx: DispatchContext,
     next: Next,
     tool: Tool,
+    tuning: ToolTuning,
     fixed: StaticDeadline | undefined,
     held?: LimitSemaphore,
   ): Promise<void> {
@@ -180,15 +192,27 @@ export class Pilot {
     let running: Promise<void>;
     try {
       const { clock, mode } = this.#settings;
-      const tuning = this.#tuningOf(tool.name);
       const startedAt = clock.now();
       if (ctx.attempt === 0) this.#payIn(ctx, tool.name, tuning, startedAt);
-      // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes.
-      const samples = this.#settings.stats.samples(tool.name, startedAt);
-      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples, fixed);
+      // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes,
+      // read once for both.
+      const { stats } = this.#settings;
+      const samples = stats.samples(tool.name, startedAt);
+      const summary = samples >= this.#tunesFrom ? stats.summary(tool.name, false, startedAt) : undefined;
+      const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples, summary, fixed);
       const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
       const hedging = this.#seams.hedging;
-      const hedgeAfterMs = hedging?.delayFor(ctx, tool, startedAt, samples);
+      const hedgeAfterMs =
+        hedging === undefined
+          ? undefined
+          : hedging.delayFor(
+              ctx,
+              tool,
+              (tuning.hedge ??= hedging.of(tool.name)),
+              startedAt,
+              samples,
+              summary,
+            );
       let limits =
         timeoutMs !== undefined && mode === 'enforce'
           ? tuning.limits
@@ -204,7 +228,7 @@ export class Pilot {
       // A hedge runs beside the attempt's own limit, so the attempt needs one to be ended alone.
       if (limits === undefined && hedgeAfterMs !== undefined && mode === 'enforce') limits = noDeadline;
       const restore = limits === undefined ? undefined : ctx.limit(limits);
-      attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, ctx, tool, {
+      attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, tuning.slots, ctx, tool, {
         startedAt,
         policy,
         timeoutMs,
@@ -214,7 +238,8 @@ export class Pilot {
       try {
         // The first attempt is the layers inside as for any tool; a hedge may start beside it.
         if (hedgeAfterMs !== undefined) {
-          attempt.race = (hedging as ToolHedging).watch(ctx, next, tool, hedgeAfterMs, startedAt, attempt);
+          const state = tuning.hedge as ToolHedge;
+          attempt.race = (hedging as ToolHedging).watch(ctx, next, state, hedgeAfterMs, startedAt, attempt);
         }
         const inner = next();
         running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
@@ -312,6 +337,7 @@ export class Pilot {
     tuning: ToolTuning,
     now: number,
     samples: number,
+    read: ToolSummary | undefined,
     fixed: StaticDeadline | undefined,
   ): OutcomePolicy {
     const timeout = this.#settings.timeout;
@@ -327,10 +353,11 @@ export class Pilot {
       announce(ctx, this.#settings.mode, tuning, undefined, this.#warmUpSource);
       return fixedPolicy(this.#settings, tuning, cap, this.#warmUpSource);
     }
-    const { stats } = this.#settings;
-    let summary = stats.summary(tool.name, false, now) as ToolSummary;
+    // Read by the attempt: past `minSamples` the tool has a window.
+    let summary = read as ToolSummary;
     // A summary from before the tool had its samples is no ground to tune on.
-    if (summary.samples < timeout.minSamples) summary = stats.summary(tool.name, true, now) as ToolSummary;
+    if (summary.samples < timeout.minSamples)
+      summary = this.#settings.stats.summary(tool.name, true, now) as ToolSummary;
     if (tuning.summary !== summary) retune(this.#settings, tuning, summary, timeout);
     if (cap !== undefined && tuning.ms >= cap) {
       const source = (tuning.capSource ??= `static: the cap is below ${tuning.source} (${tuning.ms} ms)`);
@@ -399,6 +426,7 @@ class PilotAttempt implements HedgedAttemptEnd {
   readonly retried: boolean;
   readonly #settings: PilotSettings;
   readonly #slots: ToolSlots | undefined;
+  readonly #entry: ToolLimit | undefined;
   readonly #ctx: DispatchContext;
   readonly #tool: Tool;
   readonly #restore: (() => void) | undefined;
@@ -407,6 +435,7 @@ class PilotAttempt implements HedgedAttemptEnd {
   constructor(
     settings: PilotSettings,
     slots: ToolSlots | undefined,
+    entry: ToolLimit | undefined,
     ctx: DispatchContext,
     tool: Tool,
     chosen: {
@@ -419,6 +448,7 @@ class PilotAttempt implements HedgedAttemptEnd {
   ) {
     this.#settings = settings;
     this.#slots = slots;
+    this.#entry = entry;
     this.#ctx = ctx;
     this.#tool = tool;
     this.startedAt = chosen.startedAt;
@@ -458,7 +488,7 @@ class PilotAttempt implements HedgedAttemptEnd {
       // needed none, and spend the budget on them. An aborted attempt is never a sample of its own.
       const latencyMs = endedAt - this.startedAt;
       stats.record(tool, 'success', latencyMs, endedAt);
-      this.#slots?.record(ctx, tool, latencyMs, mode, endedAt);
+      this.#slots?.record(ctx, this.#entry as ToolLimit, latencyMs, mode, endedAt);
       const outcome = ctx.outcome;
       const ranPast = timeoutMs !== undefined && mode === 'shadow' && latencyMs > timeoutMs;
       // Nothing happened to a first attempt that was not hedged and not (in shadow) past its
@@ -571,6 +601,8 @@ function untunedTool(): ToolTuning {
     budgetSpent: false,
     cap: undefined,
     budget: undefined,
+    hedge: undefined,
+    slots: undefined,
   };
 }
 

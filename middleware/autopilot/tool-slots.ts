@@ -24,7 +24,8 @@ export interface LimitMove {
   readonly reason: string;
 }
 
-interface ToolLimit {
+/** One tool's limit and slots; the pilot holds it beside the tool's other state. */
+export interface ToolLimit {
   readonly limit: GradientLimit;
   readonly slots: LimitSemaphore;
   /** Attempts in flight in shadow mode, where no slot is taken. */
@@ -46,8 +47,9 @@ const moveReasons: Readonly<Record<GradientLimitChange, string>> = {
  *
  * @example
  * const slots = new ToolSlots({ min: 1, max: 64 }, clock, Math.random);
- * await slots.run(ctx, 'search.web', 'enforce', () => next());
- * slots.record(ctx, 'search.web', 212, 'enforce'); // may move the limit: autopilot.decision
+ * const search = slots.of('search.web');
+ * await slots.run(ctx, search, 'enforce', () => next());
+ * slots.record(ctx, search, 212, 'enforce'); // may move the limit: autopilot.decision
  */
 export class ToolSlots {
   readonly #tools = new Map<string, ToolLimit>();
@@ -67,23 +69,24 @@ export class ToolSlots {
   }
 
   /**
-   * Runs `attempt` in one of `tool`'s slots: enforcing, after waiting for one (the wait ends, as
-   * `cancelled`, when the call's signal aborts; the slot is released on every path); in shadow,
-   * at once, counted, with an `autopilot.shadow` event when it would have waited.
+   * Runs `attempt` in one of the tool's slots (`entry`, from `of`): enforcing, after waiting for
+   * one (the wait ends, as `cancelled`, when the call's signal aborts; the slot is released on
+   * every path); in shadow, at once, counted, with an `autopilot.shadow` event when it would have
+   * waited.
    */
   async run(
     ctx: DispatchContext,
-    tool: string,
+    entry: ToolLimit,
     mode: 'enforce' | 'shadow',
     attempt: () => Promise<void>,
   ): Promise<void> {
     if (mode === 'shadow') {
-      const entered = this.enter(tool);
+      const entered = this.enter(entry);
       if (entered.wouldWait) {
         ctx.emit('autopilot.shadow', {
           knob: 'concurrency',
           action: 'queued',
-          limit: this.limitOf(tool) as number,
+          limit: entry.limit.limit,
         });
       }
       try {
@@ -95,7 +98,7 @@ export class ToolSlots {
     const { signal } = ctx;
     let release: () => void;
     try {
-      release = await this.acquire(tool, signal);
+      release = await entry.slots.acquire(signal);
     } catch (error) {
       throw isDispatchError(error) ? error : cancelled(ctx, signal);
     }
@@ -106,24 +109,18 @@ export class ToolSlots {
     }
   }
 
-  /** Waits for one of `tool`'s slots; rejects with the signal's reason if it aborts first. */
-  acquire(tool: string, signal: AbortSignal): Promise<() => void> {
-    return this.#of(tool).slots.acquire(signal);
-  }
-
   /**
-   * Takes one of `tool`'s slots at once when one is free, nobody waits and `signal` has not
+   * Takes one of the tool's slots (`entry`) at once when one is free, nobody waits and `signal` has not
    * aborted: the slots to `give()` it back to, or `undefined` (then `run` waits as usual).
    */
-  tryTake(tool: string, signal: AbortSignal): LimitSemaphore | undefined {
+  tryTake(entry: ToolLimit, signal: AbortSignal): LimitSemaphore | undefined {
     if (signal.aborted) return undefined;
-    const { slots } = this.#of(tool);
+    const { slots } = entry;
     return slots.tryTake() ? slots : undefined;
   }
 
-  /** Counts a shadow attempt of `tool` in flight; says whether it would have waited, and how to leave. */
-  enter(tool: string): { readonly wouldWait: boolean; readonly leave: () => void } {
-    const entry = this.#of(tool);
+  /** Counts a shadow attempt of the tool (`entry`) in flight; says whether it would have waited, and how to leave. */
+  enter(entry: ToolLimit): { readonly wouldWait: boolean; readonly leave: () => void } {
     const wouldWait = entry.shadowInFlight >= entry.limit.limit;
     entry.shadowInFlight++;
     let held = true;
@@ -138,8 +135,14 @@ export class ToolSlots {
   }
 
   /** Takes a successful attempt's round trip; a move of the limit is an `autopilot.decision`. */
-  record(ctx: DispatchContext, tool: string, rttMs: number, mode: 'enforce' | 'shadow', now?: number): void {
-    const moved = this.move(tool, rttMs, now);
+  record(
+    ctx: DispatchContext,
+    entry: ToolLimit,
+    rttMs: number,
+    mode: 'enforce' | 'shadow',
+    now?: number,
+  ): void {
+    const moved = this.move(entry, rttMs, now);
     if (moved === undefined) return;
     ctx.emit('autopilot.decision', {
       knob: 'concurrency',
@@ -154,9 +157,7 @@ export class ToolSlots {
    * Takes a successful attempt's round trip (`now`: the clock's reading, if just taken); answers
    * how the limit moved, if it did.
    */
-  move(tool: string, rttMs: number, now?: number): LimitMove | undefined {
-    const entry = this.#tools.get(tool);
-    if (entry === undefined) return undefined;
+  move(entry: ToolLimit, rttMs: number, now?: number): LimitMove | undefined {
     const before = entry.limit.limit;
     entry.moved = undefined;
     entry.limit.record(rttMs, now, entry.slots.inFlight + entry.shadowInFlight);
@@ -176,7 +177,8 @@ export class ToolSlots {
     }
   }
 
-  #of(tool: string): ToolLimit {
+  /** `tool`'s limit and slots, made at its first attempt (the pilot keeps it with the tool). */
+  of(tool: string): ToolLimit {
     let entry = this.#tools.get(tool);
     if (entry === undefined) {
       const { min, max } = this.#settings;
