@@ -191,42 +191,20 @@ export class Pilot {
     let attempt: PilotAttempt;
     let running: Promise<void>;
     try {
-      const { clock, mode } = this.#settings;
+      const { clock, mode, stats } = this.#settings;
       const startedAt = clock.now();
       if (ctx.attempt === 0) this.#payIn(ctx, tool.name, tuning, startedAt);
       // The exact count gates both knobs; the summary (recomputed every few dozen calls) tunes,
       // read once for both.
-      const { stats } = this.#settings;
       const samples = stats.samples(tool.name, startedAt);
       const summary = samples >= this.#tunesFrom ? stats.summary(tool.name, false, startedAt) : undefined;
       const policy = this.#chooseTimeout(ctx, tool, tuning, startedAt, samples, summary, fixed);
       const timeoutMs = policy === tuning.tuned ? tuning.ms : undefined;
       const hedging = this.#seams.hedging;
-      const hedgeAfterMs =
-        hedging === undefined
-          ? undefined
-          : hedging.delayFor(
-              ctx,
-              tool,
-              (tuning.hedge ??= hedging.of(tool.name)),
-              startedAt,
-              samples,
-              summary,
-            );
-      let limits =
-        timeoutMs !== undefined && mode === 'enforce'
-          ? tuning.limits
-          : fixed === undefined
-            ? undefined
-            : (tuning.staticLimits = attemptLimitsOf(
-                ctx.options.timeoutMs,
-                tool,
-                fixed.defaultMs,
-                fixed.clock,
-                tuning.staticLimits,
-              ));
-      // A hedge runs beside the attempt's own limit, so the attempt needs one to be ended alone.
-      if (limits === undefined && hedgeAfterMs !== undefined && mode === 'enforce') limits = noDeadline;
+      const state = hedging === undefined ? undefined : (tuning.hedge ??= hedging.of(tool.name));
+      const hedgeAfterMs = hedging?.delayFor(ctx, tool, state as ToolHedge, startedAt, samples, summary);
+      const hedged = hedgeAfterMs !== undefined;
+      const limits = limitsOf(ctx, tool, tuning, mode === 'enforce', timeoutMs !== undefined, fixed, hedged);
       const restore = limits === undefined ? undefined : ctx.limit(limits);
       attempt = new PilotAttempt(this.#settings, this.#seams.concurrency, tuning.slots, ctx, tool, {
         startedAt,
@@ -407,6 +385,32 @@ const timeoutOffSource = 'static: the autopilot timeout is off';
 // The limit of an attempt with no deadline of its own: one it can be ended by alone.
 const noDeadline: AttemptLimits = Object.freeze({});
 const idleTimeoutSource = "static: the tool's idle timeout";
+
+// The limit an attempt runs under: the autopilot's tuned one (enforced), else in the timeout's
+// place its static deadline; a hedge runs beside the attempt's own limit, so an enforced attempt
+// with neither that may be hedged gets one it can be ended by alone.
+function limitsOf(
+  ctx: DispatchContext,
+  tool: Tool,
+  tuning: ToolTuning,
+  enforce: boolean,
+  tuned: boolean,
+  fixed: StaticDeadline | undefined,
+  hedged: boolean,
+): AttemptLimits | undefined {
+  if (tuned && enforce) return tuning.limits;
+  const limits =
+    fixed === undefined
+      ? undefined
+      : (tuning.staticLimits = attemptLimitsOf(
+          ctx.options.timeoutMs,
+          tool,
+          fixed.defaultMs,
+          fixed.clock,
+          tuning.staticLimits,
+        ));
+  return limits === undefined && hedged && enforce ? noDeadline : limits;
+}
 
 // One attempt as the pilot runs it: what it chose at the start, and what it does once the layers
 // inside have settled.
