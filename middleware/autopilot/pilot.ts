@@ -216,8 +216,8 @@ export class Pilot {
       try {
         // The first attempt is the layers inside as for any tool; a hedge may start beside it.
         if (hedgeAfterMs !== undefined) {
-          const state = tuning.hedge as ToolHedge;
-          attempt.race = (hedging as ToolHedging).watch(ctx, next, state, hedgeAfterMs, startedAt, attempt);
+          const watched = state as ToolHedge;
+          attempt.race = (hedging as ToolHedging).watch(ctx, next, watched, hedgeAfterMs, startedAt, attempt);
         }
         const inner = next();
         running = restore === undefined ? inner : untilLimitEnds(ctx, inner);
