@@ -17,44 +17,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDir, buildLibrary, loadLibrary } from '../library.js';
-import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
+import { smallArgs } from '../stacks.js';
+import { microDispatchers, toolName } from './micro.js';
+import { pilotConfig } from './scenarios.js';
 
 type Case = 'bare' | 'idle' | 'warm';
 const cases: readonly Case[] = ['bare', 'idle', 'warm'];
 
-const issueOptions = {
-  timeout: { quantile: 0.999, factor: 1.5, minMs: 50, minSamples: 200 },
-  hedge: { quantile: 0.95, maxExtraLoad: 0.05, minSamples: 200 },
-  concurrency: { min: 1, max: 64 },
-  retryBudget: { ratio: 0.2, minPerSecond: 10 },
-};
-const never = 1_000_000_000;
-
 // The child: warm up, then time `count` sequential dispatches of one case and print ns each.
 async function loop(which: Case, count: number, library: string): Promise<void> {
   const { lib } = await loadLibrary({ path: library });
-  const registry = new lib.ToolRegistry().register({
-    name: 'bench.pilot',
-    inputSchema: argsSchema,
-    idempotent: true,
-    handler: immediateHandler,
-  });
-  const options =
-    which === 'idle'
-      ? {
-          ...issueOptions,
-          timeout: { ...issueOptions.timeout, minSamples: never },
-          hedge: { ...issueOptions.hedge, minSamples: never },
-        }
-      : issueOptions;
-  const stack =
-    which === 'bare'
-      ? lib.defaultStack({ registry })
-      : lib.defaultStack({ registry, autopilot: lib.autopilot(options) });
-  const dispatcher = lib.createDispatcher(stack);
-  for (let i = 0; i < 200_000; i++) await dispatcher.dispatch('bench.pilot', smallArgs);
+  const dispatcher = (await microDispatchers(lib, pilotConfig()))[which];
+  for (let i = 0; i < 200_000; i++) await dispatcher.dispatch(toolName, smallArgs);
   const start = process.hrtime.bigint();
-  for (let i = 0; i < count; i++) await dispatcher.dispatch('bench.pilot', smallArgs);
+  for (let i = 0; i < count; i++) await dispatcher.dispatch(toolName, smallArgs);
   process.stdout.write(`${Number(process.hrtime.bigint() - start) / count}\n`);
 }
 
@@ -134,6 +110,9 @@ async function main(): Promise<void> {
           '--',
           process.execPath,
           '--perf-basic-prof',
+          // V8's own log goes to the run's directory, not into the working tree.
+          '--no-logfile-per-isolate',
+          `--logfile=${join(dir, `${which}.v8.log`)}`,
           '--import',
           'tsx',
           script,
