@@ -26,8 +26,8 @@
 
 import { caseById, type GroupResult, runGroup } from '../harness.js';
 import { loadLibrary, loadOptionsFromArgv } from '../library.js';
-import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
-import { successCase } from './micro.js';
+import { argsSchema, immediateHandler } from '../stacks.js';
+import { microDispatchers, successCase, toolName } from './micro.js';
 import { pilotConfig } from './scenarios.js';
 
 type Next = () => Promise<void>;
@@ -50,7 +50,6 @@ const { untilLimitEnds, systemClock } = await internal<{
   systemClock: unknown;
 }>('./middleware/kit.js');
 
-const toolName = 'bench.pilot';
 const registry = new lib.ToolRegistry().register({
   name: toolName,
   inputSchema: argsSchema,
@@ -148,13 +147,8 @@ const inPlace = trusted((ctx: LimitContext, next: Next): Promise<void> => {
   return untilLimitEnds(ctx, next()).then(restore);
 });
 
-const { options } = pilotConfig();
-const never = 1_000_000_000;
-const idleOptions = {
-  ...options,
-  timeout: { ...(options.timeout || {}), minSamples: never },
-  hedge: { ...(options.hedge || {}), minSamples: never },
-};
+// The autopilot's own cases are the micro rows' (the warm one past warm-up already).
+const micro = await microDispatchers(lib, pilotConfig());
 const dispatchers = {
   bare: lib.createDispatcher(bare),
   'in place': inTimeoutPlace(inPlace),
@@ -163,10 +157,9 @@ const dispatchers = {
   beside: besideTimeout(timedLayer(undefined)),
   'every knob': inTimeoutPlace(everyKnobLayer(false)),
   'every knob, hedged': inTimeoutPlace(everyKnobLayer(true)),
-  idle: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(idleOptions) })),
-  warm: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(options) })),
+  idle: micro.idle,
+  warm: micro.warm,
 };
-for (let call = 0; call < 1_000; call++) await dispatchers.warm.dispatch(toolName, smallArgs);
 
 const quick = process.argv.includes('--quick');
 const group = await runGroup(

@@ -32,7 +32,8 @@ export interface MicroSettings {
   readonly quick: boolean;
 }
 
-const toolName = 'bench.pilot';
+/** The micro rows' tool. */
+export const toolName = 'bench.pilot';
 // More samples than any window refresh needs, never reached: the autopilot stays idle.
 const neverMinSamples = 1_000_000_000;
 
@@ -90,10 +91,15 @@ export async function runMicro(settings: MicroSettings): Promise<MicroResults> {
   return { rows, idleVsBare, warmVsBare, nsPerDispatch, bytesPerTool, tools };
 }
 
-async function perDispatch(
-  settings: MicroSettings,
-): Promise<Pick<MicroResults, 'idleVsBare' | 'warmVsBare' | 'nsPerDispatch'>> {
-  const { lib, config } = settings;
+/**
+ * The micro rows' three dispatchers of `toolName` (a hedge-eligible immediate tool): the bare
+ * default stack, the autopilot on `config`'s options kept idle (`minSamples` never reached), and
+ * the autopilot past warm-up (its samples taken before this returns).
+ */
+export async function microDispatchers(
+  lib: Library,
+  config: PilotConfig,
+): Promise<Record<'bare' | 'idle' | 'warm', Dispatcher>> {
   const registry = new lib.ToolRegistry().register({
     name: toolName,
     inputSchema: argsSchema,
@@ -114,6 +120,14 @@ async function perDispatch(
   };
   // Past warm-up: the warm case has its samples before the first round.
   for (let call = 0; call < 1_000; call++) await dispatchers.warm.dispatch(toolName, smallArgs);
+  return dispatchers;
+}
+
+/** The two per-dispatch ratios and the three cases' ns, in interleaved rounds of one process. */
+export async function perDispatch(
+  settings: MicroSettings,
+): Promise<Pick<MicroResults, 'idleVsBare' | 'warmVsBare' | 'nsPerDispatch'>> {
+  const dispatchers = await microDispatchers(settings.lib, settings.config);
   const cases = Object.entries(dispatchers).map(([id, dispatcher]) => successCase(id, dispatcher, toolName));
   const options: GroupOptions = settings.quick
     ? { rounds: 21, warmupRounds: 3, warmupMs: 1_000, batchMs: 10 }

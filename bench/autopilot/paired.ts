@@ -2,8 +2,8 @@
  * The autopilot's two per-dispatch rows on two or more builds, each run in processes of its own,
  * taken in turn (A, B, A, B, …): the same build measures up to 0.1× apart from one process to the
  * next on a shared VM, so a change is judged on the medians of several processes each, never on
- * one run. Each process measures the bare default stack, the autopilot idle and the autopilot past
- * warm-up in interleaved rounds (as `bench/autopilot.ts` does) and prints their ratios.
+ * one run. Each process runs the micro rows of `bench/autopilot.ts` (`--quick` rounds): the bare
+ * default stack, the autopilot idle and past warm-up, in interleaved rounds, and prints their ratios.
  *
  *   npx tsx bench/autopilot/paired.ts [--runs 8] <build>/index.js <other build>/index.js …
  *
@@ -14,10 +14,8 @@
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { caseById, pairedRatio, runGroup } from '../harness.js';
 import { loadLibrary } from '../library.js';
-import { argsSchema, immediateHandler, smallArgs } from '../stacks.js';
-import { successCase } from './micro.js';
+import { perDispatch } from './micro.js';
 import { pilotConfig } from './scenarios.js';
 
 interface Measured {
@@ -26,37 +24,15 @@ interface Measured {
   bareNs: number;
 }
 
-// One process: the three cases of one build, in interleaved rounds.
+// One process: the micro rows' three cases of one build, in interleaved rounds.
 async function measure(library: string): Promise<Measured> {
   const { lib } = await loadLibrary({ path: library });
-  const { options } = pilotConfig();
-  const never = 1_000_000_000;
-  const idleOptions = {
-    ...options,
-    timeout: { ...(options.timeout || {}), minSamples: never },
-    hedge: { ...(options.hedge || {}), minSamples: never },
-  };
-  const registry = new lib.ToolRegistry().register({
-    name: 'bench.pilot',
-    inputSchema: argsSchema,
-    idempotent: true,
-    handler: immediateHandler,
+  const { idleVsBare, warmVsBare, nsPerDispatch } = await perDispatch({
+    lib,
+    config: pilotConfig(),
+    quick: true,
   });
-  const dispatchers = {
-    bare: lib.createDispatcher(lib.defaultStack({ registry })),
-    idle: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(idleOptions) })),
-    warm: lib.createDispatcher(lib.defaultStack({ registry, autopilot: lib.autopilot(options) })),
-  };
-  for (let call = 0; call < 1_000; call++) await dispatchers.warm.dispatch('bench.pilot', smallArgs);
-  const group = await runGroup(
-    Object.entries(dispatchers).map(([id, dispatcher]) => successCase(id, dispatcher, 'bench.pilot')),
-    { rounds: 30, warmupRounds: 5, warmupMs: 2_000, batchMs: 20 },
-  );
-  return {
-    idle: pairedRatio(group, 'idle', 'bare').median,
-    warm: pairedRatio(group, 'warm', 'bare').median,
-    bareNs: caseById(group, 'bare').wall.median,
-  };
+  return { idle: idleVsBare.median, warm: warmVsBare.median, bareNs: nsPerDispatch.bare };
 }
 
 const median = (values: number[]): number => {
